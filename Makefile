@@ -1,0 +1,168 @@
+# uzram - zram in userspace. One plain Makefile builds everything.
+#
+#   make              build/libuzram.a, build/libuzram.so, build/uzram.pc,
+#                     build/uzram
+#   make test         every test: unit tests, the same under ASan+UBSan and
+#                     TSan, integration scripts with real NBD clients, and a
+#                     short fuzz run
+#   make run          the main job (see README.md)
+#   make bench        the benchmark suite, writes BENCHMARKS.md
+#   make SANITIZE=address|thread ...   a sanitizer build in build-asan/ or
+#                     build-tsan/
+#
+# Each entry point first runs scripts/deps.sh, which installs the Debian
+# packages it needs when they are missing and we are root.
+
+VERSION := $(shell sed -n 's/^\#define UZRAM_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$$/\2/p' include/uzram.h | paste -sd.)
+SOVERSION := $(firstword $(subst ., ,$(VERSION)))
+
+CC ?= cc
+SANITIZE ?=
+PREFIX ?= /usr/local
+
+# The warning list lives here and only here.
+WARNINGS := -Wall -Wextra -Werror -Wundef -Wcast-qual -Wshadow \
+	-Wstrict-prototypes -Wmissing-prototypes -Wpointer-arith -Wvla \
+	-Wformat=2 -Wno-format-nonliteral
+OPT ?= -O2 -g
+
+ifeq ($(SANITIZE),)
+BUILD ?= build
+SAN_FLAGS :=
+else ifeq ($(SANITIZE),address)
+BUILD ?= build-asan
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer
+else ifeq ($(SANITIZE),thread)
+BUILD ?= build-tsan
+SAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer
+else
+$(error SANITIZE must be empty, address or thread)
+endif
+
+DEPS_PKGS := liblz4 libzstd libdeflate libxxhash
+DEPS_CFLAGS = $(shell pkg-config --cflags $(DEPS_PKGS) 2>/dev/null)
+DEPS_LIBS = $(shell pkg-config --libs $(DEPS_PKGS) 2>/dev/null)
+
+BASE_CFLAGS = -std=c11 -D_GNU_SOURCE $(OPT) $(WARNINGS) $(SAN_FLAGS) \
+	-Iinclude $(DEPS_CFLAGS) $(CFLAGS)
+LIB_CFLAGS = $(BASE_CFLAGS) -fPIC -fvisibility=hidden -DUZRAM_BUILDING
+LDLIBS_ALL = $(DEPS_LIBS) -lpthread -lm
+LINK = $(CC) $(SAN_FLAGS) $(LDFLAGS)
+
+LIB_SRCS := $(sort $(wildcard src/*.c))
+LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
+# The CLI (cli/) and the NBD server (server/) use only include/uzram.h.
+CLI_SRCS := $(sort $(wildcard cli/*.c) $(wildcard server/*.c))
+CLI_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS))
+UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+INTEGRATION := $(sort $(wildcard tests/integration/t*.sh))
+
+.PHONY: all lib cli deps deps-test deps-bench unit check-unit check-header \
+	check-sanitizers check-integration test run bench bench-quick fuzz \
+	fuzz-smoke install clean
+.DEFAULT_GOAL := all
+
+all: deps lib cli
+
+deps:
+	@scripts/deps.sh build
+deps-test: deps
+	@scripts/deps.sh test
+deps-bench: deps
+	@scripts/deps.sh bench
+
+lib: $(BUILD)/libuzram.a $(BUILD)/libuzram.so $(BUILD)/uzram.pc
+cli: $(BUILD)/uzram
+
+$(BUILD)/obj/src/%.o: src/%.c
+	@mkdir -p $(@D)
+	$(CC) $(LIB_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/obj/cli/%.o $(BUILD)/obj/server/%.o: $(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/libuzram.a: $(LIB_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/libuzram.so: $(LIB_OBJS)
+	$(LINK) -shared -Wl,-soname,libuzram.so.$(SOVERSION) -o $@ $^ $(LDLIBS_ALL)
+
+$(BUILD)/uzram.pc: Makefile include/uzram.h
+	@mkdir -p $(@D)
+	printf '%s\n' 'prefix=$(PREFIX)' 'includedir=$${prefix}/include' \
+		'libdir=$${prefix}/lib' '' 'Name: uzram' \
+		'Description: compressed RAM block device in userspace' \
+		'Version: $(VERSION)' 'Requires.private: $(DEPS_PKGS)' \
+		'Libs: -L$${libdir} -luzram' 'Libs.private: -lpthread' \
+		'Cflags: -I$${includedir}' > $@
+
+$(BUILD)/uzram: $(CLI_OBJS) $(BUILD)/libuzram.a
+	$(LINK) -o $@ $(CLI_OBJS) $(BUILD)/libuzram.a $(LDLIBS_ALL)
+
+# Unit tests may include private headers from src/ to test one layer.
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libuzram.a
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -Isrc -o $@ $< $(BUILD)/libuzram.a \
+		$(shell pkg-config --cflags --libs cmocka) $(LDLIBS_ALL)
+
+unit: $(UNIT_BINS)
+
+# Sanitizer runtimes of this toolchain cannot map their shadow memory with
+# the kernel's full ASLR entropy; run them with randomisation off.
+ifneq ($(SANITIZE),)
+RUN_TEST := setarch $(shell uname -m) -R
+endif
+
+# UZRAM_TEST_SCALE scales the randomized tests: 1 in the plain build, less
+# under the sanitizers, which are several times slower.
+check-unit: unit
+	@set -e; for t in $(UNIT_BINS); do \
+		echo "== $$t"; UZRAM_TEST_SCALE=$(TEST_SCALE) $(RUN_TEST) $$t; \
+	done
+
+check-header:
+	@mkdir -p $(BUILD)
+	$(CC) -std=c99 -Wall -Wextra -Werror -pedantic -fsyntax-only -x c include/uzram.h
+	$(CXX) -Wall -Wextra -Werror -fsyntax-only -x c++ include/uzram.h
+
+check-sanitizers:
+	$(MAKE) SANITIZE=address TEST_SCALE=0.25 check-unit
+	$(MAKE) SANITIZE=thread TEST_SCALE=0.1 check-unit
+
+check-integration: all
+	@set -e; for t in $(INTEGRATION); do \
+		echo "== $$t"; UZRAM=$(abspath $(BUILD)/uzram) bash $$t; \
+	done
+
+TEST_SCALE ?= 1
+
+test: deps-test all check-header
+	$(MAKE) TEST_SCALE=1 check-unit
+	$(MAKE) check-sanitizers
+	$(MAKE) check-integration
+	$(MAKE) fuzz-smoke
+	@echo "all tests passed"
+
+run: all
+	@scripts/deps.sh run
+	@bash scripts/run.sh $(BUILD)/uzram
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+		$(DESTDIR)$(PREFIX)/bin
+	install -m 644 include/uzram.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(BUILD)/libuzram.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/libuzram.so $(DESTDIR)$(PREFIX)/lib/libuzram.so.$(VERSION)
+	ln -sf libuzram.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libuzram.so
+	install -m 644 $(BUILD)/uzram.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 755 $(BUILD)/uzram $(DESTDIR)$(PREFIX)/bin/
+
+clean:
+	rm -rf build build-asan build-tsan build-fuzz
+
+-include mk/*.mk
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d)

@@ -1,0 +1,16 @@
+/*
+ * cli.h - the subcommands of the uzram program. Each one parses its own
+ * arguments (argv[0] is the subcommand name) and returns the exit status.
+ * They use only the public API in uzram.h.
+ */
+#ifndef UZRAM_CLI_H
+#define UZRAM_CLI_H
+
+int cmd_load(int argc, char **argv);   /* cli/load.c */
+int cmd_serve(int argc, char **argv);  /* cli/serve.c */
+int cmd_stat(int argc, char **argv);   /* cli/serve.c: ask a running server */
+
+/* Parse "123", "4K", "1.5G" (powers of 1024) into bytes; 0 or -EINVAL. */
+int parse_size(const char *s, unsigned long long *out);
+
+#endif

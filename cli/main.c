@@ -1,0 +1,81 @@
+/*
+ * main.c - the uzram program: a thin dispatcher over its subcommands.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "uzram.h"
+#include "cli.h"
+
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *usage;
+} commands[] = {
+	{ "load", cmd_load,
+	  "load FILE [--algorithm A] [--level N] [--json]" },
+	{ "serve", cmd_serve,
+	  "serve [--size 1G] [--algorithm lz4] [--level N] [--mem-limit M]\n"
+	  "              [--socket PATH | --tcp HOST:PORT] [--export NAME]\n"
+	  "              [--read-only] [--max-connections N]" },
+	{ "stat", cmd_stat, "stat [--socket PATH] [--json]" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage:\n");
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		fprintf(f, "  uzram %s\n", commands[i].usage);
+	fprintf(f, "  uzram --version\n");
+	fprintf(f, "algorithms: %s\n", uzram_algorithms());
+}
+
+int parse_size(const char *s, unsigned long long *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': v *= 1024.0; end++; break;
+	case 'm': case 'M': v *= 1024.0 * 1024; end++; break;
+	case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
+	case 't': case 'T': v *= 1024.0 * 1024 * 1024 * 1024; end++; break;
+	default: break;
+	}
+	if (*end == 'i' && end[-1] != *s) /* accept "KiB" spellings too */
+		end++;
+	if (*end == 'B')
+		end++;
+	if (*end != '\0' || v >= 18446744073709551616.0)
+		return -EINVAL;
+	*out = (unsigned long long)v;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("uzram %s\n", uzram_version_string());
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "uzram: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

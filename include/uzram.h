@@ -1,0 +1,223 @@
+/*
+ * uzram.h - the public interface of libuzram, a compressed RAM block device
+ * that lives in the calling process (zram in userspace).
+ *
+ * This is the only header a program includes. Everything else under src/
+ * is private and may change between releases.
+ *
+ * Model
+ *   A device is an array of `size` bytes, split into pages of 4096 bytes.
+ *   Each page is in one of four states:
+ *     - unwritten (a hole): reads as zeros, costs no memory;
+ *     - same-filled: one 8-byte value repeated, kept in the page table;
+ *     - compressed: an object in the device's allocator;
+ *     - huge: a page that did not compress, kept raw in the allocator.
+ *   Reads and writes take any byte offset and length inside the device;
+ *   partial pages are read-modify-written.
+ *
+ * Errors
+ *   Every call that can fail returns 0 (or a count) on success and a
+ *   negative errno value on failure. The values below are a contract and
+ *   will not change. uzram_strerror() turns one into a message, and
+ *   uzram_last_error() gives the detailed message of the last failure in the
+ *   calling thread (e.g. which algorithms are known).
+ *
+ * Threads
+ *   Every function taking a struct uzram is thread-safe, except
+ *   uzram_close(), which must not race with any other call on the device.
+ *   Reads of different pages never wait for each other, and a write locks
+ *   only the pages it touches; see src/store.c for the lock rules.
+ */
+#ifndef UZRAM_H
+#define UZRAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(UZRAM_BUILDING) && defined(__GNUC__)
+#define UZRAM_API __attribute__((visibility("default")))
+#else
+#define UZRAM_API
+#endif
+
+#define UZRAM_VERSION_MAJOR 0
+#define UZRAM_VERSION_MINOR 1
+#define UZRAM_VERSION_PATCH 0
+#define UZRAM_VERSION_NUMBER \
+	(UZRAM_VERSION_MAJOR * 10000 + UZRAM_VERSION_MINOR * 100 + UZRAM_VERSION_PATCH)
+
+/* The version of the library actually linked, as UZRAM_VERSION_NUMBER. */
+UZRAM_API unsigned uzram_version_number(void);
+/* The same as a "MAJOR.MINOR.PATCH" string with static storage. */
+UZRAM_API const char *uzram_version_string(void);
+
+/* Size of a device page. Device sizes are rounded up to a multiple of it. */
+#define UZRAM_PAGE_SIZE 4096u
+
+struct uzram;
+
+/*
+ * Configuration for uzram_open(). Always initialise it with
+ * uzram_config_init(), which sets struct_size and every default; then change
+ * the fields you care about. Fields are only ever added at the end, so a
+ * program built against an older header keeps working.
+ */
+struct uzram_config {
+	size_t struct_size;    /* sizeof(struct uzram_config), set by _init */
+	uint64_t size;         /* device size in bytes (required, > 0) */
+	const char *algorithm; /* "lz4" (default), "lz4hc", "zstd", "deflate" */
+	int level;             /* codec level; 0 selects the codec's default */
+	uint64_t mem_limit;    /* max bytes of compressed memory; 0: no limit */
+};
+
+/* Fill *cfg with defaults: no size, lz4 at its default level, no limit. */
+UZRAM_API void uzram_config_init(struct uzram_config *cfg);
+
+/*
+ * Create a device. On success stores it in *devp and returns 0.
+ * Errors:
+ *   -EINVAL  cfg or devp is NULL, cfg->struct_size is not one this library
+ *            knows, the size is 0, or the level is out of the codec's range;
+ *   -ENOENT  the algorithm is unknown; uzram_last_error() lists known ones;
+ *   -ENOMEM  memory for the page table could not be reserved.
+ * The algorithm string is copied; the caller keeps ownership of cfg.
+ */
+UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp);
+
+/* Free the device and all memory it holds. NULL is accepted. */
+UZRAM_API void uzram_close(struct uzram *dev);
+
+/* The device size in bytes, as rounded up by uzram_open(). */
+UZRAM_API uint64_t uzram_size(const struct uzram *dev);
+
+/*
+ * Copy len bytes at byte offset off of the device into buf.
+ * Returns 0, or:
+ *   -EINVAL  dev or buf is NULL;
+ *   -ERANGE  off + len is past the end of the device, or overflows;
+ *   -EIO     a stored object failed to decompress (corruption); buf is
+ *            undefined, the device is unchanged.
+ * A zero len is valid and does nothing.
+ */
+UZRAM_API int uzram_read(struct uzram *dev, void *buf, size_t len, uint64_t off);
+
+/*
+ * Write len bytes from buf at byte offset off. Pages are written one by one;
+ * a failure leaves the failing page and all later pages with their old bytes,
+ * and earlier pages written.
+ * Returns 0, or:
+ *   -EINVAL  dev or buf is NULL;
+ *   -ERANGE  off + len is past the end of the device, or overflows;
+ *   -ENOSPC  the memory limit (or the allocator's address space) is reached;
+ *   -ENOMEM  the system is out of memory;
+ *   -EIO     a partial page could not be read back for the merge.
+ */
+UZRAM_API int uzram_write(struct uzram *dev, const void *buf, size_t len,
+			  uint64_t off);
+
+/*
+ * Drop the contents of [off, off + len): afterwards it reads as zeros. Whole
+ * pages in the range become holes and give their memory back; the partial
+ * pages at either end are zeroed in place (which may need memory).
+ * Returns 0, -EINVAL (dev NULL), -ERANGE, or the errors of uzram_write()
+ * for the partial pages.
+ */
+UZRAM_API int uzram_discard(struct uzram *dev, size_t len, uint64_t off);
+
+/* Flags for uzram_write_zeroes(). */
+enum uzram_zero_flags {
+	/* Keep whole pages allocated as zero-filled instead of making holes. */
+	UZRAM_ZERO_NO_HOLE = 1u << 0,
+};
+
+/*
+ * Make [off, off + len) read as zeros. Without UZRAM_ZERO_NO_HOLE whole pages
+ * become holes, as with uzram_discard(); with it they become same-filled zero
+ * pages, which still cost no allocator memory. Errors as uzram_discard(), and
+ * -EINVAL for unknown flags.
+ */
+UZRAM_API int uzram_write_zeroes(struct uzram *dev, size_t len, uint64_t off,
+				 unsigned flags);
+
+/* Page states reported by uzram_block_status(). */
+enum uzram_status_flags {
+	UZRAM_STATUS_HOLE = 1u << 0, /* never written or discarded */
+	UZRAM_STATUS_ZERO = 1u << 1, /* reads as zeros (holes always do) */
+};
+
+/*
+ * Describe the run of bytes starting at off that share one status, looking at
+ * no more than len bytes. Stores the run length (> 0, <= len) in *run and its
+ * UZRAM_STATUS_* flags in *flags. Runs are measured in whole pages, clipped
+ * to [off, off + len). The answer is a snapshot: concurrent writes may change
+ * it at once. Returns 0, -EINVAL (NULL argument or len 0) or -ERANGE.
+ */
+UZRAM_API int uzram_block_status(struct uzram *dev, uint64_t off, uint64_t len,
+				 uint64_t *run, unsigned *flags);
+
+/*
+ * Counters, modelled on zram's mm_stat and io_stat. All sizes are in bytes.
+ * Fields are only ever added at the end; pass sizeof(struct uzram_stats).
+ */
+struct uzram_stats {
+	uint64_t disksize;        /* device size */
+	uint64_t orig_data_size;  /* uncompressed bytes of stored pages */
+	uint64_t compr_data_size; /* compressed bytes of stored objects */
+	uint64_t mem_used_total;  /* memory the allocator holds from the OS,
+				   * including its own metadata */
+	uint64_t mem_limit;       /* the configured limit, 0 for none */
+	uint64_t mem_used_max;    /* high-water mark of mem_used_total */
+	uint64_t same_pages;      /* pages kept as one repeated value */
+	uint64_t pages_compacted; /* pages given back by compaction, total */
+	uint64_t huge_pages;      /* pages kept raw because they do not compress */
+	uint64_t pages_stored;    /* pages that are not holes */
+	uint64_t failed_reads;    /* reads that returned -EIO */
+	uint64_t failed_writes;   /* writes that failed for lack of memory */
+	uint64_t invalid_io;      /* requests rejected as out of range */
+	uint64_t table_bytes;     /* the page table, not in mem_used_total */
+};
+
+/*
+ * Fill *st (of st_size bytes, normally sizeof *st) with a snapshot of the
+ * counters. A smaller st_size from an older caller gets a prefix.
+ * Returns 0 or -EINVAL.
+ */
+UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
+			  size_t st_size);
+
+/*
+ * Move objects out of sparsely used allocator pages and give the freed pages
+ * back to the OS. Safe while other threads read and write; they may wait
+ * briefly for the few objects being moved. Also runs by itself when the
+ * allocator's fragmentation passes a threshold.
+ * Returns the number of pages freed (>= 0) or -EINVAL.
+ */
+UZRAM_API long uzram_compact(struct uzram *dev);
+
+/*
+ * A static message for a negative errno value returned by this library,
+ * e.g. "memory limit reached" for -ENOSPC.
+ */
+UZRAM_API const char *uzram_strerror(int err);
+
+/*
+ * The detailed message of the last call that failed in this thread, or ""
+ * if none has. Valid until the next failing call in the same thread.
+ */
+UZRAM_API const char *uzram_last_error(void);
+
+/*
+ * The names of the compression algorithms built in, separated by spaces,
+ * e.g. "lz4 lz4hc zstd deflate".
+ */
+UZRAM_API const char *uzram_algorithms(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UZRAM_H */

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# deps.sh GROUP... - make sure the Debian packages a make target needs are
+# installed. As root, installs what is missing; otherwise prints the exact
+# command to run and fails. Groups: build test bench run.
+set -euo pipefail
+
+pkgs_build="gcc make pkg-config liblz4-dev libzstd-dev libdeflate-dev libxxhash-dev"
+pkgs_test="libcmocka-dev clang libclang-rt-14-dev qemu-utils libnbd-bin fio
+           nbdkit gdb python3 e2fsprogs util-linux procps"
+pkgs_bench="fio nbdkit gnuplot-nox gdb python3 dpkg-dev linux-perf procps"
+pkgs_run="gdb python3"
+
+want=()
+for group in "$@"; do
+	var="pkgs_$group"
+	[[ -n ${!var+x} ]] || { echo "deps.sh: unknown group '$group'" >&2; exit 2; }
+	# shellcheck disable=SC2206
+	want+=(${!var})
+done
+
+missing=()
+for p in "${want[@]}"; do
+	status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+	[[ $status == installed ]] || missing+=("$p")
+done
+((${#missing[@]} == 0)) && exit 0
+
+# Keep the list unique and stable, so the printed line is easy to copy.
+mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+if ((EUID != 0)); then
+	echo "uzram needs these Debian packages:" >&2
+	echo "  sudo apt-get install -y ${missing[*]}" >&2
+	exit 1
+fi
+echo "deps.sh: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+if ! apt-get install -y --no-install-recommends "${missing[@]}" >&2; then
+	apt-get update >&2
+	apt-get install -y --no-install-recommends "${missing[@]}" >&2
+fi

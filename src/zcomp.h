@@ -1,0 +1,59 @@
+/*
+ * zcomp.h - the codec layer: one compressor/decompressor selected by name,
+ * with contexts that belong to the calling thread.
+ *
+ * The store never sees a codec library. It asks zcomp to turn a page (or,
+ * later, a multi-page cluster) into bytes and back. Each backend lives in its
+ * own backend_<name>.c and registers one struct zcomp_backend in the table in
+ * zcomp.c: adding a codec is adding one file and one table entry.
+ *
+ * Contexts: compression and decompression contexts are created lazily, once
+ * per thread and per (backend, level), and kept in thread-local storage until
+ * the thread exits. No call here takes a lock or allocates on the steady
+ * state path; the first call in a thread may allocate its context.
+ */
+#ifndef UZRAM_ZCOMP_H
+#define UZRAM_ZCOMP_H
+
+#include <stddef.h>
+
+struct zcomp;
+
+/*
+ * Select the codec `name` at `level` (0: the codec's default).
+ * Returns 0 and stores the handle in *out, or:
+ *   -ENOENT  unknown name (zcomp_known() lists the known ones);
+ *   -EINVAL  level out of the codec's range;
+ *   -ENOMEM.
+ */
+int zcomp_create(const char *name, int level, struct zcomp **out);
+void zcomp_destroy(struct zcomp *zc);            /* NULL is accepted */
+const char *zcomp_name(const struct zcomp *zc);
+int zcomp_level(const struct zcomp *zc);         /* the effective level */
+
+/*
+ * Compress src_len bytes into dst, which holds dst_cap bytes.
+ * Returns the compressed length (> 0), or:
+ *   -E2BIG   the output would not fit in dst_cap (the data does not
+ *            compress well enough: the caller stores it raw);
+ *   -ENOMEM  this thread's context could not be created.
+ * Thread-safe; uses the calling thread's context.
+ */
+int zcomp_compress(const struct zcomp *zc, const void *src, size_t src_len,
+		   void *dst, size_t dst_cap);
+
+/*
+ * Decompress src_len bytes from src into exactly dst_len bytes at dst.
+ * Never reads outside src or writes outside dst, whatever src holds.
+ * Returns 0, or:
+ *   -EIO     src is corrupt or does not decode to exactly dst_len bytes;
+ *   -ENOMEM  this thread's context could not be created.
+ * Thread-safe; never waits for another thread.
+ */
+int zcomp_decompress(const struct zcomp *zc, const void *src, size_t src_len,
+		     void *dst, size_t dst_len);
+
+/* Known codec names separated by single spaces: "lz4 lz4hc zstd deflate". */
+const char *zcomp_known(void);
+
+#endif

@@ -1,0 +1,83 @@
+/*
+ * zpool.h - the allocator of compressed objects (zsmalloc's role).
+ *
+ * Objects of 1 byte up to zpool's max object size are packed into
+ * "zspages": runs of 1..16 pages that are contiguous in our address space,
+ * carved from one region reserved at creation. An object that crosses a
+ * 4 KiB boundary is therefore read in place, with no bounce copy.
+ *
+ * Objects are named by handles, an indirection that lets compaction move
+ * them. A handle is a non-zero 32-bit number; 0 is never a valid handle.
+ *
+ * Concurrency contract (the rules themselves live at the top of zpool.c):
+ *  - zpool_store(), zpool_free(), zpool_compact() and zpool_stats() may be
+ *    called from any thread at any time.
+ *  - zpool_map() pins the object's zspage against compaction until
+ *    zpool_unmap(); it never waits for other readers, only (briefly) for a
+ *    compaction that is moving that very zspage.
+ *  - The caller guarantees that a handle is not freed while it is mapped,
+ *    and is freed once (the store's page lock does both).
+ */
+#ifndef UZRAM_ZPOOL_H
+#define UZRAM_ZPOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct zpool;
+
+/*
+ * Create a pool for objects of at most max_object bytes (a multiple of 16,
+ * at most 64 KiB) that may hold up to `capacity` bytes of objects at once;
+ * capacity sizes the address-space reservation, not memory.
+ * Returns 0 and stores the pool in *out, -EINVAL or -ENOMEM.
+ */
+int zpool_create(uint64_t capacity, size_t max_object, struct zpool **out);
+void zpool_destroy(struct zpool *pool);          /* NULL is accepted */
+
+/* Limit the memory the pool holds (mem_used below); 0 removes the limit. */
+void zpool_set_limit(struct zpool *pool, uint64_t bytes);
+
+/*
+ * Allocate an object of `size` bytes (1..max_object), copy `data` into it and
+ * store its handle in *handle. Returns 0, or:
+ *   -ENOSPC  the limit, or the reserved address space, would be exceeded;
+ *   -ENOMEM  metadata could not be allocated;
+ *   -EINVAL  size is 0 or above max_object.
+ * Nothing is allocated when it fails.
+ */
+int zpool_store(struct zpool *pool, const void *data, size_t size,
+		uint32_t *handle);
+
+/* Free an object. The handle may be reused by a later zpool_store(). */
+void zpool_free(struct zpool *pool, uint32_t handle);
+
+/*
+ * Return the address of the object, pinned in place until zpool_unmap().
+ * The memory is read-only to the caller. Lock-free; no allocation, no
+ * syscall. Every zpool_map() needs exactly one zpool_unmap() with the same
+ * handle, from the same thread.
+ */
+const void *zpool_map(struct zpool *pool, uint32_t handle);
+void zpool_unmap(struct zpool *pool, uint32_t handle);
+
+/*
+ * Move objects from sparse zspages into fuller ones of the same size class
+ * and give emptied zspages back to the OS. Returns the number of pages freed.
+ * zpool_free() also compacts a size class by itself, a little at a time,
+ * once that class wastes more than a threshold.
+ */
+long zpool_compact(struct zpool *pool);
+
+struct zpool_stats {
+	uint64_t mem_used;        /* bytes held from the OS: zspage pages
+				   * plus the pool's own metadata */
+	uint64_t mem_used_max;    /* high-water mark of mem_used */
+	uint64_t obj_bytes;       /* sum of the sizes passed to zpool_store() */
+	uint64_t objects;         /* live objects */
+	uint64_t pages_compacted; /* pages freed by compaction, total */
+};
+
+void zpool_stats(struct zpool *pool, struct zpool_stats *st);
+
+#endif
