@@ -119,9 +119,17 @@ endif
 
 # UZRAM_TEST_SCALE scales the randomized tests: 1 in the plain build, less
 # under the sanitizers, which are several times slower.
-check-unit: unit
+CORPUS_DIR := $(abspath build/corpus)
+SHARED ?= ../shared
+
+# A small corpus of real data for the tests, made once.
+$(CORPUS_DIR)/MANIFEST:
+	bash $(SHARED)/bench/make-corpus.sh $(CORPUS_DIR) 8 >/dev/null
+
+check-unit: unit $(CORPUS_DIR)/MANIFEST
 	@set -e; for t in $(UNIT_BINS); do \
-		echo "== $$t"; UZRAM_TEST_SCALE=$(TEST_SCALE) $(RUN_TEST) $$t; \
+		echo "== $$t"; UZRAM_TEST_SCALE=$(TEST_SCALE) \
+		UZRAM_TEST_CORPUS=$(CORPUS_DIR) $(RUN_TEST) $$t; \
 	done
 
 check-header:
@@ -133,9 +141,10 @@ check-sanitizers:
 	$(MAKE) SANITIZE=address TEST_SCALE=0.25 check-unit
 	$(MAKE) SANITIZE=thread TEST_SCALE=0.1 check-unit
 
-check-integration: all
+check-integration: all $(CORPUS_DIR)/MANIFEST
 	@set -e; for t in $(INTEGRATION); do \
-		echo "== $$t"; UZRAM=$(abspath $(BUILD)/uzram) bash $$t; \
+		echo "== $$t"; UZRAM=$(abspath $(BUILD)/uzram) \
+		UZRAM_TEST_CORPUS=$(CORPUS_DIR) bash $$t; \
 	done
 
 TEST_SCALE ?= 1

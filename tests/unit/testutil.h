@@ -1,0 +1,73 @@
+/*
+ * testutil.h - small helpers shared by the cmocka unit tests.
+ *
+ *   UZRAM_TEST_SCALE   multiplies the iteration counts of randomized tests
+ *                      (the sanitizer builds run them with less than 1);
+ *   UZRAM_TEST_CORPUS  a folder made by ../shared/bench/make-corpus.sh
+ *                      (make test builds a small one in build/corpus).
+ */
+#ifndef UZRAM_TESTUTIL_H
+#define UZRAM_TESTUTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+static inline double tu_scale(void)
+{
+	const char *s = getenv("UZRAM_TEST_SCALE");
+	double v = s ? atof(s) : 1.0;
+
+	return v > 0 ? v : 1.0;
+}
+
+/* n scaled by UZRAM_TEST_SCALE, at least 1. */
+static inline uint64_t tu_scaled(uint64_t n)
+{
+	double v = (double)n * tu_scale();
+
+	return v < 1 ? 1 : (uint64_t)v;
+}
+
+/*
+ * Read corpus file `name` (e.g. "files.tar") whole, or at most max bytes.
+ * Fails the test if it is missing: the corpus is real data, not optional.
+ */
+static inline void *tu_corpus(const char *name, size_t max, size_t *len)
+{
+	const char *dir = getenv("UZRAM_TEST_CORPUS");
+	char path[4096];
+	FILE *f;
+	char *buf;
+	size_t n;
+
+	if (!dir)
+		dir = "build/corpus";
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	f = fopen(path, "rb");
+	if (!f)
+		fail_msg("corpus file %s is missing (make build/corpus)", path);
+	buf = malloc(max);
+	assert_non_null(buf);
+	n = fread(buf, 1, max, f);
+	fclose(f);
+	assert_true(n > 0);
+	*len = n;
+	return buf;
+}
+
+/* xorshift64*: a fast, seedable generator for randomized tests. */
+static inline uint64_t tu_rand(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 2685821657736338717ull;
+}
+
+#endif
