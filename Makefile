@@ -80,7 +80,11 @@ $(BUILD)/obj/src/%.o: src/%.c
 	@mkdir -p $(@D)
 	$(CC) $(LIB_CFLAGS) -MMD -MP -c -o $@ $<
 
-$(BUILD)/obj/cli/%.o $(BUILD)/obj/server/%.o: $(BUILD)/obj/%.o: %.c
+$(BUILD)/obj/cli/%.o: cli/%.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/obj/server/%.o: server/%.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -MMD -MP -c -o $@ $<
 
