@@ -81,7 +81,8 @@ UZRAM_API void uzram_config_init(struct uzram_config *cfg);
  * Create a device. On success stores it in *devp and returns 0.
  * Errors:
  *   -EINVAL  cfg or devp is NULL, cfg->struct_size is not one this library
- *            knows, the size is 0, or the level is out of the codec's range;
+ *            knows, the size is 0 or above 16 TiB, or the level is out of
+ *            the codec's range;
  *   -ENOENT  the algorithm is unknown; uzram_last_error() lists known ones;
  *   -ENOMEM  memory for the page table could not be reserved.
  * The algorithm string is copied; the caller keeps ownership of cfg.

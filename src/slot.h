@@ -1,0 +1,120 @@
+/*
+ * slot.h - one entry of the page table and its lock.
+ *
+ * Every device page has a 16-byte slot, as zram has its zram_table_entry:
+ *
+ *   0            4            8                              16
+ *   +------------+------------+-------------------------------+
+ *   | lock       | flags      | val                           |
+ *   +------------+------------+-------------------------------+
+ *
+ *   lock   bit 31: held for writing; bits 0..30: readers holding it
+ *   flags  bits 0..2   state (enum slot_state)
+ *          bits 3..4   priority: which codec of the device made the object
+ *                      (0: primary; recompression will use 1..3)
+ *          bit  5      idle mark (for idle tracking and writeback)
+ *          bits 8..15  age, in idle-scan periods
+ *          bits 16..31 reserved (writeback, dedup, cluster membership)
+ *   val    SLOT_SAME:        the repeated 8-byte value
+ *          SLOT_OBJ, _HUGE:  allocator handle (low 32 bits) and object
+ *                            size in bytes (high 32 bits: clusters larger
+ *                            than a page fit)
+ *
+ * Lock rules: flags and val are read only with the lock held (shared or
+ * exclusive) and written only with it held exclusively. A reader holds the
+ * lock shared for as long as it uses the object the slot names, so a writer
+ * that swaps in a new object under the exclusive lock may free the old one
+ * once it has unlocked: no reader can still be looking at it.
+ *
+ * Readers of one page do not wait for each other. A writer sets the write
+ * bit first and then waits for the readers already inside to leave; new
+ * readers back off while the bit is set, so writers are not starved.
+ */
+#ifndef UZRAM_SLOT_H
+#define UZRAM_SLOT_H
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+enum slot_state {
+	SLOT_EMPTY = 0, /* never written, or discarded: reads as zeros */
+	SLOT_SAME = 1,  /* one 8-byte value repeated over the page */
+	SLOT_OBJ = 2,   /* a compressed object in the allocator */
+	SLOT_HUGE = 3,  /* the page kept raw in the allocator */
+};
+
+#define SLOT_STATE_MASK 0x7u
+#define SLOT_WRITER (1u << 31)
+
+struct slot {
+	_Atomic uint32_t lock;
+	uint32_t flags;
+	uint64_t val;
+};
+
+static inline void slot_pause(unsigned *spins)
+{
+	if (++*spins < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+	} else {
+		sched_yield();
+	}
+}
+
+static inline void slot_lock_shared(struct slot *s)
+{
+	unsigned spins = 0;
+
+	for (;;) {
+		uint32_t v = atomic_fetch_add_explicit(&s->lock, 1,
+						       memory_order_acquire);
+		if (!(v & SLOT_WRITER))
+			return;
+		atomic_fetch_sub_explicit(&s->lock, 1, memory_order_relaxed);
+		while (atomic_load_explicit(&s->lock, memory_order_relaxed) &
+		       SLOT_WRITER)
+			slot_pause(&spins);
+	}
+}
+
+static inline void slot_unlock_shared(struct slot *s)
+{
+	atomic_fetch_sub_explicit(&s->lock, 1, memory_order_release);
+}
+
+static inline void slot_lock(struct slot *s)
+{
+	unsigned spins = 0;
+
+	while (atomic_fetch_or_explicit(&s->lock, SLOT_WRITER,
+					memory_order_acquire) & SLOT_WRITER)
+		slot_pause(&spins);
+	while (atomic_load_explicit(&s->lock, memory_order_acquire) !=
+	       SLOT_WRITER)
+		slot_pause(&spins);
+}
+
+static inline void slot_unlock(struct slot *s)
+{
+	atomic_fetch_and_explicit(&s->lock, ~SLOT_WRITER, memory_order_release);
+}
+
+static inline enum slot_state slot_state(const struct slot *s)
+{
+	return (enum slot_state)(s->flags & SLOT_STATE_MASK);
+}
+
+static inline uint32_t slot_handle(const struct slot *s)
+{
+	return (uint32_t)s->val;
+}
+
+static inline uint32_t slot_size(const struct slot *s)
+{
+	return (uint32_t)(s->val >> 32);
+}
+
+#endif

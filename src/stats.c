@@ -1,0 +1,39 @@
+/*
+ * stats.c - turning the store's counters and the allocator's figures into
+ * the public struct uzram_stats.
+ */
+#include "stats.h"
+#include "zpool.h"
+
+static uint64_t nonneg(const _Atomic int64_t *c)
+{
+	int64_t v = atomic_load_explicit(c, memory_order_relaxed);
+
+	return v > 0 ? (uint64_t)v : 0;
+}
+
+void stats_snapshot(const struct stats *st, struct zpool *pool,
+		    uint64_t disksize, uint64_t mem_limit, uint64_t table_bytes,
+		    struct uzram_stats *out)
+{
+	struct zpool_stats zs;
+
+	zpool_stats(pool, &zs);
+	out->disksize = disksize;
+	out->pages_stored = nonneg(&st->pages_stored);
+	out->orig_data_size = out->pages_stored * UZRAM_PAGE_SIZE;
+	out->compr_data_size = nonneg(&st->compr_data_size);
+	out->mem_used_total = zs.mem_used;
+	out->mem_limit = mem_limit;
+	out->mem_used_max = zs.mem_used_max;
+	out->same_pages = nonneg(&st->same_pages);
+	out->pages_compacted = zs.pages_compacted;
+	out->huge_pages = nonneg(&st->huge_pages);
+	out->failed_reads = atomic_load_explicit(&st->failed_reads,
+						 memory_order_relaxed);
+	out->failed_writes = atomic_load_explicit(&st->failed_writes,
+						  memory_order_relaxed);
+	out->invalid_io = atomic_load_explicit(&st->invalid_io,
+					       memory_order_relaxed);
+	out->table_bytes = table_bytes;
+}

@@ -1,0 +1,645 @@
+/*
+ * store.c - the device: a table of page slots over the allocator (zpool)
+ * and the codec layer (zcomp). This is zram_drv.c's role.
+ *
+ *   uzram_read/write/discard/write_zeroes
+ *        |  split into pages; partial pages are read-modify-written
+ *        v
+ *   +---------+---------+---------+---------+-----
+ *   | slot 0  | slot 1  | slot 2  | slot 3  | ...     the page table, one
+ *   | EMPTY   | SAME    | OBJ     | HUGE    |         16-byte slot a page
+ *   +---------+---------+----+----+----+----+-----    (see slot.h)
+ *                            |         |
+ *                  handle -> v         v  <- handle
+ *                  zpool: compressed objects / raw pages in zspages
+ *
+ * Writing a page. A whole page is classified and compressed into the
+ * thread's own buffer and stored in the allocator before the slot is even
+ * locked; the slot is then locked only to swap the old contents for the
+ * new, and the old object is freed after the unlock. A failed write (no
+ * memory) therefore leaves the page exactly as it was. A partial page holds
+ * the slot lock for the whole read-modify-write, so that two partial writes
+ * to one page cannot lose each other's bytes.
+ *
+ * Reading a page takes the slot lock shared, maps the object (pinning it
+ * against compaction), decompresses straight into the caller's buffer when
+ * the request covers the whole page, and unlocks. Partial reads of
+ * compressed pages go through a per-thread scratch page. The read path
+ * takes no device-wide lock, allocates nothing after the thread's first
+ * request, makes no system call and writes no shared counter.
+ *
+ * Lock rules:
+ *  - a slot's flags and val are protected by that slot's lock (slot.h);
+ *  - a thread holds at most one slot lock at a time, so there is no order
+ *    to respect between slots;
+ *  - the allocator and the codec take their own internal locks (or none)
+ *    and never call back into the store, so calling them under a slot lock
+ *    cannot deadlock.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "uzram.h"
+#include "error.h"
+#include "slot.h"
+#include "stats.h"
+#include "zcomp.h"
+#include "zpool.h"
+
+#define PAGE UZRAM_PAGE_SIZE
+#define PAGE_SHIFT 12
+#define PAGE_MASK ((uint64_t)PAGE - 1)
+
+/*
+ * Pages whose compressed form is larger than this are kept raw: they would
+ * save less than 1/64 of a page and still cost a decompression per read.
+ * The allocator packs objects at 16-byte granularity, so anything below the
+ * limit really occupies about its own size.
+ */
+#define HUGE_LIMIT (PAGE - PAGE / 64)
+
+/* Handles are 32-bit: at most one object per page for 2^32 pages. */
+#define MAX_PAGES (UINT64_C(1) << 32)
+
+struct uzram {
+	struct slot *table;
+	uint64_t npages;
+	uint64_t size;
+	uint64_t mem_limit;
+	size_t table_bytes;
+	struct zcomp *comp;
+	struct zpool *pool;
+	struct stats stats;
+};
+
+/* The new (or old) contents of a slot, outside the table. */
+struct content {
+	uint32_t flags;
+	uint64_t val;
+};
+
+/*
+ * Per-thread buffers, allocated on a thread's first request that needs them
+ * and freed when the thread exits: never per request.
+ */
+struct store_tls {
+	unsigned char cbuf[PAGE];  /* compressor output */
+	unsigned char page[PAGE];  /* read-modify-write, partial reads */
+};
+
+static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
+static pthread_key_t tls_key;
+static int tls_key_err;
+static _Thread_local struct store_tls *tls;
+
+static void tls_free(void *p)
+{
+	free(p);
+}
+
+static void tls_key_init(void)
+{
+	tls_key_err = pthread_key_create(&tls_key, tls_free);
+}
+
+static struct store_tls *tls_get(void)
+{
+	struct store_tls *t = tls;
+
+	if (__builtin_expect(t != NULL, 1))
+		return t;
+	pthread_once(&tls_once, tls_key_init);
+	if (tls_key_err)
+		return NULL;
+	t = aligned_alloc(64, sizeof *t);
+	if (!t)
+		return NULL;
+	if (pthread_setspecific(tls_key, t)) {
+		free(t);
+		return NULL;
+	}
+	tls = t;
+	return t;
+}
+
+static void fill64(unsigned char *dst, uint64_t v, size_t poff, size_t len)
+{
+	const unsigned char *b = (const unsigned char *)&v;
+
+	if (v == 0) {
+		memset(dst, 0, len);
+		return;
+	}
+	for (size_t i = 0; i < len; i++)
+		dst[i] = b[(poff + i) & 7];
+}
+
+static uint64_t content_handle_size(const struct content *c)
+{
+	return c->val >> 32;
+}
+
+static void content_account(struct uzram *dev, const struct content *c,
+			    int sign)
+{
+	struct stats *st = &dev->stats;
+
+	switch ((enum slot_state)(c->flags & SLOT_STATE_MASK)) {
+	case SLOT_EMPTY:
+		return;
+	case SLOT_SAME:
+		stats_add(&st->same_pages, sign);
+		break;
+	case SLOT_HUGE:
+		stats_add(&st->huge_pages, sign);
+		/* fall through */
+	case SLOT_OBJ:
+		stats_add(&st->compr_data_size,
+			  sign * (int64_t)content_handle_size(c));
+		break;
+	}
+	stats_add(&st->pages_stored, sign);
+}
+
+/* Give back what old contents held; called after the slot is unlocked. */
+static void content_release(struct uzram *dev, const struct content *old)
+{
+	enum slot_state state = (enum slot_state)(old->flags & SLOT_STATE_MASK);
+
+	if (state == SLOT_OBJ || state == SLOT_HUGE)
+		zpool_free(dev->pool, (uint32_t)old->val);
+	content_account(dev, old, -1);
+}
+
+/* Swap in new contents; the caller holds the slot lock exclusively. */
+static struct content slot_swap(struct slot *s, const struct content *c)
+{
+	struct content old = { s->flags, s->val };
+
+	s->flags = c->flags;
+	s->val = c->val;
+	return old;
+}
+
+/*
+ * Turn one page into slot contents, storing an object in the allocator if
+ * it needs one. Does not touch the table. On failure nothing is allocated.
+ */
+static int page_encode(struct uzram *dev, const unsigned char *src,
+		       struct store_tls *t, struct content *c)
+{
+	const void *data = t->cbuf;
+	enum slot_state state = SLOT_OBJ;
+	uint64_t first;
+	uint32_t handle;
+	int len, ret;
+
+	memcpy(&first, src, sizeof first);
+	if (!memcmp(src, src + sizeof first, PAGE - sizeof first)) {
+		c->flags = SLOT_SAME;
+		c->val = first;
+		return 0;
+	}
+	len = zcomp_compress(dev->comp, src, PAGE, t->cbuf, HUGE_LIMIT);
+	if (len == -E2BIG) {
+		data = src;
+		len = PAGE;
+		state = SLOT_HUGE;
+	} else if (len < 0) {
+		return len;
+	}
+	ret = zpool_store(dev->pool, data, (size_t)len, &handle);
+	if (ret)
+		return ret;
+	c->flags = state;
+	c->val = (uint64_t)len << 32 | handle;
+	return 0;
+}
+
+/*
+ * Decode the page a slot names into dst. The caller holds the slot lock,
+ * shared or exclusive.
+ */
+static int slot_decode(struct uzram *dev, const struct slot *s,
+		       unsigned char *dst)
+{
+	const void *obj;
+	int ret = 0;
+
+	switch (slot_state(s)) {
+	case SLOT_EMPTY:
+		memset(dst, 0, PAGE);
+		return 0;
+	case SLOT_SAME:
+		fill64(dst, s->val, 0, PAGE);
+		return 0;
+	case SLOT_OBJ:
+		obj = zpool_map(dev->pool, slot_handle(s));
+		ret = zcomp_decompress(dev->comp, obj, slot_size(s), dst, PAGE);
+		zpool_unmap(dev->pool, slot_handle(s));
+		return ret;
+	case SLOT_HUGE:
+		obj = zpool_map(dev->pool, slot_handle(s));
+		memcpy(dst, obj, PAGE);
+		zpool_unmap(dev->pool, slot_handle(s));
+		return 0;
+	}
+	return -EIO;
+}
+
+/* Read [poff, poff + len) of one page, which len does not cover whole. */
+static int slot_read_part(struct uzram *dev, const struct slot *s,
+			  size_t poff, size_t len, unsigned char *dst)
+{
+	struct store_tls *t;
+	const unsigned char *obj;
+	int ret;
+
+	switch (slot_state(s)) {
+	case SLOT_EMPTY:
+		memset(dst, 0, len);
+		return 0;
+	case SLOT_SAME:
+		fill64(dst, s->val, poff, len);
+		return 0;
+	case SLOT_HUGE:
+		obj = zpool_map(dev->pool, slot_handle(s));
+		memcpy(dst, obj + poff, len);
+		zpool_unmap(dev->pool, slot_handle(s));
+		return 0;
+	case SLOT_OBJ:
+		break;
+	}
+	t = tls_get();
+	if (!t)
+		return -ENOMEM;
+	ret = slot_decode(dev, s, t->page);
+	if (!ret)
+		memcpy(dst, t->page + poff, len);
+	return ret;
+}
+
+static void page_commit(struct uzram *dev, uint64_t idx,
+			const struct content *c)
+{
+	struct slot *s = &dev->table[idx];
+	struct content old;
+
+	slot_lock(s);
+	old = slot_swap(s, c);
+	slot_unlock(s);
+	content_account(dev, c, 1);
+	content_release(dev, &old);
+}
+
+static int page_write_full(struct uzram *dev, uint64_t idx,
+			   const unsigned char *src)
+{
+	struct store_tls *t = tls_get();
+	struct content c;
+	int ret;
+
+	if (!t)
+		return -ENOMEM;
+	ret = page_encode(dev, src, t, &c);
+	if (ret)
+		return ret;
+	page_commit(dev, idx, &c);
+	return 0;
+}
+
+/* Write len bytes at poff of one page; src NULL writes zeros. */
+static int page_write_part(struct uzram *dev, uint64_t idx, size_t poff,
+			   size_t len, const unsigned char *src)
+{
+	struct slot *s = &dev->table[idx];
+	struct store_tls *t = tls_get();
+	struct content c, old;
+	int ret;
+
+	if (!t)
+		return -ENOMEM;
+	slot_lock(s);
+	if (!src && (slot_state(s) == SLOT_EMPTY ||
+		     (slot_state(s) == SLOT_SAME && s->val == 0))) {
+		slot_unlock(s);
+		return 0;
+	}
+	ret = slot_decode(dev, s, t->page);
+	if (!ret) {
+		if (src)
+			memcpy(t->page + poff, src, len);
+		else
+			memset(t->page + poff, 0, len);
+		ret = page_encode(dev, t->page, t, &c);
+	}
+	if (ret) {
+		slot_unlock(s);
+		return ret;
+	}
+	old = slot_swap(s, &c);
+	slot_unlock(s);
+	content_account(dev, &c, 1);
+	content_release(dev, &old);
+	return 0;
+}
+
+/* Checks shared by every I/O call; counts and explains a bad range. */
+static int check_io(struct uzram *dev, const char *what, uint64_t off,
+		    uint64_t len)
+{
+	if (off > dev->size || len > dev->size - off) {
+		stats_inc(&dev->stats.invalid_io);
+		return uzram_set_error(-ERANGE,
+			"%s of %llu bytes at offset %llu is outside the device "
+			"of %llu bytes", what, (unsigned long long)len,
+			(unsigned long long)off, (unsigned long long)dev->size);
+	}
+	return 0;
+}
+
+static int io_failed(struct uzram *dev, const char *what, int ret,
+		     uint64_t off)
+{
+	if (ret == -ENOSPC || ret == -ENOMEM)
+		stats_inc(&dev->stats.failed_writes);
+	else if (ret == -EIO)
+		stats_inc(&dev->stats.failed_reads);
+	return uzram_set_error(ret, "%s at offset %llu: %s", what,
+			       (unsigned long long)off, uzram_strerror(ret));
+}
+
+UZRAM_API int uzram_read(struct uzram *dev, void *buf, size_t len,
+			 uint64_t off)
+{
+	unsigned char *dst = buf;
+	int ret;
+
+	if (!dev || !buf)
+		return uzram_set_error(-EINVAL, "read: NULL %s",
+				       dev ? "buffer" : "device");
+	ret = check_io(dev, "read", off, len);
+	if (ret)
+		return ret;
+	while (len) {
+		size_t poff = off & PAGE_MASK;
+		size_t n = len < PAGE - poff ? len : PAGE - poff;
+		struct slot *s = &dev->table[off >> PAGE_SHIFT];
+
+		slot_lock_shared(s);
+		if (n == PAGE)
+			ret = slot_decode(dev, s, dst);
+		else
+			ret = slot_read_part(dev, s, poff, n, dst);
+		slot_unlock_shared(s);
+		if (ret)
+			return io_failed(dev, "read", ret, off);
+		dst += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+UZRAM_API int uzram_write(struct uzram *dev, const void *buf, size_t len,
+			  uint64_t off)
+{
+	const unsigned char *src = buf;
+	int ret;
+
+	if (!dev || !buf)
+		return uzram_set_error(-EINVAL, "write: NULL %s",
+				       dev ? "buffer" : "device");
+	ret = check_io(dev, "write", off, len);
+	if (ret)
+		return ret;
+	while (len) {
+		size_t poff = off & PAGE_MASK;
+		size_t n = len < PAGE - poff ? len : PAGE - poff;
+		uint64_t idx = off >> PAGE_SHIFT;
+
+		if (n == PAGE)
+			ret = page_write_full(dev, idx, src);
+		else
+			ret = page_write_part(dev, idx, poff, n, src);
+		if (ret)
+			return io_failed(dev, "write", ret, off);
+		src += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int zero_range(struct uzram *dev, const char *what, uint64_t len,
+		      uint64_t off, enum slot_state whole)
+{
+	const struct content c = { whole, 0 };
+	int ret = check_io(dev, what, off, len);
+
+	if (ret)
+		return ret;
+	while (len) {
+		size_t poff = off & PAGE_MASK;
+		size_t n = len < PAGE - poff ? len : PAGE - poff;
+		uint64_t idx = off >> PAGE_SHIFT;
+
+		if (n == PAGE) {
+			page_commit(dev, idx, &c);
+		} else {
+			ret = page_write_part(dev, idx, poff, n, NULL);
+			if (ret)
+				return io_failed(dev, what, ret, off);
+		}
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+UZRAM_API int uzram_discard(struct uzram *dev, size_t len, uint64_t off)
+{
+	if (!dev)
+		return uzram_set_error(-EINVAL, "discard: NULL device");
+	return zero_range(dev, "discard", len, off, SLOT_EMPTY);
+}
+
+UZRAM_API int uzram_write_zeroes(struct uzram *dev, size_t len, uint64_t off,
+				 unsigned flags)
+{
+	if (!dev)
+		return uzram_set_error(-EINVAL, "write_zeroes: NULL device");
+	if (flags & ~(unsigned)UZRAM_ZERO_NO_HOLE)
+		return uzram_set_error(-EINVAL, "write_zeroes: unknown flags %#x",
+				       flags);
+	return zero_range(dev, "write_zeroes", len, off,
+			  flags & UZRAM_ZERO_NO_HOLE ? SLOT_SAME : SLOT_EMPTY);
+}
+
+static unsigned page_status(struct uzram *dev, uint64_t idx)
+{
+	struct slot *s = &dev->table[idx];
+	enum slot_state state;
+	uint64_t val;
+
+	slot_lock_shared(s);
+	state = slot_state(s);
+	val = s->val;
+	slot_unlock_shared(s);
+	if (state == SLOT_EMPTY)
+		return UZRAM_STATUS_HOLE | UZRAM_STATUS_ZERO;
+	if (state == SLOT_SAME && val == 0)
+		return UZRAM_STATUS_ZERO;
+	return 0;
+}
+
+UZRAM_API int uzram_block_status(struct uzram *dev, uint64_t off, uint64_t len,
+				 uint64_t *run, unsigned *flags)
+{
+	uint64_t pos, end;
+	unsigned first;
+	int ret;
+
+	if (!dev || !run || !flags || !len)
+		return uzram_set_error(-EINVAL, "block_status: %s",
+				       len ? "NULL argument" : "zero length");
+	ret = check_io(dev, "block_status", off, len);
+	if (ret)
+		return ret;
+	end = off + len;
+	first = page_status(dev, off >> PAGE_SHIFT);
+	pos = (off | PAGE_MASK) + 1;
+	while (pos < end && page_status(dev, pos >> PAGE_SHIFT) == first)
+		pos += PAGE;
+	*run = (pos < end ? pos : end) - off;
+	*flags = first;
+	return 0;
+}
+
+UZRAM_API void uzram_config_init(struct uzram_config *cfg)
+{
+	if (!cfg)
+		return;
+	memset(cfg, 0, sizeof *cfg);
+	cfg->struct_size = sizeof *cfg;
+	cfg->algorithm = "lz4";
+}
+
+/* The first published layout ends with mem_limit; later ones only grow. */
+#define CONFIG_V1_SIZE \
+	(offsetof(struct uzram_config, mem_limit) + sizeof(uint64_t))
+
+UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
+{
+	struct uzram_config c;
+	struct uzram *dev;
+	int ret;
+
+	if (!cfg || !devp)
+		return uzram_set_error(-EINVAL, "open: NULL %s",
+				       cfg ? "device pointer" : "config");
+	if (cfg->struct_size < CONFIG_V1_SIZE || cfg->struct_size > sizeof c)
+		return uzram_set_error(-EINVAL,
+			"open: config struct_size %zu is not one this library "
+			"knows (use uzram_config_init)", cfg->struct_size);
+	uzram_config_init(&c);
+	memcpy(&c, cfg, cfg->struct_size);
+	if (c.size == 0 || c.size > MAX_PAGES * PAGE)
+		return uzram_set_error(-EINVAL,
+			"open: size %llu is not between 1 and %llu bytes",
+			(unsigned long long)c.size,
+			(unsigned long long)(MAX_PAGES * PAGE));
+	if (!c.algorithm)
+		c.algorithm = "lz4";
+
+	dev = calloc(1, sizeof *dev);
+	if (!dev)
+		return uzram_set_error(-ENOMEM, "open: out of memory");
+	dev->npages = (c.size + PAGE_MASK) >> PAGE_SHIFT;
+	dev->size = dev->npages << PAGE_SHIFT;
+	dev->mem_limit = c.mem_limit;
+
+	ret = zcomp_create(c.algorithm, c.level, &dev->comp);
+	if (ret == -ENOENT) {
+		uzram_set_error(ret, "unknown algorithm '%s' (known: %s)",
+				c.algorithm, zcomp_known());
+		goto fail;
+	} else if (ret) {
+		uzram_set_error(ret, "algorithm %s at level %d: %s",
+				c.algorithm, c.level,
+				ret == -EINVAL ? "level out of range"
+					       : uzram_strerror(ret));
+		goto fail;
+	}
+	ret = zpool_create(dev->size, PAGE, &dev->pool);
+	if (ret) {
+		uzram_set_error(ret, "open: cannot create the allocator: %s",
+				uzram_strerror(ret));
+		goto fail;
+	}
+	zpool_set_limit(dev->pool, c.mem_limit);
+
+	/* Zero pages are empty slots, so the table costs memory only as
+	 * pages are written. */
+	dev->table_bytes = dev->npages * sizeof(struct slot);
+	dev->table = mmap(NULL, dev->table_bytes, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (dev->table == MAP_FAILED) {
+		dev->table = NULL;
+		ret = uzram_set_error(-ENOMEM,
+			"open: cannot map a page table of %zu bytes",
+			dev->table_bytes);
+		goto fail;
+	}
+	*devp = dev;
+	return 0;
+
+fail:
+	uzram_close(dev);
+	return ret;
+}
+
+UZRAM_API void uzram_close(struct uzram *dev)
+{
+	if (!dev)
+		return;
+	if (dev->table)
+		munmap(dev->table, dev->table_bytes);
+	zpool_destroy(dev->pool);
+	zcomp_destroy(dev->comp);
+	free(dev);
+}
+
+UZRAM_API uint64_t uzram_size(const struct uzram *dev)
+{
+	return dev ? dev->size : 0;
+}
+
+UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
+			  size_t st_size)
+{
+	struct uzram_stats full;
+
+	if (!dev || !st || !st_size)
+		return uzram_set_error(-EINVAL, "stats: NULL argument");
+	stats_snapshot(&dev->stats, dev->pool, dev->size, dev->mem_limit,
+		       dev->table_bytes, &full);
+	memcpy(st, &full, st_size < sizeof full ? st_size : sizeof full);
+	return 0;
+}
+
+UZRAM_API long uzram_compact(struct uzram *dev)
+{
+	if (!dev)
+		return uzram_set_error(-EINVAL, "compact: NULL device");
+	return zpool_compact(dev->pool);
+}
+
+UZRAM_API const char *uzram_algorithms(void)
+{
+	return zcomp_known();
+}
