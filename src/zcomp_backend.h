@@ -1,0 +1,72 @@
+/*
+ * zcomp_backend.h - what one codec provides to the codec layer (zcomp.c).
+ *
+ * Private to src/zcomp.c and the src/backend_<name>.c files. A backend is a
+ * table of functions over one compression library; it holds no state of its
+ * own. zcomp.c owns the contexts: it creates them lazily, once per thread
+ * and per (backend, level), keeps them in thread-local storage and destroys
+ * them when the thread exits. A backend therefore never locks anything, and
+ * its compress/decompress functions must not allocate once the context
+ * exists.
+ *
+ * To add a codec: write backend_<name>.c defining one
+ * `const struct zcomp_backend zcomp_backend_<name>` and add it to the
+ * backends[] table in zcomp.c.
+ */
+#ifndef UZRAM_ZCOMP_BACKEND_H
+#define UZRAM_ZCOMP_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct zcomp_backend {
+	const char *name;
+
+	/*
+	 * Accepted levels are min_level()..max_level() (functions because
+	 * zstd only knows its range at run time); 0 always selects
+	 * default_level, which must lie inside that range.
+	 */
+	int default_level;
+	int (*min_level)(void);
+	int (*max_level)(void);
+
+	/*
+	 * true if a compression context is bound to one level (zstd and
+	 * libdeflate set the level when they build it); false if one context
+	 * serves every level (lz4hc), so a thread keeps only one.
+	 */
+	bool cctx_per_level;
+
+	/*
+	 * Per-thread contexts. A NULL create means the codec needs none and
+	 * compress/decompress get ctx == NULL. create returns NULL only when
+	 * out of memory; destroy accepts what create returned.
+	 */
+	void *(*cctx_create)(int level);
+	void (*cctx_destroy)(void *ctx);
+	void *(*dctx_create)(void);
+	void (*dctx_destroy)(void *ctx);
+
+	/*
+	 * Returns the compressed length (> 0), or -E2BIG when the output does
+	 * not fit in dst_cap (or the input is beyond what the codec takes),
+	 * or -ENOMEM.
+	 */
+	int (*compress)(void *ctx, int level, const void *src, size_t src_len,
+			void *dst, size_t dst_cap);
+
+	/*
+	 * Returns 0 only if src decodes to exactly dst_len bytes; -EIO for
+	 * anything else. Must stay inside src and dst whatever src holds.
+	 */
+	int (*decompress)(void *ctx, const void *src, size_t src_len,
+			  void *dst, size_t dst_len);
+};
+
+extern const struct zcomp_backend zcomp_backend_lz4;
+extern const struct zcomp_backend zcomp_backend_lz4hc;
+extern const struct zcomp_backend zcomp_backend_zstd;
+extern const struct zcomp_backend zcomp_backend_deflate;
+
+#endif
