@@ -1,0 +1,213 @@
+/*
+ * serve.c - `uzram serve` (export a new device over NBD) and `uzram stat`
+ * (ask a running server for its figures). Argument parsing only; the
+ * server itself is in server/.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "uzram.h"
+#include "cli.h"
+#include "../server/server.h"
+
+static void serve_usage(void)
+{
+	fprintf(stderr,
+		"usage: uzram serve [--size 1G] [--algorithm lz4] [--level N] [--mem-limit M]\n"
+		"                   [--socket PATH | --tcp HOST:PORT] [--export NAME]\n"
+		"                   [--read-only] [--max-connections N]\n");
+}
+
+/* "PORT", "HOST:PORT" or "[V6ADDR]:PORT"; host defaults to 127.0.0.1. */
+static int split_hostport(char *arg, const char **host, const char **port)
+{
+	char *colon;
+
+	*host = "127.0.0.1";
+	if (arg[0] == '[') {
+		char *end = strchr(arg, ']');
+
+		if (!end || end[1] != ':' || !end[2])
+			return -1;
+		*end = '\0';
+		*host = arg + 1;
+		*port = end + 2;
+		return 0;
+	}
+	colon = strrchr(arg, ':');
+	if (!colon) {
+		*port = arg;
+	} else {
+		*colon = '\0';
+		if (colon != arg)
+			*host = arg;
+		*port = colon + 1;
+	}
+	return **port ? 0 : -1;
+}
+
+static int parse_uint(const char *s, unsigned long long max,
+		      unsigned long long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	return errno || end == s || *end || *out > max || s[0] == '-' ? -1 : 0;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "size", required_argument, NULL, 's' },
+		{ "algorithm", required_argument, NULL, 'a' },
+		{ "level", required_argument, NULL, 'l' },
+		{ "mem-limit", required_argument, NULL, 'm' },
+		{ "socket", required_argument, NULL, 'S' },
+		{ "tcp", required_argument, NULL, 't' },
+		{ "export", required_argument, NULL, 'e' },
+		{ "read-only", no_argument, NULL, 'r' },
+		{ "max-connections", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct nbd_server_config sc = {
+		.export = { .name = "" },
+		.max_connections = 128,
+	};
+	struct uzram_config cfg;
+	struct uzram *dev = NULL;
+	unsigned long long v;
+	char desc[256], *tcp = NULL;
+	int o, r;
+
+	uzram_config_init(&cfg);
+	cfg.size = 1ull << 30;
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (o) {
+		case 's':
+			if (parse_size(optarg, &v) < 0 || v == 0)
+				goto bad_value;
+			cfg.size = v;
+			break;
+		case 'a':
+			cfg.algorithm = optarg;
+			break;
+		case 'l':
+			if (parse_uint(optarg, 1000, &v) < 0)
+				goto bad_value;
+			cfg.level = (int)v;
+			break;
+		case 'm':
+			if (parse_size(optarg, &v) < 0)
+				goto bad_value;
+			cfg.mem_limit = v;
+			break;
+		case 'S':
+			sc.socket_path = optarg;
+			break;
+		case 't':
+			tcp = optarg;
+			break;
+		case 'e':
+			if (strlen(optarg) > NBD_MAX_STRING) {
+				fprintf(stderr, "uzram serve: export name too long\n");
+				return 2;
+			}
+			sc.export.name = optarg;
+			break;
+		case 'r':
+			sc.export.read_only = true;
+			break;
+		case 'c':
+			if (parse_uint(optarg, 1u << 20, &v) < 0)
+				goto bad_value;
+			sc.max_connections = (unsigned)v;
+			break;
+		case 'h':
+			serve_usage();
+			return 0;
+		default:
+			serve_usage();
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "uzram serve: unexpected argument '%s'\n", argv[optind]);
+		serve_usage();
+		return 2;
+	}
+	if (tcp && sc.socket_path) {
+		fprintf(stderr, "uzram serve: --socket and --tcp are exclusive\n");
+		return 2;
+	}
+	if (tcp) {
+		if (split_hostport(tcp, &sc.tcp_host, &sc.tcp_port) < 0) {
+			fprintf(stderr, "uzram serve: bad --tcp '%s', want [HOST:]PORT\n",
+				tcp);
+			return 2;
+		}
+	} else if (!sc.socket_path) {
+		sc.socket_path = "uzram.sock";
+	}
+
+	r = uzram_open(&cfg, &dev);
+	if (r < 0) {
+		fprintf(stderr, "uzram serve: cannot create the device: %s%s%s\n",
+			uzram_strerror(r), *uzram_last_error() ? ": " : "",
+			uzram_last_error());
+		return 1;
+	}
+	sc.algorithm = cfg.algorithm;
+	sc.export.dev = dev;
+	sc.export.size = uzram_size(dev);
+	snprintf(desc, sizeof desc, "uzram %s device", cfg.algorithm);
+	sc.export.description = desc;
+	r = nbd_server_run(&sc);
+	if (r == 0)
+		uzram_close(dev); /* else a stuck client thread may still use it */
+	return r;
+
+bad_value:
+	fprintf(stderr, "uzram serve: bad value '%s' for --%s\n", optarg,
+		argv[optind - 1][0] == '-' ? argv[optind - 1] + 2 : "?");
+	return 2;
+}
+
+int cmd_stat(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 'S' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *path = NULL;
+	bool json = false;
+	int o;
+
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (o) {
+		case 'S':
+			path = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			fprintf(stdout, "usage: uzram stat [--socket PATH] [--json]\n");
+			return 0;
+		default:
+			fprintf(stderr, "usage: uzram stat [--socket PATH] [--json]\n");
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "usage: uzram stat [--socket PATH] [--json]\n");
+		return 2;
+	}
+	return nbd_server_query(path, json);
+}

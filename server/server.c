@@ -1,0 +1,507 @@
+/*
+ * server.c - the listening side of `uzram serve`: sockets, one thread per
+ * client, signals, the control channel and the figures it reports.
+ *
+ * The main thread owns everything that is not a client: it waits in poll()
+ * on the listening socket(s), the control socket and a signalfd (all
+ * signals it handles are blocked in every thread, so no handler ever runs).
+ * Each accepted client gets a detached thread running nbd_conn_serve(),
+ * which may start more threads for that client (see transmission.c).
+ *
+ *   SIGINT/SIGTERM  stop accepting, shut the read side of every client so
+ *                   its leader sees end of input; requests in flight finish
+ *                   and their replies go out; then remove the sockets
+ *   SIGUSR1         print the figures to stderr
+ *   PATH.ctl        `uzram stat` connects, sends "json\n" or "text\n" and
+ *                   gets the same figures back
+ *
+ * Lock rule: srv->lock guards the client list and is taken only when a
+ * client comes or goes and at shutdown, never on the request path; the
+ * counters are atomics (struct nbd_counters).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server.h"
+
+#define DRAIN_SECS 10  /* how long in-flight requests may take at exit */
+#define CTL_WAIT_MS 1000
+
+struct client {
+	struct server *srv;
+	int fd;
+	struct client *prev, *next;
+};
+
+struct server {
+	const struct nbd_server_config *cfg;
+	struct nbd_counters ctr;
+	time_t started;
+	pthread_mutex_t lock;
+	pthread_cond_t gone_cv; /* a client left */
+	struct client *clients; /* under lock */
+	unsigned nclients;      /* under lock */
+	char sock_path[PATH_MAX];
+	char ctl_path[PATH_MAX + 8];
+};
+
+static const char *const cmd_names[NBD_CMD_NR + 1] = {
+	"read", "write", "disc", "flush", "trim", "cache", "write_zeroes",
+	"block_status", "unknown",
+};
+
+/* ---- figures ---- */
+
+static int format_stats(struct server *srv, bool json, char *out, size_t n)
+{
+	struct nbd_counters *c = &srv->ctr;
+	struct uzram_stats st;
+	size_t len = 0;
+
+	memset(&st, 0, sizeof st);
+	(void)uzram_stats(srv->cfg->export.dev, &st, sizeof st);
+
+	const struct { const char *name; uint64_t v; } f[] = {
+		{ "disksize", st.disksize },
+		{ "orig_data_size", st.orig_data_size },
+		{ "compr_data_size", st.compr_data_size },
+		{ "mem_used_total", st.mem_used_total },
+		{ "mem_limit", st.mem_limit },
+		{ "mem_used_max", st.mem_used_max },
+		{ "same_pages", st.same_pages },
+		{ "pages_compacted", st.pages_compacted },
+		{ "huge_pages", st.huge_pages },
+		{ "pages_stored", st.pages_stored },
+		{ "failed_reads", st.failed_reads },
+		{ "failed_writes", st.failed_writes },
+		{ "invalid_io", st.invalid_io },
+		{ "table_bytes", st.table_bytes },
+		{ "connections_current", atomic_load(&c->conns_current) },
+		{ "connections_total", atomic_load(&c->conns_total) },
+		{ "connections_refused", atomic_load(&c->conns_refused) },
+		{ "bytes_read", atomic_load(&c->bytes_read) },
+		{ "bytes_written", atomic_load(&c->bytes_written) },
+		{ "errors", atomic_load(&c->errors) },
+		{ "protocol_errors", atomic_load(&c->proto_errors) },
+		{ "uptime_seconds", (uint64_t)(time(NULL) - srv->started) },
+	};
+#define OUT(...) do { \
+		int w_ = snprintf(out + len, len < n ? n - len : 0, __VA_ARGS__); \
+		if (w_ > 0) \
+			len += (size_t)w_; \
+	} while (0)
+
+	if (json) {
+		OUT("{\"export\":\"%s\",\"algorithm\":\"%s\"",
+		    srv->cfg->export.name, srv->cfg->algorithm);
+		for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+			OUT(",\"%s\":%llu", f[i].name, (unsigned long long)f[i].v);
+		OUT(",\"requests\":{");
+		for (int i = 0; i <= NBD_CMD_NR; i++)
+			OUT("%s\"%s\":%llu", i ? "," : "", cmd_names[i],
+			    (unsigned long long)atomic_load(&c->requests[i]));
+		OUT("}}\n");
+	} else {
+		OUT("%-22s %s\n%-22s %s\n", "export", srv->cfg->export.name,
+		    "algorithm", srv->cfg->algorithm);
+		for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+			OUT("%-22s %llu\n", f[i].name, (unsigned long long)f[i].v);
+		for (int i = 0; i <= NBD_CMD_NR; i++)
+			OUT("requests_%-13s %llu\n", cmd_names[i],
+			    (unsigned long long)atomic_load(&c->requests[i]));
+	}
+#undef OUT
+	return len < n ? 0 : -1;
+}
+
+static void serve_ctl(struct server *srv, int lfd)
+{
+	char req[16], out[4096];
+	struct pollfd p;
+	ssize_t r;
+	int fd;
+
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	p = (struct pollfd){ .fd = fd, .events = POLLIN };
+	if (poll(&p, 1, CTL_WAIT_MS) == 1) {
+		r = recv(fd, req, sizeof req - 1, MSG_DONTWAIT);
+		if (r > 0) {
+			req[r] = '\0';
+			format_stats(srv, !strncmp(req, "json", 4), out, sizeof out);
+			(void)send(fd, out, strlen(out), MSG_NOSIGNAL | MSG_DONTWAIT);
+		}
+	}
+	close(fd);
+}
+
+/* ---- clients ---- */
+
+static void *client_main(void *arg)
+{
+	struct client *cl = arg;
+	struct server *srv = cl->srv;
+
+	(void)nbd_conn_serve(&srv->cfg->export, &srv->ctr, cl->fd, cl->fd);
+	pthread_mutex_lock(&srv->lock);
+	if (cl->prev)
+		cl->prev->next = cl->next;
+	else
+		srv->clients = cl->next;
+	if (cl->next)
+		cl->next->prev = cl->prev;
+	srv->nclients--;
+	close(cl->fd);
+	atomic_fetch_sub(&srv->ctr.conns_current, 1);
+	pthread_cond_broadcast(&srv->gone_cv);
+	pthread_mutex_unlock(&srv->lock);
+	free(cl);
+	return NULL;
+}
+
+static void accept_client(struct server *srv, int lfd, bool tcp)
+{
+	pthread_attr_t attr;
+	struct client *cl;
+	pthread_t tid;
+	int fd, one = 1;
+
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	pthread_mutex_lock(&srv->lock);
+	if (srv->cfg->max_connections &&
+	    srv->nclients >= srv->cfg->max_connections) {
+		pthread_mutex_unlock(&srv->lock);
+		ctr_add(&srv->ctr.conns_refused, 1);
+		close(fd);
+		return;
+	}
+	cl = calloc(1, sizeof *cl);
+	if (!cl) {
+		pthread_mutex_unlock(&srv->lock);
+		close(fd);
+		return;
+	}
+	if (tcp)
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	cl->srv = srv;
+	cl->fd = fd;
+	cl->next = srv->clients;
+	if (cl->next)
+		cl->next->prev = cl;
+	srv->clients = cl;
+	srv->nclients++;
+	ctr_add(&srv->ctr.conns_current, 1);
+	ctr_add(&srv->ctr.conns_total, 1);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256u << 10);
+	if (pthread_create(&tid, &attr, client_main, cl)) {
+		srv->clients = cl->next;
+		if (cl->next)
+			cl->next->prev = NULL;
+		srv->nclients--;
+		atomic_fetch_sub(&srv->ctr.conns_current, 1);
+		close(fd);
+		free(cl);
+	}
+	pthread_attr_destroy(&attr);
+	pthread_mutex_unlock(&srv->lock);
+}
+
+/* Stop all clients: first let them finish, then cut them off. */
+static void drain_clients(struct server *srv)
+{
+	struct timespec deadline;
+	int how = SHUT_RD;
+
+	pthread_mutex_lock(&srv->lock);
+	for (int round = 0; round < 2 && srv->nclients > 0; round++) {
+		for (struct client *cl = srv->clients; cl; cl = cl->next)
+			(void)shutdown(cl->fd, how);
+		clock_gettime(CLOCK_REALTIME, &deadline);
+		deadline.tv_sec += DRAIN_SECS;
+		while (srv->nclients > 0 &&
+		       pthread_cond_timedwait(&srv->gone_cv, &srv->lock,
+					      &deadline) != ETIMEDOUT)
+			;
+		how = SHUT_RDWR;
+	}
+	pthread_mutex_unlock(&srv->lock);
+}
+
+/* ---- sockets ---- */
+
+/* 1 if a server answers on a Unix socket at path, else 0. */
+static int unix_alive(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, r;
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	r = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+	close(fd);
+	return r;
+}
+
+static int listen_unix(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat sb;
+	mode_t old;
+	int fd, r;
+
+	if (strlen(path) >= sizeof sa.sun_path) {
+		fprintf(stderr, "uzram serve: socket path too long: %s\n", path);
+		return -1;
+	}
+	if (lstat(path, &sb) == 0) {
+		if (!S_ISSOCK(sb.st_mode)) {
+			fprintf(stderr, "uzram serve: %s exists and is not a socket\n",
+				path);
+			return -1;
+		}
+		if (unix_alive(path)) {
+			fprintf(stderr, "uzram serve: a server is already running on %s\n",
+				path);
+			return -1;
+		}
+		unlink(path); /* stale */
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		goto fail;
+	old = umask(0177); /* the socket is born with mode 0600 */
+	r = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+	umask(old);
+	if (r < 0 || listen(fd, 128) < 0)
+		goto fail;
+	return fd;
+fail:
+	fprintf(stderr, "uzram serve: cannot listen on %s: %s\n", path,
+		strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+static int listen_tcp(const char *host, const char *port)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE }, *ai, *a;
+	int fd = -1, one = 1, r;
+
+	r = getaddrinfo(host, port, &hints, &ai);
+	if (r) {
+		fprintf(stderr, "uzram serve: cannot resolve %s:%s: %s\n", host,
+			port, gai_strerror(r));
+		return -1;
+	}
+	for (a = ai; a; a = a->ai_next) {
+		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC,
+			    a->ai_protocol);
+		if (fd < 0)
+			continue;
+		(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+		    listen(fd, 128) == 0)
+			break;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(ai);
+	if (fd < 0)
+		fprintf(stderr, "uzram serve: cannot listen on %s:%s: %s\n",
+			host, port, strerror(errno));
+	return fd;
+}
+
+/* path made absolute, so the printed URI works from anywhere; 0 or -1. */
+static int abs_path(const char *path, char *out, size_t n)
+{
+	char cwd[PATH_MAX];
+	int r;
+
+	if (path[0] == '/' || !getcwd(cwd, sizeof cwd))
+		r = snprintf(out, n, "%s", path);
+	else
+		r = snprintf(out, n, "%s/%s", cwd, path[0] == '.' &&
+			     path[1] == '/' ? path + 2 : path);
+	return r < 0 || (size_t)r >= n ? -1 : 0;
+}
+
+static void print_banner(struct server *srv)
+{
+	const struct nbd_server_config *cfg = srv->cfg;
+	const char *name = cfg->export.name;
+	char uri[PATH_MAX + 600], nflag[NBD_MAX_STRING + 8] = "";
+
+	if (name[0])
+		snprintf(nflag, sizeof nflag, " -N %s", name);
+	if (cfg->socket_path)
+		snprintf(uri, sizeof uri, "nbd+unix:///%s?socket=%s", name,
+			 srv->sock_path);
+	else
+		snprintf(uri, sizeof uri, "nbd://%s:%s/%s", cfg->tcp_host,
+			 cfg->tcp_port, name);
+	printf("uzram: serving %s (%llu bytes, %s%s)\n", cfg->export.description,
+	       (unsigned long long)cfg->export.size, cfg->algorithm,
+	       cfg->export.read_only ? ", read-only" : "");
+	printf("uri: %s\n", uri);
+	if (cfg->socket_path)
+		printf("  nbd-client: nbd-client -unix %s /dev/nbd0%s\n",
+		       srv->sock_path, nflag);
+	else
+		printf("  nbd-client: nbd-client %s %s /dev/nbd0%s\n",
+		       cfg->tcp_host, cfg->tcp_port, nflag);
+	printf("  qemu:       qemu-img info '%s'   (or -drive file=%s,format=raw)\n",
+	       uri, uri);
+	printf("  nbdfuse:    mkdir -p /tmp/uzram && nbdfuse /tmp/uzram '%s' &  (file /tmp/uzram/nbd)\n",
+	       uri);
+	printf("  stats:      uzram stat --socket %s   (or kill -USR1 %d)\n",
+	       cfg->socket_path ? cfg->socket_path : "uzram.sock", (int)getpid());
+	printf("ready\n");
+	fflush(stdout);
+}
+
+int nbd_server_run(const struct nbd_server_config *cfg)
+{
+	struct server srv = { .cfg = cfg, .started = time(NULL) };
+	struct signalfd_siginfo si;
+	struct pollfd pf[3];
+	sigset_t mask;
+	int lfd, cfd, sfd, status = 1;
+	bool tcp = cfg->socket_path == NULL;
+	char out[4096];
+
+	pthread_mutex_init(&srv.lock, NULL);
+	pthread_cond_init(&srv.gone_cv, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL); /* inherited by every thread */
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+
+	if (abs_path(cfg->socket_path ? cfg->socket_path : "uzram.sock",
+		     srv.sock_path, sizeof srv.sock_path) < 0) {
+		fprintf(stderr, "uzram serve: socket path too long\n");
+		goto out;
+	}
+	snprintf(srv.ctl_path, sizeof srv.ctl_path, "%s.ctl", srv.sock_path);
+	lfd = tcp ? listen_tcp(cfg->tcp_host, cfg->tcp_port)
+		  : listen_unix(srv.sock_path);
+	if (lfd < 0 || sfd < 0)
+		goto out;
+	cfd = listen_unix(srv.ctl_path);
+	if (cfd < 0 && !tcp) {
+		close(lfd);
+		unlink(srv.sock_path);
+		goto out;
+	}
+	if (cfd < 0)
+		fprintf(stderr, "uzram serve: no control channel, `uzram stat` will not work\n");
+
+	print_banner(&srv);
+	pf[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+	pf[1] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+	pf[2] = (struct pollfd){ .fd = cfd, .events = POLLIN };
+	for (;;) {
+		if (poll(pf, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			perror("uzram serve: poll");
+			break;
+		}
+		if (pf[1].revents & POLLIN)
+			accept_client(&srv, lfd, tcp);
+		if (pf[2].revents & POLLIN)
+			serve_ctl(&srv, cfd);
+		if (!(pf[0].revents & POLLIN) ||
+		    read(sfd, &si, sizeof si) != sizeof si)
+			continue;
+		if (si.ssi_signo == SIGUSR1) {
+			format_stats(&srv, false, out, sizeof out);
+			fputs(out, stderr);
+			continue;
+		}
+		fprintf(stderr, "uzram serve: %s, finishing requests in flight\n",
+			strsignal((int)si.ssi_signo));
+		break;
+	}
+	close(lfd);
+	if (!tcp)
+		unlink(srv.sock_path);
+	drain_clients(&srv);
+	if (cfd >= 0) {
+		close(cfd);
+		unlink(srv.ctl_path);
+	}
+	/* A client that ignored both shutdowns still holds the device. */
+	pthread_mutex_lock(&srv.lock);
+	status = srv.nclients ? 1 : 0;
+	pthread_mutex_unlock(&srv.lock);
+	if (status)
+		fprintf(stderr, "uzram serve: clients did not finish in time\n");
+out:
+	if (sfd >= 0)
+		close(sfd);
+	return status;
+}
+
+int nbd_server_query(const char *socket_path, bool json)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char path[PATH_MAX + 8], buf[PATH_MAX];
+	ssize_t r;
+	int fd;
+
+	if (abs_path(socket_path ? socket_path : "uzram.sock", buf,
+		     sizeof buf) < 0)
+		buf[0] = '\0';
+	snprintf(path, sizeof path, "%s.ctl", buf);
+	if (!buf[0] || strlen(path) >= sizeof sa.sun_path) {
+		fprintf(stderr, "uzram stat: socket path too long: %s\n", path);
+		return 1;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		fprintf(stderr, "uzram stat: no server answers on %s: %s\n", path,
+			strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return 1;
+	}
+	if (send(fd, json ? "json\n" : "text\n", 5, MSG_NOSIGNAL) != 5) {
+		fprintf(stderr, "uzram stat: %s: %s\n", path, strerror(errno));
+		close(fd);
+		return 1;
+	}
+	while ((r = read(fd, buf, sizeof buf)) > 0)
+		fwrite(buf, 1, (size_t)r, stdout);
+	close(fd);
+	return r < 0 ? 1 : 0;
+}

@@ -1,0 +1,157 @@
+/*
+ * server.h - the parts of the NBD server and how they meet.
+ *
+ *   server.c        sockets, signals, the control channel, statistics
+ *      |  accepts a client, then calls nbd_conn_serve() in a new thread
+ *   conn.c          one client connection: buffered input, reply output
+ *      |  runs the handshake, then the transmission phase
+ *   handshake.c     option negotiation (fixed newstyle only)
+ *   transmission.c  requests: parse, check, execute on the device, reply
+ *
+ * Only include/uzram.h is used to reach the device. nbd_conn_serve() works
+ * on any pair of file descriptors, which lets the fuzzer feed a connection
+ * from a memfd and send its replies to /dev/null.
+ */
+#ifndef UZRAM_SERVER_H
+#define UZRAM_SERVER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "uzram.h"
+#include "nbd-proto.h"
+
+/* Limits on what a client controls. */
+#define NBD_MAX_BLOCK       (32u << 20) /* largest READ/WRITE payload */
+#define NBD_PREF_BLOCK      4096u
+#define NBD_MAX_OPTION_LEN  (64u << 10) /* longer options are skipped */
+#define NBD_MAX_OPTIONS     4096        /* options per handshake */
+#define NBD_MAX_STRING      4096        /* export names, queries */
+#define NBD_INFLIGHT_BYTES  (64u << 20) /* payload bytes held per connection */
+#define NBD_MAX_THREADS     8           /* request threads per connection */
+#define NBD_HANDSHAKE_SECS  30          /* idle limit before transmission */
+#define NBD_IBUF_SIZE       (64u << 10) /* connection input buffer */
+#define NBD_META_ID_ALLOC   1           /* our id for base:allocation */
+
+/* The one export a server offers. Read-only once serving starts. */
+struct nbd_export {
+	struct uzram *dev;
+	uint64_t size;
+	const char *name;        /* clients may also ask for "" */
+	const char *description;
+	bool read_only;
+};
+
+/* Server-wide figures; every connection adds to them with relaxed atomics. */
+struct nbd_counters {
+	_Atomic uint64_t conns_current;
+	_Atomic uint64_t conns_total;
+	_Atomic uint64_t conns_refused;   /* over --max-connections */
+	_Atomic uint64_t requests[NBD_CMD_NR + 1]; /* by type, last: unknown */
+	_Atomic uint64_t bytes_read;      /* payload sent to clients */
+	_Atomic uint64_t bytes_written;   /* payload received and stored */
+	_Atomic uint64_t errors;          /* requests answered with an error */
+	_Atomic uint64_t proto_errors;    /* clients dropped for bad input */
+};
+
+static inline void ctr_add(_Atomic uint64_t *c, uint64_t v)
+{
+	atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+}
+
+/*
+ * One client connection. The handshake runs in a single thread; the
+ * transmission phase in up to NBD_MAX_THREADS (see transmission.c for the
+ * leader/follower model and which lock guards what).
+ */
+struct nbd_conn {
+	int in_fd, out_fd;
+	const struct nbd_export *exp;
+	struct nbd_counters *ctr;
+
+	/* Negotiated in the handshake, constant afterwards. */
+	bool structured;  /* NBD_OPT_STRUCTURED_REPLY acked */
+	bool meta_alloc;  /* base:allocation selected */
+	bool no_zeroes;   /* NBD_FLAG_C_NO_ZEROES */
+	uint16_t tflags;  /* transmission flags sent to the client */
+
+	/*
+	 * Input. Only the thread that reads requests (the handshake thread,
+	 * later the current leader) touches these.
+	 */
+	unsigned char *ibuf;
+	size_t ipos, iend;
+
+	/* Output: reply frames go out whole under send_lock. */
+	pthread_mutex_t send_lock;
+	bool send_failed; /* under send_lock: stop writing, client is gone */
+
+	/* Leader/follower state, all under lock. */
+	pthread_mutex_t lock;
+	pthread_cond_t lead_cv;    /* a follower may take the lead */
+	pthread_cond_t budget_cv;  /* inflight bytes went down */
+	pthread_cond_t done_cv;    /* a thread finished */
+	bool leader_busy;
+	bool closing;              /* no more requests will be read */
+	int idle;                  /* threads waiting to lead */
+	int nthreads;              /* threads running */
+	int nspawned;              /* entries used in threads[] */
+	size_t inflight;           /* buffer bytes held by requests */
+	pthread_t threads[NBD_MAX_THREADS];
+};
+
+/* conn.c */
+
+/*
+ * Serve one client on in_fd/out_fd (the same socket, normally) until it
+ * disconnects: handshake, then transmission. Does not close the fds.
+ * Returns 0 after a clean end, -1 if the client was dropped for an error.
+ */
+int nbd_conn_serve(const struct nbd_export *exp, struct nbd_counters *ctr,
+		   int in_fd, int out_fd);
+
+/* Read exactly n bytes of input; 0, or -1 on EOF or error. */
+int conn_recv(struct nbd_conn *c, void *dst, size_t n);
+/* Read and drop n bytes of input without allocating; 0 or -1. */
+int conn_skip(struct nbd_conn *c, uint64_t n);
+/* Write all iovecs (modified in place); 0 or -1. Caller serialises. */
+int conn_send(struct nbd_conn *c, struct iovec *iov, int iovcnt);
+
+/* handshake.c */
+
+/*
+ * Negotiate options. Returns 1 when the client entered transmission,
+ * 0 when it ended the handshake itself (NBD_OPT_ABORT), -1 on error.
+ */
+int nbd_handshake(struct nbd_conn *c);
+
+/* transmission.c */
+
+/* Serve requests until the client leaves; returns when all threads ended. */
+void nbd_transmission(struct nbd_conn *c);
+
+/* server.c */
+
+struct nbd_server_config {
+	struct nbd_export export;
+	const char *socket_path;  /* Unix socket, or NULL with tcp_port */
+	const char *tcp_host;
+	const char *tcp_port;
+	unsigned max_connections;
+	const char *algorithm;    /* shown in the statistics */
+};
+
+/*
+ * Listen, print how to connect, serve until SIGINT or SIGTERM, then drain
+ * and clean up. Returns the exit status.
+ */
+int nbd_server_run(const struct nbd_server_config *cfg);
+
+/* Ask the server behind socket_path for its figures; returns exit status. */
+int nbd_server_query(const char *socket_path, bool json);
+
+#endif /* UZRAM_SERVER_H */

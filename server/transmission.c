@@ -1,0 +1,580 @@
+/*
+ * transmission.c - the transmission phase: requests in, replies out, with
+ * many requests in flight per connection.
+ *
+ * Threading model: leader/follower, per connection.
+ *
+ *   client --requests--> [ leader ] reads header (+ payload), checks it
+ *                           |  cheap request: runs it and replies itself,
+ *                           |  still leading (no thread hand-off at all)
+ *                           |  slow request: passes the lead on, then runs
+ *                           v  it while another thread reads the next one
+ *   client <--replies--  [ send_lock ] one writev() per reply frame
+ *
+ * A connection owns up to NBD_MAX_THREADS threads, started lazily: a new
+ * one only when a leader passes the lead and nobody is waiting to take it.
+ * A client at queue depth 1 is served by one thread that never hands a
+ * request to another: one read() and one writev() per request, which is
+ * what keeps 4K latency low on a 2-core machine. Pipelining clients (qemu,
+ * nbdcopy) get slow requests - large reads, writes that compress a lot of
+ * data, trims - run in parallel, replies in completion order. The
+ * threads of one connection never wait for another connection's: a slow
+ * client only stalls its own threads, and the device needs no server lock
+ * (libuzram is thread-safe per page).
+ *
+ * Bounds: a request holds at most NBD_MAX_BLOCK bytes of buffer; the leader
+ * waits before reading a payload or starting a read if the connection
+ * already holds NBD_INFLIGHT_BYTES, so a client that sends faster than we
+ * reply is paused by TCP flow control. Each thread keeps its buffer for
+ * reuse (up to KEEP_BUF bytes) and its reply scratch in struct worker.
+ *
+ * Locks (see struct nbd_conn): c->lock guards the leader/thread/inflight
+ * state; c->send_lock orders whole reply frames and guards send_failed.
+ * The input buffer belongs to whoever leads. Never take c->lock while
+ * holding c->send_lock.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "server.h"
+
+#define MAX_CHUNKS   64            /* structured read reply chunks */
+#define MAX_DESC     1024          /* block status descriptors per reply */
+#define INLINE_MAX   (64u << 10)   /* requests the leader runs itself */
+#define INLINE_WRITE (16u << 10)
+#define MIN_BUF      (128u << 10)
+#define KEEP_BUF     (4u << 20)
+#define THREAD_STACK (256u << 10)
+
+struct nbd_request {
+	uint16_t flags;
+	uint16_t type;
+	uint64_t cookie;
+	uint64_t off;
+	uint32_t len;
+};
+
+struct chunk {
+	uint64_t off;
+	uint64_t len;
+	bool zero;
+};
+
+/* Per-thread scratch, allocated once when the thread starts. */
+struct worker {
+	struct nbd_conn *c;
+	unsigned char *buf;
+	size_t cap;
+	struct chunk ch[MAX_CHUNKS];
+	unsigned char hdr[MAX_CHUNKS][32];
+	struct iovec iov[2 * MAX_CHUNKS];
+	unsigned char desc[4 + 8 * MAX_DESC];
+};
+
+static void *thread_main(void *arg);
+
+/* ---- leadership and the in-flight budget (c->lock) ---- */
+
+static bool lead(struct nbd_conn *c)
+{
+	bool ok;
+
+	pthread_mutex_lock(&c->lock);
+	while (c->leader_busy && !c->closing) {
+		c->idle++;
+		pthread_cond_wait(&c->lead_cv, &c->lock);
+		c->idle--;
+	}
+	ok = !c->closing;
+	if (ok)
+		c->leader_busy = true;
+	pthread_mutex_unlock(&c->lock);
+	return ok;
+}
+
+static void spawn_locked(struct nbd_conn *c)
+{
+	pthread_attr_t attr;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, THREAD_STACK);
+	if (!pthread_create(&c->threads[c->nspawned], &attr, thread_main, c)) {
+		c->nspawned++;
+		c->nthreads++;
+	}
+	pthread_attr_destroy(&attr);
+}
+
+static void unlead(struct nbd_conn *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->leader_busy = false;
+	if (c->idle > 0)
+		pthread_cond_signal(&c->lead_cv);
+	else if (!c->closing && c->nspawned < NBD_MAX_THREADS)
+		spawn_locked(c);
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void stop_reading(struct nbd_conn *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->closing = true;
+	c->leader_busy = false;
+	pthread_cond_broadcast(&c->lead_cv);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Called by the leader only, so a waiting leader pauses all reading. */
+static void budget_take(struct nbd_conn *c, size_t n)
+{
+	pthread_mutex_lock(&c->lock);
+	while (c->inflight > 0 && c->inflight + n > NBD_INFLIGHT_BYTES)
+		pthread_cond_wait(&c->budget_cv, &c->lock);
+	c->inflight += n;
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void budget_give(struct nbd_conn *c, size_t n)
+{
+	if (n == 0)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->inflight -= n;
+	pthread_cond_signal(&c->budget_cv);
+	pthread_mutex_unlock(&c->lock);
+}
+
+static int buf_reserve(struct worker *w, size_t n)
+{
+	if (n <= w->cap)
+		return 0;
+	free(w->buf);
+	w->cap = n < MIN_BUF ? MIN_BUF : n;
+	w->buf = malloc(w->cap);
+	if (!w->buf) {
+		w->cap = 0;
+		return -1;
+	}
+	return 0;
+}
+
+static void buf_trim(struct worker *w)
+{
+	if (w->cap > KEEP_BUF) {
+		free(w->buf);
+		w->buf = NULL;
+		w->cap = 0;
+	}
+}
+
+/* ---- replies ---- */
+
+static void send_frame(struct nbd_conn *c, struct iovec *iov, int n)
+{
+	pthread_mutex_lock(&c->send_lock);
+	if (!c->send_failed && conn_send(c, iov, n) < 0) {
+		c->send_failed = true;
+		(void)shutdown(c->in_fd, SHUT_RD); /* wake the reading leader */
+	}
+	pthread_mutex_unlock(&c->send_lock);
+}
+
+static void reply_simple(struct nbd_conn *c, const struct nbd_request *rq,
+			 uint32_t err, void *data, size_t len)
+{
+	unsigned char hdr[NBD_SIMPLE_REPLY_SIZE];
+	struct iovec iov[2] = { { hdr, sizeof hdr }, { data, len } };
+
+	put32(hdr, NBD_SIMPLE_REPLY_MAGIC);
+	put32(hdr + 4, err);
+	put64(hdr + 8, rq->cookie);
+	if (err)
+		ctr_add(&c->ctr->errors, 1);
+	send_frame(c, iov, err || !len ? 1 : 2);
+}
+
+static void put_chunk_hdr(unsigned char *p, const struct nbd_request *rq,
+			  uint16_t flags, uint16_t type, uint32_t len)
+{
+	put32(p, NBD_STRUCTURED_REPLY_MAGIC);
+	put16(p + 4, flags);
+	put16(p + 6, type);
+	put64(p + 8, rq->cookie);
+	put32(p + 16, len);
+}
+
+/* Errors of READ and BLOCK_STATUS need a structured chunk once negotiated. */
+static void reply_error(struct nbd_conn *c, const struct nbd_request *rq,
+			uint32_t err)
+{
+	unsigned char p[NBD_CHUNK_HDR_SIZE + 6];
+	struct iovec iov = { p, sizeof p };
+
+	if (!c->structured || (rq->type != NBD_CMD_READ &&
+			       rq->type != NBD_CMD_BLOCK_STATUS)) {
+		reply_simple(c, rq, err, NULL, 0);
+		return;
+	}
+	put_chunk_hdr(p, rq, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR, 6);
+	put32(p + NBD_CHUNK_HDR_SIZE, err);
+	put16(p + NBD_CHUNK_HDR_SIZE + 4, 0); /* no message */
+	ctr_add(&c->ctr->errors, 1);
+	send_frame(c, &iov, 1);
+}
+
+static uint32_t nbd_err(int r)
+{
+	switch (r) {
+	case 0:
+		return 0;
+	case -ENOSPC:
+		return NBD_ENOSPC;
+	case -ENOMEM:
+		return NBD_ENOMEM;
+	case -EINVAL:
+	case -ERANGE:
+		return NBD_EINVAL;
+	default:
+		return NBD_EIO;
+	}
+}
+
+/* ---- commands ---- */
+
+/* Split [off, off+len) into data and zero runs, at most MAX_CHUNKS. */
+static int map_read(struct worker *w, const struct nbd_request *rq)
+{
+	struct uzram *dev = w->c->exp->dev;
+	uint64_t pos = rq->off, end = rq->off + rq->len, run;
+	unsigned fl;
+	bool zero;
+	int n = 0;
+
+	while (pos < end) {
+		if (n >= MAX_CHUNKS - 1 ||
+		    uzram_block_status(dev, pos, end - pos, &run, &fl) < 0) {
+			run = end - pos;
+			zero = false;
+		} else {
+			zero = fl & (UZRAM_STATUS_HOLE | UZRAM_STATUS_ZERO);
+		}
+		if (n > 0 && w->ch[n - 1].zero == zero) {
+			w->ch[n - 1].len += run;
+		} else {
+			w->ch[n] = (struct chunk){ pos, run, zero };
+			n++;
+		}
+		pos += run;
+	}
+	return n;
+}
+
+static void do_read_structured(struct worker *w, const struct nbd_request *rq)
+{
+	struct nbd_conn *c = w->c;
+	int n, iovcnt = 0, r;
+
+	if (rq->len == 0) {
+		put_chunk_hdr(w->hdr[0], rq, NBD_REPLY_FLAG_DONE,
+			      NBD_REPLY_TYPE_NONE, 0);
+		w->iov[0] = (struct iovec){ w->hdr[0], NBD_CHUNK_HDR_SIZE };
+		send_frame(c, w->iov, 1);
+		return;
+	}
+	if (rq->flags & NBD_CMD_FLAG_DF) {
+		w->ch[0] = (struct chunk){ rq->off, rq->len, false };
+		n = 1;
+	} else {
+		n = map_read(w, rq);
+	}
+	for (int i = 0; i < n; i++) {
+		const struct chunk *ch = &w->ch[i];
+		unsigned char *h = w->hdr[i];
+		uint16_t done = i == n - 1 ? NBD_REPLY_FLAG_DONE : 0;
+
+		if (ch->zero) {
+			put_chunk_hdr(h, rq, done, NBD_REPLY_TYPE_OFFSET_HOLE, 12);
+			put64(h + 20, ch->off);
+			put32(h + 28, (uint32_t)ch->len);
+			w->iov[iovcnt++] = (struct iovec){ h, 32 };
+			continue;
+		}
+		unsigned char *dst = w->buf + (ch->off - rq->off);
+
+		r = uzram_read(c->exp->dev, dst, ch->len, ch->off);
+		if (r < 0) {
+			reply_error(c, rq, nbd_err(r));
+			return;
+		}
+		put_chunk_hdr(h, rq, done, NBD_REPLY_TYPE_OFFSET_DATA,
+			      (uint32_t)(8 + ch->len));
+		put64(h + 20, ch->off);
+		w->iov[iovcnt++] = (struct iovec){ h, 28 };
+		w->iov[iovcnt++] = (struct iovec){ dst, ch->len };
+	}
+	ctr_add(&c->ctr->bytes_read, rq->len);
+	send_frame(c, w->iov, iovcnt);
+}
+
+static void do_read(struct worker *w, const struct nbd_request *rq)
+{
+	int r;
+
+	if (w->c->structured) {
+		do_read_structured(w, rq);
+		return;
+	}
+	r = uzram_read(w->c->exp->dev, w->buf, rq->len, rq->off);
+	if (r == 0)
+		ctr_add(&w->c->ctr->bytes_read, rq->len);
+	reply_simple(w->c, rq, nbd_err(r), w->buf, rq->len);
+}
+
+static void do_block_status(struct worker *w, const struct nbd_request *rq)
+{
+	struct uzram *dev = w->c->exp->dev;
+	uint64_t pos = rq->off, end = rq->off + rq->len, run;
+	unsigned char *d = w->desc + 4;
+	uint32_t prev = 0;
+	unsigned fl;
+	int n = 0;
+
+	while (pos < end) {
+		if (uzram_block_status(dev, pos, end - pos, &run, &fl) < 0)
+			break;
+		uint32_t st = (fl & UZRAM_STATUS_HOLE ? NBD_STATE_HOLE : 0) |
+			      (fl & UZRAM_STATUS_ZERO ? NBD_STATE_ZERO : 0);
+
+		if (n > 0 && st == prev) {
+			put32(d + 8 * (n - 1), get32(d + 8 * (n - 1)) + (uint32_t)run);
+		} else {
+			if (n == MAX_DESC ||
+			    (n == 1 && (rq->flags & NBD_CMD_FLAG_REQ_ONE)))
+				break;
+			put32(d + 8 * n, (uint32_t)run);
+			put32(d + 8 * n + 4, st);
+			prev = st;
+			n++;
+		}
+		pos += run;
+	}
+	if (n == 0) {
+		reply_error(w->c, rq, NBD_EIO);
+		return;
+	}
+	unsigned char h[NBD_CHUNK_HDR_SIZE];
+	struct iovec iov[2] = { { h, sizeof h }, { w->desc, 4 + 8u * n } };
+
+	put_chunk_hdr(h, rq, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_BLOCK_STATUS,
+		      (uint32_t)(4 + 8 * n));
+	put32(w->desc, NBD_META_ID_ALLOC);
+	send_frame(w->c, iov, 2);
+}
+
+static void execute(struct worker *w, const struct nbd_request *rq,
+		    uint32_t err)
+{
+	struct nbd_conn *c = w->c;
+	struct uzram *dev = c->exp->dev;
+	int r = 0;
+
+	if (err) {
+		reply_error(c, rq, err);
+		return;
+	}
+	switch (rq->type) {
+	case NBD_CMD_READ:
+		do_read(w, rq);
+		return;
+	case NBD_CMD_BLOCK_STATUS:
+		do_block_status(w, rq);
+		return;
+	case NBD_CMD_WRITE:
+		r = uzram_write(dev, w->buf, rq->len, rq->off);
+		if (r == 0)
+			ctr_add(&c->ctr->bytes_written, rq->len);
+		break;
+	case NBD_CMD_TRIM:
+		r = uzram_discard(dev, rq->len, rq->off);
+		break;
+	case NBD_CMD_WRITE_ZEROES:
+		r = uzram_write_zeroes(dev, rq->len, rq->off,
+				       rq->flags & NBD_CMD_FLAG_NO_HOLE ?
+				       UZRAM_ZERO_NO_HOLE : 0);
+		break;
+	default: /* FLUSH, CACHE: the data is in memory already */
+		break;
+	}
+	reply_simple(c, rq, nbd_err(r), NULL, 0);
+}
+
+/* ---- reading requests (leader only) ---- */
+
+/* The NBD error to answer rq with, or 0 if it may run. */
+static uint32_t check_request(const struct nbd_conn *c,
+			      const struct nbd_request *rq)
+{
+	const struct nbd_export *e = c->exp;
+	uint16_t ok = NBD_CMD_FLAG_FUA;
+	bool modifies = false;
+
+	switch (rq->type) {
+	case NBD_CMD_READ:
+		if (c->structured)
+			ok |= NBD_CMD_FLAG_DF;
+		if (rq->len > NBD_MAX_BLOCK)
+			return NBD_EOVERFLOW;
+		break;
+	case NBD_CMD_WRITE:
+		modifies = true;
+		if (rq->len > NBD_MAX_BLOCK)
+			return NBD_EINVAL;
+		break;
+	case NBD_CMD_TRIM:
+		modifies = true;
+		break;
+	case NBD_CMD_WRITE_ZEROES:
+		ok |= NBD_CMD_FLAG_NO_HOLE | NBD_CMD_FLAG_FAST_ZERO;
+		modifies = true;
+		break;
+	case NBD_CMD_BLOCK_STATUS:
+		if (!c->meta_alloc || rq->len == 0)
+			return NBD_EINVAL;
+		ok |= NBD_CMD_FLAG_REQ_ONE;
+		break;
+	case NBD_CMD_FLUSH:
+	case NBD_CMD_CACHE:
+		break;
+	default:
+		return NBD_EINVAL;
+	}
+	if (rq->flags & ~ok)
+		return NBD_EINVAL;
+	if (modifies && e->read_only)
+		return NBD_EPERM;
+	if (rq->type != NBD_CMD_FLUSH &&
+	    (rq->off > e->size || rq->len > e->size - rq->off))
+		return modifies ? NBD_ENOSPC : NBD_EINVAL;
+	return 0;
+}
+
+static bool is_cheap(const struct nbd_request *rq, uint32_t err)
+{
+	if (err)
+		return true;
+	switch (rq->type) {
+	case NBD_CMD_WRITE:
+		return rq->len <= INLINE_WRITE;
+	case NBD_CMD_FLUSH:
+	case NBD_CMD_CACHE:
+	case NBD_CMD_BLOCK_STATUS:
+		return true;
+	default:
+		return rq->len <= INLINE_MAX;
+	}
+}
+
+/*
+ * Read the next request and its payload into w. Returns 0 with *err set
+ * (0 to run it) and *held the budget taken, or -1 to stop reading: end of
+ * input, NBD_CMD_DISC, or input we cannot resynchronise after.
+ */
+static int read_request(struct worker *w, struct nbd_request *rq,
+			uint32_t *err, size_t *held)
+{
+	struct nbd_conn *c = w->c;
+	unsigned char h[NBD_REQUEST_SIZE];
+
+	*held = 0;
+	if (conn_recv(c, h, sizeof h) < 0)
+		return -1;
+	if (get32(h) != NBD_REQUEST_MAGIC) {
+		ctr_add(&c->ctr->proto_errors, 1);
+		return -1;
+	}
+	rq->flags = get16(h + 4);
+	rq->type = get16(h + 6);
+	rq->cookie = get64(h + 8);
+	rq->off = get64(h + 16);
+	rq->len = get32(h + 24);
+	ctr_add(&c->ctr->requests[rq->type < NBD_CMD_NR ? rq->type : NBD_CMD_NR], 1);
+	if (rq->type == NBD_CMD_DISC)
+		return -1;
+
+	*err = check_request(c, rq);
+	if (rq->type != NBD_CMD_WRITE && rq->type != NBD_CMD_READ)
+		return 0;
+	if (*err == 0) {
+		budget_take(c, rq->len);
+		*held = rq->len;
+		if (buf_reserve(w, rq->len) < 0)
+			*err = NBD_ENOMEM;
+	}
+	if (rq->type == NBD_CMD_READ)
+		return 0;
+	if (*err)
+		return conn_skip(c, rq->len);
+	return conn_recv(c, w->buf, rq->len);
+}
+
+static void serve(struct nbd_conn *c)
+{
+	struct worker *w = calloc(1, sizeof *w);
+	struct nbd_request rq;
+	bool leading = false;
+	uint32_t err;
+	size_t held;
+
+	if (!w) {
+		stop_reading(c);
+		return;
+	}
+	w->c = c;
+	for (;;) {
+		if (!leading && !lead(c))
+			break;
+		leading = true;
+		if (read_request(w, &rq, &err, &held) < 0) {
+			budget_give(c, held);
+			stop_reading(c);
+			break;
+		}
+		if (!is_cheap(&rq, err)) {
+			unlead(c);
+			leading = false;
+		}
+		execute(w, &rq, err);
+		budget_give(c, held);
+		buf_trim(w);
+	}
+	free(w->buf);
+	free(w);
+}
+
+static void *thread_main(void *arg)
+{
+	struct nbd_conn *c = arg;
+
+	serve(c);
+	pthread_mutex_lock(&c->lock);
+	c->nthreads--;
+	pthread_cond_signal(&c->done_cv);
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+void nbd_transmission(struct nbd_conn *c)
+{
+	c->nthreads = 1;
+	serve(c);
+	pthread_mutex_lock(&c->lock);
+	c->nthreads--;
+	while (c->nthreads > 0)
+		pthread_cond_wait(&c->done_cv, &c->lock);
+	pthread_mutex_unlock(&c->lock);
+	for (int i = 0; i < c->nspawned; i++)
+		pthread_join(c->threads[i], NULL);
+}
