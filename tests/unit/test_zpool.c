@@ -1,0 +1,616 @@
+/*
+ * test_zpool.c - the allocator of compressed objects (src/zpool.c).
+ *
+ * Every object is filled with bytes generated from a seed kept by the test,
+ * and checked byte for byte through zpool_map(); objects outlive frees,
+ * handle reuse, compaction and concurrent readers.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "zpool.h"
+
+#define KiB 1024ull
+#define MiB (1024ull * 1024)
+
+struct obj {
+	uint32_t handle;      /* 0: none */
+	uint32_t size;
+	uint64_t seed;
+};
+
+static void fill(void *buf, size_t size, uint64_t seed)
+{
+	unsigned char *p = buf;
+	uint64_t s = seed | 1;
+	size_t i = 0;
+
+	for (; i + 8 <= size; i += 8) {
+		uint64_t v = tu_rand(&s);
+
+		memcpy(p + i, &v, 8);
+	}
+	if (i < size) {
+		uint64_t v = tu_rand(&s);
+
+		memcpy(p + i, &v, size - i);
+	}
+}
+
+/* Whether the object's bytes are those fill() wrote. */
+static bool intact(struct zpool *pool, const struct obj *o, void *scratch)
+{
+	const void *p = zpool_map(pool, o->handle);
+	bool ok;
+
+	fill(scratch, o->size, o->seed);
+	ok = p && memcmp(p, scratch, o->size) == 0;
+	zpool_unmap(pool, o->handle);
+	return ok;
+}
+
+static int store_obj(struct zpool *pool, struct obj *o, size_t size,
+		     uint64_t seed, void *scratch)
+{
+	int err;
+
+	fill(scratch, size, seed);
+	err = zpool_store(pool, scratch, size, &o->handle);
+	if (err) {
+		o->handle = 0;
+		return err;
+	}
+	o->size = (uint32_t)size;
+	o->seed = seed;
+	return 0;
+}
+
+static void free_obj(struct zpool *pool, struct obj *o)
+{
+	zpool_free(pool, o->handle);
+	o->handle = 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Check every live object, that handles are unique and the counters. */
+static void verify_all(struct zpool *pool, const struct obj *objs, size_t n,
+		       void *scratch)
+{
+	uint32_t *hs = malloc((n + 1) * sizeof(*hs));
+	uint64_t bytes = 0, live = 0;
+	struct zpool_stats st;
+
+	assert_non_null(hs);
+	for (size_t i = 0; i < n; i++) {
+		if (!objs[i].handle)
+			continue;
+		if (!intact(pool, &objs[i], scratch))
+			fail_msg("object %zu (handle %u, %u bytes) corrupted", i,
+				 objs[i].handle, objs[i].size);
+		hs[live++] = objs[i].handle;
+		bytes += objs[i].size;
+	}
+	qsort(hs, live, sizeof(*hs), cmp_u32);
+	for (uint64_t i = 1; i < live; i++)
+		if (hs[i] == hs[i - 1])
+			fail_msg("handle %u is live twice", hs[i]);
+	free(hs);
+	zpool_stats(pool, &st);
+	assert_int_equal(st.objects, live);
+	assert_int_equal(st.obj_bytes, bytes);
+	assert_true(st.mem_used <= st.mem_used_max);
+}
+
+static struct zpool *pool_new(uint64_t capacity, size_t max_object)
+{
+	struct zpool *pool = NULL;
+
+	assert_int_equal(zpool_create(capacity, max_object, &pool), 0);
+	assert_non_null(pool);
+	return pool;
+}
+
+static void test_invalid(void **state)
+{
+	struct zpool *pool = NULL;
+	unsigned char buf[64] = { 0 };
+	uint32_t h = 0;
+
+	(void)state;
+	assert_int_equal(zpool_create(1 * MiB, 0, &pool), -EINVAL);
+	assert_int_equal(zpool_create(1 * MiB, 4095, &pool), -EINVAL);
+	assert_int_equal(zpool_create(1 * MiB, 64 * KiB + 16, &pool), -EINVAL);
+	assert_int_equal(zpool_create(0, 4096, &pool), -EINVAL);
+	assert_int_equal(zpool_create(1 * MiB, 4096, NULL), -EINVAL);
+	zpool_destroy(NULL);
+
+	pool = pool_new(1 * MiB, 4096);
+	assert_int_equal(zpool_store(pool, buf, 0, &h), -EINVAL);
+	assert_int_equal(zpool_store(pool, buf, 4097, &h), -EINVAL);
+	assert_int_equal(h, 0);
+	assert_int_equal(zpool_store(pool, buf, 1, &h), 0);
+	assert_true(h != 0);
+	zpool_free(pool, h);
+	zpool_destroy(pool);
+
+	pool = pool_new(1 * MiB, 16);
+	assert_int_equal(zpool_store(pool, buf, 17, &h), -EINVAL);
+	assert_int_equal(zpool_store(pool, buf, 16, &h), 0);
+	zpool_free(pool, h);
+	zpool_destroy(pool);
+}
+
+/* Random stores and frees of sizes 1..max_object, checked as we go. */
+static void churn(size_t max_object, uint64_t ops, size_t nslots, uint64_t seed)
+{
+	struct zpool *pool = pool_new(256 * MiB, max_object);
+	struct obj *objs = calloc(nslots, sizeof(*objs));
+	void *scratch = malloc(max_object);
+	struct zpool_stats st0, st;
+	uint64_t s = seed;
+
+	assert_non_null(objs);
+	assert_non_null(scratch);
+	zpool_stats(pool, &st0);
+	for (uint64_t i = 0; i < ops; i++) {
+		struct obj *o = &objs[tu_rand(&s) % nslots];
+
+		if (o->handle)
+			free_obj(pool, o);
+		if (tu_rand(&s) % 4) {
+			/* mostly small sizes, as compressed pages are */
+			size_t size = tu_rand(&s) % 2 ? 1 + tu_rand(&s) % max_object
+						    : 1 + tu_rand(&s) % 64;
+
+			assert_int_equal(store_obj(pool, o, size, tu_rand(&s),
+						   scratch), 0);
+		}
+		if (i % (ops / 4 + 1) == 0)
+			verify_all(pool, objs, nslots, scratch);
+	}
+	verify_all(pool, objs, nslots, scratch);
+	for (size_t i = 0; i < nslots; i++)
+		if (objs[i].handle)
+			free_obj(pool, &objs[i]);
+	zpool_stats(pool, &st);
+	assert_int_equal(st.objects, 0);
+	assert_int_equal(st.obj_bytes, 0);
+	/* every zspage is gone; only handle and frame table pages remain */
+	assert_true(st.mem_used < st0.mem_used + 256 * KiB);
+	free(scratch);
+	free(objs);
+	zpool_destroy(pool);
+}
+
+static void test_churn_small(void **state)
+{
+	(void)state;
+	churn(4096, tu_scaled(400000), 20000, 1);
+}
+
+static void test_churn_large(void **state)
+{
+	(void)state;
+	churn(64 * KiB, tu_scaled(40000), 2000, 2);
+}
+
+/* Fill, free a random 70%, compact: survivors keep every byte. */
+static void test_compact_keeps_bytes(void **state)
+{
+	size_t n = tu_scaled(40000);
+	struct zpool *pool = pool_new(256 * MiB, 4096);
+	struct obj *objs = calloc(n, sizeof(*objs));
+	void *scratch = malloc(4096);
+	struct zpool_stats full, freed, after;
+	uint64_t s = 3;
+	long pages;
+
+	(void)state;
+	assert_non_null(objs);
+	assert_non_null(scratch);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(store_obj(pool, &objs[i], 1 + tu_rand(&s) % 4096,
+					   tu_rand(&s), scratch), 0);
+	zpool_stats(pool, &full);
+	for (size_t i = 0; i < n; i++)
+		if (tu_rand(&s) % 100 < 70)
+			free_obj(pool, &objs[i]);
+	zpool_stats(pool, &freed);
+	pages = zpool_compact(pool);
+	zpool_stats(pool, &after);
+	print_message("compact: full %llu KiB, after frees %llu KiB, after "
+		      "compact %llu KiB (%ld pages), objects %llu KiB\n",
+		      (unsigned long long)full.mem_used / KiB,
+		      (unsigned long long)freed.mem_used / KiB,
+		      (unsigned long long)after.mem_used / KiB, pages,
+		      (unsigned long long)after.obj_bytes / KiB);
+	assert_true(pages >= 0);
+	assert_true(after.pages_compacted > 0);
+	assert_int_equal(after.pages_compacted, freed.pages_compacted +
+			 (uint64_t)pages);
+	assert_true(after.mem_used <= freed.mem_used);
+	assert_true(freed.mem_used - after.mem_used >= (uint64_t)pages * 4096);
+	assert_true(after.mem_used < full.mem_used / 2);
+	verify_all(pool, objs, n, scratch);
+	/* a second pass finds nothing left to do */
+	assert_int_equal(zpool_compact(pool), 0);
+	verify_all(pool, objs, n, scratch);
+	free(scratch);
+	free(objs);
+	zpool_destroy(pool);
+}
+
+/*
+ * After churn and zpool_compact(), each size class has less than one zspage
+ * of free object slots (compaction stops only then), a zspage is at most
+ * 64 KiB, and there are no more classes in use than distinct 16-byte size
+ * buckets in use. Inside a zspage, the class's rounding and the zspage tail
+ * waste less than 3% for classes up to 4 KiB (the worst class uses 97.2% of
+ * its zspage); add 12 bytes per object (its cell and its owner slot) and the
+ * descriptors. So: mem_used <= 1.05 * obj_bytes + 16 * objects
+ *                  + 64 KiB * buckets + the pool's fixed metadata.
+ */
+static void test_fragmentation_bound(void **state)
+{
+	size_t n = tu_scaled(60000);
+	struct zpool *pool = pool_new(256 * MiB, 4096);
+	struct obj *objs = calloc(n, sizeof(*objs));
+	void *scratch = malloc(4096);
+	bool bucket[4096 / 16 + 1] = { false };
+	struct zpool_stats st0, st, churned;
+	uint64_t s = 4, buckets = 0, bound;
+
+	(void)state;
+	assert_non_null(objs);
+	assert_non_null(scratch);
+	zpool_stats(pool, &st0);
+	for (uint64_t i = 0; i < 6 * n; i++) {
+		struct obj *o = &objs[tu_rand(&s) % n];
+
+		if (o->handle)
+			free_obj(pool, o);
+		if (tu_rand(&s) % 3)
+			assert_int_equal(store_obj(pool, o, 1 + tu_rand(&s) % 4096,
+						   tu_rand(&s), scratch), 0);
+	}
+	zpool_stats(pool, &churned);
+	zpool_compact(pool);
+	zpool_stats(pool, &st);
+	for (size_t i = 0; i < n; i++)
+		if (objs[i].handle && !bucket[(objs[i].size + 15) / 16]) {
+			bucket[(objs[i].size + 15) / 16] = true;
+			buckets++;
+		}
+	bound = st.obj_bytes + st.obj_bytes / 20 + 16 * st.objects +
+		64 * KiB * buckets + st0.mem_used;
+	print_message("fragmentation: objects %llu KiB, mem_used %llu KiB after "
+		      "churn, %llu KiB after compact (%.3fx), bound %llu KiB\n",
+		      (unsigned long long)st.obj_bytes / KiB,
+		      (unsigned long long)churned.mem_used / KiB,
+		      (unsigned long long)st.mem_used / KiB,
+		      (double)st.mem_used / (double)st.obj_bytes,
+		      (unsigned long long)bound / KiB);
+	assert_true(st.mem_used <= bound);
+	verify_all(pool, objs, n, scratch);
+	free(scratch);
+	free(objs);
+	zpool_destroy(pool);
+}
+
+static bool stats_equal(const struct zpool_stats *a, const struct zpool_stats *b)
+{
+	return a->mem_used == b->mem_used && a->mem_used_max == b->mem_used_max &&
+	       a->obj_bytes == b->obj_bytes && a->objects == b->objects &&
+	       a->pages_compacted == b->pages_compacted;
+}
+
+/* Once the limit is hit, stores fail and change nothing, until frees. */
+static void test_limit(void **state)
+{
+	size_t n = 4096;
+	struct zpool *pool = pool_new(256 * MiB, 4096);
+	struct obj *objs = calloc(n, sizeof(*objs));
+	void *scratch = malloc(4096);
+	struct zpool_stats st0, full, st;
+	uint64_t s = 5, limit;
+	size_t stored = 0, failed = 0;
+	struct obj extra;
+	int err = 0;
+
+	(void)state;
+	assert_non_null(objs);
+	assert_non_null(scratch);
+	zpool_stats(pool, &st0);
+	limit = st0.mem_used + 2 * MiB;
+	zpool_set_limit(pool, limit);
+	while (stored < n) {
+		err = store_obj(pool, &objs[stored], 1000, tu_rand(&s), scratch);
+		if (err)
+			break;
+		stored++;
+	}
+	assert_int_equal(err, -ENOSPC);
+	assert_true(stored > 1000 && stored < 2100);
+	zpool_stats(pool, &full);
+	assert_true(full.mem_used <= limit);
+	assert_true(full.mem_used_max <= limit);
+	/* the same size again, and every other size: fail or fit, no change */
+	assert_int_equal(store_obj(pool, &extra, 1000, 1, scratch), -ENOSPC);
+	zpool_stats(pool, &st);
+	assert_true(stats_equal(&st, &full));
+	for (size_t size = 1; size <= 4096; size += 1 + size / 8) {
+		struct zpool_stats before;
+
+		zpool_stats(pool, &before);
+		err = store_obj(pool, &extra, size, 2, scratch);
+		if (err) {
+			assert_int_equal(err, -ENOSPC);
+			zpool_stats(pool, &st);
+			assert_true(stats_equal(&st, &before));
+			failed++;
+		} else {
+			free_obj(pool, &extra);
+		}
+	}
+	assert_true(failed > 0);
+	verify_all(pool, objs, n, scratch);
+
+	/* frees make room again */
+	for (size_t i = 0; i < stored; i += 2)
+		free_obj(pool, &objs[i]);
+	assert_int_equal(store_obj(pool, &extra, 1000, 3, scratch), 0);
+	assert_int_equal(store_obj(pool, &objs[0], 4096, 4, scratch), 0);
+	assert_true(intact(pool, &extra, scratch));
+	free_obj(pool, &extra);
+	verify_all(pool, objs, n, scratch);
+
+	/* no limit: the rest fits */
+	zpool_set_limit(pool, 0);
+	for (size_t i = stored; i < n; i++)
+		assert_int_equal(store_obj(pool, &objs[i], 1000, tu_rand(&s),
+					   scratch), 0);
+	zpool_stats(pool, &st);
+	assert_true(st.mem_used > limit);
+	verify_all(pool, objs, n, scratch);
+	free(scratch);
+	free(objs);
+	zpool_destroy(pool);
+}
+
+/* A tiny capacity reserves few frames: running out is -ENOSPC too. */
+static void test_address_space(void **state)
+{
+	size_t n = 100000;
+	struct zpool *pool = pool_new(16, 64 * KiB);
+	struct obj *objs = calloc(n, sizeof(*objs));
+	void *scratch = malloc(64 * KiB);
+	struct zpool_stats before, st;
+	size_t stored = 0;
+	int err = 0;
+
+	(void)state;
+	assert_non_null(objs);
+	assert_non_null(scratch);
+	while (stored < n) {
+		err = store_obj(pool, &objs[stored], 64 * KiB, stored + 1, scratch);
+		if (err)
+			break;
+		stored++;
+	}
+	assert_int_equal(err, -ENOSPC);
+	assert_true(stored > 0 && stored < n);
+	zpool_stats(pool, &before);
+	assert_int_equal(store_obj(pool, &objs[stored], 40000, 9, scratch),
+			 -ENOSPC);
+	zpool_stats(pool, &st);
+	assert_true(stats_equal(&st, &before));
+	free_obj(pool, &objs[0]);
+	assert_int_equal(store_obj(pool, &objs[0], 40000, 9, scratch), 0);
+	verify_all(pool, objs, n, scratch);
+	free(scratch);
+	free(objs);
+	zpool_destroy(pool);
+}
+
+static uint64_t rss_bytes(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	unsigned long long size, resident;
+
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%llu %llu", &size, &resident), 2);
+	fclose(f);
+	return resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static double rel_diff(uint64_t a, uint64_t b)
+{
+	return a > b ? (double)(a - b) / (double)b : (double)(b - a) / (double)b;
+}
+
+/* mem_used follows the process's real memory within 5%. */
+static void test_rss(void **state)
+{
+	const uint64_t total = 64 * MiB;
+	size_t n = total / 1024;   /* more slots than objects of 2 KiB mean */
+	struct obj *objs = calloc(n, sizeof(*objs));
+	unsigned char *src = malloc(128 * KiB);
+	struct zpool *pool = pool_new(1ull << 30, 4096);
+	uint64_t rss0, rss1, rss2, stored = 0, s = 6;
+	struct zpool_stats st0, st1, st2;
+	size_t i;
+
+	(void)state;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	/* shadow memory and redzones are not the pool's */
+	skip();
+#endif
+	assert_non_null(objs);
+	assert_non_null(src);
+	fill(src, 128 * KiB, 7);
+	memset(objs, 0, n * sizeof(*objs));
+	zpool_stats(pool, &st0);
+	rss0 = rss_bytes();
+	for (i = 0; i < n && stored < total; i++) {
+		size_t size = 1 + tu_rand(&s) % 4096;
+
+		assert_int_equal(zpool_store(pool, src + tu_rand(&s) % (64 * KiB),
+					     size, &objs[i].handle), 0);
+		stored += size;
+	}
+	zpool_stats(pool, &st1);
+	rss1 = rss_bytes();
+	print_message("rss: %llu KiB of objects, mem_used +%llu KiB, rss +%llu KiB\n",
+		      (unsigned long long)st1.obj_bytes / KiB,
+		      (unsigned long long)(st1.mem_used - st0.mem_used) / KiB,
+		      (unsigned long long)(rss1 - rss0) / KiB);
+	assert_true(rel_diff(rss1 - rss0, st1.mem_used - st0.mem_used) < 0.05);
+
+	/* free every other object, compact: both fall, and still agree */
+	for (i = 0; i < n; i += 2)
+		if (objs[i].handle)
+			zpool_free(pool, objs[i].handle);
+	zpool_compact(pool);
+	zpool_stats(pool, &st2);
+	rss2 = rss_bytes();
+	print_message("rss: after freeing half, mem_used +%llu KiB, rss +%llu KiB\n",
+		      (unsigned long long)(st2.mem_used - st0.mem_used) / KiB,
+		      (unsigned long long)(rss2 - rss0) / KiB);
+	assert_true(rel_diff(rss2 - rss0, st2.mem_used - st0.mem_used) < 0.05);
+	zpool_destroy(pool);
+	free(src);
+	free(objs);
+}
+
+/*
+ * Readers map and check random objects while a writer replaces them and a
+ * compactor runs without pause. Each slot has a rwlock: the writer holds it
+ * to free and store, readers to map (the store's page lock does this).
+ */
+struct shared {
+	struct zpool *pool;
+	struct obj *objs;
+	pthread_rwlock_t *locks;
+	size_t n;
+	uint64_t writes;
+	atomic_bool stop;
+	atomic_uint_fast64_t reads, bad, compactions;
+};
+
+static void *reader(void *arg)
+{
+	struct shared *sh = arg;
+	unsigned char *scratch = malloc(4096);
+	uint64_t s = (uint64_t)(uintptr_t)&s | 1;
+
+	while (scratch && !atomic_load(&sh->stop)) {
+		size_t i = tu_rand(&s) % sh->n;
+
+		pthread_rwlock_rdlock(&sh->locks[i]);
+		if (sh->objs[i].handle && !intact(sh->pool, &sh->objs[i], scratch))
+			atomic_fetch_add(&sh->bad, 1);
+		pthread_rwlock_unlock(&sh->locks[i]);
+		atomic_fetch_add(&sh->reads, 1);
+	}
+	free(scratch);
+	return NULL;
+}
+
+static void *compactor(void *arg)
+{
+	struct shared *sh = arg;
+
+	while (!atomic_load(&sh->stop)) {
+		zpool_compact(sh->pool);
+		atomic_fetch_add(&sh->compactions, 1);
+	}
+	return NULL;
+}
+
+static void test_concurrent(void **state)
+{
+	struct shared sh = { .n = 8192 };
+	unsigned char *scratch = malloc(4096);
+	pthread_t readers[2], comp;
+	uint64_t s = 8;
+
+	(void)state;
+	sh.pool = pool_new(256 * MiB, 4096);
+	sh.objs = calloc(sh.n, sizeof(*sh.objs));
+	sh.locks = calloc(sh.n, sizeof(*sh.locks));
+	sh.writes = tu_scaled(300000);
+	assert_non_null(scratch);
+	assert_non_null(sh.objs);
+	assert_non_null(sh.locks);
+	for (size_t i = 0; i < sh.n; i++) {
+		pthread_rwlock_init(&sh.locks[i], NULL);
+		assert_int_equal(store_obj(sh.pool, &sh.objs[i],
+					   1 + tu_rand(&s) % 4096, tu_rand(&s),
+					   scratch), 0);
+	}
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&readers[i], NULL, reader, &sh), 0);
+	assert_int_equal(pthread_create(&comp, NULL, compactor, &sh), 0);
+	for (uint64_t w = 0; w < sh.writes; w++) {
+		size_t i = tu_rand(&s) % sh.n;
+		struct obj *o = &sh.objs[i];
+		int err = 0;
+
+		pthread_rwlock_wrlock(&sh.locks[i]);
+		if (o->handle)
+			free_obj(sh.pool, o);
+		/* shrink and regrow the set, so zspages empty out */
+		if ((w / 50000) % 2 == 0 || tu_rand(&s) % 2)
+			err = store_obj(sh.pool, o, 1 + tu_rand(&s) % 4096,
+					tu_rand(&s), scratch);
+		pthread_rwlock_unlock(&sh.locks[i]);
+		if (err)
+			break;
+		if (w % 1000 == 0)
+			sched_yield();
+	}
+	atomic_store(&sh.stop, true);
+	for (int i = 0; i < 2; i++)
+		pthread_join(readers[i], NULL);
+	pthread_join(comp, NULL);
+	print_message("concurrent: %llu writes, %llu reads, %llu compaction passes\n",
+		      (unsigned long long)sh.writes,
+		      (unsigned long long)atomic_load(&sh.reads),
+		      (unsigned long long)atomic_load(&sh.compactions));
+	assert_int_equal(atomic_load(&sh.bad), 0);
+	assert_true(atomic_load(&sh.reads) > 0);
+	verify_all(sh.pool, sh.objs, sh.n, scratch);
+	for (size_t i = 0; i < sh.n; i++)
+		pthread_rwlock_destroy(&sh.locks[i]);
+	zpool_destroy(sh.pool);
+	free(sh.locks);
+	free(sh.objs);
+	free(scratch);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_invalid),
+		cmocka_unit_test(test_churn_small),
+		cmocka_unit_test(test_churn_large),
+		cmocka_unit_test(test_compact_keeps_bytes),
+		cmocka_unit_test(test_fragmentation_bound),
+		cmocka_unit_test(test_limit),
+		cmocka_unit_test(test_address_space),
+		cmocka_unit_test(test_rss),
+		cmocka_unit_test(test_concurrent),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
