@@ -1,0 +1,418 @@
+# functions.sh - shared helpers for the integration scripts (sourced, not run).
+#
+# In the spirit of nbdkit's tests/functions.sh and git's t/README: every
+# script starts with
+#
+#	source "$(dirname "$0")/functions.sh"
+#
+# which turns on `set -euo pipefail`, makes a private temp dir ($T) and
+# registers a single EXIT trap. That trap runs, in this order and even when
+# the script failed half-way: the steps pushed with on_exit (newest first),
+# a kill of every server started with start_server, the unmounts and loop
+# detaches registered with cleanup_mount / cleanup_loop, and the removal of
+# $T. A failing command (or an explicit fail) ends the script with a message
+# naming the current `step` and the command that failed.
+#
+# Servers
+#   start_server NAME [SERVE ARGS...]  runs `$UZRAM serve --socket $T/NAME.sock
+#	ARGS` in the background, waits (at most $SERVER_START_TIMEOUT s) for its
+#	"ready" line and the socket, and fails with its stderr if it dies.
+#	Afterwards: ${PID[NAME]}, ${SOCK[NAME]}, ${URI[NAME]} (nbd+unix URI with
+#	the export name), ${OUT[NAME]} / ${ERR[NAME]} (its stdout and stderr).
+#   start_server_tcp NAME HOST:PORT [ARGS...]  the same on TCP.
+#   stop_server NAME   SIGTERM; asserts exit status 0 and the socket removed.
+#   assert_alive NAME  the process is still running.
+#
+# Switching the server under test: server_argv below is the only place
+# that knows the command line. UZRAM_ITEST_SERVER=nbdkit runs nbdkit's
+# memory plugin instead (a stand-in used while uzram serve was being
+# written; options it has no equivalent for are dropped). Scripts that need
+# uzram-only features must pass with the real server, not the stand-in.
+
+set -euo pipefail
+set -E			# the ERR trap is inherited by functions
+shopt -s inherit_errexit 2>/dev/null || true
+
+ITEST_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ITEST_NAME=$(basename "$0" .sh)
+SERVER_START_TIMEOUT=${SERVER_START_TIMEOUT:-10}
+UZRAM_ITEST_SERVER=${UZRAM_ITEST_SERVER:-uzram}
+
+declare -A PID=() SOCK=() URI=() OUT=() ERR=()
+_exit_steps=()
+_mounts=()
+_loops=()
+_step="setup"
+
+step()
+{
+	_step="$*"
+	printf '%s: %s\n' "$ITEST_NAME" "$_step"
+}
+
+fail()
+{
+	printf '%s: FAIL: %s: %s\n' "$ITEST_NAME" "$_step" "$*" >&2
+	exit 1
+}
+
+skip_all()
+{
+	printf '%s: SKIP: %s\n' "$ITEST_NAME" "$*"
+	exit 0
+}
+
+_on_err()
+{
+	local rc=$1 line=$2 cmd=$3
+
+	trap - ERR
+	printf '%s: FAIL: %s: line %s: `%s` exited with %s\n' \
+		"$ITEST_NAME" "$_step" "$line" "$cmd" "$rc" >&2
+	exit "$rc"
+}
+trap '_on_err $? $LINENO "$BASH_COMMAND"' ERR
+
+# on_exit CMD...: run CMD when the script ends, newest first.
+on_exit()
+{
+	local q
+	printf -v q '%q ' "$@"
+	_exit_steps+=("$q")
+}
+
+cleanup_mount() { _mounts+=("$1"); }
+cleanup_loop() { _loops+=("$1"); }
+
+_kill_pid()
+{
+	local pid=$1 i
+
+	kill -TERM "$pid" 2>/dev/null || return 0
+	for ((i = 0; i < 50; i++)); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+}
+
+_cleanup()
+{
+	local rc=$? i name m
+
+	trap - ERR
+	set +e
+	for ((i = ${#_exit_steps[@]} - 1; i >= 0; i--))
+		do eval "${_exit_steps[i]}"; done
+	for ((i = ${#_mounts[@]} - 1; i >= 0; i--)); do
+		m=${_mounts[i]}
+		if mountpoint -q "$m" 2>/dev/null; then
+			umount "$m" 2>/dev/null || umount -l "$m"
+		fi
+	done
+	for ((i = ${#_loops[@]} - 1; i >= 0; i--))
+		do losetup -d "${_loops[i]}" 2>/dev/null; done
+	for name in "${!PID[@]}"; do
+		_kill_pid "${PID[$name]}"
+		[[ -n ${SOCK[$name]:-} ]] && rm -f "${SOCK[$name]}"
+	done
+	[[ -n ${T:-} && -d $T ]] && rm -rf "$T"
+	if ((rc == 0)); then
+		printf '%s: ok\n' "$ITEST_NAME"
+	fi
+	exit "$rc"
+}
+trap _cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/uzram-$ITEST_NAME.XXXXXX")
+
+# real_server: false when running against the nbdkit stand-in; guards the
+# few checks of uzram-only behaviour.
+real_server() { [[ $UZRAM_ITEST_SERVER != nbdkit ]]; }
+
+# require CMD...: fail (never skip) when a client the tests need is missing.
+require()
+{
+	local c
+	for c in "$@"; do
+		command -v "$c" >/dev/null ||
+			fail "'$c' not found: run scripts/deps.sh test as root"
+	done
+}
+
+[[ $UZRAM_ITEST_SERVER == nbdkit ]] || {
+	[[ -n ${UZRAM:-} ]] || fail "UZRAM is not set (path of build/uzram)"
+	[[ -x $UZRAM ]] || fail "UZRAM=$UZRAM is not an executable"
+}
+[[ -n ${UZRAM_TEST_CORPUS:-} && -f $UZRAM_TEST_CORPUS/files.tar ]] ||
+	fail "UZRAM_TEST_CORPUS must name a folder with files.tar and heap-python.core"
+CORPUS=$UZRAM_TEST_CORPUS
+
+# server_argv LISTEN-ARGS -- SERVE-ARGS: the command line of the server under
+# test, in the array SERVER_ARGV. LISTEN-ARGS is --socket PATH or --tcp H:P.
+server_argv()
+{
+	local listen=("$1" "$2")
+
+	shift 3
+	if [[ $UZRAM_ITEST_SERVER != nbdkit ]]; then
+		SERVER_ARGV=("$UZRAM" serve "${listen[@]}" "$@")
+		return
+	fi
+	local size=1G ro=() exp=() net=()
+	while (($#)); do
+		case $1 in
+		--size) size=$2; shift ;;
+		--read-only) ro=(-r) ;;
+		--export) exp=(-e "$2"); shift ;;
+		--algorithm|--level|--mem-limit|--max-connections) shift ;;
+		*) fail "stand-in: unknown serve option $1" ;;
+		esac
+		shift
+	done
+	if [[ ${listen[0]} == --socket ]]; then
+		net=(--unix "${listen[1]}")
+	else
+		net=(-i "${listen[1]%:*}" -p "${listen[1]##*:}")
+	fi
+	SERVER_ARGV=(nbdkit --foreground --exit-with-parent "${net[@]}"
+		"${ro[@]}" "${exp[@]}" memory "size=$size")
+}
+
+_export_of()
+{
+	local e=""
+	while (($#)); do
+		[[ $1 == --export ]] && { e=$2; break; }
+		shift
+	done
+	printf '%s' "$e"
+}
+
+_start()
+{
+	local name=$1 listen=$2 addr=$3 i
+	shift 3
+	[[ -z ${PID[$name]:-} ]] || fail "server $name is already running"
+
+	server_argv "$listen" "$addr" -- "$@"
+	OUT[$name]=$T/$name.out
+	ERR[$name]=$T/$name.err
+	"${SERVER_ARGV[@]}" >"${OUT[$name]}" 2>"${ERR[$name]}" </dev/null &
+	PID[$name]=$!
+	[[ $listen == --socket ]] && SOCK[$name]=$addr
+
+	for ((i = 0; i < SERVER_START_TIMEOUT * 20; i++)); do
+		if ! kill -0 "${PID[$name]}" 2>/dev/null; then
+			local rc=0
+			wait "${PID[$name]}" || rc=$?
+			unset "PID[$name]"
+			fail "server $name exited with $rc before it was ready:" \
+				"${SERVER_ARGV[*]}"$'\n'"$(cat "${ERR[$name]}")"
+		fi
+		if _is_ready "$name" "$listen" "$addr"; then
+			return 0
+		fi
+		sleep 0.05
+	done
+	fail "server $name not ready after ${SERVER_START_TIMEOUT}s:" \
+		"${SERVER_ARGV[*]}"$'\n'"$(cat "${ERR[$name]}")"
+}
+
+_is_ready()
+{
+	local name=$1 listen=$2 addr=$3
+
+	if [[ $UZRAM_ITEST_SERVER != nbdkit ]]; then
+		grep -qx ready "${OUT[$name]}" || return 1
+	fi
+	if [[ $listen == --socket ]]; then
+		[[ -S $addr ]]
+	else
+		(exec 3<>"/dev/tcp/${addr%:*}/${addr##*:}") 2>/dev/null
+	fi
+}
+
+start_server()
+{
+	local name=$1 exp
+	shift
+	exp=$(_export_of "$@")
+	_start "$name" --socket "$T/$name.sock" "$@"
+	URI[$name]="nbd+unix:///$exp?socket=$T/$name.sock"
+}
+
+start_server_tcp()
+{
+	local name=$1 addr=$2 exp
+	shift 2
+	exp=$(_export_of "$@")
+	_start "$name" --tcp "$addr" "$@"
+	URI[$name]="nbd://$addr/$exp"
+}
+
+assert_alive()
+{
+	local name=$1
+	kill -0 "${PID[$name]}" 2>/dev/null ||
+		fail "server $name (pid ${PID[$name]}) died:"$'\n'"$(tail -n 20 "${ERR[$name]}")"
+}
+
+# stop_server NAME: SIGTERM must end the server cleanly within 10 s, with
+# exit status 0 and its socket removed.
+stop_server()
+{
+	local name=$1 pid=${PID[$1]} i rc=0
+
+	assert_alive "$name"
+	kill -TERM "$pid"
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -KILL "$pid"
+		fail "server $name still running 10s after SIGTERM"
+	fi
+	wait "$pid" || rc=$?
+	unset "PID[$name]"
+	((rc == 0)) || fail "server $name exited with $rc after SIGTERM:" \
+		"$(tail -n 20 "${ERR[$name]}")"
+	if [[ -n ${SOCK[$name]:-} && $UZRAM_ITEST_SERVER != nbdkit ]]; then
+		[[ ! -e ${SOCK[$name]} ]] ||
+			fail "server $name left its socket ${SOCK[$name]} behind"
+	fi
+}
+
+# rss_kb PID: resident set size in KiB.
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+
+assert_eq()
+{
+	[[ $1 == "$2" ]] || fail "${3:-value}: got '$1', expected '$2'"
+}
+
+# assert_ok WHAT CMD...: CMD must succeed; its output is shown on failure.
+assert_ok()
+{
+	local what=$1 out rc=0
+	shift
+	out=$("$@" 2>&1) || rc=$?
+	((rc == 0)) || fail "$what: \`$*\` exited with $rc:"$'\n'"$out"
+}
+
+# assert_fails WHAT CMD...: CMD must exit non-zero.
+assert_fails()
+{
+	local what=$1 rc=0
+	shift
+	"$@" >"$T/last-fail.out" 2>&1 || rc=$?
+	((rc != 0)) || fail "$what: \`$*\` succeeded but must fail"
+}
+
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+
+# sha_head FILE BYTES: sha256 of the first BYTES of FILE.
+sha_head() { head -c "$2" "$1" | sha256sum | cut -d' ' -f1; }
+
+# assert_same_data FILE1 FILE2 [BYTES]: the first BYTES (default: all of
+# FILE1) of both files are equal.
+assert_same_data()
+{
+	local n=${3:-$(stat -c %s "$1")}
+	[[ $(sha_head "$1" "$n") == "$(sha_head "$2" "$n")" ]] ||
+		fail "data differs in the first $n bytes: $1 vs $2 ($(cmp -n "$n" "$1" "$2" 2>&1 | head -n 1))"
+}
+
+# assert_zero FILE OFFSET BYTES: that range of FILE is all zero bytes.
+assert_zero()
+{
+	cmp -s -n "$3" <(tail -c +$(($2 + 1)) "$1") /dev/zero ||
+		fail "$1: bytes [$2, $(($2 + $3))) are not all zero"
+}
+
+# wait_for SECONDS WHAT CMD...: poll CMD every 50 ms until it succeeds.
+wait_for()
+{
+	local secs=$1 what=$2 i
+	shift 2
+	for ((i = 0; i < secs * 20; i++)); do
+		"$@" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	fail "timed out after ${secs}s waiting for $what"
+}
+
+# json_get FILE PYTHON-EXPR: evaluate EXPR with `j` bound to the parsed JSON.
+json_get()
+{
+	python3 -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+v = eval(sys.argv[2])
+print(json.dumps(v) if isinstance(v, (dict, list)) else v)' "$1" "$2"
+}
+
+# qio [-r] URI CMD...: run qemu-io on URI (raw; -r: read-only), one -c per
+# CMD; fails when qemu-io fails or reports a failed command or pattern.
+qio()
+{
+	local args=() c out rc=0 uri
+
+	[[ $1 == -r ]] && { args+=(-r); shift; }
+	uri=$1
+	shift
+	for c in "$@"; do args+=(-c "$c"); done
+	out=$(qemu-io -f raw "${args[@]}" "$uri" 2>&1) || rc=$?
+	if ((rc != 0)) || grep -qiE 'fail|error' <<<"$out"; then
+		fail "qemu-io $(printf "'%s' " "$@")exited with $rc:"$'\n'"$out"
+	fi
+}
+
+# qio_fails [-r] URI CMD...: the qemu-io command must fail.
+qio_fails()
+{
+	local args=() c out rc=0 uri
+
+	[[ $1 == -r ]] && { args+=(-r); shift; }
+	uri=$1
+	shift
+	for c in "$@"; do args+=(-c "$c"); done
+	out=$(qemu-io -f raw "${args[@]}" "$uri" 2>&1) || rc=$?
+	if ((rc == 0)) && ! grep -qiE 'fail|error' <<<"$out"; then
+		fail "qemu-io $(printf "'%s' " "$@")succeeded but must fail:"$'\n'"$out"
+	fi
+}
+
+# map_types URI OFFSET LENGTH: the distinct base:allocation types (as
+# numbers: bit 0 hole, bit 1 zero) of the extents nbdinfo --map reports
+# over [OFFSET, OFFSET + LENGTH), space-separated and sorted.
+map_types()
+{
+	nbdinfo --map --json "$1" >"$T/map.json"
+	python3 - "$T/map.json" "$2" "$3" <<'PY'
+import json, sys
+ext = json.load(open(sys.argv[1]))
+lo, hi = int(sys.argv[2]), int(sys.argv[2]) + int(sys.argv[3])
+types = {e["type"] for e in ext
+         if e["offset"] < hi and e["offset"] + e["length"] > lo}
+covered = sum(min(hi, e["offset"] + e["length"]) - max(lo, e["offset"])
+              for e in ext if e["offset"] < hi and e["offset"] + e["length"] > lo)
+if covered != hi - lo:
+    sys.exit("map covers %d of %d bytes" % (covered, hi - lo))
+print(" ".join(str(t) for t in sorted(types)))
+PY
+}
+
+# assert_zero_bit URI OFFSET LENGTH WHAT: every extent over the range has
+# the zero bit (2) of base:allocation.
+assert_zero_bit()
+{
+	local t types
+	types=$(map_types "$1" "$2" "$3")
+	for t in $types; do
+		(((t & 2) != 0)) ||
+			fail "${4:-}: [$2, $(($2 + $3))) has types '$types', not all zero"
+	done
+}
