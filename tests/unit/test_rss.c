@@ -1,0 +1,171 @@
+/*
+ * test_rss.c - mem_used_total tells the truth: it agrees with the growth of
+ * the process's resident set (/proc/self/statm) within 5%.
+ *
+ *   rss0  baseline: corpus loaded, our buffers touched, the codec context
+ *         and scratch page of this thread already made by a warm-up device
+ *   rss1  after writing WRITE_MB of real data (the python core image and
+ *         files.tar) into a device of exactly that size
+ *   rss2  after discarding every other page and uzram_compact()
+ *
+ * At rss1 and rss2, (rss - rss0 - table_bytes) must be within 5% of
+ * mem_used_total, plus SLACK. The device is as large as the data written, so
+ * every page of its table is touched and table_bytes is what it costs.
+ * SLACK covers what neither figure sees exactly: the kernel counts whole
+ * pages of the table and of malloc'd allocator metadata, and glibc keeps
+ * freed small chunks in its arenas instead of returning them to the OS.
+ *
+ * Under AddressSanitizer or ThreadSanitizer every byte the allocator touches
+ * also touches shadow memory, so RSS no longer measures the allocator; the
+ * test is skipped there (it runs in the plain build of make test).
+ */
+#include <errno.h>
+#include <unistd.h>
+
+#include "uzram.h"
+#include "testutil.h"
+
+#define PG ((uint64_t)UZRAM_PAGE_SIZE)
+#define CORE_MB 96u
+#define TAR_MB 8u
+#define WRITE_MB (CORE_MB + TAR_MB)
+#define SLACK (512u << 10)
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define UNDER_SANITIZER 1
+#endif
+#endif
+
+/* Resident bytes, or 0 if /proc/self/statm cannot be read. */
+static uint64_t rss_bytes(void)
+{
+	unsigned long long size, resident;
+	FILE *f = fopen("/proc/self/statm", "r");
+	int n;
+
+	if (!f)
+		return 0;
+	n = fscanf(f, "%llu %llu", &size, &resident);
+	fclose(f);
+	if (n != 2)
+		return 0;
+	return resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static void check_close(const char *when, uint64_t rss_growth,
+			const struct uzram_stats *st)
+{
+	uint64_t mem = st->mem_used_total;
+	double grown = (double)rss_growth - (double)st->table_bytes;
+	double diff = grown - (double)mem;
+
+	printf("   %s: RSS grew %.1f MiB, minus table %.2f MiB = %.2f MiB; "
+	       "mem_used_total %.2f MiB (%+.2f%%); compr_data_size %.2f MiB\n",
+	       when, (double)rss_growth / 1048576.0,
+	       (double)st->table_bytes / 1048576.0, grown / 1048576.0,
+	       (double)mem / 1048576.0, mem ? 100.0 * diff / (double)mem : 0.0,
+	       (double)st->compr_data_size / 1048576.0);
+	if (diff < 0)
+		diff = -diff;
+	if (diff > 0.05 * (double)mem + SLACK)
+		fail_msg("%s: RSS growth %.0f bytes (without the table) is not "
+			 "within 5%% of mem_used_total %llu", when, grown,
+			 (unsigned long long)mem);
+}
+
+static void test_rss(void **state)
+{
+	const uint64_t size = (uint64_t)WRITE_MB << 20;
+	struct uzram_stats st1, st2;
+	struct uzram_config cfg;
+	uint64_t rss0, rss1, rss2, off, p;
+	struct uzram *dev = NULL;
+	size_t core_len, tar_len;
+	uint8_t *core, *tar, *buf;
+
+	(void)state;
+#ifdef UNDER_SANITIZER
+	printf("   skipped: sanitizer shadow memory is part of RSS\n");
+	skip();
+#endif
+	if (!rss_bytes()) {
+		printf("   skipped: /proc/self/statm is unreadable\n");
+		skip();
+	}
+	core = tu_corpus("heap-python.core", (size_t)CORE_MB << 20, &core_len);
+	tar = tu_corpus("files.tar", (size_t)TAR_MB << 20, &tar_len);
+	if (core_len < (size_t)CORE_MB << 20 || tar_len < (size_t)TAR_MB << 20)
+		fail_msg("corpus too small: core %zu, tar %zu bytes", core_len,
+			 tar_len);
+	buf = malloc(1u << 20);
+	assert_non_null(buf);
+	memset(buf, 1, 1u << 20);
+
+	/* Warm-up: this thread's codec context and scratch page. */
+	uzram_config_init(&cfg);
+	cfg.size = 16 * PG;
+	assert_int_equal(uzram_open(&cfg, &dev), 0);
+	assert_int_equal(uzram_write(dev, tar, 3 * PG, 100), 0);
+	assert_int_equal(uzram_read(dev, buf, 3 * PG, 50), 0);
+	uzram_close(dev);
+
+	rss0 = rss_bytes();
+	cfg.size = size;
+	assert_int_equal(uzram_open(&cfg, &dev), 0);
+	for (off = 0; off < (uint64_t)CORE_MB << 20; off += 1u << 20)
+		assert_int_equal(uzram_write(dev, core + off, 1u << 20, off), 0);
+	for (off = 0; off < (uint64_t)TAR_MB << 20; off += 1u << 20)
+		assert_int_equal(uzram_write(dev, tar + off, 1u << 20,
+					     ((uint64_t)CORE_MB << 20) + off),
+				 0);
+	rss1 = rss_bytes();
+	assert_int_equal(uzram_stats(dev, &st1, sizeof(st1)), 0);
+	assert_int_equal(st1.pages_stored, size / PG);
+	if (st1.mem_used_total < (8u << 20))
+		fail_msg("only %llu bytes in use: too little to measure",
+			 (unsigned long long)st1.mem_used_total);
+	check_close("after writing", rss1 - rss0, &st1);
+
+	/* Every byte is there. */
+	for (off = 0; off < size; off += 1u << 20) {
+		assert_int_equal(uzram_read(dev, buf, 1u << 20, off), 0);
+		if (memcmp(buf, off < (uint64_t)CORE_MB << 20 ? core + off :
+			   tar + off - ((uint64_t)CORE_MB << 20), 1u << 20))
+			fail_msg("data differs in the MiB at %llu",
+				 (unsigned long long)off);
+	}
+
+	/* Half the pages go: the memory, and RSS with it, must follow. */
+	for (p = 0; p < size / PG; p += 2)
+		assert_int_equal(uzram_discard(dev, PG, p * PG), 0);
+	assert_true(uzram_compact(dev) >= 0);
+	rss2 = rss_bytes();
+	assert_int_equal(uzram_stats(dev, &st2, sizeof(st2)), 0);
+	assert_int_equal(st2.pages_stored, size / PG / 2);
+	check_close("after discarding half and compacting", rss2 - rss0, &st2);
+	printf("   RSS fell %.2f MiB, mem_used_total fell %.2f MiB\n",
+	       ((double)rss1 - (double)rss2) / 1048576.0,
+	       ((double)st1.mem_used_total - (double)st2.mem_used_total) /
+	       1048576.0);
+	if (st2.mem_used_total > st1.mem_used_total * 3 / 5)
+		fail_msg("half the pages discarded, but mem_used_total only "
+			 "fell from %llu to %llu",
+			 (unsigned long long)st1.mem_used_total,
+			 (unsigned long long)st2.mem_used_total);
+	uzram_close(dev);
+	free(core);
+	free(tar);
+	free(buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rss),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
