@@ -1,0 +1,431 @@
+/*
+ * load.c - `uzram load FILE`: store a file in a fresh device, read it back,
+ * and report what it cost.
+ *
+ *   file --mmap--> 1 MiB chunks --uzram_write--> device   (timed)
+ *   device --uzram_read--> 1 MiB buffer --memcmp--> file   (reads timed)
+ *
+ * The device is sized to the file, rounded up to whole pages; the bytes
+ * past the end of the file must read back as zeros. The file is mapped
+ * with MAP_POPULATE so that the write figures measure the device, not the
+ * disk. Figures come from uzram_stats() after the read back (reads do not
+ * change them). Exit status: 0 if every byte matched, 1 on a mismatch or a
+ * failure, 2 on a usage error. Only the public API (uzram.h) is used.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "uzram.h"
+#include "cli.h"
+
+#define CHUNK (1u << 20)
+#define MIB (1024.0 * 1024.0)
+
+struct load_opts {
+	const char *file;
+	const char *algorithm;
+	int level;
+	unsigned long long mem_limit;
+	bool json;
+};
+
+struct load_result {
+	uint64_t file_size;
+	uint64_t dev_size;
+	struct uzram_stats st;
+	double write_s, read_s;
+	bool match;
+	uint64_t mismatch_at; /* first differing byte when !match */
+};
+
+static void load_usage(FILE *f)
+{
+	fprintf(f, "usage: uzram load FILE [--algorithm A] [--level N] "
+		   "[--json] [--mem-limit SIZE]\n"
+		   "algorithms: %s\n", uzram_algorithms());
+}
+
+/* "--name VALUE" or "--name=VALUE"; advances *i past what it used. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name)
+{
+	size_t n = strlen(name);
+	const char *a = argv[*i];
+
+	if (strncmp(a, name, n))
+		return NULL;
+	if (a[n] == '=')
+		return a + n + 1;
+	if (a[n] != '\0')
+		return NULL;
+	if (*i + 1 >= argc) {
+		fprintf(stderr, "uzram load: %s needs a value\n", name);
+		return "";
+	}
+	return argv[++*i];
+}
+
+static int parse_args(int argc, char **argv, struct load_opts *o)
+{
+	const char *v;
+
+	memset(o, 0, sizeof(*o));
+	o->algorithm = "lz4";
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			load_usage(stdout);
+			exit(0);
+		} else if (!strcmp(a, "--json")) {
+			o->json = true;
+		} else if ((v = opt_value(argc, argv, &i, "--algorithm"))) {
+			if (!*v)
+				return -EINVAL;
+			o->algorithm = v;
+		} else if ((v = opt_value(argc, argv, &i, "--level"))) {
+			char *end;
+			long l;
+
+			errno = 0;
+			l = strtol(v, &end, 10);
+			if (!*v || *end || errno || l < INT_MIN || l > INT_MAX) {
+				fprintf(stderr, "uzram load: bad level '%s'\n",
+					v);
+				return -EINVAL;
+			}
+			o->level = (int)l;
+		} else if ((v = opt_value(argc, argv, &i, "--mem-limit"))) {
+			if (!*v || parse_size(v, &o->mem_limit)) {
+				fprintf(stderr,
+					"uzram load: bad size '%s' for "
+					"--mem-limit\n", v);
+				return -EINVAL;
+			}
+		} else if (a[0] == '-' && a[1] != '\0') {
+			fprintf(stderr, "uzram load: unknown option '%s'\n", a);
+			return -EINVAL;
+		} else if (o->file) {
+			fprintf(stderr, "uzram load: more than one file ('%s', "
+				"'%s')\n", o->file, a);
+			return -EINVAL;
+		} else {
+			o->file = a;
+		}
+	}
+	if (!o->file) {
+		fprintf(stderr, "uzram load: no file given\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The library's message names the failing offset; fall back on ours. */
+static void fail_io(const char *what, const char *file, uint64_t off, int ret)
+{
+	if (*uzram_last_error())
+		fprintf(stderr, "uzram load: cannot %s %s: %s\n", what, file,
+			uzram_last_error());
+	else
+		fprintf(stderr, "uzram load: cannot %s %s: %s at offset %llu\n",
+			what, file, uzram_strerror(ret),
+			(unsigned long long)off);
+}
+
+/* Whether a[0..n) differs from b (zeros if b is NULL); where, in *at. */
+static bool diff_at(const unsigned char *a, const unsigned char *b, size_t n,
+		    size_t *at)
+{
+	if (b && !memcmp(a, b, n))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (a[i] != (b ? b[i] : 0)) {
+			*at = i;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Write map[0..len) to a fresh device, read it back and compare. */
+static int load(const struct load_opts *o, const unsigned char *map,
+		uint64_t len, struct load_result *r)
+{
+	struct uzram_config cfg;
+	struct uzram *dev = NULL;
+	unsigned char *buf;
+	uint64_t off;
+	size_t at;
+	double t;
+	int ret;
+
+	buf = malloc(CHUNK);
+	if (!buf) {
+		fprintf(stderr, "uzram load: out of memory\n");
+		return -ENOMEM;
+	}
+	uzram_config_init(&cfg);
+	cfg.size = len;
+	cfg.algorithm = o->algorithm;
+	cfg.level = o->level;
+	cfg.mem_limit = o->mem_limit;
+	ret = uzram_open(&cfg, &dev);
+	if (ret) {
+		fprintf(stderr, "uzram load: cannot open a device for %s: %s\n",
+			o->file, uzram_last_error());
+		goto out;
+	}
+	r->file_size = len;
+	r->dev_size = uzram_size(dev);
+
+	t = now();
+	for (off = 0; off < len; off += CHUNK) {
+		size_t n = len - off < CHUNK ? (size_t)(len - off) : CHUNK;
+
+		ret = uzram_write(dev, map + off, n, off);
+		if (ret) {
+			fail_io("store", o->file, off, ret);
+			goto out;
+		}
+	}
+	r->write_s = now() - t;
+
+	r->match = true;
+	r->read_s = 0;
+	for (off = 0; off < r->dev_size; off += CHUNK) {
+		size_t n = r->dev_size - off < CHUNK ?
+			   (size_t)(r->dev_size - off) : CHUNK;
+		size_t in_file = off >= len ? 0 :
+				 len - off < n ? (size_t)(len - off) : n;
+
+		t = now();
+		ret = uzram_read(dev, buf, n, off);
+		r->read_s += now() - t;
+		if (ret) {
+			fail_io("read back", o->file, off, ret);
+			goto out;
+		}
+		if (r->match && diff_at(buf, map + off, in_file, &at)) {
+			r->match = false;
+			r->mismatch_at = off + at;
+		} else if (r->match &&
+			   diff_at(buf + in_file, NULL, n - in_file, &at)) {
+			r->match = false;
+			r->mismatch_at = off + in_file + at;
+		}
+	}
+
+	ret = uzram_stats(dev, &r->st, sizeof(r->st));
+	if (ret)
+		fprintf(stderr, "uzram load: cannot read the counters: %s\n",
+			uzram_last_error());
+out:
+	uzram_close(dev);
+	free(buf);
+	return ret;
+}
+
+static double ratio(uint64_t a, uint64_t b)
+{
+	return b ? (double)a / (double)b : 0;
+}
+
+static double mb_s(uint64_t bytes, double s)
+{
+	return s > 0 ? (double)bytes / s / 1e6 : 0;
+}
+
+static void json_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+/* A ratio, or null when the denominator is 0 (nothing compressed). */
+static void json_ratio(const char *key, uint64_t a, uint64_t b)
+{
+	if (b)
+		printf("  \"%s\": %.4f,\n", key, ratio(a, b));
+	else
+		printf("  \"%s\": null,\n", key);
+}
+
+static void print_json(const struct load_opts *o, const struct load_result *r)
+{
+	const struct uzram_stats *st = &r->st;
+
+	printf("{\n  \"file\": ");
+	json_string(o->file);
+	printf(",\n  \"algorithm\": ");
+	json_string(o->algorithm);
+	printf(",\n  \"level\": %d,\n", o->level);
+	printf("  \"mem_limit\": %llu,\n", o->mem_limit);
+	printf("  \"file_size\": %llu,\n", (unsigned long long)r->file_size);
+	printf("  \"disksize\": %llu,\n", (unsigned long long)st->disksize);
+	printf("  \"orig_data_size\": %llu,\n",
+	       (unsigned long long)st->orig_data_size);
+	printf("  \"compr_data_size\": %llu,\n",
+	       (unsigned long long)st->compr_data_size);
+	printf("  \"mem_used_total\": %llu,\n",
+	       (unsigned long long)st->mem_used_total);
+	printf("  \"mem_used_max\": %llu,\n",
+	       (unsigned long long)st->mem_used_max);
+	json_ratio("ratio_compr", st->orig_data_size, st->compr_data_size);
+	json_ratio("ratio_mem", st->orig_data_size, st->mem_used_total);
+	printf("  \"same_pages\": %llu,\n", (unsigned long long)st->same_pages);
+	printf("  \"huge_pages\": %llu,\n", (unsigned long long)st->huge_pages);
+	printf("  \"pages_stored\": %llu,\n",
+	       (unsigned long long)st->pages_stored);
+	printf("  \"table_bytes\": %llu,\n",
+	       (unsigned long long)st->table_bytes);
+	printf("  \"write_seconds\": %.6f,\n", r->write_s);
+	printf("  \"read_seconds\": %.6f,\n", r->read_s);
+	printf("  \"write_mb_s\": %.1f,\n", mb_s(r->file_size, r->write_s));
+	printf("  \"read_mb_s\": %.1f,\n", mb_s(r->dev_size, r->read_s));
+	if (r->match)
+		printf("  \"first_mismatch\": null,\n");
+	else
+		printf("  \"first_mismatch\": %llu,\n",
+		       (unsigned long long)r->mismatch_at);
+	printf("  \"round_trip\": \"%s\"\n}\n", r->match ? "ok" : "mismatch");
+}
+
+static void row_size(const char *name, uint64_t v)
+{
+	printf("  %-18s %15llu bytes %12.2f MiB\n", name,
+	       (unsigned long long)v, (double)v / MIB);
+}
+
+static void row_count(const char *name, uint64_t v)
+{
+	printf("  %-18s %15llu\n", name, (unsigned long long)v);
+}
+
+static void row_ratio(const char *name, uint64_t a, uint64_t b)
+{
+	if (b)
+		printf("  %-18s %15.3f\n", name, ratio(a, b));
+	else
+		printf("  %-18s %15s\n", name, "-");
+}
+
+static void print_table(const struct load_opts *o, const struct load_result *r)
+{
+	const struct uzram_stats *st = &r->st;
+
+	printf("uzram load %s\n", o->file);
+	printf("  %-18s %15s", "algorithm", o->algorithm);
+	if (o->level)
+		printf(" level %d\n", o->level);
+	else
+		printf(" (default level)\n");
+	if (o->mem_limit)
+		row_size("mem_limit", o->mem_limit);
+	row_size("file size", r->file_size);
+	row_size("orig_data_size", st->orig_data_size);
+	row_size("compr_data_size", st->compr_data_size);
+	row_size("mem_used_total", st->mem_used_total);
+	row_size("mem_used_max", st->mem_used_max);
+	row_ratio("ratio orig/compr", st->orig_data_size, st->compr_data_size);
+	row_ratio("ratio orig/mem", st->orig_data_size, st->mem_used_total);
+	row_count("same_pages", st->same_pages);
+	row_count("huge_pages", st->huge_pages);
+	row_count("pages_stored", st->pages_stored);
+	printf("  %-18s %15.1f MB/s  (%.3f s)\n", "write",
+	       mb_s(r->file_size, r->write_s), r->write_s);
+	printf("  %-18s %15.1f MB/s  (%.3f s)\n", "read",
+	       mb_s(r->dev_size, r->read_s), r->read_s);
+	if (r->match)
+		printf("  %-18s %15s\n", "round trip", "ok");
+	else
+		printf("  %-18s %15s at byte %llu\n", "round trip", "MISMATCH",
+		       (unsigned long long)r->mismatch_at);
+}
+
+int cmd_load(int argc, char **argv)
+{
+	struct load_opts o;
+	struct load_result r;
+	struct stat sb;
+	void *map;
+	int fd, ret;
+
+	if (parse_args(argc, argv, &o)) {
+		load_usage(stderr);
+		return 2;
+	}
+	fd = open(o.file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "uzram load: cannot open %s: %s\n", o.file,
+			strerror(errno));
+		return 1;
+	}
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+		fprintf(stderr, "uzram load: %s is not a regular file\n",
+			o.file);
+		close(fd);
+		return 1;
+	}
+	if (sb.st_size == 0) {
+		fprintf(stderr, "uzram load: %s is empty\n", o.file);
+		close(fd);
+		return 1;
+	}
+	if ((uint64_t)sb.st_size > SIZE_MAX) {
+		fprintf(stderr, "uzram load: %s is too large to map\n", o.file);
+		close(fd);
+		return 1;
+	}
+	map = mmap(NULL, (size_t)sb.st_size, PROT_READ,
+		   MAP_PRIVATE | MAP_POPULATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED) {
+		fprintf(stderr, "uzram load: cannot map %s: %s\n", o.file,
+			strerror(errno));
+		return 1;
+	}
+
+	memset(&r, 0, sizeof(r));
+	ret = load(&o, map, (uint64_t)sb.st_size, &r);
+	munmap(map, (size_t)sb.st_size);
+	if (ret)
+		return 1;
+	if (o.json)
+		print_json(&o, &r);
+	else
+		print_table(&o, &r);
+	if (!r.match) {
+		fprintf(stderr, "uzram load: %s: data read back differs at "
+			"byte %llu\n", o.file,
+			(unsigned long long)r.mismatch_at);
+		return 1;
+	}
+	return 0;
+}
