@@ -37,6 +37,8 @@ int conn_recv(struct nbd_conn *c, void *dst, size_t n)
 	size_t have = c->iend - c->ipos;
 	ssize_t r;
 
+	if (n == 0)
+		return 0;
 	if (have >= n) {
 		memcpy(d, c->ibuf + c->ipos, n);
 		c->ipos += n;
