@@ -19,8 +19,9 @@
  * Lifetime: the first call in a thread allocates struct zcomp_tls and
  * registers it with a pthread key whose destructor frees every context when
  * the thread exits. After that, a call does a short linear scan, no lock, no
- * allocation, no system call. Nothing here is ever shared between threads,
- * so nothing needs a lock and decompression never waits.
+ * allocation, no system call (libzstd may still resize its own workspace
+ * when input sizes change; see backend_zstd.c). Nothing here is ever shared
+ * between threads, so nothing needs a lock and decompression never waits.
  *
  * Codecs that need no context (lz4 both ways, lz4hc to decompress) skip
  * the cache entirely: lz4 decompression, the hot read path, is one indirect
