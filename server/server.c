@@ -67,10 +67,32 @@ static const char *const cmd_names[NBD_CMD_NR + 1] = {
 
 /* ---- figures ---- */
 
+/* s as the inside of a JSON string, cut to fit n bytes. */
+static const char *json_escape(const char *s, char *out, size_t n)
+{
+	size_t j = 0;
+
+	for (; *s && j + 7 < n; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\') {
+			out[j++] = '\\';
+			out[j++] = (char)ch;
+		} else if (ch < 0x20) {
+			j += (size_t)snprintf(out + j, n - j, "\\u%04x", ch);
+		} else {
+			out[j++] = (char)ch;
+		}
+	}
+	out[j] = '\0';
+	return out;
+}
+
 static int format_stats(struct server *srv, bool json, char *out, size_t n)
 {
 	struct nbd_counters *c = &srv->ctr;
 	struct uzram_stats st;
+	char name[512];
 	size_t len = 0;
 
 	memset(&st, 0, sizeof st);
@@ -108,7 +130,8 @@ static int format_stats(struct server *srv, bool json, char *out, size_t n)
 
 	if (json) {
 		OUT("{\"export\":\"%s\",\"algorithm\":\"%s\"",
-		    srv->cfg->export.name, srv->cfg->algorithm);
+		    json_escape(srv->cfg->export.name, name, sizeof name),
+		    srv->cfg->algorithm);
 		for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
 			OUT(",\"%s\":%llu", f[i].name, (unsigned long long)f[i].v);
 		OUT(",\"requests\":{");
