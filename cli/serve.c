@@ -82,11 +82,11 @@ int cmd_serve(int argc, char **argv)
 	struct uzram *dev = NULL;
 	unsigned long long v;
 	char desc[256], *tcp = NULL;
-	int o, r;
+	int o, r, idx = 0;
 
 	uzram_config_init(&cfg);
 	cfg.size = 1ull << 30;
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "", opts, &idx)) != -1) {
 		switch (o) {
 		case 's':
 			if (parse_size(optarg, &v) < 0 || v == 0)
@@ -96,11 +96,17 @@ int cmd_serve(int argc, char **argv)
 		case 'a':
 			cfg.algorithm = optarg;
 			break;
-		case 'l':
-			if (parse_uint(optarg, 1000, &v) < 0)
+		case 'l': {
+			char *end;
+			long lv;
+
+			errno = 0;
+			lv = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || lv < -1000 || lv > 1000)
 				goto bad_value;
-			cfg.level = (int)v;
+			cfg.level = (int)lv;
 			break;
+		}
 		case 'm':
 			if (parse_size(optarg, &v) < 0)
 				goto bad_value;
@@ -173,7 +179,7 @@ int cmd_serve(int argc, char **argv)
 
 bad_value:
 	fprintf(stderr, "uzram serve: bad value '%s' for --%s\n", optarg,
-		argv[optind - 1][0] == '-' ? argv[optind - 1] + 2 : "?");
+		opts[idx].name);
 	return 2;
 }
 

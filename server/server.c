@@ -206,8 +206,12 @@ static void accept_client(struct server *srv, int lfd, bool tcp)
 	int fd, one = 1;
 
 	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+		    errno == ENOMEM)
+			(void)poll(NULL, 0, 50); /* do not spin until one closes */
 		return;
+	}
 	pthread_mutex_lock(&srv->lock);
 	if (srv->cfg->max_connections &&
 	    srv->nclients >= srv->cfg->max_connections) {
