@@ -15,7 +15,7 @@ static const struct {
 	const char *usage;
 } commands[] = {
 	{ "load", cmd_load,
-	  "load FILE [--algorithm A] [--level N] [--json]" },
+	  "load FILE [--algorithm A] [--level N] [--mem-limit M] [--json]" },
 	{ "serve", cmd_serve,
 	  "serve [--size 1G] [--algorithm lz4] [--level N] [--mem-limit M]\n"
 	  "              [--socket PATH | --tcp HOST:PORT] [--export NAME]\n"
