@@ -7,10 +7,9 @@
 #
 # which turns on `set -euo pipefail`, makes a private temp dir ($T) and
 # registers a single EXIT trap. That trap runs, in this order and even when
-# the script failed half-way: the steps pushed with on_exit (newest first),
-# a kill of every server started with start_server, the unmounts and loop
-# detaches registered with cleanup_mount / cleanup_loop, and the removal of
-# $T. A failing command (or an explicit fail) ends the script with a message
+# the script failed half-way: the steps pushed with on_exit, cleanup_mount
+# and cleanup_loop (newest first), a kill of every server started with
+# start_server, and the removal of $T. A failing command (or an explicit fail) ends the script with a message
 # naming the current `step` and the command that failed.
 #
 # Servers
@@ -40,8 +39,6 @@ UZRAM_ITEST_SERVER=${UZRAM_ITEST_SERVER:-uzram}
 
 declare -A PID=() SOCK=() URI=() OUT=() ERR=()
 _exit_steps=()
-_mounts=()
-_loops=()
 _step="setup"
 
 step()
@@ -81,8 +78,28 @@ on_exit()
 	_exit_steps+=("$q")
 }
 
-cleanup_mount() { _mounts+=("$1"); }
-cleanup_loop() { _loops+=("$1"); }
+# cleanup_mount DIR / cleanup_loop DEV: unmount DIR / detach DEV at exit,
+# in the same newest-first order as on_exit, so a file system on a loop on
+# a FUSE mount comes apart from the top.
+cleanup_mount() { on_exit _umount "$1"; }
+cleanup_loop() { on_exit _loop_detach "$1"; }
+
+_umount()
+{
+	local i
+	for ((i = 0; i < 20; i++)); do
+		mountpoint -q "$1" 2>/dev/null || return 0
+		umount "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	umount -l "$1"
+}
+
+_loop_detach()
+{
+	losetup "$1" >/dev/null 2>&1 || return 0
+	losetup -d "$1"
+}
 
 _kill_pid()
 {
@@ -98,20 +115,12 @@ _kill_pid()
 
 _cleanup()
 {
-	local rc=$? i name m
+	local rc=$? i name
 
 	trap - ERR
 	set +e
 	for ((i = ${#_exit_steps[@]} - 1; i >= 0; i--))
 		do eval "${_exit_steps[i]}"; done
-	for ((i = ${#_mounts[@]} - 1; i >= 0; i--)); do
-		m=${_mounts[i]}
-		if mountpoint -q "$m" 2>/dev/null; then
-			umount "$m" 2>/dev/null || umount -l "$m"
-		fi
-	done
-	for ((i = ${#_loops[@]} - 1; i >= 0; i--))
-		do losetup -d "${_loops[i]}" 2>/dev/null; done
 	for name in "${!PID[@]}"; do
 		_kill_pid "${PID[$name]}"
 		[[ -n ${SOCK[$name]:-} ]] && rm -f "${SOCK[$name]}"
@@ -127,6 +136,15 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/uzram-$ITEST_NAME.XXXXXX")
+
+# The system python3 when there is one: version-manager shims (pyenv) cost
+# a second per start, and only the standard library is used.
+if [[ -x /usr/bin/python3 ]]; then
+	PYTHON=/usr/bin/python3
+else
+	PYTHON=python3
+fi
+python3() { "$PYTHON" "$@"; }
 
 # real_server: false when running against the nbdkit stand-in; guards the
 # few checks of uzram-only behaviour.
@@ -226,7 +244,7 @@ _is_ready()
 	local name=$1 listen=$2 addr=$3
 
 	if [[ $UZRAM_ITEST_SERVER != nbdkit ]]; then
-		grep -qx ready "${OUT[$name]}" || return 1
+		grep -qxs ready "${OUT[$name]}" || return 1
 	fi
 	if [[ $listen == --socket ]]; then
 		[[ -S $addr ]]
@@ -280,9 +298,10 @@ stop_server()
 	unset "PID[$name]"
 	((rc == 0)) || fail "server $name exited with $rc after SIGTERM:" \
 		"$(tail -n 20 "${ERR[$name]}")"
-	if [[ -n ${SOCK[$name]:-} && $UZRAM_ITEST_SERVER != nbdkit ]]; then
-		[[ ! -e ${SOCK[$name]} ]] ||
-			fail "server $name left its socket ${SOCK[$name]} behind"
+	if [[ -n ${SOCK[$name]:-} ]] && real_server; then
+		local left
+		left=$(compgen -G "${SOCK[$name]}*" || true)
+		[[ -z $left ]] || fail "server $name left sockets behind: $left"
 	fi
 }
 
@@ -329,8 +348,17 @@ assert_same_data()
 # assert_zero FILE OFFSET BYTES: that range of FILE is all zero bytes.
 assert_zero()
 {
-	cmp -s -n "$3" <(tail -c +$(($2 + 1)) "$1") /dev/zero ||
+	cmp -s -n "$3" -i "$2:0" "$1" /dev/zero ||
 		fail "$1: bytes [$2, $(($2 + $3))) are not all zero"
+}
+
+# assert_same_range FILE1 OFFSET1 FILE2 OFFSET2 BYTES: BYTES at OFFSET1 in
+# FILE1 equal BYTES at OFFSET2 in FILE2.
+assert_same_range()
+{
+	cmp -s -n "$5" -i "$2:$4" "$1" "$3" ||
+		fail "$1 at $2 and $3 at $4 differ within $5 bytes:" \
+			"$(cmp -n "$5" -i "$2:$4" "$1" "$3" 2>&1 | head -n 1)"
 }
 
 # wait_for SECONDS WHAT CMD...: poll CMD every 50 ms until it succeeds.

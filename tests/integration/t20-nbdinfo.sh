@@ -13,7 +13,7 @@ step "start a 64 MiB export"
 start_server a --size 64M
 if real_server; then
 	step "the URI printed on stdout connects"
-	printed=$(grep -m1 -E '^nbd(\+unix)?://' "${OUT[a]}") ||
+	printed=$(grep -m1 -oE "nbd(\+unix)?://[^ ']+" "${OUT[a]}") ||
 		fail "no nbd:// or nbd+unix:// URI on stdout: $(cat "${OUT[a]}")"
 	assert_eq "$(nbdinfo --size "$printed")" "$SIZE" "size through $printed"
 fi

@@ -14,7 +14,7 @@ require nbdcopy nbdinfo python3
 
 BAD=$ITEST_DIR/nbd_bad_client.py
 MiB=$((1024 * 1024))
-SIZE=$((128 * MiB))
+SIZE=$((48 * MiB))
 
 # healthy NAME EXPECTED-IMAGE: the server is alive, a fresh nbdcopy reads the
 # whole export, and it equals EXPECTED-IMAGE.
@@ -41,8 +41,8 @@ bad()
 		fail "nbd_bad_client.py $case failed (see above)"
 }
 
-step "start a 128 MiB export 'data' and write 4 MiB of real data"
-start_server s --size 128M --export data
+step "start a 48 MiB export 'data' and write 4 MiB of real data"
+start_server s --size 48M --export data
 head -c $((4 * MiB)) "$CORPUS/files.tar" >"$T/pattern"
 cp "$T/pattern" "$T/expected.img"
 truncate -s $SIZE "$T/expected.img"
@@ -69,11 +69,11 @@ healthy ro "$T/zero.img"
 stop_server ro
 
 step "bad client: mem-limit (random data until ENOSPC)"
-start_server m --size 64M --mem-limit 4M
+start_server m --size 64M --mem-limit 16M
 head -c $MiB "$CORPUS/files.tar" >"$T/mpattern"
 cp "$T/mpattern" "$T/mexpected.img"
 truncate -s $((64 * MiB)) "$T/mexpected.img"
 nbdcopy --flush "$T/mpattern" "${URI[m]}"
-bad m mem-limit --mem-limit $((4 * MiB)) --start $MiB
+bad m mem-limit --mem-limit $((16 * MiB)) --start $MiB
 healthy m "$T/mexpected.img"
 stop_server m

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# t25-stat.sh - `uzram stat --socket PATH [--json]` on a live server: the
+# JSON parses and holds the uzram_stats fields, the connection count and
+# the requests by type; the counters rise with real traffic (nbdcopy,
+# qemu-io) and describe what was stored; stat fails cleanly without a server.
+source "$(dirname "$0")/functions.sh"
+require nbdcopy qemu-io python3
+
+MiB=$((1024 * 1024))
+TAR=$CORPUS/files.tar
+TARSZ=$(stat -c %s "$TAR")
+
+# stat_json NAME FILE: take a JSON snapshot of server NAME into FILE.
+stat_json()
+{
+	"$UZRAM" stat --socket "${SOCK[$1]}" --json >"$2" ||
+		fail "uzram stat --json on server $1 failed"
+	python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$2" ||
+		fail "uzram stat --json printed no valid JSON: $(head -c 300 "$2")"
+}
+
+# stat_cmp BEFORE AFTER EXPR...: each EXPR (python, with b and a the two
+# snapshots) must hold.
+stat_cmp()
+{
+	local before=$1 after=$2
+	shift 2
+	python3 - "$before" "$after" "$@" <<'PY'
+import json, sys
+b = json.load(open(sys.argv[1]))
+a = json.load(open(sys.argv[2]))
+for expr in sys.argv[3:]:
+    try:
+        ok = eval(expr)
+    except (KeyError, TypeError) as e:
+        sys.exit("stat: %s: missing or wrong field %s" % (expr, e))
+    if not ok:
+        sys.exit("stat: %s does not hold\nbefore: %s\nafter:  %s" %
+                 (expr, json.dumps(b), json.dumps(a)))
+PY
+}
+
+step "start a 64 MiB export with a 32 MiB limit"
+start_server a --size 64M --mem-limit 32M --algorithm zstd
+
+step "stat --json: the fields are there"
+stat_json a "$T/s0.json"
+fields=(disksize orig_data_size compr_data_size mem_used_total mem_limit
+	mem_used_max same_pages pages_compacted huge_pages pages_stored
+	failed_reads failed_writes invalid_io table_bytes)
+checks=()
+for f in "${fields[@]}"; do
+	checks+=("isinstance(a['$f'], int)")
+done
+for r in read write flush trim write_zeroes block_status; do
+	checks+=("isinstance(a['requests']['$r'], int)")
+done
+stat_cmp "$T/s0.json" "$T/s0.json" "${checks[@]}" \
+	"a['disksize'] == $((64 * MiB))" "a['mem_limit'] == $((32 * MiB))" \
+	"a['orig_data_size'] == 0" "a['pages_stored'] == 0" \
+	"a['connections_current'] == 0"
+
+step "stat without --json prints the same figures for people"
+"$UZRAM" stat --socket "${SOCK[a]}" >"$T/s0.txt"
+grep -qw disksize "$T/s0.txt" || fail "no disksize in: $(cat "$T/s0.txt")"
+grep -qw "$((64 * MiB))" "$T/s0.txt" || fail "no size in: $(cat "$T/s0.txt")"
+
+step "traffic: nbdcopy in and out, qemu-io trim, write-zeroes, flush"
+nbdcopy --flush "$TAR" "${URI[a]}"
+nbdcopy "${URI[a]}" "$T/out"
+assert_same_data "$TAR" "$T/out" "$TARSZ"
+qio "${URI[a]}" "discard $((32 * MiB)) $MiB" "write -z $((40 * MiB)) $MiB" \
+	"write -P 0 $((48 * MiB)) $MiB" "flush"
+stat_json a "$T/s1.json"
+stat_cmp "$T/s0.json" "$T/s1.json" \
+	"a['requests']['write'] > b['requests']['write']" \
+	"a['requests']['read'] > b['requests']['read']" \
+	"a['requests']['trim'] > b['requests']['trim']" \
+	"a['requests']['write_zeroes'] > b['requests']['write_zeroes']" \
+	"a['requests']['flush'] > b['requests']['flush']" \
+	"a['requests']['block_status'] > b['requests']['block_status']" \
+	"a['orig_data_size'] >= $TARSZ - 4096" \
+	"a['pages_stored'] >= $TARSZ // 4096" \
+	"0 < a['compr_data_size'] < a['orig_data_size']" \
+	"a['same_pages'] >= 256" \
+	"a['mem_used_total'] <= a['mem_limit']" \
+	"a['mem_used_max'] >= a['mem_used_total']" \
+	"a['failed_writes'] == 0 and a['failed_reads'] == 0"
+if python3 -c 'import json, sys; sys.exit("bytes_written" not in json.load(open(sys.argv[1])))' "$T/s1.json"; then
+	stat_cmp "$T/s0.json" "$T/s1.json" "a['bytes_written'] - b['bytes_written'] >= $TARSZ"
+fi
+
+step "an open connection is counted, an unknown command too"
+python3 - "$ITEST_DIR" "${SOCK[a]}" "$UZRAM" <<'PY'
+import json, subprocess, sys
+sys.path.insert(0, sys.argv[1])
+sys.dont_write_bytecode = True
+import nbd_bad_client as nbd
+c = nbd.Conn(sys.argv[2]).open("")
+st = json.loads(subprocess.check_output([sys.argv[3], "stat", "--socket",
+                                         sys.argv[2], "--json"]))
+if st["connections_current"] < 1:
+    sys.exit("connections_current is %d with a client connected" %
+             st["connections_current"])
+unknown = st["requests"].get("unknown", 0)
+err, _ = c.cmd(0x55, 0, 0)
+c.disconnect()
+st = json.loads(subprocess.check_output([sys.argv[3], "stat", "--socket",
+                                         sys.argv[2], "--json"]))
+if st["requests"].get("unknown", 0) <= unknown:
+    sys.exit("requests.unknown did not rise after an unknown command")
+PY
+
+step "stat without a server fails with a message"
+rc=0
+"$UZRAM" stat --socket "$T/nosuch.sock" >"$T/ns.out" 2>"$T/ns.err" || rc=$?
+((rc != 0)) || fail "uzram stat on a missing socket exited 0"
+[[ -s $T/ns.err ]] || fail "uzram stat on a missing socket printed no message"
+
+stop_server a
