@@ -3,7 +3,7 @@
 # one job): fio fills the device with the corpus through the uzram engine,
 # then, once the fill is done (its stats line appears), perf samples the
 # fio process for a few seconds of random reads. Writes
-# RAWDIR/perf-randread.txt (flat profile by symbol). Called by run.sh with
+# RAWDIR/perf-randread.txt (flat profile by library and symbol, self time). Called by run.sh with
 # its environment (UZ_*).
 set -euo pipefail
 raw=$1
@@ -26,7 +26,6 @@ sleep 1
 perf record -F 2000 -g -p $pid -o "$raw/perf.data" -- sleep 5 >/dev/null 2>&1
 wait $pid
 trap - EXIT
-perf report -i "$raw/perf.data" --stdio --no-children --sort symbol \
-	--percent-limit 0.5 -g none 2>/dev/null | grep -v '^$' | head -40 > "$raw/perf-randread.txt"
-perf report -i "$raw/perf.data" --stdio --children --sort symbol \
-	--percent-limit 2 -g none 2>/dev/null | grep -v '^$' | head -40 > "$raw/perf-randread-children.txt"
+perf report -i "$raw/perf.data" --stdio --no-children --sort dso,sym \
+	--fields overhead,dso,sym --percent-limit 0.5 -g none 2>/dev/null |
+	grep -v '^#' | grep -v '^$' | sort -rn | head -25 > "$raw/perf-randread.txt"

@@ -500,15 +500,15 @@ def markdown(R, chart_rel):
     for n, l in present(R):
         m = T[n].get("memory") or {}
         held = m.get("mem_used_total")
-        if n.startswith("nbdkit") or (held is None):
-            held_cmp = m.get("rss_bytes")
-        else:
-            held_cmp = held
+        # against nbdkit zstd's RSS: the RSS of a server, else what the
+        # in-process device holds (the fio process's RSS is mostly fio)
+        zcmp = None
+        if T[n].get("algorithm") == "zstd":
+            zcmp = m.get("rss_bytes") if n.startswith(("serve", "nbdkit")) else held
         w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             l, mb(m.get("orig_data_size")), mb(m.get("compr_data_size")), mb(held),
             f2(m.get("overhead")), mb(m.get("table_bytes")), mb(m.get("rss_bytes")),
-            fx(ratio(held, zm)) if held else "—",
-            fx(ratio(m.get("rss_bytes") if n.startswith(("serve", "nbdkit")) else held_cmp, nzr))))
+            fx(ratio(held, zm)) if held else "—", fx(ratio(zcmp, nzr))))
     w("")
 
     prof = R.get("profile")
@@ -517,7 +517,7 @@ def markdown(R, chart_rel):
         w("## Profile: in-process 4K random read, qd1")
         w("")
         w("`perf record -g` of the fio process during uzram-lz4's randread-qd1 "
-          "(bench/profile.sh), flat by symbol (self time):")
+          "(bench/profile.sh), flat by library and symbol (self time):")
         w("")
         w("```")
         w(prof.rstrip())
@@ -562,8 +562,9 @@ set style histogram clustered gap 1
 set style fill solid 0.85 border -1
 set boxwidth 0.9
 set grid ytics
-set xtics rotate by -30 scale 0
-set key top right font ",9"
+set termoption noenhanced
+set xtics rotate by 30 right scale 0
+set key above font ",9"
 set yrange [0:*]
 set datafile missing "NaN"
 set multiplot layout 1,3 title "uzram vs kernel zram vs nbdkit (%s, %s)"
@@ -572,7 +573,7 @@ plot '%s' using 2:xtic(1) title "qd1", '' using 3 title "qd1, 2 jobs", '' using 
 set title "throughput (MB/s)"
 plot '%s' using 5:xtic(1) title "fill (1M writes)", '' using 6 title "seq read 1M", '' using 7 title "write 1600K"
 set title "memory after the fill (MB)"
-plot '%s' using 8:xtic(1) title "mem\\_used\\_total", '' using 9 title "process RSS"
+plot '%s' using 8:xtic(1) title "mem_used_total", '' using 9 title "process RSS"
 unset multiplot
 """ % (png, R["env"].get("date"), R["env"].get("kernel"), dat, dat, dat))
     try:

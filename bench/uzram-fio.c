@@ -21,7 +21,7 @@
  *
  *	fio process
  *	  job "fill"  --.
- *	  job "read"  --+--> shared.dev (struct uzram *), shared.users
+ *	  job "read"  --+--> shared.dev (struct uzram *)
  *	  job "mix"   --'
  *
  * Engine options (after the ioengine= line):
@@ -137,7 +137,6 @@ static struct {
 	struct uzram *dev;
 	char algorithm[32];
 	int level;
-	unsigned int users;
 	long rss_open_kib;	/* process RSS before the device existed */
 } shared = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -207,8 +206,6 @@ static int open_shared(struct thread_data *td, uint64_t size,
 	snprintf(shared.algorithm, sizeof shared.algorithm, "%s", algorithm);
 	shared.level = level;
 out:
-	if (!ret)
-		shared.users++;
 	pthread_mutex_unlock(&shared.lock);
 	return ret;
 }
@@ -356,10 +353,8 @@ static void uzfio_cleanup(struct thread_data *td)
 		td->io_ops_data = NULL;
 	}
 	pthread_mutex_lock(&shared.lock);
-	if (shared.dev) {
+	if (shared.dev)
 		write_stats(td, opt_or_env(o->stats, "UZRAM_FIO_STATS"));
-		shared.users--;
-	}
 	pthread_mutex_unlock(&shared.lock);
 }
 

@@ -21,10 +21,9 @@ $(FIO_SRC)/config-host.h:
 $(BUILD)/uzram-fio.so: bench/uzram-fio.c include/uzram.h $(BUILD)/libuzram.a \
 		$(FIO_SRC)/config-host.h
 	$(CC) -std=gnu11 -D_GNU_SOURCE -D_LARGEFILE_SOURCE -D_FILE_OFFSET_BITS=64 \
-		$(OPT) -fPIC -shared -Wall -Wextra -Werror -Wno-sign-compare \
-		-Wno-unused-parameter -Iinclude -include $(FIO_SRC)/config-host.h \
-		-isystem $(FIO_SRC) -Wl,-z,nodelete -o $@ $< \
-		$(BUILD)/libuzram.a $(LDLIBS_ALL)
+		$(OPT) $(WARNINGS) -fPIC -shared -Iinclude \
+		-include $(FIO_SRC)/config-host.h -isystem $(FIO_SRC) \
+		-Wl,-z,nodelete -o $@ $< $(BUILD)/libuzram.a $(LDLIBS_ALL)
 
 $(BUILD)/codec-limit: bench/codec-limit.c
 	@mkdir -p $(@D)
