@@ -13,6 +13,8 @@ Inputs in RAWDIR (all written by run.sh):
     T.stats.jsonl         engine stats lines (in-process targets)
     T.mem.json            memory after the fill (kernel and NBD targets)
     T.skip                the reason target T was skipped
+    perf-randread.txt     bench/profile.sh's profile (full runs)
+and ROOT/bench/notes.md, hand-written notes on a run, copied in if present.
 
 Units: MB = 10^6 bytes, latencies in microseconds, IOPS in requests/s.
 Standard library only.
@@ -526,6 +528,16 @@ def markdown(R, chart_rel):
     if missed:
         w("Missed in this run: " + "; ".join(r["measure"] for r in missed) + ".")
         w("")
+    notes = R.get("notes")
+    if notes:
+        w("## Notes")
+        w("")
+        w("Written by hand from a run of `make bench` (bench/notes.md); they explain "
+          "that run and may not match the figures above if this report was "
+          "regenerated since.")
+        w("")
+        w(notes.rstrip())
+        w("")
     return "\n".join(out) + "\n"
 
 
@@ -595,6 +607,9 @@ def build(raw, root):
     prof = os.path.join(raw, "perf-randread.txt")
     if os.path.exists(prof):
         R["profile"] = open(prof).read()
+    notes = os.path.join(root, "bench", "notes.md")
+    if os.path.exists(notes):
+        R["notes"] = open(notes).read()
     R["targets_table"] = targets_table(R)
     with open(os.path.join(root, "bench", "results.json"), "w") as f:
         json.dump(R, f, indent=1, sort_keys=False)

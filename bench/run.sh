@@ -40,7 +40,7 @@ full)
 	;;
 quick)
 	corpus=$root/build/bench-corpus-quick mib=64 cap_mib=64
-	runtime=500ms ramp=0 mix_runtime=1 write_runtime=500ms wsize=64m codec_s=0.3
+	runtime=500ms ramp=0 mix_runtime=1 write_runtime=500ms wsize=32m codec_s=0.25
 	targets="uzram-lz4 zram-lz4 serve-lz4 serve-zstd nbdkit-sparse nbdkit-zstd"
 	;;
 *)
