@@ -90,9 +90,10 @@ _umount()
 	for ((i = 0; i < 20; i++)); do
 		mountpoint -q "$1" 2>/dev/null || return 0
 		umount "$1" 2>/dev/null && return 0
+		fusermount3 -u "$1" 2>/dev/null && return 0
 		sleep 0.1
 	done
-	umount -l "$1"
+	umount -l "$1" 2>/dev/null || fusermount3 -uz "$1"
 }
 
 _loop_detach()
@@ -367,7 +368,7 @@ wait_for()
 	local secs=$1 what=$2 i
 	shift 2
 	for ((i = 0; i < secs * 20; i++)); do
-		"$@" 2>/dev/null && return 0
+		"$@" >/dev/null 2>&1 && return 0
 		sleep 0.05
 	done
 	fail "timed out after ${secs}s waiting for $what"

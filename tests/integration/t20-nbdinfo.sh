@@ -2,7 +2,8 @@
 # t20-nbdinfo.sh - what `uzram serve` advertises, as nbdinfo sees it: the
 # export size (given and default), the transmission flags, read-only
 # exports, export listing, base:allocation maps before and after writes,
-# TCP listening, bad options refused, and a clean SIGTERM.
+# TCP listening, --max-connections, bad options refused, and a clean
+# SIGTERM.
 source "$(dirname "$0")/functions.sh"
 require nbdinfo qemu-io python3
 
@@ -93,6 +94,26 @@ start_server_tcp t "127.0.0.1:$port" --size 4M
 assert_eq "$(nbdinfo --size "${URI[t]}")" $((4 * MiB)) "size over TCP"
 qio "${URI[t]}" "write -P 7 0 64k" "read -P 7 0 64k"
 stop_server t
+
+step "--max-connections 2: a third client is turned away, later ones served"
+start_server c --size 4M --max-connections 2
+python3 - "$ITEST_DIR" "${SOCK[c]}" "${URI[c]}" <<'PY'
+import subprocess, sys
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[1])
+import nbd_bad_client as nbd
+held = [nbd.Conn(sys.argv[2]).open("") for _ in range(2)]
+for c in held:
+    c.read(0, 4096)
+r = subprocess.run(["nbdinfo", "--size", sys.argv[3]], capture_output=True,
+                   timeout=10)
+if r.returncode == 0:
+    sys.exit("a third connection was served with --max-connections 2")
+for c in held:
+    c.disconnect()
+PY
+wait_for 5 "a client after the limit was freed" nbdinfo --size "${URI[c]}"
+stop_server c
 
 if real_server; then
 	step "bad serve options fail with a message"

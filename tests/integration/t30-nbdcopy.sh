@@ -2,7 +2,8 @@
 # t30-nbdcopy.sh - bulk copies with nbdcopy (libnbd) into and out of
 # `uzram serve`, sha256 compared: the corpus tar and 64 MiB of a python core
 # dump, over one connection and over four (multi-conn) with many requests
-# in flight, zero runs written over old data, and export-to-export copies.
+# in flight, zero runs written over old data, export-to-export copies, and
+# SIGTERM in the middle of a copy.
 source "$(dirname "$0")/functions.sh"
 require nbdcopy
 
@@ -62,3 +63,16 @@ assert_eq "$(sha "$T/out3")" "$(sha "$T/out")" "sha256 after the export-to-expor
 step "servers survive the traffic and stop cleanly"
 stop_server a
 stop_server b
+
+step "SIGTERM in the middle of a 4-connection copy: exit 0, the client does not hang"
+start_server c --size 96M
+rc=0
+timeout 30 nbdcopy --connections=4 --requests=16 "$T/core64" "${URI[c]}" \
+	>"$T/cp.log" 2>&1 &
+cp_pid=$!
+on_exit _kill_pid "$cp_pid"
+sleep 0.3
+stop_server c
+wait "$cp_pid" || rc=$?
+((rc != 124)) || fail "nbdcopy still ran 30s after the server was stopped"
+echo "  nbdcopy ended with status $rc"

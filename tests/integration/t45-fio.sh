@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# t45-fio.sh - fio's nbd engine (libnbd) against `uzram serve`: two jobs,
-# each on its own 24 MiB range and connection, random writes of mixed sizes
-# at queue depth 16, every block verified with crc32c afterwards. fio's exit status and the error fields of its
-# JSON output must be clean, and the verify reads must have happened. Then
-# the same ranges are overwritten with reads verifying as the writes go.
+# t45-fio.sh - fio's nbd engine (libnbd) against `uzram serve`: numjobs=2,
+# each job on its own connection and 24 MiB range (offset_increment), random
+# writes of mixed sizes at queue depth 16, every block verified with crc32c
+# afterwards; then the same ranges overwritten with reads verifying as the
+# writes go. fio's exit status and the error fields of its JSON output must
+# be clean, and the verify reads must have happened.
 source "$(dirname "$0")/functions.sh"
 require fio
 
@@ -49,11 +50,10 @@ do_verify=1
 randrepeat=0
 group_reporting=0
 
-[job0]
+[job]
+numjobs=2
 offset=0
-
-[job1]
-offset=32m
+offset_increment=32m
 EOF
 
 step "fio: 2 jobs x 24 MiB random writes, iodepth 16, verify=crc32c"
@@ -78,11 +78,10 @@ verify_backlog=16
 do_verify=1
 randrepeat=0
 
-[job0]
+[job]
+numjobs=2
 offset=0
-
-[job1]
-offset=32m
+offset_increment=32m
 EOF
 
 step "fio: 2 jobs overwrite with interleaved verify (verify_backlog=16), iodepth 8"
