@@ -175,6 +175,10 @@ def f2(v):
     return "—" if v is None else "{:.2f}".format(v)
 
 
+def f3(v):
+    return "—" if v is None else "{:.3f}".format(v)
+
+
 def fx(v):
     return "—" if v is None else "{:.2f}×".format(v)
 
@@ -259,7 +263,7 @@ def targets_table(R):
     zs = ratio(get(zr, "jobs", "randread-qd1-2j", "iops"), zq1)
     r = ratio(s_uz, s_c)
     row("scaling, 2 threads vs 1", "≥ 0.9× raw LZ4 decode scaling",
-        "%s vs raw LZ4 %s = %s (kernel zram %s)" % (fx(s_uz), fx(s_c), f2(r), fx(zs)),
+        "%s vs raw LZ4 %s = %s (kernel zram %s)" % (fx(s_uz), fx(s_c), f3(r), fx(zs)),
         None if r is None else r >= 0.9, "randread-qd1-2j / randread-qd1")
 
     fw = get(uz, "fill", "all", "MBps")
@@ -274,11 +278,11 @@ def targets_table(R):
     zm = get(zr, "memory", "mem_used_total")
     r = ratio(um, zm)
     row("memory for the same data, lz4", "≤ 0.95× kernel zram's mem_used_total",
-        "%s MB vs %s MB = %s" % (mb(um), mb(zm), f2(r)),
+        "%s MB vs %s MB = %s" % (mb(um), mb(zm), f3(r)),
         None if r is None else r <= 0.95, "mem_used_total after the fill")
     ov = get(uz, "memory", "overhead")
     row("allocator overhead, lz4", "mem_used_total / compr_data_size ≤ 1.03",
-        "%s / %s MB = %s" % (mb(um), mb(get(uz, "memory", "compr_data_size")), f2(ov)),
+        "%s / %s MB = %s" % (mb(um), mb(get(uz, "memory", "compr_data_size")), f3(ov)),
         None if ov is None else ov <= 1.03, "uzram-lz4 after the fill")
 
     nz = get(T, "nbdkit-zstd", "memory", "rss_bytes")
@@ -289,7 +293,7 @@ def targets_table(R):
         basis = "uzram in-process zstd mem_used_total vs nbdkit zstd RSS"
     r = ratio(sz, nz)
     row("memory with zstd", "below nbdkit allocator=zstd's RSS",
-        "%s MB vs %s MB = %s" % (mb(sz), mb(nz), f2(r)),
+        "%s MB vs %s MB = %s" % (mb(sz), mb(nz), f3(r)),
         None if r is None else r < 1.0, basis)
 
     lat = get(uz, "jobs", "mix-read", "lat_us") or {}
@@ -302,7 +306,7 @@ def targets_table(R):
     row("reader p99.99 / max latency under one writer",
         "p99.99 ≤ 0.5× kernel zram's; max ≤ 5 ms",
         "p99.99 %s µs vs zram %s µs = %s; max %s µs (zram %s µs)"
-        % (f1(lat.get("p99.99")), f1(zlat.get("p99.99")), f2(r), f1(mx),
+        % (f1(lat.get("p99.99")), f1(zlat.get("p99.99")), f3(r), f1(mx),
            f1(zlat.get("max"))), met, "mix-read while mix-write rewrites")
 
     bws = [get(uz, "jobs", "write-" + bs, "MBps") for bs in WRITE_BS[1:]]
@@ -310,7 +314,7 @@ def targets_table(R):
     if all(b for b in bws):
         r = max(bws) / min(bws)
     row("write bandwidth across block sizes", "max/min ≤ 1.15 from 64K up",
-        "%s MB/s (64K..4500K) → %s" % (" / ".join(f0(b) for b in bws), f2(r)),
+        "%s MB/s (64K..4500K) → %s" % (" / ".join(f0(b) for b in bws), f3(r)),
         None if r is None else r <= 1.15, "uzram-lz4 write sweep")
 
     sq = get(T, "serve-lz4", "jobs", "randread-qd1", "iops")
@@ -318,7 +322,7 @@ def targets_table(R):
     r = ratio(sq, nq)
     row("over NBD: 4K random read qd1", "≥ nbdkit's uncompressed memory plugin",
         "%s vs %s IOPS = %s (nbdkit zstd %s)"
-        % (f0(sq), f0(nq), f2(r), f0(get(T, "nbdkit-zstd", "jobs", "randread-qd1", "iops"))),
+        % (f0(sq), f0(nq), f3(r), f0(get(T, "nbdkit-zstd", "jobs", "randread-qd1", "iops"))),
         None if r is None else r >= 1.0, "serve-lz4 vs nbdkit-sparse")
     return rows
 
@@ -509,7 +513,7 @@ def markdown(R, chart_rel):
             zcmp = m.get("rss_bytes") if n.startswith(("serve", "nbdkit")) else held
         w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             l, mb(m.get("orig_data_size")), mb(m.get("compr_data_size")), mb(held),
-            f2(m.get("overhead")), mb(m.get("table_bytes")), mb(m.get("rss_bytes")),
+            f3(m.get("overhead")), mb(m.get("table_bytes")), mb(m.get("rss_bytes")),
             fx(ratio(held, zm)) if held else "—", fx(ratio(zcmp, nzr))))
     w("")
 

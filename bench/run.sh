@@ -35,7 +35,7 @@ raw=$out/raw
 case $mode in
 full)
 	corpus=$root/build/bench-corpus mib=512 cap_mib=0
-	runtime=5 ramp=1 mix_runtime=10 write_runtime=2 wsize=256m codec_s=1.5
+	runtime=5 ramp=1 mix_runtime=10 write_runtime=3 wsize=256m codec_s=1.5
 	targets="uzram-lz4 uzram-zstd zram-lz4 serve-lz4 serve-zstd nbdkit-sparse nbdkit-zstd"
 	;;
 quick)
