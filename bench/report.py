@@ -187,6 +187,10 @@ def fp(v):
     return "—" if v is None else "{:.0f}%".format(v * 100)
 
 
+def fp1(v):
+    return "—" if v is None else "{:.1f}%".format(v * 100)
+
+
 def mb(v):
     return "—" if v is None else "{:,.1f}".format(v / 1e6)
 
@@ -255,7 +259,7 @@ def targets_table(R):
     r = ratio(q1, dr1)
     row("in-process 4K random read, qd1, 1 thread", "≥ 85% of raw LZ4 decode",
         "%s IOPS = %s of %s pages/s (%s kernel zram's %s)"
-        % (f0(q1), fp(r), f0(dr1), fx(ratio(q1, zq1)), f0(zq1)),
+        % (f0(q1), fp1(r), f0(dr1), fx(ratio(q1, zq1)), f0(zq1)),
         None if r is None else r >= 0.85, "uzram-lz4 randread-qd1 / codec decompress_random 1 thread")
 
     q2 = get(uz, "jobs", "randread-qd1-2j", "iops")
@@ -271,7 +275,7 @@ def targets_table(R):
     zf = get(zr, "fill", "all", "MBps")
     row("sequential write, one writer", "≥ 80% of raw LZ4 compress",
         "%s MB/s = %s of %s MB/s (%s kernel zram's %s MB/s)"
-        % (f1(fw), fp(r), f1(c1), fx(ratio(fw, zf)), f1(zf)),
+        % (f1(fw), fp1(r), f1(c1), fx(ratio(fw, zf)), f1(zf)),
         None if r is None else r >= 0.80, "fill of the corpus, 1M writes qd1")
 
     um = get(uz, "memory", "mem_used_total")
