@@ -456,17 +456,18 @@ def markdown(R, chart_rel):
       "data; the writer's pages are fio buffers with buffer_compress_percentage=50. "
       "fio completion-to-submission latency (lat_ns).")
     w("")
-    w("| target | p50 µs | p99 µs | p99.99 µs | max µs | reader IOPS | writer IOPS | p99.99 vs zram | max vs zram |")
-    w("|---|---|---|---|---|---|---|---|---|")
+    w("| target | p50 µs | p99 µs | p99.99 µs | max µs | reader IOPS | reader / limit | writer IOPS | p99.99 vs zram | max vs zram |")
+    w("|---|---|---|---|---|---|---|---|---|---|")
     zl = get(zr, "jobs", "mix-read", "lat_us") or {}
     for n, l in present(R):
         j = T[n].get("jobs", {})
         lat = get(j, "mix-read", "lat_us")
         if not lat:
             continue
-        w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             l, f1(lat["p50"]), f1(lat["p99"]), f1(lat["p99.99"]), f1(lat["max"]),
-            f0(get(j, "mix-read", "iops")), f0(get(j, "mix-write", "iops")),
+            f0(get(j, "mix-read", "iops")), fp(ratio(get(j, "mix-read", "iops"), dr1)),
+            f0(get(j, "mix-write", "iops")),
             fx(ratio(lat["p99.99"], zl.get("p99.99"))), fx(ratio(lat["max"], zl.get("max")))))
     w("")
 
