@@ -44,6 +44,7 @@
  * queues up to iodepth requests and runs them at commit, which is what a
  * queue means for a library with no I/O to wait for.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -217,20 +218,38 @@ __attribute__((destructor)) static void close_shared(void)
 	shared.dev = NULL;
 }
 
+/* "N" with an optional binary k/m/g/t suffix, as fio's own size options. */
+static uint64_t parse_size(const char *s)
+{
+	static const char units[] = "kmgt";
+	unsigned long long v;
+	const char *u;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return 0;
+	if (*end && (u = strchr(units, tolower((unsigned char)*end)))) {
+		v <<= 10 * (u - units + 1);
+		end++;
+	}
+	return *end ? 0 : v;
+}
+
 static uint64_t job_size(struct thread_data *td, const struct uzfio_options *o)
 {
 	const char *env;
+	uint64_t v;
 
 	if (o->size)
 		return o->size;
 	env = getenv("UZRAM_FIO_SIZE");
 	if (env && *env) {
-		long long v;
-
-		if (!check_str_bytes(env, &v, NULL) && v > 0)
-			return v;
-		log_err("uzram: bad UZRAM_FIO_SIZE '%s'\n", env);
-		return 0;
+		v = parse_size(env);
+		if (!v)
+			log_err("uzram: bad UZRAM_FIO_SIZE '%s'\n", env);
+		return v;
 	}
 	return td->o.size + td->o.start_offset;
 }
