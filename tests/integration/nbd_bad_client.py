@@ -3,7 +3,10 @@
 
 Speaks the NBD protocol (NetworkBlockDevice/nbd doc/proto.md) over raw
 sockets with the Python standard library only, and breaks it on purpose:
-one CASE per run. A case exits 0 when the server answered as the spec says
+one CASE per run. A few cases are well-behaved but reach what the real
+clients do not: the NBD_OPT_EXPORT_NAME handshake, every command flag, and
+racing sub-page writes from many connections (subpage-race, run by
+t45-fio.sh). A case exits 0 when the server answered as the spec says
 (or as the accepted alternatives listed with the case), 1 with a message
 naming the check otherwise. Whether the server survived, and whether data
 written before the case is unchanged, is checked by the calling script with
@@ -67,7 +70,19 @@ NBD_CMD_TRIM = 4
 NBD_CMD_WRITE_ZEROES = 6
 NBD_CMD_BLOCK_STATUS = 7
 
+NBD_CMD_CACHE = 5
+
 NBD_CMD_FLAG_FUA = 1 << 0
+NBD_CMD_FLAG_NO_HOLE = 1 << 1
+NBD_CMD_FLAG_FAST_ZERO = 1 << 4
+
+NBD_FLAG_SEND_FLUSH = 1 << 2
+NBD_FLAG_SEND_FUA = 1 << 3
+NBD_FLAG_SEND_TRIM = 1 << 5
+NBD_FLAG_SEND_WRITE_ZEROES = 1 << 6
+NBD_FLAG_CAN_MULTI_CONN = 1 << 8
+NBD_FLAG_SEND_CACHE = 1 << 10
+NBD_FLAG_SEND_FAST_ZERO = 1 << 11
 
 NBD_EPERM = 1
 NBD_EIO = 5
@@ -75,10 +90,11 @@ NBD_ENOMEM = 12
 NBD_EINVAL = 22
 NBD_ENOSPC = 28
 NBD_EOVERFLOW = 75
+NBD_ENOTSUP = 95
 
 ERRNAMES = {0: "OK", NBD_EPERM: "EPERM", NBD_EIO: "EIO", NBD_ENOMEM: "ENOMEM",
             NBD_EINVAL: "EINVAL", NBD_ENOSPC: "ENOSPC",
-            NBD_EOVERFLOW: "EOVERFLOW"}
+            NBD_EOVERFLOW: "EOVERFLOW", NBD_ENOTSUP: "ENOTSUP"}
 
 MiB = 1024 * 1024
 TIMEOUT = 10.0
@@ -236,6 +252,13 @@ class Conn:
         check(h == handle, "reply handle %d, expected %d" % (h, handle))
         data = self.recv(read_len) if err == 0 and read_len else b""
         return err, data
+
+    def reply_any(self):
+        """Read one simple reply without data, to any request; replies may
+        come in any order. Returns (handle, error)."""
+        magic, err, h = struct.unpack(">IIQ", self.recv(16))
+        check(magic == NBD_SIMPLE_REPLY_MAGIC, "reply magic %#x" % magic)
+        return h, err
 
     def cmd(self, cmd, off, length, payload=b"", flags=0):
         h = self.request(cmd, off, length, payload, flags)
@@ -583,8 +606,7 @@ def case_vanish(a):
     c.request(NBD_CMD_DISC, 0, 0)
     got = set()
     for _ in handles:
-        magic, err, h = struct.unpack(">IIQ", c.recv(16))
-        check(magic == NBD_SIMPLE_REPLY_MAGIC, "reply magic %#x" % magic)
+        h, err = c.reply_any()
         check(err == 0 and h in handles and h not in got,
               "reply to pipelined read: error %s handle %d" % (errname(err), h))
         got.add(h)
@@ -633,7 +655,123 @@ def case_mem_limit(a):
     c.disconnect()
 
 
+def case_export_name(a):
+    """The old way in: NBD_OPT_EXPORT_NAME, with and without the 124 zero
+    bytes, then simple-reply reads of up to 1 MiB checked against
+    --expect."""
+    check(a.expect, "--expect is required")
+    with open(a.expect, "rb") as f:
+        want = f.read(1 * MiB)
+    for no_zeroes in (True, False):
+        c = Conn(a.socket)
+        hflags = c.greeting()
+        cflags = NBD_FLAG_C_FIXED_NEWSTYLE
+        if no_zeroes and hflags & NBD_FLAG_NO_ZEROES:
+            cflags |= NBD_FLAG_C_NO_ZEROES
+        c.send(struct.pack(">I", cflags))
+        c.send_opt(NBD_OPT_EXPORT_NAME, a.export.encode())
+        size, tflags = struct.unpack(">QH", c.recv(10))
+        if not cflags & NBD_FLAG_C_NO_ZEROES:
+            check(c.recv(124) == bytes(124), "the 124 reserved bytes")
+        check(size == a.size, "export size %d, expected %d" % (size, a.size))
+        check(tflags & 1, "NBD_FLAG_HAS_FLAGS not set")
+        c.size = size
+        for off, n in ((0, len(want)), (4095, 2), (12345, 67890)):
+            got = c.read(off, n)
+            check(got == want[off:off + n],
+                  "read of %d at %d differs from %s" % (n, off, a.expect))
+        c.disconnect()
+
+
+def case_commands(a):
+    """Every advertised command and flag, used correctly, succeeds: FUA
+    writes, flush, cache, trim, write-zeroes with NO_HOLE and FAST_ZERO.
+    Works on [--start, --start + 1 MiB)."""
+    c = Conn(a.socket).open(a.export)
+    f = c.tflags
+    for flag, name in ((NBD_FLAG_SEND_FLUSH, "FLUSH"), (NBD_FLAG_SEND_FUA, "FUA"),
+                       (NBD_FLAG_SEND_TRIM, "TRIM"),
+                       (NBD_FLAG_SEND_WRITE_ZEROES, "WRITE_ZEROES"),
+                       (NBD_FLAG_SEND_CACHE, "CACHE"),
+                       (NBD_FLAG_CAN_MULTI_CONN, "CAN_MULTI_CONN")):
+        check(f & flag, "transmission flag NBD_FLAG_%s not set" % name)
+    base = a.start
+    data = os.urandom(64 * 1024)
+    err = c.write(base + 1000, data, NBD_CMD_FLAG_FUA)
+    expect_err("write with FUA", err, (0,))
+    check(c.read(base + 1000, len(data)) == data, "data of the FUA write")
+    expect_err("flush", c.cmd(NBD_CMD_FLUSH, 0, 0)[0], (0,))
+    expect_err("cache", c.cmd(NBD_CMD_CACHE, base, 1 * MiB)[0], (0,))
+    expect_err("write-zeroes with NO_HOLE",
+               c.cmd(NBD_CMD_WRITE_ZEROES, base + 4096, 8192,
+                     flags=NBD_CMD_FLAG_NO_HOLE)[0], (0,))
+    check(c.read(base + 4096, 8192) == bytes(8192), "zeros after NO_HOLE")
+    check(c.read(base + 1000, 3096) == data[:3096],
+          "bytes before a write-zeroes changed")
+    if f & NBD_FLAG_SEND_FAST_ZERO:
+        err, _ = c.cmd(NBD_CMD_WRITE_ZEROES, base + 16384, 4096,
+                       flags=NBD_CMD_FLAG_FAST_ZERO)
+        expect_err("write-zeroes with FAST_ZERO", err, (0, NBD_ENOTSUP))
+        if err == 0:
+            check(c.read(base + 16384, 4096) == bytes(4096),
+                  "zeros after FAST_ZERO")
+    expect_err("trim with FUA", c.cmd(NBD_CMD_TRIM, base, 1 * MiB,
+                                      flags=NBD_CMD_FLAG_FUA)[0], (0,))
+    expect_err("write-zeroes with FUA",
+               c.cmd(NBD_CMD_WRITE_ZEROES, base, 1 * MiB,
+                     flags=NBD_CMD_FLAG_FUA)[0], (0,))
+    check(c.read(base, 1 * MiB) == bytes(1 * MiB), "zeros after trim")
+    c.disconnect()
+
+
+def case_subpage_race(a):
+    """8 connections write their own 512-byte slot of the same 4 KiB pages
+    at once, many rounds, requests pipelined. A page read-modify-write that
+    is not atomic loses other slots' updates. Works on 256 KiB at --start."""
+    nthreads, pages, rounds, slot = 8, 64, 12, 512
+    errors = []
+
+    def writer(t):
+        try:
+            c = Conn(a.socket).open(a.export)
+            for r in range(rounds):
+                fill = bytes([(t << 4) | (r & 15)]) * slot
+                hs = {c.request(NBD_CMD_WRITE, a.start + p * 4096 + t * slot,
+                                slot, fill) for p in range(pages)}
+                while hs:
+                    h, err = c.reply_any()
+                    if h not in hs:
+                        raise Failure("reply to unknown handle %d" % h)
+                    hs.discard(h)
+                    if err:
+                        raise Failure("write failed with %s" % errname(err))
+            c.disconnect()
+        except (Failure, Closed, OSError) as e:
+            errors.append("writer %d: %s" % (t, e))
+
+    threads = [threading.Thread(target=writer, args=(t,))
+               for t in range(nthreads)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    check(not errors, "; ".join(errors))
+    c = Conn(a.socket).open(a.export)
+    got = c.read(a.start, pages * 4096)
+    for p in range(pages):
+        for t in range(nthreads):
+            o = p * 4096 + t * slot
+            want = bytes([(t << 4) | ((rounds - 1) & 15)]) * slot
+            check(got[o:o + slot] == want,
+                  "page %d slot %d holds %r..., not the last write of its "
+                  "connection (lost update)" % (p, t, got[o:o + 4]))
+    c.disconnect()
+
+
 CASES = {
+    "export-name": case_export_name,
+    "commands": case_commands,
+    "subpage-race": case_subpage_race,
     "bad-magic": case_bad_magic,
     "truncated-handshake": case_truncated_handshake,
     "huge-option": case_huge_option,
@@ -656,7 +794,10 @@ def main():
     p.add_argument("--pid", type=int, default=0)
     p.add_argument("--mem-limit", type=int, default=0)
     p.add_argument("--start", type=int, default=0,
-                   help="mem-limit: first offset to fill")
+                   help="mem-limit, commands, subpage-race: first offset")
+    p.add_argument("--expect", help="export-name: file with the data")
+    p.add_argument("--size", type=int, default=0,
+                   help="export-name: the export size")
     p.add_argument("case", choices=sorted(CASES))
     a = p.parse_args()
     try:

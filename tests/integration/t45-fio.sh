@@ -4,7 +4,8 @@
 # writes of mixed sizes at queue depth 16, every block verified with crc32c
 # afterwards; then the same ranges overwritten with reads verifying as the
 # writes go. fio's exit status and the error fields of its JSON output must
-# be clean, and the verify reads must have happened.
+# be clean, and the verify reads must have happened. Last, 8 raw connections
+# race on 512-byte slots of shared 4 KiB pages: no update may be lost.
 source "$(dirname "$0")/functions.sh"
 require fio
 
@@ -89,6 +90,10 @@ rc=0
 fio --output-format=json --output="$T/backlog.json" "$T/backlog.fio" || rc=$?
 ((rc == 0)) || fail "fio exited with $rc: $(grep -v '^ ' "$T/backlog.json" | head -n 20)"
 check_fio "$T/backlog.json"
+
+step "8 connections race on 512-byte slots of the same pages (no lost updates)"
+python3 "$ITEST_DIR/nbd_bad_client.py" --socket "${SOCK[a]}" --start $((40 * 1024 * 1024)) \
+	subpage-race || fail "nbd_bad_client.py subpage-race failed (see above)"
 
 step "the server survived and stops cleanly"
 stop_server a

@@ -49,6 +49,14 @@ truncate -s $SIZE "$T/expected.img"
 nbdcopy --flush "$T/pattern" "${URI[s]}"
 healthy s "$T/expected.img"
 
+step "the NBD_OPT_EXPORT_NAME handshake and simple replies read that data"
+bad s export-name --export data --expect "$T/pattern" --size $SIZE
+healthy s "$T/expected.img"
+
+step "every advertised command and flag, used right, succeeds"
+bad s commands --export data --start $((8 * MiB))
+healthy s "$T/expected.img"
+
 for c in bad-magic truncated-handshake huge-option unknown-option \
 	unknown-export unknown-command out-of-range too-big half-write vanish; do
 	step "bad client: $c"
