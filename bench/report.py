@@ -420,6 +420,17 @@ def markdown(R, chart_rel):
             fx(ratio(b.get("pages_per_s"), a.get("pages_per_s")))))
     w("")
 
+    fnull = get(R, "fio_null", "iops")
+    lim = get(C, "decompress_random", "1", "pages_per_s")
+    if fnull and lim:
+        # A device taking exactly the decode time, plus fio's own time.
+        best = 1 / (1 / fnull + 1 / lim)
+        w("fio's own ceiling in this harness: its null engine runs the same 4K random "
+          "read job (qd1) at %s IOPS, %.2f µs of fio per request. A device that only "
+          "decoded would show %s IOPS through fio, %s of the limit."
+          % (f0(fnull), 1e6 / fnull, f0(best), fp(best / lim)))
+        w("")
+
     dr1 = get(C, "decompress_random", "1", "pages_per_s")
     dr2 = get(C, "decompress_random", "2", "pages_per_s")
     ds1 = get(C, "decompress_seq", "1", "MBps")
@@ -613,6 +624,9 @@ def build(raw, root):
         if t is not None:
             t.update({"label": l, "kind": kind, "algorithm": algo})
             R["targets"][n] = t
+    null = parse_fio(os.path.join(raw, "fio-null.json"))
+    if null.get("randread-qd1"):
+        R["fio_null"] = null["randread-qd1"]
     prof = os.path.join(raw, "perf-randread.txt")
     if os.path.exists(prof):
         R["profile"] = open(prof).read()

@@ -133,6 +133,13 @@ log "codec limit: LZ4 on $((tar_mib + core_mib)) MiB of 4K pages, 1 and 2 thread
 	"$tar_file" "$core_file" > "$raw/codec.json" 2> "$raw/codec.log"
 sed 's/^codec-limit: /  /' "$raw/codec.log"
 
+# --- fio's own ceiling: the null engine through the same 4K random read ---
+cat "$root/bench/jobs/target-null.fio" "$root/bench/jobs/workloads.fio" > "$raw/fio-null.fio"
+UZ_QD_ENGINE=null fio --section=randread-qd1 --output-format=json \
+	--output="$raw/fio-null.json" "$raw/fio-null.fio" > "$raw/fio-null.log" 2>&1 ||
+	log "fio null engine failed, see bench/out/raw/fio-null.log"
+log "fio ceiling: $(python3 "$root/bench/report.py" summary fio-null "$raw" | sed -n 's/^read: //p')"
+
 skip() { # skip TARGET REASON
 	echo "$2" > "$raw/$1.skip"
 	log "$1: skipped: $2"
