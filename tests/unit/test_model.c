@@ -139,10 +139,10 @@ static uint64_t pick_len(struct run *r, uint64_t off)
 		len = 1 + rnd(r, PG);
 		break;
 	case 13: case 14:
-		len = 1 + rnd(r, 4 * PG);
+		len = 1 + rnd(r, 2 * PG);
 		break;
 	default:
-		len = (2 + rnd(r, 7)) * PG;
+		len = rnd(r, 4) ? 1 + rnd(r, 4 * PG) : (2 + rnd(r, 7)) * PG;
 		break;
 	}
 	if (len > r->size - off)
@@ -411,7 +411,7 @@ static void check_counters(struct run *r)
 static void *compactor(void *arg)
 {
 	struct run *r = arg;
-	const struct timespec pause = { 0, 200000 };
+	const struct timespec pause = { 0, 1000000 };
 	long n;
 
 	while (!atomic_load(&r->stop)) {
@@ -459,9 +459,9 @@ static void run_seed(uint64_t seed, uint64_t ops, const char *algo)
 	for (k = 0; k < ops; k++) {
 		r.op = k;
 		op = (unsigned)rnd(&r, 100);
-		if (op < 30)
+		if (op < 40)
 			op_read(&r);
-		else if (op < 74)
+		else if (op < 76)
 			op_write(&r);
 		else if (op < 84)
 			op_zero(&r, 1, 0);

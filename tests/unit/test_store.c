@@ -673,6 +673,11 @@ static void test_same_filled(void **state)
 	assert_int_equal(st.mem_used_total, st0.mem_used_total);
 	assert_int_equal(page_status(dev, 0), 0);
 	assert_int_equal(page_status(dev, 16), UZRAM_STATUS_ZERO);
+	/* Partial reads of a pattern start at the right byte of the value. */
+	for (i = 0; i < 16; i++)
+		check_read(dev, ref, (i % 3) * PG + i * 5 + 1, 3 + i * 7);
+	check_read(dev, ref, 15 * PG + 4093, PG + 6);
+	check_read(dev, ref, 17 * PG + 7, 2 * PG - 3);
 
 	/*
 	 * Pages that are almost same-filled must not be taken for it: one

@@ -35,7 +35,7 @@
 #define SHARED 128
 #define NSHARED 2
 #define NPAGES (NPRIV * REGION + SHARED)
-#define OPS 150000
+#define OPS 100000
 #define MAGIC 0x757a72616d746872ull
 
 struct hdr {
@@ -322,7 +322,7 @@ static void *shared_worker(void *arg)
 
 static void *compactor(void *arg)
 {
-	const struct timespec pause = { 0, 100000 };
+	const struct timespec pause = { 0, 1000000 };
 	uint64_t *count = arg;
 	long n;
 
