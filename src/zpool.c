@@ -26,10 +26,11 @@
  *
  * Size classes are 16 bytes apart up to 4096, then about 1/64 of the size
  * apart (waste <= 1.6%) up to max_object. Each class picks the zspage length
- * of 1..16 pages that wastes least (zsmalloc's get_pages_per_zspage), and
- * neighbouring sizes that get the same (pages, objects per zspage) share one
- * class, so fewer classes hold partly empty zspages. Objects never straddle
- * zspages, and a zspage is contiguous, so any object is read in place.
+ * of 1..16 pages that wastes least (zsmalloc's get_pages_per_zspage), or a
+ * shorter one that wastes at most 1% more, and neighbouring sizes that get
+ * the same (pages, objects per zspage) share one class, so fewer and cheaper
+ * partly filled zspages exist. Objects never straddle zspages, and a zspage
+ * is contiguous, so any object is read in place.
  *
  * The region never fragments: frames are handed out from a lock-free stack
  * of freed frames, else from a bump index. An empty zspage's pages go back to
@@ -45,21 +46,40 @@
  * Reading (zpool_map): load the cell, pin the frame it points into with a
  * CAS on the frame's pin counter, then load the cell again; if it changed,
  * the object moved: unpin and retry. The top bit of the pin counter means
- * "compaction is moving this zspage" and makes the CAS wait.
+ * "compaction is moving this zspage" and makes the CAS wait. Why this is
+ * enough: compaction moves objects out of a frame only after its migrate
+ * bit is set and it saw zero pins, so a reader whose pin came first keeps
+ * the object in place until it unpins; a pin that comes after the move
+ * reads the pin word written by the release that ended the move, so the
+ * second load of the cell sees the new offset.
  *
  * Compaction of a class takes its sparsest zspage as source and the fullest
  * other non-full zspage as destination, sets the source's migrate bit, waits
  * for its pins to drain (giving up after a bound, so a thread that holds a
  * mapping while it frees cannot deadlock), copies each live object into the
  * destination, publishes the new offset with a release store, and frees the
- * source once it is empty.
+ * source once it is empty. zpool_compact() does it for every class;
+ * zpool_free() does at most AUTO_COMPACT_BUDGET zspages of its own class
+ * when that class has over 25% and at least two zspages' worth of free
+ * slots, so a writer's latency stays bounded.
+ *
+ * Files: this one has objects, pins and compaction; zpool_region.c has the
+ * address space, the size classes, create/destroy and the accounting.
+ *
+ * An emptied zspage is kept as its class's one spare (still resident and
+ * counted in mem_used) rather than given back at once: page faults and
+ * MADV_DONTNEED are expensive, and a class at a zspage boundary, e.g. the
+ * class of incompressible pages under overwrites, would pay both for every
+ * object. zpool_compact() gives spares back, and so does a store that hits
+ * the limit or the end of the region, before it fails.
  *
  * Lock rules
- *  - class->lock protects the class's group lists, every field of its
- *    zspages (owner arrays, free lists, inuse), its free_handle list, the
- *    cells of its live and freed handles (writers), frame.zs of its frames,
- *    and the data bytes of its zspages against writers: store copies in and
- *    compaction moves objects only with it held. One class lock at a time.
+ *  - class->lock protects the class's group lists and spare, every field of
+ *    its zspages (owner arrays, free lists, inuse), its free_handle list,
+ *    the cells of its live and freed handles (writers), frame.zs of its
+ *    frames, and the data bytes of its zspages against writers: store
+ *    copies in and compaction moves objects only with it held. A thread
+ *    blocks on one class lock at a time; drain_spares() only try-locks.
  *  - frame.pin is atomic; a reader may pin any frame, even one that is free
  *    or reused by another class, so the frame table is never freed or reset.
  *    Compaction moves a zspage's objects only after it set the migrate bit
@@ -69,227 +89,13 @@
  *  - The caller never frees a handle while it is mapped (zpool.h), so a free
  *    never has to wait for readers.
  */
-#include "zpool.h"
-
 #include <assert.h>
 #include <errno.h>
-#include <pthread.h>
-#include <sched.h>
-#include <stdatomic.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
-#define ZP_PAGE_SHIFT 12
-#define ZP_PAGE (1u << ZP_PAGE_SHIFT)
-#define ZP_FRAME_SHIFT 16
-#define ZP_FRAME (1u << ZP_FRAME_SHIFT)
-#define ZP_MAX_PAGES (ZP_FRAME / ZP_PAGE)
-#define ZP_ALIGN 16u
-#define ZP_FINE_LIMIT 4096u          /* classes 16 bytes apart up to here */
-#define ZP_MAX_OBJECT ZP_FRAME
-#define ZP_MAX_CANDIDATES 512
-
-#define ZP_MAX_FRAMES (1ull << 29)   /* 32 TiB of address space */
-#define ZP_MIN_FRAMES 1024ull        /* 64 MiB */
-#define ZP_MAX_HANDLES ((1ull << 31) - 1)
-#define ZP_MIN_HANDLES (1ull << 16)
-#define ZP_HANDLE_BATCH 64u
-
-#define CELL_SIZE_SHIFT 46
-#define CELL_OFF_MASK ((1ull << CELL_SIZE_SHIFT) - 1)
-
-#define SLOT_FREE (1u << 31)
-#define SLOT_NIL 0xffffu
-
-#define NR_GROUPS 8                  /* non-full groups; NR_GROUPS is full */
-
-#define PIN_MIGRATE (1u << 31)
-#define SPIN_LIMIT 256u              /* pause this often, then yield */
-#define MIGRATE_GIVE_UP (SPIN_LIMIT + 1024u)
-#define AUTO_COMPACT_BUDGET 2u       /* zspages per zpool_free() */
-
-#define likely(x) __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
-
-struct frame {
-	_Atomic uint32_t pin;       /* readers | PIN_MIGRATE */
-	_Atomic uint32_t next_free; /* frame stack link: frame + 1, 0 ends */
-	struct zspage *zs;          /* NULL while free */
-};
-
-struct zspage {
-	struct zspage *prev, *next; /* in class->group[group] */
-	uint32_t frame;
-	uint16_t inuse;
-	uint16_t free_head;         /* first free slot or SLOT_NIL */
-	uint8_t group;
-	uint32_t owner[];           /* handle, or SLOT_FREE | next free slot */
-};
-
-struct size_class {
-	pthread_mutex_t lock;
-	struct zspage *group[NR_GROUPS + 1];
-	uint32_t free_handle;       /* 0: none */
-	uint32_t size;
-	uint32_t pages;
-	uint32_t objs;              /* per zspage */
-	uint32_t desc_bytes;        /* a descriptor, with malloc's overhead */
-	uint64_t zspages;
-	_Atomic uint64_t objects;   /* written under lock, read by stats */
-	_Atomic uint64_t obj_bytes;
-} __attribute__((aligned(64)));
-
-struct zpool {
-	/* read by every zpool_map(), never written after create */
-	unsigned char *base;
-	struct frame *frames;
-	_Atomic uint64_t *cells;
-	struct size_class *classes;
-	uint16_t *size_index;       /* (size + 15) / 16 -> class */
-	size_t max_object;
-	unsigned nclasses;
-	uint64_t nframes;
-	uint64_t ncells;
-	size_t meta_fixed;
-
-	_Atomic uint64_t frame_stack __attribute__((aligned(64)));
-	_Atomic uint64_t frame_bump;
-	_Atomic uint64_t handle_bump;
-
-	_Atomic uint64_t mem_used __attribute__((aligned(64)));
-	_Atomic uint64_t mem_used_max;
-	_Atomic uint64_t limit;
-	_Atomic uint64_t pages_compacted;
-};
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
-static inline void backoff(unsigned *spins)
-{
-	if (++*spins < SPIN_LIMIT)
-		cpu_relax();
-	else
-		sched_yield();
-}
-
-static inline void counter_add(_Atomic uint64_t *c, int64_t d)
-{
-	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed)
-			      + (uint64_t)d, memory_order_relaxed);
-}
-
-/* ---- memory accounting ---- */
-
-static void mem_note_max(struct zpool *pool)
-{
-	uint64_t cur = atomic_load_explicit(&pool->mem_used, memory_order_relaxed);
-	uint64_t max = atomic_load_explicit(&pool->mem_used_max, memory_order_relaxed);
-
-	while (cur > max && !atomic_compare_exchange_weak_explicit(&pool->mem_used_max,
-			&max, cur, memory_order_relaxed, memory_order_relaxed))
-		;
-}
-
-static void mem_add(struct zpool *pool, uint64_t n)
-{
-	atomic_fetch_add_explicit(&pool->mem_used, n, memory_order_relaxed);
-	mem_note_max(pool);
-}
-
-static void mem_sub(struct zpool *pool, uint64_t n)
-{
-	atomic_fetch_sub_explicit(&pool->mem_used, n, memory_order_relaxed);
-}
-
-/* Add n to mem_used unless that passes the limit. */
-static bool mem_reserve(struct zpool *pool, uint64_t n)
-{
-	uint64_t limit = atomic_load_explicit(&pool->limit, memory_order_relaxed);
-	uint64_t cur = atomic_load_explicit(&pool->mem_used, memory_order_relaxed);
-
-	do {
-		if (limit && cur + n > limit)
-			return false;
-	} while (!atomic_compare_exchange_weak_explicit(&pool->mem_used, &cur,
-			cur + n, memory_order_relaxed, memory_order_relaxed));
-	return true;
-}
-
-/* Bytes of an array of `count` entries of `unit` bytes, in touched pages. */
-static uint64_t table_pages(uint64_t count, size_t unit)
-{
-	return (count * unit + ZP_PAGE - 1) & ~(uint64_t)(ZP_PAGE - 1);
-}
-
-/* ---- address space ---- */
-
-/* Map *count units, halving *count on failure down to min. */
-static void *reserve(uint64_t *count, uint64_t min, size_t unit)
-{
-	for (;;) {
-		size_t len = (size_t)(*count * unit);
-		void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-
-		if (p != MAP_FAILED) {
-			/* huge pages would make RSS jump by 2 MiB at a time */
-			madvise(p, len, MADV_NOHUGEPAGE);
-			return p;
-		}
-		if (*count / 2 < min)
-			return NULL;
-		*count /= 2;
-	}
-}
-
-static int64_t frame_get(struct zpool *pool)
-{
-	uint64_t head = atomic_load_explicit(&pool->frame_stack, memory_order_acquire);
-	uint64_t b;
-
-	while ((uint32_t)head) {
-		uint32_t f = (uint32_t)head - 1;
-		uint32_t next = atomic_load_explicit(&pool->frames[f].next_free,
-						     memory_order_relaxed);
-		/* the tag in the top half defeats ABA */
-		uint64_t nh = (((head >> 32) + 1) << 32) | next;
-
-		if (atomic_compare_exchange_weak_explicit(&pool->frame_stack, &head,
-				nh, memory_order_acquire, memory_order_acquire))
-			return f;
-	}
-	b = atomic_load_explicit(&pool->frame_bump, memory_order_relaxed);
-	do {
-		if (b >= pool->nframes)
-			return -1;
-	} while (!atomic_compare_exchange_weak_explicit(&pool->frame_bump, &b,
-			b + 1, memory_order_relaxed, memory_order_relaxed));
-	mem_add(pool, table_pages(b + 1, sizeof(struct frame)) -
-		table_pages(b, sizeof(struct frame)));
-	return (int64_t)b;
-}
-
-static void frame_put(struct zpool *pool, uint32_t f)
-{
-	uint64_t head = atomic_load_explicit(&pool->frame_stack, memory_order_relaxed);
-	uint64_t nh;
-
-	do {
-		atomic_store_explicit(&pool->frames[f].next_free, (uint32_t)head,
-				      memory_order_relaxed);
-		nh = (((head >> 32) + 1) << 32) | (f + 1);
-	} while (!atomic_compare_exchange_weak_explicit(&pool->frame_stack, &head,
-			nh, memory_order_release, memory_order_relaxed));
-}
+#include "zpool_impl.h"
 
 /* ---- fullness groups (class lock held) ---- */
 
@@ -352,25 +158,25 @@ static struct zspage *sparsest(const struct size_class *c)
 
 /* ---- zspages (class lock held) ---- */
 
-static int zspage_new(struct zpool *pool, struct size_class *c,
-		      struct zspage **out)
+static int zspage_alloc(struct zpool *pool, struct size_class *c,
+			struct zspage **out)
 {
 	uint64_t bytes = (uint64_t)c->pages * ZP_PAGE + c->desc_bytes;
 	volatile unsigned char *p;
 	struct zspage *zs;
 	int64_t f;
 
-	if (!mem_reserve(pool, bytes))
+	if (!zp_mem_reserve(pool, bytes))
 		return -ENOSPC;
 	zs = malloc(sizeof(*zs) + c->objs * sizeof(zs->owner[0]));
 	if (!zs) {
-		mem_sub(pool, bytes);
+		zp_mem_sub(pool, bytes);
 		return -ENOMEM;
 	}
-	f = frame_get(pool);
+	f = zp_frame_get(pool);
 	if (f < 0) {
 		free(zs);
-		mem_sub(pool, bytes);
+		zp_mem_sub(pool, bytes);
 		return -ENOSPC;
 	}
 	zs->frame = (uint32_t)f;
@@ -383,27 +189,84 @@ static int zspage_new(struct zpool *pool, struct size_class *c,
 	for (uint32_t i = 0; i < c->pages; i++)
 		p[(size_t)i << ZP_PAGE_SHIFT] = 0;
 	pool->frames[f].zs = zs;
-	group_add(c, zs, 0);
-	c->zspages++;
-	mem_note_max(pool);
+	zp_mem_note_max(pool);
 	*out = zs;
 	return 0;
 }
 
-static void zspage_release(struct zpool *pool, struct size_class *c,
-			   struct zspage *zs)
+/* Give an empty zspage that is on no list back to the OS. */
+static void zspage_free(struct zpool *pool, struct size_class *c,
+			struct zspage *zs)
 {
 	uint32_t f = zs->frame;
 
 	assert(zs->inuse == 0);
-	group_del(c, zs);
-	c->zspages--;
 	pool->frames[f].zs = NULL;
 	madvise(pool->base + ((uint64_t)f << ZP_FRAME_SHIFT),
 		(size_t)c->pages << ZP_PAGE_SHIFT, MADV_DONTNEED);
 	free(zs);
-	mem_sub(pool, (uint64_t)c->pages * ZP_PAGE + c->desc_bytes);
-	frame_put(pool, f);
+	zp_mem_sub(pool, (uint64_t)c->pages * ZP_PAGE + c->desc_bytes);
+	zp_frame_put(pool, f);
+}
+
+/*
+ * Free the spare zspages of the other classes, to make room under the limit
+ * or in the region. Try-locks only: we hold our own class's lock.
+ */
+static unsigned drain_spares(struct zpool *pool, const struct size_class *self)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < pool->nclasses; i++) {
+		struct size_class *c = &pool->classes[i];
+
+		if (c == self || pthread_mutex_trylock(&c->lock))
+			continue;
+		if (c->spare) {
+			zspage_free(pool, c, c->spare);
+			c->spare = NULL;
+			n++;
+		}
+		pthread_mutex_unlock(&c->lock);
+	}
+	return n;
+}
+
+static int zspage_new(struct zpool *pool, struct size_class *c,
+		      struct zspage **out)
+{
+	struct zspage *zs = c->spare;
+	int err = 0;
+
+	if (zs) {
+		c->spare = NULL;
+	} else {
+		err = zspage_alloc(pool, c, &zs);
+		if (err == -ENOSPC && drain_spares(pool, c))
+			err = zspage_alloc(pool, c, &zs);
+		if (err)
+			return err;
+	}
+	group_add(c, zs, 0);
+	c->zspages++;
+	*out = zs;
+	return 0;
+}
+
+/*
+ * A zspage became empty: keep it as the class's spare if it has none, so
+ * that a class hovering at a zspage boundary does not fault pages in and
+ * madvise them away over and over (both cost tens of microseconds or more).
+ */
+static void zspage_retire(struct zpool *pool, struct size_class *c,
+			  struct zspage *zs, bool keep)
+{
+	group_del(c, zs);
+	c->zspages--;
+	if (keep && !c->spare)
+		c->spare = zs;
+	else
+		zspage_free(pool, c, zs);
 }
 
 static uint32_t slot_alloc(struct zspage *zs, uint32_t handle)
@@ -444,8 +307,8 @@ static int handle_get(struct zpool *pool, struct size_class *c, uint32_t *out)
 		} while (!atomic_compare_exchange_weak_explicit(&pool->handle_bump,
 				&cur, cur + n, memory_order_relaxed,
 				memory_order_relaxed));
-		mem_add(pool, table_pages(cur + n, sizeof(pool->cells[0])) -
-			table_pages(cur, sizeof(pool->cells[0])));
+		zp_mem_add(pool, zp_table_bytes(cur + n, sizeof(pool->cells[0])) -
+			zp_table_bytes(cur, sizeof(pool->cells[0])));
 		for (uint64_t i = cur; i < cur + n; i++)
 			atomic_store_explicit(&pool->cells[i],
 					      i + 1 < cur + n ? i + 1 : 0,
@@ -607,7 +470,7 @@ static long compact_class(struct zpool *pool, struct size_class *c,
 			regroup(c, src);
 			break;
 		}
-		zspage_release(pool, c, src);
+		zspage_retire(pool, c, src, false);
 		freed += c->pages;
 	}
 	if (freed)
@@ -625,6 +488,13 @@ long zpool_compact(struct zpool *pool)
 
 		pthread_mutex_lock(&c->lock);
 		freed += compact_class(pool, c, ~0u);
+		if (c->spare) {
+			zspage_free(pool, c, c->spare);
+			c->spare = NULL;
+			freed += c->pages;
+			atomic_fetch_add_explicit(&pool->pages_compacted, c->pages,
+						  memory_order_relaxed);
+		}
 		pthread_mutex_unlock(&c->lock);
 	}
 	return freed;
@@ -661,7 +531,7 @@ int zpool_store(struct zpool *pool, const void *data, size_t size,
 	err = handle_get(pool, c, &h);
 	if (err) {
 		if (created)
-			zspage_release(pool, c, zs);
+			zspage_retire(pool, c, zs, true);
 		goto out;
 	}
 	slot = slot_alloc(zs, h);
@@ -702,196 +572,10 @@ void zpool_free(struct zpool *pool, uint32_t handle)
 	counter_add(&c->objects, -1);
 	counter_add(&c->obj_bytes, -(int64_t)size);
 	if (!zs->inuse)
-		zspage_release(pool, c, zs);
+		zspage_retire(pool, c, zs, true);
 	else
 		regroup(c, zs);
 	if (should_compact(c))
 		compact_class(pool, c, AUTO_COMPACT_BUDGET);
 	pthread_mutex_unlock(&c->lock);
-}
-
-/* ---- create and destroy ---- */
-
-/* The zspage length (pages) that wastes least for objects of `size`. */
-static uint32_t pick_pages(uint32_t size, uint32_t *objs)
-{
-	uint32_t best = 0, best_pct = 0;
-
-	for (uint32_t p = 1; p <= ZP_MAX_PAGES; p++) {
-		uint32_t span = p * ZP_PAGE;
-		uint32_t pct;
-
-		if (span < size)
-			continue;
-		pct = span / size * size * 100 / span;
-		if (pct > best_pct) {
-			best_pct = pct;
-			best = p;
-		}
-	}
-	*objs = best * ZP_PAGE / size;
-	return best;
-}
-
-static int classes_init(struct zpool *pool)
-{
-	uint32_t cand[ZP_MAX_CANDIDATES], map[ZP_MAX_CANDIDATES];
-	uint32_t size[ZP_MAX_CANDIDATES], pages[ZP_MAX_CANDIDATES];
-	uint32_t objs[ZP_MAX_CANDIDATES];
-	uint32_t max = (uint32_t)pool->max_object, n = 0, k = 0, s;
-	size_t nidx = max / ZP_ALIGN + 1;
-	uint16_t *idx;
-
-	for (s = ZP_ALIGN; s <= max && s <= ZP_FINE_LIMIT; s += ZP_ALIGN)
-		cand[n++] = s;
-	for (s = cand[n - 1]; s < max;) {
-		uint32_t step = (s / 64) & ~(ZP_ALIGN - 1);
-
-		s += step > ZP_ALIGN ? step : ZP_ALIGN;
-		cand[n++] = s < max ? s : max;
-		assert(n < ZP_MAX_CANDIDATES);
-	}
-	/* from the top: a size whose zspages look like the next class's joins it */
-	for (uint32_t i = n; i-- > 0;) {
-		uint32_t o, p = pick_pages(cand[i], &o);
-
-		if (!k || pages[k - 1] != p || objs[k - 1] != o) {
-			size[k] = cand[i];
-			pages[k] = p;
-			objs[k] = o;
-			k++;
-		}
-		map[i] = k - 1;
-	}
-	pool->classes = aligned_alloc(64, k * sizeof(*pool->classes));
-	idx = calloc(nidx, sizeof(*idx));
-	if (!pool->classes || !idx) {
-		free(idx);
-		return -ENOMEM;
-	}
-	memset(pool->classes, 0, k * sizeof(*pool->classes));
-	for (uint32_t i = 0; i < k; i++) {
-		struct size_class *c = &pool->classes[i];
-		uint32_t j = k - 1 - i;
-		size_t desc = sizeof(struct zspage) + objs[j] * sizeof(uint32_t);
-
-		c->size = size[j];
-		c->pages = pages[j];
-		c->objs = objs[j];
-		/* glibc: an 8-byte chunk header, rounded to 16 */
-		c->desc_bytes = (uint32_t)((desc + 8 + 15) & ~(size_t)15);
-		pthread_mutex_init(&c->lock, NULL);
-		pool->nclasses++;
-	}
-	for (uint32_t u = 1, j = 0; u < nidx; u++) {
-		while (cand[j] < u * ZP_ALIGN)
-			j++;
-		idx[u] = (uint16_t)(k - 1 - map[j]);
-	}
-	pool->size_index = idx;
-	pool->meta_fixed += k * sizeof(*pool->classes) + nidx * sizeof(*idx);
-	return 0;
-}
-
-int zpool_create(uint64_t capacity, size_t max_object, struct zpool **out)
-{
-	struct zpool *pool;
-	uint64_t nframes, ncells;
-	int err = -ENOMEM;
-
-	if (!out || !capacity || !max_object || max_object % ZP_ALIGN ||
-	    max_object > ZP_MAX_OBJECT)
-		return -EINVAL;
-	pool = aligned_alloc(64, sizeof(*pool));
-	if (!pool)
-		return -ENOMEM;
-	memset(pool, 0, sizeof(*pool));
-	pool->max_object = max_object;
-	pool->meta_fixed = sizeof(*pool);
-	err = classes_init(pool);
-	if (err)
-		goto fail;
-	err = -ENOMEM;
-
-	/*
-	 * Worst case without compaction: every object of 16 bytes or more
-	 * alone in its zspage, plus slack for each class's partial zspage.
-	 */
-	nframes = capacity / ZP_ALIGN + 2ull * pool->nclasses + 64;
-	if (nframes > ZP_MAX_FRAMES)
-		nframes = ZP_MAX_FRAMES;
-	pool->base = reserve(&nframes, ZP_MIN_FRAMES, ZP_FRAME);
-	if (!pool->base)
-		goto fail;
-	pool->nframes = nframes;
-	pool->frames = reserve(&nframes, nframes, sizeof(struct frame));
-	if (!pool->frames)
-		goto fail;
-
-	ncells = capacity / ZP_ALIGN + ZP_MIN_HANDLES;
-	if (ncells > ZP_MAX_HANDLES)
-		ncells = ZP_MAX_HANDLES;
-	pool->cells = reserve(&ncells, ZP_MIN_HANDLES, sizeof(pool->cells[0]));
-	if (!pool->cells)
-		goto fail;
-	pool->ncells = ncells;
-	pool->handle_bump = 1;       /* handle 0 is never valid */
-
-	pool->mem_used = pool->meta_fixed + table_pages(1, sizeof(pool->cells[0]));
-	pool->mem_used_max = pool->mem_used;
-	*out = pool;
-	return 0;
-fail:
-	zpool_destroy(pool);
-	return err;
-}
-
-void zpool_destroy(struct zpool *pool)
-{
-	if (!pool)
-		return;
-	for (unsigned i = 0; i < pool->nclasses; i++) {
-		struct size_class *c = &pool->classes[i];
-
-		for (unsigned g = 0; g <= NR_GROUPS; g++) {
-			while (c->group[g]) {
-				struct zspage *zs = c->group[g];
-
-				c->group[g] = zs->next;
-				free(zs);
-			}
-		}
-		pthread_mutex_destroy(&c->lock);
-	}
-	if (pool->cells)
-		munmap(pool->cells, pool->ncells * sizeof(pool->cells[0]));
-	if (pool->frames)
-		munmap(pool->frames, pool->nframes * sizeof(struct frame));
-	if (pool->base)
-		munmap(pool->base, pool->nframes << ZP_FRAME_SHIFT);
-	free(pool->classes);
-	free(pool->size_index);
-	free(pool);
-}
-
-void zpool_set_limit(struct zpool *pool, uint64_t bytes)
-{
-	atomic_store_explicit(&pool->limit, bytes, memory_order_relaxed);
-}
-
-void zpool_stats(struct zpool *pool, struct zpool_stats *st)
-{
-	memset(st, 0, sizeof(*st));
-	for (unsigned i = 0; i < pool->nclasses; i++) {
-		const struct size_class *c = &pool->classes[i];
-
-		st->objects += atomic_load_explicit(&c->objects, memory_order_relaxed);
-		st->obj_bytes += atomic_load_explicit(&c->obj_bytes,
-						      memory_order_relaxed);
-	}
-	st->mem_used = atomic_load_explicit(&pool->mem_used, memory_order_relaxed);
-	st->mem_used_max = atomic_load_explicit(&pool->mem_used_max,
-						memory_order_relaxed);
-	st->pages_compacted = atomic_load_explicit(&pool->pages_compacted,
-						   memory_order_relaxed);
 }
