@@ -361,8 +361,10 @@ def markdown(R, chart_rel):
       "files.tar (installed binaries, headers, docs) at device offset 0 and %s MiB of "
       "heap-python.core (a Python process image) right after it, on a 2 GiB device"
       % (E.get("corpus_tar_mib"), E.get("corpus_core_mib")))
-    w("- mode: %s; MB = 10^6 bytes; latencies in µs; one run, shared 2-core machine, "
-      "so expect a few percent of noise" % E.get("mode"))
+    w("- mode: %s; MB = 10^6 bytes; latencies in µs; one run on a 2-core machine shared "
+      "with other work (load average %s at the start, nice %s), so expect noise, "
+      "most of all in the latency tails"
+      % (E.get("mode"), " ".join(E.get("loadavg") or []) or "?", E.get("nice")))
     w("")
     w("![IOPS, throughput and memory per target](%s)" % chart_rel)
     w("")

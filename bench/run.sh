@@ -21,7 +21,9 @@
 # into bench/results.json, BENCHMARKS.md and bench/chart.png.
 #
 # Environment: BUILD (build dir, default build), SHARED (../shared),
-# BENCH_TARGETS (space-separated subset of the names above).
+# BENCH_TARGETS (space-separated subset of the names above), BENCH_NICE (a
+# nice value for the whole run and everything it starts, e.g. -5 as root on
+# a machine busy with other work; the report records it).
 set -euo pipefail
 mode=${1:-full}
 cd "$(dirname "$0")/.."
@@ -49,6 +51,10 @@ quick)
 	;;
 esac
 targets=${BENCH_TARGETS:-$targets}
+
+if [[ -n ${BENCH_NICE:-} ]]; then
+	renice -n "$BENCH_NICE" -p $$ >/dev/null
+fi
 
 t_start=$(date +%s)
 log() { printf '[bench %4ss] %s\n' "$(($(date +%s) - t_start))" "$*"; }
@@ -120,7 +126,8 @@ env = {
 	"libnbd": sh("nbdcopy --version | sed -n 2p"),
 	"lz4": sh("pkg-config --modversion liblz4"), "zstd": sh("pkg-config --modversion libzstd"),
 	"uzram": sh(sys.argv[6] + "/uzram --version"), "git": sh("git rev-parse --short HEAD"),
-	"gcc": sh("cc -dumpfullversion"),
+	"gcc": sh("cc -dumpfullversion"), "nice": os.nice(0),
+	"loadavg": open("/proc/loadavg").read().split()[:3],
 	"corpus_tar_mib": int(sys.argv[3]), "corpus_core_mib": int(sys.argv[4]),
 	"targets": sys.argv[5].split(),
 }
