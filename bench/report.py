@@ -362,9 +362,10 @@ def markdown(R, chart_rel):
       "heap-python.core (a Python process image) right after it, on a 2 GiB device"
       % (E.get("corpus_tar_mib"), E.get("corpus_core_mib")))
     w("- mode: %s; MB = 10^6 bytes; latencies in µs; one run on a 2-core machine shared "
-      "with other work (load average %s at the start, nice %s), so expect noise, "
-      "most of all in the latency tails"
-      % (E.get("mode"), " ".join(E.get("loadavg") or []) or "?", E.get("nice")))
+      "with other work (load average %s at the start, %s at the end; nice %s), so "
+      "expect noise, most of all in the latency tails"
+      % (E.get("mode"), " ".join(E.get("loadavg") or []) or "?",
+         E.get("loadavg_end", "?"), E.get("nice")))
     w("")
     w("![IOPS, throughput and memory per target](%s)" % chart_rel)
     w("")
@@ -619,7 +620,12 @@ unset multiplot
 
 
 def build(raw, root):
-    R = {"env": load_json(os.path.join(raw, "env.json")) or {},
+    env = load_json(os.path.join(raw, "env.json")) or {}
+    try:
+        env["loadavg_end"] = open(os.path.join(raw, "loadavg-end")).read().strip()
+    except OSError:
+        pass
+    R = {"env": env,
          "codec": load_json(os.path.join(raw, "codec.json")), "targets": {}}
     for n, l, kind, algo in TARGETS:
         t = collect_target(raw, n)

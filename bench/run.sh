@@ -315,6 +315,7 @@ if [[ $mode == full && " $targets " == *" uzram-lz4 "* ]] && command -v perf >/d
 		log "perf: failed, see bench/out/raw/perf.log"
 fi
 
+cut -d' ' -f1-3 /proc/loadavg > "$raw/loadavg-end"
 log "report: BENCHMARKS.md, bench/results.json, bench/chart.png"
 python3 "$root/bench/report.py" build "$raw" "$root"
 log "done in $(($(date +%s) - t_start)) s"
