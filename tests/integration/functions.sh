@@ -165,6 +165,16 @@ require()
 	[[ -n ${UZRAM:-} ]] || fail "UZRAM is not set (path of build/uzram)"
 	[[ -x $UZRAM ]] || fail "UZRAM=$UZRAM is not an executable"
 }
+# A sanitizer build of uzram runs with address randomisation off, as the
+# Makefile runs the unit tests (this kernel's ASLR breaks their runtimes).
+SANITIZER_RUN=()
+if real_server && ldd "$UZRAM" 2>/dev/null | grep -Eq 'lib(asan|tsan|ubsan)'; then
+	SANITIZER_RUN=(setarch "$(uname -m)" -R)
+fi
+
+# uzram ARGS...: run the uzram program (stat, a serve expected to fail).
+uzram() { "${SANITIZER_RUN[@]}" "$UZRAM" "$@"; }
+
 [[ -n ${UZRAM_TEST_CORPUS:-} && -f $UZRAM_TEST_CORPUS/files.tar ]] ||
 	fail "UZRAM_TEST_CORPUS must name a folder with files.tar and heap-python.core"
 CORPUS=$UZRAM_TEST_CORPUS
@@ -177,7 +187,7 @@ server_argv()
 
 	shift 3
 	if [[ $UZRAM_ITEST_SERVER != nbdkit ]]; then
-		SERVER_ARGV=("$UZRAM" serve "${listen[@]}" "$@")
+		SERVER_ARGV=("${SANITIZER_RUN[@]}" "$UZRAM" serve "${listen[@]}" "$@")
 		return
 	fi
 	local size=1G ro=() exp=() net=()

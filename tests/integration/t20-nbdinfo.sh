@@ -120,7 +120,7 @@ if real_server; then
 	for bad in "--algorithm nosuch" "--size 0" "--size banana" "--algorithm zstd --level 999"; do
 		rc=0
 		# shellcheck disable=SC2086
-		timeout 10 "$UZRAM" serve --socket "$T/bad.sock" $bad \
+		timeout 10 "${SANITIZER_RUN[@]}" "$UZRAM" serve --socket "$T/bad.sock" $bad \
 			>"$T/bad.out" 2>"$T/bad.err" </dev/null || rc=$?
 		((rc != 0 && rc != 124)) ||
 			fail "uzram serve $bad: exit status $rc (124: still running)"

@@ -5,6 +5,7 @@
 # qemu-io) and describe what was stored; stat fails cleanly without a server.
 source "$(dirname "$0")/functions.sh"
 require nbdcopy qemu-io python3
+real_server || skip_all "uzram stat needs the real server"
 
 MiB=$((1024 * 1024))
 TAR=$CORPUS/files.tar
@@ -13,7 +14,7 @@ TARSZ=$(stat -c %s "$TAR")
 # stat_json NAME FILE: take a JSON snapshot of server NAME into FILE.
 stat_json()
 {
-	"$UZRAM" stat --socket "${SOCK[$1]}" --json >"$2" ||
+	uzram stat --socket "${SOCK[$1]}" --json >"$2" ||
 		fail "uzram stat --json on server $1 failed"
 	python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$2" ||
 		fail "uzram stat --json printed no valid JSON: $(head -c 300 "$2")"
@@ -61,7 +62,7 @@ stat_cmp "$T/s0.json" "$T/s0.json" "${checks[@]}" \
 	"a['connections_current'] == 0"
 
 step "stat without --json prints the same figures for people"
-"$UZRAM" stat --socket "${SOCK[a]}" >"$T/s0.txt"
+uzram stat --socket "${SOCK[a]}" >"$T/s0.txt"
 grep -qw disksize "$T/s0.txt" || fail "no disksize in: $(cat "$T/s0.txt")"
 grep -qw "$((64 * MiB))" "$T/s0.txt" || fail "no size in: $(cat "$T/s0.txt")"
 
@@ -91,29 +92,28 @@ if python3 -c 'import json, sys; sys.exit("bytes_written" not in json.load(open(
 fi
 
 step "an open connection is counted, an unknown command too"
-python3 - "$ITEST_DIR" "${SOCK[a]}" "$UZRAM" <<'PY'
+python3 - "$ITEST_DIR" "${SOCK[a]}" "${SANITIZER_RUN[@]}" "$UZRAM" <<'PY'
 import json, subprocess, sys
 sys.path.insert(0, sys.argv[1])
 sys.dont_write_bytecode = True
 import nbd_bad_client as nbd
+stat = sys.argv[3:] + ["stat", "--socket", sys.argv[2], "--json"]
 c = nbd.Conn(sys.argv[2]).open("")
-st = json.loads(subprocess.check_output([sys.argv[3], "stat", "--socket",
-                                         sys.argv[2], "--json"]))
+st = json.loads(subprocess.check_output(stat))
 if st["connections_current"] < 1:
     sys.exit("connections_current is %d with a client connected" %
              st["connections_current"])
 unknown = st["requests"].get("unknown", 0)
 err, _ = c.cmd(0x55, 0, 0)
 c.disconnect()
-st = json.loads(subprocess.check_output([sys.argv[3], "stat", "--socket",
-                                         sys.argv[2], "--json"]))
+st = json.loads(subprocess.check_output(stat))
 if st["requests"].get("unknown", 0) <= unknown:
     sys.exit("requests.unknown did not rise after an unknown command")
 PY
 
 step "stat without a server fails with a message"
 rc=0
-"$UZRAM" stat --socket "$T/nosuch.sock" >"$T/ns.out" 2>"$T/ns.err" || rc=$?
+uzram stat --socket "$T/nosuch.sock" >"$T/ns.out" 2>"$T/ns.err" || rc=$?
 ((rc != 0)) || fail "uzram stat on a missing socket exited 0"
 [[ -s $T/ns.err ]] || fail "uzram stat on a missing socket printed no message"
 
