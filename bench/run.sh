@@ -278,7 +278,7 @@ run_nbd() {
 		printf '{"rss_bytes": %s' "$(rss_bytes "$server_pid")"
 		if [[ $kind == serve ]]; then
 			printf ', "stat": '
-			"$build/uzram" stat --socket "$sock" --json || printf 'null'
+			timeout 10 "$build/uzram" stat --socket "$sock" --json || printf 'null'
 		fi
 		printf '}\n'
 	} > "$raw/$t.mem.json"
