@@ -531,7 +531,7 @@ int zpool_store(struct zpool *pool, const void *data, size_t size,
 	err = handle_get(pool, c, &h);
 	if (err) {
 		if (created)
-			zspage_retire(pool, c, zs, true);
+			zspage_retire(pool, c, zs, false);
 		goto out;
 	}
 	slot = slot_alloc(zs, h);

@@ -9,6 +9,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -204,6 +206,61 @@ static void test_churn_large(void **state)
 {
 	(void)state;
 	churn(64 * KiB, tu_scaled(15000), 2000, 2);
+}
+
+/*
+ * A pinned object never moves: compaction gives up on a zspage whose pins
+ * do not drain (here the pins belong to the compacting thread itself, which
+ * would otherwise deadlock), and moves it once unmapped.
+ */
+static void test_compact_while_mapped(void **state)
+{
+	size_t n = 2000;
+	struct zpool *pool = pool_new(64 * MiB, 4096);
+	struct obj *objs = calloc(n, sizeof(*objs));
+	const void **ptr = calloc(n, sizeof(*ptr));
+	void *scratch = malloc(4096);
+	struct zpool_stats before, after;
+	uint64_t s = 10;
+	long pages;
+
+	(void)state;
+	assert_non_null(objs);
+	assert_non_null(ptr);
+	assert_non_null(scratch);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(store_obj(pool, &objs[i], 1000, tu_rand(&s),
+					   scratch), 0);
+	/* 3 of every 4 go: a quarter of each zspage stays */
+	for (size_t i = 0; i < n; i++)
+		if (i % 4)
+			free_obj(pool, &objs[i]);
+	for (size_t i = 0; i < n; i += 4)
+		ptr[i] = zpool_map(pool, objs[i].handle);
+	zpool_stats(pool, &before);
+	pages = zpool_compact(pool);
+	zpool_stats(pool, &after);
+	/* only the spare zspage could go */
+	assert_true(pages <= 16);
+	for (size_t i = 0; i < n; i += 4) {
+		assert_ptr_equal(zpool_map(pool, objs[i].handle), ptr[i]);
+		zpool_unmap(pool, objs[i].handle);
+		fill(scratch, objs[i].size, objs[i].seed);
+		assert_memory_equal(ptr[i], scratch, objs[i].size);
+		zpool_unmap(pool, objs[i].handle);
+	}
+	pages = zpool_compact(pool);
+	zpool_stats(pool, &after);
+	print_message("compact after unmap: %ld pages, mem_used %llu -> %llu KiB\n",
+		      pages, (unsigned long long)before.mem_used / KiB,
+		      (unsigned long long)after.mem_used / KiB);
+	assert_true(pages > 0);
+	assert_true(after.mem_used < before.mem_used);
+	verify_all(pool, objs, n, scratch);
+	free(scratch);
+	free(ptr);
+	free(objs);
+	zpool_destroy(pool);
 }
 
 /*
@@ -443,6 +500,73 @@ static void test_address_space(void **state)
 	zpool_destroy(pool);
 }
 
+/* A tiny capacity also means few handles: running out is -ENOSPC. */
+static void test_handles_run_out(void **state)
+{
+	size_t n = 1 << 17, stored = 0;
+	struct zpool *pool = pool_new(16, 4096);
+	struct obj *objs = calloc(n, sizeof(*objs));
+	unsigned char scratch[16];
+	struct zpool_stats before, st;
+	int err = 0;
+
+	(void)state;
+	assert_non_null(objs);
+	while (stored < n) {
+		err = store_obj(pool, &objs[stored], 16, stored + 1, scratch);
+		if (err)
+			break;
+		stored++;
+	}
+	assert_int_equal(err, -ENOSPC);
+	assert_true(stored >= 60000 && stored < n);
+	zpool_stats(pool, &before);
+	assert_int_equal(store_obj(pool, &objs[stored], 16, 1, scratch), -ENOSPC);
+	zpool_stats(pool, &st);
+	assert_true(stats_equal(&st, &before));
+	free_obj(pool, &objs[7]);
+	assert_int_equal(store_obj(pool, &objs[7], 16, 8, scratch), 0);
+	verify_all(pool, objs, n, scratch);
+	free(objs);
+	zpool_destroy(pool);
+}
+
+/* Under an address-space limit the reservations shrink until mmap agrees. */
+static void test_reservation_shrinks(void **state)
+{
+	int status = -1;
+	pid_t pid;
+
+	(void)state;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	/* the sanitizers' own shadow needs more address space than this */
+	skip();
+#endif
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct rlimit rl = { 32ull << 30, 32ull << 30 };
+		unsigned char data[100] = { 1, 2, 3 };
+		struct zpool *pool;
+		const unsigned char *p;
+		uint32_t h;
+		int ok;
+
+		if (setrlimit(RLIMIT_AS, &rl) ||
+		    zpool_create(1ull << 50, 4096, &pool) ||
+		    zpool_store(pool, data, sizeof(data), &h))
+			_exit(1);
+		p = zpool_map(pool, h);
+		ok = !memcmp(p, data, sizeof(data));
+		zpool_unmap(pool, h);
+		zpool_destroy(pool);
+		_exit(ok ? 0 : 2);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static uint64_t rss_bytes(void)
 {
 	FILE *f = fopen("/proc/self/statm", "r");
@@ -539,10 +663,20 @@ static void *reader(void *arg)
 
 	while (scratch && !atomic_load(&sh->stop)) {
 		size_t i = tu_rand(&s) % sh->n;
+		const struct obj *o = &sh->objs[i];
 
 		pthread_rwlock_rdlock(&sh->locks[i]);
-		if (sh->objs[i].handle && !intact(sh->pool, &sh->objs[i], scratch))
-			atomic_fetch_add(&sh->bad, 1);
+		if (o->handle) {
+			const void *p = zpool_map(sh->pool, o->handle);
+
+			/* sometimes hold the pin while compaction wants it */
+			if (tu_rand(&s) % 16 == 0)
+				sched_yield();
+			fill(scratch, o->size, o->seed);
+			if (memcmp(p, scratch, o->size))
+				atomic_fetch_add(&sh->bad, 1);
+			zpool_unmap(sh->pool, o->handle);
+		}
 		pthread_rwlock_unlock(&sh->locks[i]);
 		atomic_fetch_add(&sh->reads, 1);
 	}
@@ -565,7 +699,7 @@ static void test_concurrent(void **state)
 {
 	struct shared sh = { .n = 8192 };
 	unsigned char *scratch = malloc(4096);
-	pthread_t readers[2], comp;
+	pthread_t readers[3], comp;
 	uint64_t s = 8;
 
 	(void)state;
@@ -582,7 +716,7 @@ static void test_concurrent(void **state)
 					   1 + tu_rand(&s) % 4096, tu_rand(&s),
 					   scratch), 0);
 	}
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 		assert_int_equal(pthread_create(&readers[i], NULL, reader, &sh), 0);
 	assert_int_equal(pthread_create(&comp, NULL, compactor, &sh), 0);
 	for (uint64_t w = 0; w < sh.writes; w++) {
@@ -604,7 +738,7 @@ static void test_concurrent(void **state)
 			sched_yield();
 	}
 	atomic_store(&sh.stop, true);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 		pthread_join(readers[i], NULL);
 	pthread_join(comp, NULL);
 	print_message("concurrent: %llu writes, %llu reads, %llu compaction passes\n",
@@ -629,9 +763,12 @@ int main(void)
 		cmocka_unit_test(test_churn_small),
 		cmocka_unit_test(test_churn_large),
 		cmocka_unit_test(test_compact_keeps_bytes),
+		cmocka_unit_test(test_compact_while_mapped),
 		cmocka_unit_test(test_fragmentation_bound),
 		cmocka_unit_test(test_limit),
 		cmocka_unit_test(test_address_space),
+		cmocka_unit_test(test_handles_run_out),
+		cmocka_unit_test(test_reservation_shrinks),
 		cmocka_unit_test(test_rss),
 		cmocka_unit_test(test_concurrent),
 	};
