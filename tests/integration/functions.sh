@@ -9,8 +9,9 @@
 # registers a single EXIT trap. That trap runs, in this order and even when
 # the script failed half-way: the steps pushed with on_exit, cleanup_mount
 # and cleanup_loop (newest first), a kill of every server started with
-# start_server, and the removal of $T. A failing command (or an explicit fail) ends the script with a message
-# naming the current `step` and the command that failed.
+# start_server, and the removal of $T. A failing command, or an explicit
+# fail, ends the script with a message naming the current `step` and what
+# failed.
 #
 # Servers
 #   start_server NAME [SERVE ARGS...]  runs `$UZRAM serve --socket $T/NAME.sock
@@ -19,14 +20,19 @@
 #	Afterwards: ${PID[NAME]}, ${SOCK[NAME]}, ${URI[NAME]} (nbd+unix URI with
 #	the export name), ${OUT[NAME]} / ${ERR[NAME]} (its stdout and stderr).
 #   start_server_tcp NAME HOST:PORT [ARGS...]  the same on TCP.
-#   stop_server NAME   SIGTERM; asserts exit status 0 and the socket removed.
+#   stop_server NAME   SIGTERM; asserts exit status 0 and the sockets removed.
 #   assert_alive NAME  the process is still running.
+#
+# Checks (each fails the script with a message): assert_eq, assert_ok,
+# assert_fails, assert_same_data, assert_same_range, assert_zero,
+# assert_zero_bit, wait_for, qio / qio_fails (qemu-io), require.
 #
 # Switching the server under test: server_argv below is the only place
 # that knows the command line. UZRAM_ITEST_SERVER=nbdkit runs nbdkit's
 # memory plugin instead (a stand-in used while uzram serve was being
 # written; options it has no equivalent for are dropped). Scripts that need
 # uzram-only features must pass with the real server, not the stand-in.
+# A sanitizer build of uzram is run under setarch -R automatically.
 
 set -euo pipefail
 set -E			# the ERR trap is inherited by functions
@@ -176,7 +182,8 @@ fi
 uzram() { "${SANITIZER_RUN[@]}" "$UZRAM" "$@"; }
 
 [[ -n ${UZRAM_TEST_CORPUS:-} && -f $UZRAM_TEST_CORPUS/files.tar ]] ||
-	fail "UZRAM_TEST_CORPUS must name a folder with files.tar and heap-python.core"
+	fail "UZRAM_TEST_CORPUS must name a folder with files.tar" \
+		"and heap-python.core"
 CORPUS=$UZRAM_TEST_CORPUS
 
 # server_argv LISTEN-ARGS -- SERVE-ARGS: the command line of the server under
@@ -286,7 +293,8 @@ assert_alive()
 {
 	local name=$1
 	kill -0 "${PID[$name]}" 2>/dev/null ||
-		fail "server $name (pid ${PID[$name]}) died:"$'\n'"$(tail -n 20 "${ERR[$name]}")"
+		fail "server $name (pid ${PID[$name]}) died:" \
+			$'\n'"$(tail -n 20 "${ERR[$name]}")"
 }
 
 # stop_server NAME: SIGTERM must end the server cleanly within 10 s, with
@@ -315,9 +323,6 @@ stop_server()
 		[[ -z $left ]] || fail "server $name left sockets behind: $left"
 	fi
 }
-
-# rss_kb PID: resident set size in KiB.
-rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 
 assert_eq()
 {
@@ -353,7 +358,8 @@ assert_same_data()
 {
 	local n=${3:-$(stat -c %s "$1")}
 	[[ $(sha_head "$1" "$n") == "$(sha_head "$2" "$n")" ]] ||
-		fail "data differs in the first $n bytes: $1 vs $2 ($(cmp -n "$n" "$1" "$2" 2>&1 | head -n 1))"
+		fail "data differs in the first $n bytes: $1 vs $2:" \
+			"$(cmp -n "$n" "$1" "$2" 2>&1 | head -n 1)"
 }
 
 # assert_zero FILE OFFSET BYTES: that range of FILE is all zero bytes.
@@ -452,6 +458,7 @@ assert_zero_bit()
 	types=$(map_types "$1" "$2" "$3")
 	for t in $types; do
 		(((t & 2) != 0)) ||
-			fail "${4:-}: [$2, $(($2 + $3))) has types '$types', not all zero"
+			fail "${4:-}: [$2, $(($2 + $3))) has types '$types'," \
+				"not all zero"
 	done
 }

@@ -213,7 +213,8 @@ class Conn:
         """NBD_OPT_GO (or INFO); returns 0 on success, else the error
         reply type. Sets size and tflags from NBD_INFO_EXPORT."""
         nm = name.encode()
-        self.send_opt(opt, struct.pack(">I", len(nm)) + nm + struct.pack(">H", 0))
+        self.send_opt(opt, struct.pack(">I", len(nm)) + nm +
+                      struct.pack(">H", 0))
         while True:
             rtype, data = self.opt_reply(opt)
             if rtype == NBD_REP_ACK:
@@ -226,7 +227,8 @@ class Conn:
             check(len(data) >= 2, "short NBD_REP_INFO")
             (itype,) = struct.unpack(">H", data[:2])
             if itype == NBD_INFO_EXPORT:
-                check(len(data) == 12, "NBD_INFO_EXPORT of %d bytes" % len(data))
+                check(len(data) == 12,
+                      "NBD_INFO_EXPORT of %d bytes" % len(data))
                 self.size, self.tflags = struct.unpack(">QH", data[2:])
 
     def open(self, name):
@@ -247,8 +249,8 @@ class Conn:
     def reply(self, handle, read_len=0):
         """Read one simple reply to `handle`; returns (error, data)."""
         magic, err, h = struct.unpack(">IIQ", self.recv(16))
-        check(magic == NBD_SIMPLE_REPLY_MAGIC,
-              "reply magic %#x (structured replies were not negotiated)" % magic)
+        check(magic == NBD_SIMPLE_REPLY_MAGIC, "reply magic %#x (structured "
+              "replies were not negotiated)" % magic)
         check(h == handle, "reply handle %d, expected %d" % (h, handle))
         data = self.recv(read_len) if err == 0 and read_len else b""
         return err, data
@@ -689,7 +691,8 @@ def case_commands(a):
     Works on [--start, --start + 1 MiB)."""
     c = Conn(a.socket).open(a.export)
     f = c.tflags
-    for flag, name in ((NBD_FLAG_SEND_FLUSH, "FLUSH"), (NBD_FLAG_SEND_FUA, "FUA"),
+    for flag, name in ((NBD_FLAG_SEND_FLUSH, "FLUSH"),
+                       (NBD_FLAG_SEND_FUA, "FUA"),
                        (NBD_FLAG_SEND_TRIM, "TRIM"),
                        (NBD_FLAG_SEND_WRITE_ZEROES, "WRITE_ZEROES"),
                        (NBD_FLAG_SEND_CACHE, "CACHE"),

@@ -19,33 +19,43 @@ if real_server; then
 	assert_eq "$(nbdinfo --size "$printed")" "$SIZE" "size through $printed"
 fi
 
+# export_info URI EXPR: EXPR of nbdinfo's JSON about the export, as `e`.
+export_info()
+{
+	nbdinfo --json "$1" >"$T/info.json"
+	json_get "$T/info.json" "(lambda e: $2)(j['exports'][0])"
+}
+
 step "nbdinfo: size and flags"
-nbdinfo --json "${URI[a]}" >"$T/info.json"
-assert_eq "$(json_get "$T/info.json" 'j["exports"][0]["export-size"]')" "$SIZE" export-size
+assert_eq "$(export_info "${URI[a]}" 'e["export-size"]')" "$SIZE" export-size
 for flag in can_trim can_zero can_fua can_flush can_cache can_multi_conn; do
-	assert_eq "$(json_get "$T/info.json" "j['exports'][0]['$flag']")" True "$flag"
+	assert_eq "$(export_info "${URI[a]}" "e['$flag']")" True "$flag"
 done
-assert_eq "$(json_get "$T/info.json" 'j["exports"][0]["is_read_only"]')" False is_read_only
-assert_eq "$(json_get "$T/info.json" '"base:allocation" in j["exports"][0]["contexts"]')" \
+assert_eq "$(export_info "${URI[a]}" 'e["is_read_only"]')" False is_read_only
+assert_eq "$(export_info "${URI[a]}" '"base:allocation" in e["contexts"]')" \
 	True "base:allocation context"
 
 step "nbdinfo --map: a fresh device is one hole+zero extent"
 nbdinfo --map --json "${URI[a]}" >"$T/map.json"
-assert_eq "$(json_get "$T/map.json" '[(e["offset"], e["length"], e["type"]) for e in j]')" \
+assert_eq "$(json_get "$T/map.json" \
+	'[(e["offset"], e["length"], e["type"]) for e in j]')" \
 	"[[0, $SIZE, 3]]" "map of a fresh device"
 
 step "nbdinfo --map: written ranges are data, the rest stays holes"
-qio "${URI[a]}" "write -P 0xa5 $((4 * MiB)) $MiB" "write -P 0x3c $((40 * MiB + 100)) 5000"
+qio "${URI[a]}" "write -P 0xa5 $((4 * MiB)) $MiB" \
+	"write -P 0x3c $((40 * MiB + 100)) 5000"
 assert_eq "$(map_types "${URI[a]}" $((4 * MiB)) $MiB)" 0 "type of [4M, 5M)"
 assert_eq "$(map_types "${URI[a]}" 0 $((4 * MiB)))" 3 "type of [0, 4M)"
-assert_eq "$(map_types "${URI[a]}" $((5 * MiB)) $((35 * MiB)))" 3 "type of [5M, 40M)"
+assert_eq "$(map_types "${URI[a]}" $((5 * MiB)) $((35 * MiB)))" 3 \
+	"type of [5M, 40M)"
 # 5000 bytes at 40M+100 touch the 4 KiB pages [40M, 40M+8K) (the stand-in
 # nbdkit keeps 32 KiB pages).
 grain=8192
 real_server || grain=32768
-assert_eq "$(map_types "${URI[a]}" $((40 * MiB)) $grain)" 0 "type of the unaligned write"
-assert_eq "$(map_types "${URI[a]}" $((40 * MiB + grain)) $((24 * MiB - grain)))" 3 \
-	"type after the unaligned write"
+assert_eq "$(map_types "${URI[a]}" $((40 * MiB)) $grain)" 0 \
+	"type of the unaligned write"
+assert_eq "$(map_types "${URI[a]}" $((40 * MiB + grain)) \
+	$((24 * MiB - grain)))" 3 "type after the unaligned write"
 
 step "nbdinfo --map: write-zeroes and trim make zero ranges again"
 qio "${URI[a]}" "write -P 0x11 $((8 * MiB)) $MiB" "write -z $((8 * MiB)) $MiB" \
@@ -70,8 +80,9 @@ start_server n --size 16M --export disk0
 assert_eq "$(nbdinfo --size "${URI[n]}")" $((16 * MiB)) "size of export disk0"
 if real_server; then
 	nbdinfo --list --json "${URI[n]}" >"$T/list.json"
-	assert_eq "$(json_get "$T/list.json" '[e["export-name"] for e in j["exports"]]')" \
-		'["disk0"]' "exports listed"
+	assert_eq "$(json_get "$T/list.json" \
+		'[e["export-name"] for e in j["exports"]]')" '["disk0"]' \
+		"exports listed"
 	assert_fails "connect to an unknown export" \
 		nbdinfo --size "nbd+unix:///nosuch?socket=${SOCK[n]}"
 fi
@@ -80,16 +91,17 @@ stop_server n
 
 step "--read-only: is_read_only and writes refused"
 start_server r --size 8M --read-only
-assert_eq "$(nbdinfo --json "${URI[r]}" | python3 -c \
-	'import json,sys; print(json.load(sys.stdin)["exports"][0]["is_read_only"])')" \
-	True is_read_only
+assert_eq "$(export_info "${URI[r]}" 'e["is_read_only"]')" True is_read_only
 # qemu-io opens read-write unless -r, which the read-only flag must refuse.
 qio_fails "${URI[r]}" "write -P 1 0 4096"
 qio -r "${URI[r]}" "read -P 0 0 8M"
 stop_server r
 
 step "--tcp HOST:PORT"
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])')
 start_server_tcp t "127.0.0.1:$port" --size 4M
 assert_eq "$(nbdinfo --size "${URI[t]}")" $((4 * MiB)) "size over TCP"
 qio "${URI[t]}" "write -P 7 0 64k" "read -P 7 0 64k"
@@ -117,14 +129,18 @@ stop_server c
 
 if real_server; then
 	step "bad serve options fail with a message"
-	for bad in "--algorithm nosuch" "--size 0" "--size banana" "--algorithm zstd --level 999"; do
+	for bad in "--algorithm nosuch" "--size 0" "--size banana" \
+		"--algorithm zstd --level 999"; do
 		rc=0
 		# shellcheck disable=SC2086
-		timeout 10 "${SANITIZER_RUN[@]}" "$UZRAM" serve --socket "$T/bad.sock" $bad \
+		timeout 10 "${SANITIZER_RUN[@]}" "$UZRAM" serve \
+			--socket "$T/bad.sock" $bad \
 			>"$T/bad.out" 2>"$T/bad.err" </dev/null || rc=$?
 		((rc != 0 && rc != 124)) ||
 			fail "uzram serve $bad: exit status $rc (124: still running)"
-		[[ -s $T/bad.err ]] || fail "uzram serve $bad: no message on stderr"
-		[[ ! -e $T/bad.sock ]] || fail "uzram serve $bad left a socket behind"
+		[[ -s $T/bad.err ]] ||
+			fail "uzram serve $bad: no message on stderr"
+		[[ ! -e $T/bad.sock ]] ||
+			fail "uzram serve $bad left a socket behind"
 	done
 fi

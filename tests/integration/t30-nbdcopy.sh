@@ -34,7 +34,8 @@ copy_back a "$T/out" --connections=1
 assert_same_data "$TAR" "$T/out" "$TARSZ"
 assert_zero "$T/out" "$TARSZ" $((SIZE - TARSZ))
 
-step "64 MiB of the python core in (4 connections, 64 requests) and out (1, synchronous)"
+step "64 MiB of the python core in (4 connections, 64 requests)," \
+	"out (1, synchronous)"
 nbdcopy --connections=4 --requests=64 --flush "$T/core64" "${URI[a]}"
 copy_back a "$T/out" --synchronous
 assert_same_data "$T/core64" "$T/out"
@@ -47,7 +48,11 @@ assert_eq "$(sha "$T/out2")" "$(sha "$T/out")" "sha256 of the multi-conn copy"
 step "zero runs written over old data read back as zeros"
 # tar, then 8 MiB of zeros, then 4 MiB of the core: nbdcopy turns the zero
 # run into zero requests over what the core left there.
-{ cat "$TAR"; head -c $((8 * MiB)) /dev/zero; tail -c $((4 * MiB)) "$T/core64"; } >"$T/mixed"
+{
+	cat "$TAR"
+	head -c $((8 * MiB)) /dev/zero
+	tail -c $((4 * MiB)) "$T/core64"
+} >"$T/mixed"
 MIXSZ=$(stat -c %s "$T/mixed")
 nbdcopy --connections=4 "$T/mixed" "${URI[a]}"
 copy_back a "$T/out"
@@ -64,7 +69,7 @@ step "servers survive the traffic and stop cleanly"
 stop_server a
 stop_server b
 
-step "SIGTERM in the middle of a 4-connection copy: exit 0, the client does not hang"
+step "SIGTERM in the middle of a 4-connection copy: exit 0, no hang"
 start_server c --size 96M
 rc=0
 timeout 30 nbdcopy --connections=4 --requests=16 "$T/core64" "${URI[c]}" \

@@ -60,7 +60,8 @@ EOF
 step "fio: 2 jobs x 24 MiB random writes, iodepth 16, verify=crc32c"
 rc=0
 fio --output-format=json --output="$T/verify.json" "$T/verify.fio" || rc=$?
-((rc == 0)) || fail "fio exited with $rc: $(grep -v '^ ' "$T/verify.json" | head -n 20)"
+((rc == 0)) ||
+	fail "fio exited with $rc: $(grep -v '^ ' "$T/verify.json" | head -n 20)"
 check_fio "$T/verify.json"
 
 # The same ranges again (so every block is overwritten), now with reads
@@ -85,15 +86,16 @@ offset=0
 offset_increment=32m
 EOF
 
-step "fio: 2 jobs overwrite with interleaved verify (verify_backlog=16), iodepth 8"
+step "fio: 2 jobs overwrite, verify_backlog=16, iodepth 8"
 rc=0
 fio --output-format=json --output="$T/backlog.json" "$T/backlog.fio" || rc=$?
-((rc == 0)) || fail "fio exited with $rc: $(grep -v '^ ' "$T/backlog.json" | head -n 20)"
+((rc == 0)) ||
+	fail "fio exited with $rc: $(grep -v '^ ' "$T/backlog.json" | head -n 20)"
 check_fio "$T/backlog.json"
 
 step "8 connections race on 512-byte slots of the same pages (no lost updates)"
-python3 "$ITEST_DIR/nbd_bad_client.py" --socket "${SOCK[a]}" --start $((40 * 1024 * 1024)) \
-	subpage-race || fail "nbd_bad_client.py subpage-race failed (see above)"
+python3 "$ITEST_DIR/nbd_bad_client.py" --socket "${SOCK[a]}" \
+	--start $((40 * 1024 * 1024)) subpage-race || fail "nbd_bad_client.py subpage-race failed (see above)"
 
 step "the server survived and stops cleanly"
 stop_server a
