@@ -247,7 +247,7 @@ int zpool_create(uint64_t capacity, size_t max_object, struct zpool **out)
 
 	/*
 	 * Worst case without compaction: every object of 16 bytes or more
-	 * alone in its zspage, plus slack for each class's partial zspage.
+	 * alone in its zspage; plus a partial zspage and a spare per class.
 	 */
 	nframes = capacity / ZP_ALIGN + 2ull * pool->nclasses + 64;
 	if (nframes > ZP_MAX_FRAMES)

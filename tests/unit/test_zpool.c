@@ -3,7 +3,13 @@
  *
  * Every object is filled with bytes generated from a seed kept by the test,
  * and checked byte for byte through zpool_map(); objects outlive frees,
- * handle reuse, compaction and concurrent readers.
+ * handle reuse, compaction and concurrent readers. Besides bytes, the tests
+ * check the promises in numbers: the counters, a fragmentation bound after
+ * compaction, the memory limit and the address space (-ENOSPC, nothing
+ * changed), and mem_used against the process's RSS (plain build only: the
+ * sanitizers' shadow memory is not the pool's).
+ *
+ * CMOCKA_TEST_FILTER=test_limit runs one test.
  */
 #include <errno.h>
 #include <pthread.h>
