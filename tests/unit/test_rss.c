@@ -15,6 +15,9 @@
  * pages of the table and of malloc'd allocator metadata, and glibc keeps
  * freed small chunks in its arenas instead of returning them to the OS.
  *
+ * A second test checks that holes cost nothing even when read, mapped
+ * with block status or discarded.
+ *
  * Under AddressSanitizer or ThreadSanitizer every byte the allocator touches
  * also touches shadow memory, so RSS no longer measures the allocator; the
  * test is skipped there (it runs in the plain build of make test).
@@ -161,10 +164,66 @@ static void test_rss(void **state)
 	free(buf);
 }
 
+/*
+ * Holes cost no memory, and neither does looking at them: reading a
+ * never-written range, asking for its block status, or discarding it must
+ * not make the page table resident (mkfs discards a whole device first, and
+ * an NBD client maps a whole export with block status).
+ */
+static void test_holes_cost_nothing(void **state)
+{
+	const uint64_t size = 16ull << 30;
+	struct uzram_config cfg;
+	struct uzram *dev = NULL;
+	uint64_t rss0, off, run;
+	unsigned flags;
+	uint8_t *buf;
+
+	(void)state;
+#ifdef UNDER_SANITIZER
+	printf("   skipped: sanitizer shadow memory is part of RSS\n");
+	skip();
+#endif
+	if (!rss_bytes()) {
+		printf("   skipped: /proc/self/statm is unreadable\n");
+		skip();
+	}
+	buf = malloc(1u << 20);
+	assert_non_null(buf);
+	memset(buf, 1, 1u << 20);
+	uzram_config_init(&cfg);
+	cfg.size = size;
+	assert_int_equal(uzram_open(&cfg, &dev), 0);
+	/* This thread's buffers exist already, or are made here. */
+	assert_int_equal(uzram_read(dev, buf, 100, 10), 0);
+	rss0 = rss_bytes();
+
+	for (off = 0; off < (1ull << 30); off += 1u << 20)
+		assert_int_equal(uzram_read(dev, buf, 1u << 20, off), 0);
+	printf("   reading 1 GiB of holes: RSS %+lld KiB\n",
+	       ((long long)rss_bytes() - (long long)rss0) / 1024);
+	assert_int_equal(uzram_block_status(dev, 0, size, &run, &flags), 0);
+	assert_int_equal(run, size);
+	assert_int_equal(flags, UZRAM_STATUS_HOLE | UZRAM_STATUS_ZERO);
+	printf("   and block status of all 16 GiB: RSS %+lld KiB\n",
+	       ((long long)rss_bytes() - (long long)rss0) / 1024);
+	assert_int_equal(uzram_discard(dev, size, 0), 0);
+	printf("   and discarding all 16 GiB: RSS %+lld KiB\n",
+	       ((long long)rss_bytes() - (long long)rss0) / 1024);
+	if (rss_bytes() > rss0 + (256u << 10))
+		fail_msg("looking at holes made %llu KiB resident (the page "
+			 "table is %llu KiB)",
+			 (unsigned long long)(rss_bytes() - rss0) / 1024,
+			 (unsigned long long)(size / PG * 16 / 1024));
+	uzram_close(dev);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rss),
+		cmocka_unit_test(test_holes_cost_nothing),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

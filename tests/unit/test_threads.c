@@ -12,10 +12,10 @@
  *   + a compaction thread and a thread reading stats and block status
  *
  * A self-describing page starts with a header (magic, page number, writer,
- * sequence number, and the XXH3 hash of the whole page with the hash field
- * zeroed). Whatever the interleaving, every page read from the shared range
+ * sequence number, and the CRC-32 of the whole page with that field
+ * zeroed; libdeflate's crc32, already linked for the codec). Whatever the interleaving, every page read from the shared range
  * must be all zeros or carry a valid header naming that very page: a torn
- * page (half of one write and half of another) fails the hash.
+ * page (half of one write and half of another) fails the checksum.
  *
  * Threads do not call cmocka's asserts (they longjmp to the main thread's
  * context); they record the first failure, and the main thread reports it.
@@ -24,7 +24,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
-#include <xxhash.h>
+#include <libdeflate.h>
 
 #include "uzram.h"
 #include "testutil.h"
@@ -229,7 +229,7 @@ static void make_page(uint8_t *p, uint64_t page, uint64_t writer,
 		}
 	}
 	memcpy(p, &h, sizeof(h));
-	h.hash = XXH3_64bits(p, PG);
+	h.hash = libdeflate_crc32(0, p, PG);
 	memcpy(p, &h, sizeof(h));
 }
 
@@ -249,12 +249,12 @@ static const char *check_page(uint8_t *p, uint64_t page)
 		return "header names another page";
 	if (h.writer >= NSHARED)
 		return "unknown writer";
-	/* Hash the page as written: with the hash field zeroed. */
+	/* Check the page as it was written: with the hash field zeroed. */
 	memcpy(copy, p, sizeof(copy));
 	memset(p + offsetof(struct hdr, hash), 0, 8);
-	want = XXH3_64bits(p, PG);
+	want = libdeflate_crc32(0, p, PG);
 	memcpy(p, copy, sizeof(copy));
-	return want == h.hash ? NULL : "torn page (hash mismatch)";
+	return want == h.hash ? NULL : "torn page (checksum mismatch)";
 }
 
 static void *shared_worker(void *arg)
@@ -453,10 +453,289 @@ static void test_threads(void **state)
 	free(buf);
 }
 
+/*
+ * Partial writes to the same pages from several threads: the device is cut
+ * into CHUNK-byte pieces dealt round-robin to the threads (so most pages
+ * have four owners and some pieces straddle two pages). Each thread
+ * rewrites, zeroes and reads back only its own pieces; a read-modify-write
+ * that lost another thread's bytes shows up as a piece with the wrong
+ * contents, in the thread's own reads or in the final check.
+ */
+#define CHUNK 100
+#define SP_PAGES 16
+#define SP_THREADS 4
+
+struct piece_worker {
+	pthread_t th;
+	struct uzram *dev;
+	int id;
+	uint64_t ops;
+	uint8_t *ref;
+};
+
+static void *piece_worker(void *arg)
+{
+	struct piece_worker *w = arg;
+	const uint64_t nchunks = SP_PAGES * PG / CHUNK;
+	uint64_t rng = 0xabcdefull + (uint64_t)w->id, k, c, off, i;
+	uint8_t buf[CHUNK];
+	int e = 0;
+
+	for (k = 0; k < w->ops && !atomic_load(&stop); k++) {
+		c = rnd(&rng, nchunks / SP_THREADS) * SP_THREADS +
+		    (uint64_t)w->id;
+		off = c * CHUNK;
+		switch (rnd(&rng, 6)) {
+		case 0: case 1: case 2:
+			for (i = 0; i < CHUNK; i++)
+				buf[i] = (uint8_t)(k + i * (uint64_t)(w->id + 1));
+			e = uzram_write(w->dev, buf, CHUNK, off);
+			memcpy(w->ref + off, buf, CHUNK);
+			break;
+		case 3:
+			e = rnd(&rng, 2) ? uzram_discard(w->dev, CHUNK, off) :
+			    uzram_write_zeroes(w->dev, CHUNK, off,
+					       UZRAM_ZERO_NO_HOLE);
+			memset(w->ref + off, 0, CHUNK);
+			break;
+		default:
+			e = uzram_read(w->dev, buf, CHUNK, off);
+			if (!e && memcmp(buf, w->ref + off, CHUNK))
+				record_failure("thread %d op %llu: piece at %llu "
+					       "lost its bytes", w->id,
+					       (unsigned long long)k,
+					       (unsigned long long)off);
+			break;
+		}
+		if (e)
+			record_failure("thread %d op %llu: %d at %llu", w->id,
+				       (unsigned long long)k, e,
+				       (unsigned long long)off);
+	}
+	return NULL;
+}
+
+static void test_partial_same_page(void **state)
+{
+	struct piece_worker w[SP_THREADS];
+	struct uzram_config cfg;
+	struct uzram *d = NULL;
+	uint8_t *buf;
+	uint64_t c, owner;
+	int i;
+
+	(void)state;
+	atomic_store(&stop, 0);
+	uzram_config_init(&cfg);
+	cfg.size = SP_PAGES * PG;
+	assert_int_equal(uzram_open(&cfg, &d), 0);
+	for (i = 0; i < SP_THREADS; i++) {
+		w[i].dev = d;
+		w[i].id = i;
+		w[i].ops = tu_scaled(OPS);
+		w[i].ref = calloc(1, SP_PAGES * PG);
+		assert_non_null(w[i].ref);
+	}
+	for (i = 0; i < SP_THREADS; i++)
+		assert_int_equal(pthread_create(&w[i].th, NULL, piece_worker,
+						&w[i]), 0);
+	for (i = 0; i < SP_THREADS; i++)
+		pthread_join(w[i].th, NULL);
+	if (fail_text[0])
+		fail_msg("%s", fail_text);
+	buf = malloc(SP_PAGES * PG);
+	assert_non_null(buf);
+	assert_int_equal(uzram_read(d, buf, SP_PAGES * PG, 0), 0);
+	for (c = 0; c < SP_PAGES * PG / CHUNK; c++) {
+		owner = c % SP_THREADS;
+		if (memcmp(buf + c * CHUNK, w[owner].ref + c * CHUNK, CHUNK))
+			fail_msg("piece %llu (bytes %llu..%llu, thread %llu) "
+				 "differs at the end", (unsigned long long)c,
+				 (unsigned long long)(c * CHUNK),
+				 (unsigned long long)(c * CHUNK + CHUNK - 1),
+				 (unsigned long long)owner);
+	}
+	for (i = 0; i < SP_THREADS; i++)
+		free(w[i].ref);
+	free(buf);
+	uzram_close(d);
+}
+
+/*
+ * The memory limit under contention: four threads write incompressible and
+ * real pages into their own regions of a device whose limit holds about a
+ * quarter of them, discarding some as they go. Every -ENOSPC must leave a
+ * prefix of the request written and the rest old (each thread checks by
+ * reading back), the failures must all be counted, and the limit must hold
+ * with only the allocator's descriptors as slack.
+ */
+#define LT_REGION 256
+#define LT_LIMIT (1ull << 20)
+#define LT_SLACK (64ull << 10)
+
+struct limit_worker {
+	pthread_t th;
+	struct uzram *dev;
+	int id;
+	uint64_t ops, failures, ok;
+	uint8_t *ref;
+};
+
+static void *limit_worker(void *arg)
+{
+	struct limit_worker *w = arg;
+	const uint64_t base = (uint64_t)w->id * LT_REGION * PG;
+	uint64_t rng = 0x5151ull * (uint64_t)(w->id + 3), k, p, n, q, i, v;
+	uint8_t *buf = malloc(2 * PG), *chk = malloc(PG);
+	int e;
+
+	if (!buf || !chk) {
+		record_failure("limit worker %d: out of memory", w->id);
+		goto out;
+	}
+	for (k = 0; k < w->ops && !atomic_load(&stop); k++) {
+		p = rnd(&rng, LT_REGION);
+		n = p + 1 < LT_REGION ? 1 + rnd(&rng, 2) : 1;
+		switch (rnd(&rng, 5)) {
+		case 0: case 1: case 2:
+			if (rnd(&rng, 2)) {
+				for (i = 0; i < n * PG; i += 8) {
+					v = tu_rand(&rng);
+					memcpy(buf + i, &v, 8);
+				}
+			} else {
+				memcpy(buf, corpus + rnd(&rng, corpus_len -
+							 2 * PG), n * PG);
+			}
+			e = uzram_write(w->dev, buf, n * PG, base + p * PG);
+			if (e == 0) {
+				memcpy(w->ref + p * PG, buf, n * PG);
+				w->ok++;
+				break;
+			}
+			if (e != -ENOSPC) {
+				record_failure("limit worker %d: write: %d",
+					       w->id, e);
+				break;
+			}
+			w->failures++;
+			for (q = 0; q < n; q++) {
+				if (uzram_read(w->dev, chk, PG,
+					       base + (p + q) * PG))
+					record_failure("limit worker %d: read",
+						       w->id);
+				if (memcmp(chk, buf + q * PG, PG))
+					break;
+				memcpy(w->ref + (p + q) * PG, chk, PG);
+			}
+			for (; q < n; q++) {
+				if (uzram_read(w->dev, chk, PG,
+					       base + (p + q) * PG))
+					record_failure("limit worker %d: read",
+						       w->id);
+				if (memcmp(chk, w->ref + (p + q) * PG, PG))
+					record_failure("limit worker %d op %llu:"
+						       " page %llu lost its old "
+						       "bytes after -ENOSPC",
+						       w->id,
+						       (unsigned long long)k,
+						       (unsigned long long)
+						       (base / PG + p + q));
+			}
+			break;
+		case 3:
+			n = 1 + rnd(&rng, 8);
+			if (p + n > LT_REGION)
+				n = LT_REGION - p;
+			if (uzram_discard(w->dev, n * PG, base + p * PG))
+				record_failure("limit worker %d: discard",
+					       w->id);
+			memset(w->ref + p * PG, 0, n * PG);
+			break;
+		default:
+			if (uzram_read(w->dev, chk, PG, base + p * PG))
+				record_failure("limit worker %d: read", w->id);
+			else if (memcmp(chk, w->ref + p * PG, PG))
+				record_failure("limit worker %d op %llu: page "
+					       "%llu differs", w->id,
+					       (unsigned long long)k,
+					       (unsigned long long)
+					       (base / PG + p));
+			break;
+		}
+	}
+out:
+	free(buf);
+	free(chk);
+	return NULL;
+}
+
+static void test_limit_threads(void **state)
+{
+	struct limit_worker w[4];
+	struct uzram_config cfg;
+	struct uzram_stats st;
+	struct uzram *d = NULL;
+	uint64_t failures = 0, ok = 0;
+	uint8_t *buf;
+	int i;
+
+	(void)state;
+	atomic_store(&stop, 0);
+	uzram_config_init(&cfg);
+	cfg.size = 4 * LT_REGION * PG;
+	cfg.mem_limit = LT_LIMIT;
+	assert_int_equal(uzram_open(&cfg, &d), 0);
+	for (i = 0; i < 4; i++) {
+		w[i].dev = d;
+		w[i].id = i;
+		w[i].ops = tu_scaled(OPS / 4);
+		w[i].failures = w[i].ok = 0;
+		w[i].ref = calloc(1, LT_REGION * PG);
+		assert_non_null(w[i].ref);
+	}
+	for (i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&w[i].th, NULL, limit_worker,
+						&w[i]), 0);
+	for (i = 0; i < 4; i++) {
+		pthread_join(w[i].th, NULL);
+		failures += w[i].failures;
+		ok += w[i].ok;
+	}
+	if (fail_text[0])
+		fail_msg("%s", fail_text);
+	buf = malloc(LT_REGION * PG);
+	assert_non_null(buf);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(uzram_read(d, buf, LT_REGION * PG,
+					    (uint64_t)i * LT_REGION * PG), 0);
+		if (memcmp(buf, w[i].ref, LT_REGION * PG))
+			fail_msg("limit region %d differs at the end", i);
+		free(w[i].ref);
+	}
+	free(buf);
+	assert_int_equal(uzram_stats(d, &st, sizeof(st)), 0);
+	printf("   limit: %llu writes fit, %llu hit -ENOSPC; mem_used_max "
+	       "%llu of %llu\n", (unsigned long long)ok,
+	       (unsigned long long)failures,
+	       (unsigned long long)st.mem_used_max,
+	       (unsigned long long)LT_LIMIT);
+	if (failures == 0 || ok == 0)
+		fail_msg("the limit was never (or always) reached");
+	assert_int_equal(st.failed_writes, failures);
+	if (st.mem_used_max > LT_LIMIT + LT_SLACK)
+		fail_msg("mem_used_max %llu passed the limit %llu",
+			 (unsigned long long)st.mem_used_max,
+			 (unsigned long long)LT_LIMIT);
+	uzram_close(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_threads),
+		cmocka_unit_test(test_partial_same_page),
+		cmocka_unit_test(test_limit_threads),
 	};
 
 	return cmocka_run_group_tests(tests, load, unload);
