@@ -416,15 +416,19 @@ static bool should_compact(const struct size_class *c)
 	return c->objs > 1 && f >= 2ull * c->objs && f * 4 > c->zspages * c->objs;
 }
 
-/* Stop new pins of zs and wait for the current ones; false if they stay. */
-static bool migrate_begin(struct zpool *pool, const struct zspage *zs)
+/*
+ * Stop new pins of zs and wait for the current ones, backing off at most
+ * `patience` times; false if they stay.
+ */
+static bool migrate_begin(struct zpool *pool, const struct zspage *zs,
+			  unsigned patience)
 {
 	_Atomic uint32_t *pin = &pool->frames[zs->frame].pin;
 	uint32_t v = atomic_fetch_or_explicit(pin, PIN_MIGRATE, memory_order_acq_rel);
 	unsigned spins = 0;
 
 	while (v & ~PIN_MIGRATE) {
-		if (spins >= MIGRATE_GIVE_UP) {
+		if (spins >= patience) {
 			atomic_fetch_and_explicit(pin, ~PIN_MIGRATE,
 						  memory_order_release);
 			return false;
@@ -459,9 +463,12 @@ static void move_object(struct zpool *pool, struct size_class *c,
 	regroup(c, dst);
 }
 
-/* Empty up to `budget` sparse zspages of c; returns the pages freed. */
+/*
+ * Empty up to `budget` sparse zspages of c; returns the pages freed. The
+ * opportunistic compaction of zpool_free() waits less for readers.
+ */
 static long compact_class(struct zpool *pool, struct size_class *c,
-			  unsigned budget)
+			  unsigned budget, unsigned patience)
 {
 	long freed = 0;
 
@@ -470,7 +477,7 @@ static long compact_class(struct zpool *pool, struct size_class *c,
 		struct zspage *dst = fullest(c, src);
 		uint32_t frame;
 
-		if (!src || !dst || !migrate_begin(pool, src))
+		if (!src || !dst || !migrate_begin(pool, src, patience))
 			break;
 		frame = src->frame;
 		for (uint32_t i = 0; i < c->objs && src->inuse; i++) {
@@ -505,7 +512,7 @@ long zpool_compact(struct zpool *pool)
 		struct size_class *c = &pool->classes[i];
 
 		pthread_mutex_lock(&c->lock);
-		freed += compact_class(pool, c, ~0u);
+		freed += compact_class(pool, c, ~0u, MIGRATE_PATIENCE);
 		if (c->spare) {
 			zspage_free(pool, c, c->spare);
 			c->spare = NULL;
@@ -594,6 +601,6 @@ void zpool_free(struct zpool *pool, uint32_t handle)
 	else
 		regroup(c, zs);
 	if (should_compact(c))
-		compact_class(pool, c, AUTO_COMPACT_BUDGET);
+		compact_class(pool, c, AUTO_COMPACT_BUDGET, AUTO_COMPACT_PATIENCE);
 	pthread_mutex_unlock(&c->lock);
 }

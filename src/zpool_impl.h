@@ -41,8 +41,9 @@
 
 #define PIN_MIGRATE (1u << 31)
 #define SPIN_LIMIT 256u              /* pause this often, then yield */
-#define MIGRATE_GIVE_UP (SPIN_LIMIT + 1024u)
+#define MIGRATE_PATIENCE (SPIN_LIMIT + 1024u)
 #define AUTO_COMPACT_BUDGET 2u       /* zspages per zpool_free() */
+#define AUTO_COMPACT_PATIENCE (SPIN_LIMIT + 16u)
 
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
