@@ -176,7 +176,7 @@ static void churn(size_t max_object, uint64_t ops, size_t nslots, uint64_t seed)
 		if (o->handle)
 			free_obj(pool, o);
 		if (tu_rand(&s) % 4) {
-			/* mostly small sizes, as compressed pages are */
+			/* half tiny, to fill the classes of many objects */
 			size_t size = tu_rand(&s) % 2 ? 1 + tu_rand(&s) % max_object
 						    : 1 + tu_rand(&s) % 64;
 
