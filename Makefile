@@ -111,7 +111,7 @@ $(BUILD)/uzram: $(CLI_OBJS) $(BUILD)/libuzram.a
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libuzram.a
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -Isrc -o $@ $< $(BUILD)/libuzram.a \
-		$(shell pkg-config --cflags --libs cmocka) $(LDLIBS_ALL)
+		$(shell pkg-config --cflags --libs cmocka libxxhash) $(LDLIBS_ALL)
 
 unit: $(UNIT_BINS)
 
