@@ -427,6 +427,8 @@ static void *compactor(void *arg)
 static void run_seed(uint64_t seed, uint64_t ops, const char *algo)
 {
 	struct uzram_config cfg;
+	struct uzram_stats st;
+	uint64_t mem0;
 	struct run r;
 	pthread_t th;
 	uint64_t k;
@@ -442,6 +444,8 @@ static void run_seed(uint64_t seed, uint64_t ops, const char *algo)
 	cfg.algorithm = algo;
 	assert_int_equal(uzram_open(&cfg, &r.dev), 0);
 	r.size = uzram_size(r.dev);
+	assert_int_equal(uzram_stats(r.dev, &st, sizeof(st)), 0);
+	mem0 = st.mem_used_total;
 	assert_int_equal(r.size, (cfg.size + PG - 1) / PG * PG);
 	r.npages = r.size / PG;
 	r.model = calloc(1, r.size);
@@ -494,6 +498,14 @@ static void run_seed(uint64_t seed, uint64_t ops, const char *algo)
 	model_zero(&r, 0, r.size, M_HOLE);
 	verify_all(&r);
 	check_counters(&r);
+	assert_true(uzram_compact(r.dev) >= 0);
+	assert_int_equal(uzram_stats(r.dev, &st, sizeof(st)), 0);
+	/* The handle and frame tables keep their high-water mark. */
+	if (st.mem_used_total > mem0 + (256u << 10))
+		fail_msg("seed %llu: an empty, compacted device holds %llu "
+			 "bytes, a fresh one %llu", (unsigned long long)seed,
+			 (unsigned long long)st.mem_used_total,
+			 (unsigned long long)mem0);
 	uzram_close(r.dev);
 	free(r.model);
 	free(r.state);
