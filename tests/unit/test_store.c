@@ -873,6 +873,10 @@ static void test_compact(void **state)
 		memset(ref + i * PG, 0, PG);
 	}
 	churned = get_stats(dev);
+	/* Freeing that much passed the threshold: compaction ran by itself. */
+	if (churned.pages_compacted <= full.pages_compacted)
+		fail_msg("no automatic compaction after freeing 3/4 of %llu "
+			 "pages", (unsigned long long)npages);
 	n = uzram_compact(dev);
 	assert_true(n >= 0);
 	check_dev(dev, ref, "compaction after churn");
@@ -1369,6 +1373,26 @@ static void test_mem_limit(void **state)
 			memcpy(ref + i * PG + 1000, req, 100);
 		else
 			failures++;
+	}
+	/*
+	 * Zeroing part of a huge page needs a new object: it may fail like a
+	 * write, page by page and in order, leaving the failing page intact.
+	 */
+	for (i = 8; i < 16; i++) {
+		r = i % 2 ? uzram_discard(dev, PG + 100, i * PG + 50) :
+		    uzram_write_zeroes(dev, PG + 100, i * PG + 50,
+				       UZRAM_ZERO_NO_HOLE);
+		assert_true(r == 0 || r == -ENOSPC);
+		if (r) {
+			failures++;
+			/* The first page failed, or only the second did. */
+			assert_int_equal(uzram_read(dev, chk, PG, i * PG), 0);
+			if (memcmp(chk, ref + i * PG, PG))
+				memset(ref + i * PG + 50, 0, PG - 50);
+		} else {
+			memset(ref + i * PG + 50, 0, PG + 100);
+		}
+		check_dev(dev, ref, "after zeroing part of huge pages");
 	}
 	check_dev(dev, ref, "after writes into a full device");
 	st = get_stats(dev);
