@@ -179,7 +179,9 @@ struct uzram_stats {
 	uint64_t failed_reads;    /* reads that returned -EIO */
 	uint64_t failed_writes;   /* writes that failed for lack of memory */
 	uint64_t invalid_io;      /* requests rejected as out of range */
-	uint64_t table_bytes;     /* the page table, not in mem_used_total */
+	uint64_t table_bytes;     /* the page table (16 bytes a page, made per
+				   * 64 MiB on first write), not counted in
+				   * mem_used_total */
 };
 
 /*

@@ -20,8 +20,11 @@
  *                            size in bytes (high 32 bits: clusters larger
  *                            than a page fit)
  *
- * Lock rules: flags and val are read only with the lock held (shared or
- * exclusive) and written only with it held exclusively. A reader holds the
+ * Lock rules: flags and val are written only with the lock held
+ * exclusively, and val is read only with the lock held. flags is atomic so
+ * that a reader may look at the state without the lock: a hole needs no
+ * lock to read as zeros, and taking one would write to (and so fault in)
+ * a page-table page that nothing else has touched. A reader holds the
  * lock shared for as long as it uses the object the slot names, so a writer
  * that swaps in a new object under the exclusive lock may free the old one
  * once it has unlocked: no reader can still be looking at it.
@@ -49,7 +52,7 @@ enum slot_state {
 
 struct slot {
 	_Atomic uint32_t lock;
-	uint32_t flags;
+	_Atomic uint32_t flags;
 	uint64_t val;
 };
 
@@ -102,9 +105,19 @@ static inline void slot_unlock(struct slot *s)
 	atomic_fetch_and_explicit(&s->lock, ~SLOT_WRITER, memory_order_release);
 }
 
+static inline uint32_t slot_flags(const struct slot *s)
+{
+	return atomic_load_explicit(&s->flags, memory_order_acquire);
+}
+
+static inline void slot_set_flags(struct slot *s, uint32_t flags)
+{
+	atomic_store_explicit(&s->flags, flags, memory_order_release);
+}
+
 static inline enum slot_state slot_state(const struct slot *s)
 {
-	return (enum slot_state)(s->flags & SLOT_STATE_MASK);
+	return (enum slot_state)(slot_flags(s) & SLOT_STATE_MASK);
 }
 
 static inline uint32_t slot_handle(const struct slot *s)

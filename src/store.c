@@ -5,13 +5,24 @@
  *   uzram_read/write/discard/write_zeroes
  *        |  split into pages; partial pages are read-modify-written
  *        v
+ *   dir: one pointer per 64 MiB of device, NULL until a page in it is written
+ *   +------+------+------+-----
+ *   |  *   | NULL |  *   | ...
+ *   +--+---+------+--+---+-----
+ *      v             v
  *   +---------+---------+---------+---------+-----
- *   | slot 0  | slot 1  | slot 2  | slot 3  | ...     the page table, one
- *   | EMPTY   | SAME    | OBJ     | HUGE    |         16-byte slot a page
- *   +---------+---------+----+----+----+----+-----    (see slot.h)
+ *   | slot 0  | slot 1  | slot 2  | slot 3  | ...     a chunk of the page
+ *   | EMPTY   | SAME    | OBJ     | HUGE    |         table: 16384 slots of
+ *   +---------+---------+----+----+----+----+-----    16 bytes (see slot.h)
  *                            |         |
  *                  handle -> v         v  <- handle
  *                  zpool: compressed objects / raw pages in zspages
+ *
+ * The table is sparse because holes must cost nothing, even to look at:
+ * reading never-written memory faults pages in on some kernels, so a
+ * reader, block status or discard of a hole must not touch the table.
+ * A chunk is created by the first write into its 64 MiB, published with a
+ * compare-and-swap, and kept until the device is closed.
  *
  * Writing a page. A whole page is classified and compressed into the
  * thread's own buffer and stored in the allocator before the slot is even
@@ -65,12 +76,17 @@
 /* Handles are 32-bit: at most one object per page for 2^32 pages. */
 #define MAX_PAGES (UINT64_C(1) << 32)
 
+#define CHUNK_SHIFT 14
+#define CHUNK_SLOTS (UINT64_C(1) << CHUNK_SHIFT)
+#define CHUNK_BYTES (CHUNK_SLOTS * sizeof(struct slot))
+
 struct uzram {
-	struct slot *table;
+	struct slot *_Atomic *dir;
+	uint64_t nchunks;
+	_Atomic uint64_t chunks_used;
 	uint64_t npages;
 	uint64_t size;
 	uint64_t mem_limit;
-	size_t table_bytes;
 	struct zcomp *comp;
 	struct zpool *pool;
 	struct stats stats;
@@ -126,6 +142,41 @@ static struct store_tls *tls_get(void)
 	return t;
 }
 
+/* The slot of page idx, or NULL while its chunk has never been written. */
+static inline struct slot *slot_peek(struct uzram *dev, uint64_t idx)
+{
+	struct slot *chunk = atomic_load_explicit(&dev->dir[idx >> CHUNK_SHIFT],
+						  memory_order_acquire);
+
+	return chunk ? &chunk[idx & (CHUNK_SLOTS - 1)] : NULL;
+}
+
+/* The slot of page idx, creating its chunk if needed; NULL: no memory. */
+static struct slot *slot_get(struct uzram *dev, uint64_t idx)
+{
+	struct slot *_Atomic *entry = &dev->dir[idx >> CHUNK_SHIFT];
+	struct slot *chunk = atomic_load_explicit(entry, memory_order_acquire);
+	struct slot *expected = NULL;
+
+	if (__builtin_expect(chunk != NULL, 1))
+		return &chunk[idx & (CHUNK_SLOTS - 1)];
+	/* Anonymous memory is zeroed, and a zero slot is an unlocked hole. */
+	chunk = mmap(NULL, CHUNK_BYTES, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (chunk == MAP_FAILED)
+		return NULL;
+	if (atomic_compare_exchange_strong_explicit(entry, &expected, chunk,
+						    memory_order_acq_rel,
+						    memory_order_acquire)) {
+		atomic_fetch_add_explicit(&dev->chunks_used, 1,
+					  memory_order_relaxed);
+	} else {
+		munmap(chunk, CHUNK_BYTES);
+		chunk = expected;
+	}
+	return &chunk[idx & (CHUNK_SLOTS - 1)];
+}
+
 static void fill64(unsigned char *dst, uint64_t v, size_t poff, size_t len)
 {
 	const unsigned char *b = (const unsigned char *)&v;
@@ -178,10 +229,10 @@ static void content_release(struct uzram *dev, const struct content *old)
 /* Swap in new contents; the caller holds the slot lock exclusively. */
 static struct content slot_swap(struct slot *s, const struct content *c)
 {
-	struct content old = { s->flags, s->val };
+	struct content old = { slot_flags(s), s->val };
 
-	s->flags = c->flags;
 	s->val = c->val;
+	slot_set_flags(s, c->flags);
 	return old;
 }
 
@@ -283,10 +334,9 @@ static int slot_read_part(struct uzram *dev, const struct slot *s,
 	return ret;
 }
 
-static void page_commit(struct uzram *dev, uint64_t idx,
+static void page_commit(struct uzram *dev, struct slot *s,
 			const struct content *c)
 {
-	struct slot *s = &dev->table[idx];
 	struct content old;
 
 	slot_lock(s);
@@ -299,16 +349,17 @@ static void page_commit(struct uzram *dev, uint64_t idx,
 static int page_write_full(struct uzram *dev, uint64_t idx,
 			   const unsigned char *src)
 {
+	struct slot *s = slot_get(dev, idx);
 	struct store_tls *t = tls_get();
 	struct content c;
 	int ret;
 
-	if (!t)
+	if (!s || !t)
 		return -ENOMEM;
 	ret = page_encode(dev, src, t, &c);
 	if (ret)
 		return ret;
-	page_commit(dev, idx, &c);
+	page_commit(dev, s, &c);
 	return 0;
 }
 
@@ -316,12 +367,12 @@ static int page_write_full(struct uzram *dev, uint64_t idx,
 static int page_write_part(struct uzram *dev, uint64_t idx, size_t poff,
 			   size_t len, const unsigned char *src)
 {
-	struct slot *s = &dev->table[idx];
+	struct slot *s = slot_get(dev, idx);
 	struct store_tls *t = tls_get();
 	struct content c, old;
 	int ret;
 
-	if (!t)
+	if (!s || !t)
 		return -ENOMEM;
 	slot_lock(s);
 	if (!src && (slot_state(s) == SLOT_EMPTY ||
@@ -388,8 +439,12 @@ UZRAM_API int uzram_read(struct uzram *dev, void *buf, size_t len,
 	while (len) {
 		size_t poff = off & PAGE_MASK;
 		size_t n = len < PAGE - poff ? len : PAGE - poff;
-		struct slot *s = &dev->table[off >> PAGE_SHIFT];
+		struct slot *s = slot_peek(dev, off >> PAGE_SHIFT);
 
+		if (!s || slot_state(s) == SLOT_EMPTY) {
+			memset(dst, 0, n);
+			goto next;
+		}
 		slot_lock_shared(s);
 		if (n == PAGE)
 			ret = slot_decode(dev, s, dst);
@@ -398,6 +453,7 @@ UZRAM_API int uzram_read(struct uzram *dev, void *buf, size_t len,
 		slot_unlock_shared(s);
 		if (ret)
 			return io_failed(dev, "read", ret, off);
+next:
 		dst += n;
 		off += n;
 		len -= n;
@@ -448,8 +504,21 @@ static int zero_range(struct uzram *dev, const char *what, uint64_t len,
 		size_t n = len < PAGE - poff ? len : PAGE - poff;
 		uint64_t idx = off >> PAGE_SHIFT;
 
-		if (n == PAGE) {
-			page_commit(dev, idx, &c);
+		struct slot *s = slot_peek(dev, idx);
+
+		if (whole == SLOT_EMPTY && !s) {
+			/* a chunk never written: skip to its end */
+			uint64_t left = CHUNK_SLOTS * PAGE -
+					(off & (CHUNK_SLOTS * PAGE - 1));
+
+			n = len < left ? len : left;
+		} else if (whole == SLOT_EMPTY && slot_state(s) == SLOT_EMPTY) {
+			/* nothing to drop, and no table page to fault in */
+		} else if (n == PAGE) {
+			s = slot_get(dev, idx);
+			if (!s)
+				return io_failed(dev, what, -ENOMEM, off);
+			page_commit(dev, s, &c);
 		} else {
 			ret = page_write_part(dev, idx, poff, n, NULL);
 			if (ret)
@@ -482,10 +551,12 @@ UZRAM_API int uzram_write_zeroes(struct uzram *dev, size_t len, uint64_t off,
 
 static unsigned page_status(struct uzram *dev, uint64_t idx)
 {
-	struct slot *s = &dev->table[idx];
+	struct slot *s = slot_peek(dev, idx);
 	enum slot_state state;
 	uint64_t val;
 
+	if (!s || slot_state(s) == SLOT_EMPTY)
+		return UZRAM_STATUS_HOLE | UZRAM_STATUS_ZERO;
 	slot_lock_shared(s);
 	state = slot_state(s);
 	val = s->val;
@@ -513,8 +584,19 @@ UZRAM_API int uzram_block_status(struct uzram *dev, uint64_t off, uint64_t len,
 	end = off + len;
 	first = page_status(dev, off >> PAGE_SHIFT);
 	pos = (off | PAGE_MASK) + 1;
-	while (pos < end && page_status(dev, pos >> PAGE_SHIFT) == first)
+	while (pos < end) {
+		uint64_t idx = pos >> PAGE_SHIFT;
+
+		if (first == (UZRAM_STATUS_HOLE | UZRAM_STATUS_ZERO) &&
+		    !atomic_load_explicit(&dev->dir[idx >> CHUNK_SHIFT],
+					  memory_order_acquire)) {
+			pos = ((idx >> CHUNK_SHIFT) + 1) << (CHUNK_SHIFT + PAGE_SHIFT);
+			continue;
+		}
+		if (page_status(dev, idx) != first)
+			break;
 		pos += PAGE;
+	}
 	*run = (pos < end ? pos : end) - off;
 	*flags = first;
 	return 0;
@@ -583,16 +665,12 @@ UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 	}
 	zpool_set_limit(dev->pool, c.mem_limit);
 
-	/* Zero pages are empty slots, so the table costs memory only as
-	 * pages are written. */
-	dev->table_bytes = dev->npages * sizeof(struct slot);
-	dev->table = mmap(NULL, dev->table_bytes, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (dev->table == MAP_FAILED) {
-		dev->table = NULL;
+	dev->nchunks = (dev->npages + CHUNK_SLOTS - 1) >> CHUNK_SHIFT;
+	dev->dir = calloc(dev->nchunks, sizeof(*dev->dir));
+	if (!dev->dir) {
 		ret = uzram_set_error(-ENOMEM,
-			"open: cannot map a page table of %zu bytes",
-			dev->table_bytes);
+			"open: cannot allocate a page directory of %llu entries",
+			(unsigned long long)dev->nchunks);
 		goto fail;
 	}
 	*devp = dev;
@@ -607,8 +685,13 @@ UZRAM_API void uzram_close(struct uzram *dev)
 {
 	if (!dev)
 		return;
-	if (dev->table)
-		munmap(dev->table, dev->table_bytes);
+	for (uint64_t i = 0; dev->dir && i < dev->nchunks; i++) {
+		struct slot *chunk = atomic_load_explicit(&dev->dir[i],
+							  memory_order_relaxed);
+		if (chunk)
+			munmap(chunk, CHUNK_BYTES);
+	}
+	free(dev->dir);
 	zpool_destroy(dev->pool);
 	zcomp_destroy(dev->comp);
 	free(dev);
@@ -627,7 +710,10 @@ UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
 	if (!dev || !st || !st_size)
 		return uzram_set_error(-EINVAL, "stats: NULL argument");
 	stats_snapshot(&dev->stats, dev->pool, dev->size, dev->mem_limit,
-		       dev->table_bytes, &full);
+		       dev->nchunks * sizeof(*dev->dir) +
+		       atomic_load_explicit(&dev->chunks_used,
+					    memory_order_relaxed) * CHUNK_BYTES,
+		       &full);
 	memcpy(st, &full, st_size < sizeof full ? st_size : sizeof full);
 	return 0;
 }
