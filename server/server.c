@@ -263,7 +263,7 @@ static void drain_clients(struct server *srv)
 	for (int round = 0; round < 2 && srv->nclients > 0; round++) {
 		for (struct client *cl = srv->clients; cl; cl = cl->next)
 			(void)shutdown(cl->fd, how);
-		clock_gettime(CLOCK_REALTIME, &deadline);
+		clock_gettime(CLOCK_MONOTONIC, &deadline);
 		deadline.tv_sec += DRAIN_SECS;
 		while (srv->nclients > 0 &&
 		       pthread_cond_timedwait(&srv->gone_cv, &srv->lock,
@@ -422,8 +422,13 @@ int nbd_server_run(const struct nbd_server_config *cfg)
 	bool tcp = cfg->socket_path == NULL;
 	char out[4096];
 
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* immune to clock steps */
 	pthread_mutex_init(&srv.lock, NULL);
-	pthread_cond_init(&srv.gone_cv, NULL);
+	pthread_cond_init(&srv.gone_cv, &ca);
+	pthread_condattr_destroy(&ca);
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
