@@ -293,6 +293,7 @@ static void do_read_structured(struct worker *w, const struct nbd_request *rq)
 	for (int i = 0; i < n; i++) {
 		const struct chunk *ch = &w->ch[i];
 		unsigned char *h = w->hdr[i];
+		unsigned char *dst = w->buf + (ch->off - rq->off);
 		uint16_t done = i == n - 1 ? NBD_REPLY_FLAG_DONE : 0;
 
 		if (ch->zero) {
@@ -302,8 +303,6 @@ static void do_read_structured(struct worker *w, const struct nbd_request *rq)
 			w->iov[iovcnt++] = (struct iovec){ h, 32 };
 			continue;
 		}
-		unsigned char *dst = w->buf + (ch->off - rq->off);
-
 		r = uzram_read(c->exp->dev, dst, ch->len, ch->off);
 		if (r < 0) {
 			reply_error(c, rq, nbd_err(r));
@@ -333,21 +332,27 @@ static void do_read(struct worker *w, const struct nbd_request *rq)
 	reply_simple(w->c, rq, nbd_err(r), w->buf, rq->len);
 }
 
+static uint32_t nbd_state(unsigned fl)
+{
+	return (fl & UZRAM_STATUS_HOLE ? NBD_STATE_HOLE : 0) |
+	       (fl & UZRAM_STATUS_ZERO ? NBD_STATE_ZERO : 0);
+}
+
+/* base:allocation extents, merged, at most MAX_DESC (one with REQ_ONE). */
 static void do_block_status(struct worker *w, const struct nbd_request *rq)
 {
 	struct uzram *dev = w->c->exp->dev;
 	uint64_t pos = rq->off, end = rq->off + rq->len, run;
-	unsigned char *d = w->desc + 4;
-	uint32_t prev = 0;
+	unsigned char *d = w->desc + 4, h[NBD_CHUNK_HDR_SIZE];
+	struct iovec iov[2] = { { h, sizeof h }, { w->desc, 0 } };
+	uint32_t st, prev = 0;
 	unsigned fl;
 	int n = 0;
 
 	while (pos < end) {
 		if (uzram_block_status(dev, pos, end - pos, &run, &fl) < 0)
 			break;
-		uint32_t st = (fl & UZRAM_STATUS_HOLE ? NBD_STATE_HOLE : 0) |
-			      (fl & UZRAM_STATUS_ZERO ? NBD_STATE_ZERO : 0);
-
+		st = nbd_state(fl);
 		if (n > 0 && st == prev) {
 			put32(d + 8 * (n - 1), get32(d + 8 * (n - 1)) + (uint32_t)run);
 		} else {
@@ -365,12 +370,10 @@ static void do_block_status(struct worker *w, const struct nbd_request *rq)
 		reply_error(w->c, rq, NBD_EIO);
 		return;
 	}
-	unsigned char h[NBD_CHUNK_HDR_SIZE];
-	struct iovec iov[2] = { { h, sizeof h }, { w->desc, 4 + 8u * n } };
-
 	put_chunk_hdr(h, rq, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_BLOCK_STATUS,
 		      (uint32_t)(4 + 8 * n));
 	put32(w->desc, NBD_META_ID_ALLOC);
+	iov[1].iov_len = 4 + 8u * n;
 	send_frame(w->c, iov, 2);
 }
 
