@@ -637,6 +637,116 @@ static void test_block_status(void **state)
 	free(buf);
 }
 
+/*
+ * A device larger than one chunk of the page table (64 MiB): data on both
+ * sides of the chunk boundaries, chunks never written, and zeroing, block
+ * status and reads that cross them.
+ */
+static void test_table_chunks(void **state)
+{
+	const uint64_t chunk = 64u << 20, size = 3 * chunk + 3 * PG;
+	const uint64_t npages = size / PG;
+	struct uzram_stats st0, st;
+	uint64_t off, run, p, q, seed = 17;
+	unsigned flags, *want;
+	struct uzram *dev;
+	uint8_t *ref, *buf;
+
+	(void)state;
+	dev = dev_open(size - 7, NULL, 0, 0);
+	assert_int_equal(uzram_size(dev), size);
+	st0 = get_stats(dev);
+	ref = calloc(1, size);
+	buf = malloc(2 * PG);
+	want = malloc(npages * sizeof(*want));
+	assert_non_null(ref);
+	assert_non_null(buf);
+	assert_non_null(want);
+	dev_write(dev, ref, tar_page(0), PG, chunk - PG);
+	fill_rand(buf, 2 * PG, &seed);
+	dev_write(dev, ref, buf, 100, 2 * chunk - 50);
+	dev_write(dev, ref, tar_page(1), 1, size - 1);
+	check_dev(dev, ref, "writes at chunk boundaries");
+	st = get_stats(dev);
+	/* Chunks 0, 1, 2 and 3 were written; each costs 16 bytes a page. */
+	assert_int_equal(st.table_bytes - st0.table_bytes,
+			 4 * (chunk / PG) * 16);
+	assert_int_equal(st.pages_stored, 4);
+
+	/* Zeroing across boundaries and over a whole untouched chunk. */
+	assert_int_equal(uzram_discard(dev, chunk + 200, chunk - 100), 0);
+	memset(ref + chunk - 100, 0, chunk + 200);
+	assert_int_equal(uzram_write_zeroes(dev, chunk, 2 * chunk - 80,
+					    UZRAM_ZERO_NO_HOLE), 0);
+	memset(ref + 2 * chunk - 80, 0, chunk);
+	check_dev(dev, ref, "zeroing across chunks");
+	/*
+	 * Stored: the data pages at chunk - PG and size - 1, and the zero
+	 * pages [2 * chunk, 3 * chunk - PG). The holes zeroed in part at
+	 * 2 * chunk - PG and 3 * chunk - PG may have become zero pages.
+	 */
+	st = get_stats(dev);
+	if (st.pages_stored < 2 + chunk / PG - 1 ||
+	    st.pages_stored > 2 + chunk / PG + 1)
+		fail_msg("%llu pages stored", (unsigned long long)st.pages_stored);
+	check_read(dev, ref, chunk - 10, 20);
+	check_read(dev, ref, 2 * chunk - 3 * PG - 1, 6 * PG + 2);
+
+	/* Every page's status, and maximal runs found by walking. */
+	for (p = 0; p < npages; p++)
+		want[p] = UZRAM_STATUS_HOLE | UZRAM_STATUS_ZERO;
+	for (p = 2 * chunk / PG; p < 3 * chunk / PG - 1; p++)
+		want[p] = UZRAM_STATUS_ZERO;
+	want[chunk / PG - 1] = 0;
+	want[npages - 1] = 0;
+	want[2 * chunk / PG - 1] = ~0u;    /* either */
+	want[3 * chunk / PG - 1] = ~0u;
+	for (off = 0; off < size; off += run) {
+		assert_int_equal(uzram_block_status(dev, off, size - off, &run,
+						    &flags), 0);
+		for (p = off / PG; p * PG < off + run; p++)
+			if (want[p] != flags && (want[p] != ~0u || !flags))
+				fail_msg("run %llu @ %llu: flags %u, page %llu "
+					 "has %u", (unsigned long long)run,
+					 (unsigned long long)off, flags,
+					 (unsigned long long)p, want[p]);
+		q = (off + run) / PG;
+		if (q < npages && want[q] == flags)
+			fail_msg("run @ %llu stops at page %llu of equal status",
+				 (unsigned long long)off,
+				 (unsigned long long)q);
+	}
+	assert_int_equal(uzram_discard(dev, size, 0), 0);
+	assert_int_equal(get_stats(dev).pages_stored, 0);
+	assert_int_equal(uzram_block_status(dev, 0, size, &run, &flags), 0);
+	assert_int_equal(run, size);
+	uzram_close(dev);
+
+	/* Only the last chunk written: runs of holes skip unmade chunks. */
+	dev = dev_open(size, NULL, 0, 0);
+	memset(ref, 0, size);
+	dev_write(dev, ref, tar_page(2), PG, 3 * chunk + PG);
+	for (off = 0; off < 3 * chunk; off += chunk / 2 + 7 * PG + 3) {
+		assert_int_equal(uzram_block_status(dev, off, size - off, &run,
+						    &flags), 0);
+		assert_int_equal(flags, UZRAM_STATUS_HOLE | UZRAM_STATUS_ZERO);
+		assert_int_equal(run, 3 * chunk + PG - off);
+	}
+	assert_int_equal(uzram_block_status(dev, 3 * chunk + PG - 1, 2,
+					    &run, &flags), 0);
+	assert_int_equal(run, 1);
+	check_read(dev, ref, 3 * chunk - 9, PG + 20);
+	check_dev(dev, ref, "one page in the last chunk");
+	assert_int_equal(uzram_discard(dev, 3 * chunk + 2 * PG - 1, 1), 0);
+	assert_int_equal(get_stats(dev).pages_stored, 0);
+	assert_int_equal(uzram_block_status(dev, 0, size, &run, &flags), 0);
+	assert_int_equal(run, size);
+	uzram_close(dev);
+	free(ref);
+	free(buf);
+	free(want);
+}
+
 /* Same-filled pages live in the table: counted, and no allocator memory. */
 static void test_same_filled(void **state)
 {
@@ -1439,6 +1549,7 @@ int main(void)
 		cmocka_unit_test(test_discard),
 		cmocka_unit_test(test_write_zeroes),
 		cmocka_unit_test(test_block_status),
+		cmocka_unit_test(test_table_chunks),
 		cmocka_unit_test(test_same_filled),
 		cmocka_unit_test(test_huge),
 		cmocka_unit_test(test_corpus_roundtrip),
