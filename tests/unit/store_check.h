@@ -1,0 +1,184 @@
+/*
+ * store_check.h - the checking kit shared by the tests of the public API
+ * (test_store.c for what calls do, test_errors.c for what they refuse).
+ *
+ * Both keep a plain reference copy of the device and compare it whole with
+ * the device after every change (check_dev), writing through dev_write so
+ * the copy follows each successful write. Their pages come from the real
+ * data corpus (tu_corpus()), loaded once per binary by the group setup
+ * load_corpus/free_corpus, or are made same-filled (fill_same) or
+ * incompressible (fill_rand) on purpose.
+ *
+ * Everything here is static: include it from one .c file per test binary.
+ */
+#ifndef UZRAM_STORE_CHECK_H
+#define UZRAM_STORE_CHECK_H
+
+#include "uzram.h"
+#include "testutil.h"
+
+#define PG ((uint64_t)UZRAM_PAGE_SIZE)
+#define SAME_VALUE 0xdeadbeefcafebabeull
+/* The most a limit may be overrun by: one zspage of 16 pages. */
+#define ZSPAGE_MAX (16 * PG)
+
+static uint8_t *tar;       /* files.tar, whole */
+static size_t tar_len;
+static uint8_t *core;      /* the start of heap-python.core */
+static size_t core_len;
+
+static inline int load_corpus(void **state)
+{
+	(void)state;
+	tar = tu_corpus("files.tar", 8u << 20, &tar_len);
+	core = tu_corpus("heap-python.core", 24u << 20, &core_len);
+	if (tar_len < (4u << 20) || core_len < (20u << 20))
+		fail_msg("corpus too small: files.tar %zu, core %zu bytes",
+			 tar_len, core_len);
+	return 0;
+}
+
+static inline int free_corpus(void **state)
+{
+	(void)state;
+	free(tar);
+	free(core);
+	return 0;
+}
+
+static inline struct uzram *dev_open(uint64_t size, const char *algo, int level,
+				     uint64_t limit)
+{
+	struct uzram_config cfg;
+	struct uzram *dev = NULL;
+	int r;
+
+	uzram_config_init(&cfg);
+	cfg.size = size;
+	if (algo)
+		cfg.algorithm = algo;
+	cfg.level = level;
+	cfg.mem_limit = limit;
+	r = uzram_open(&cfg, &dev);
+	if (r)
+		fail_msg("uzram_open(size %llu, %s, level %d): %d (%s: %s)",
+			 (unsigned long long)size, algo ? algo : "default",
+			 level, r, uzram_strerror(r), uzram_last_error());
+	assert_non_null(dev);
+	return dev;
+}
+
+static inline struct uzram_stats get_stats(struct uzram *dev)
+{
+	struct uzram_stats st;
+
+	memset(&st, 0xa5, sizeof(st));
+	assert_int_equal(uzram_stats(dev, &st, sizeof(st)), 0);
+	return st;
+}
+
+static inline int is_same_filled(const uint8_t *p)
+{
+	uint64_t v, w;
+	size_t i;
+
+	memcpy(&v, p, 8);
+	for (i = 8; i < PG; i += 8) {
+		memcpy(&w, p + i, 8);
+		if (w != v)
+			return 0;
+	}
+	return 1;
+}
+
+static inline int has_data(const uint8_t *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i])
+			return 1;
+	return 0;
+}
+
+/*
+ * Pages of files.tar that are not same-filled and hold data in their first
+ * and last 128 bytes, so a partial zeroing never leaves a zero page.
+ */
+static inline const uint8_t *tar_page(size_t n)
+{
+	size_t i, seen = 0;
+
+	for (i = 0; i + PG <= tar_len; i += PG) {
+		if (is_same_filled(tar + i) || !has_data(tar + i, 128) ||
+		    !has_data(tar + i + PG - 128, 128))
+			continue;
+		if (seen++ == n)
+			return tar + i;
+	}
+	fail_msg("files.tar has fewer than %zu data pages", n + 1);
+	return NULL;
+}
+
+static inline void fill_same(uint8_t *p, size_t len, uint64_t v)
+{
+	size_t i;
+
+	for (i = 0; i + 8 <= len; i += 8)
+		memcpy(p + i, &v, 8);
+}
+
+static inline void fill_rand(uint8_t *p, size_t len, uint64_t *seed)
+{
+	size_t i;
+	uint64_t v;
+
+	for (i = 0; i < len; i += 8) {
+		v = tu_rand(seed);
+		memcpy(p + i, &v, len - i < 8 ? len - i : 8);
+	}
+}
+
+/* Compare every byte of the device with ref; report the first difference. */
+static inline void check_dev_at(struct uzram *dev, const uint8_t *ref,
+				const char *what, int line)
+{
+	uint64_t size = uzram_size(dev), off;
+	size_t chunk = 1u << 20, n, i;
+	uint8_t *buf = malloc(chunk);
+	int r;
+
+	assert_non_null(buf);
+	for (off = 0; off < size; off += n) {
+		n = size - off < chunk ? (size_t)(size - off) : chunk;
+		r = uzram_read(dev, buf, n, off);
+		if (r)
+			fail_msg("line %d, %s: uzram_read(%zu @ %llu) = %d",
+				 line, what, n, (unsigned long long)off, r);
+		if (memcmp(buf, ref + off, n) == 0)
+			continue;
+		for (i = 0; buf[i] == ref[off + i]; i++)
+			;
+		fail_msg("line %d, %s: device differs from reference at offset "
+			 "%llu (page %llu): 0x%02x, want 0x%02x", line, what,
+			 (unsigned long long)(off + i),
+			 (unsigned long long)((off + i) / PG), buf[i],
+			 ref[off + i]);
+	}
+	free(buf);
+}
+
+#define check_dev(dev, ref, what) check_dev_at(dev, ref, what, __LINE__)
+
+static inline void dev_write(struct uzram *dev, uint8_t *ref, const void *buf,
+			     size_t len, uint64_t off)
+{
+	int r = uzram_write(dev, buf, len, off);
+
+	if (r)
+		fail_msg("uzram_write(%zu @ %llu) = %d (%s)", len,
+			 (unsigned long long)off, r, uzram_last_error());
+	memcpy(ref + off, buf, len);
+}
+
+#endif
