@@ -108,7 +108,7 @@ $(BUILD)/uzram: $(CLI_OBJS) $(BUILD)/libuzram.a
 	$(LINK) -o $@ $(CLI_OBJS) $(BUILD)/libuzram.a $(LDLIBS_ALL)
 
 # Unit tests may include private headers from src/ to test one layer.
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libuzram.a
+$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(BUILD)/libuzram.a
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -Isrc -o $@ $< $(BUILD)/libuzram.a \
 		$(shell pkg-config --cflags --libs cmocka libxxhash) $(LDLIBS_ALL)
