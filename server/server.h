@@ -100,6 +100,7 @@ struct nbd_conn {
 	int idle;                  /* threads waiting to lead */
 	int nthreads;              /* threads running */
 	int nspawned;              /* entries used in threads[] */
+	int running;               /* requests handed off and not yet done */
 	size_t inflight;           /* buffer bytes held by requests */
 	pthread_t threads[NBD_MAX_THREADS];
 };
