@@ -26,11 +26,20 @@
  *
  * Size classes are 16 bytes apart up to 4096, then about 1/64 of the size
  * apart (waste <= 1.6%) up to max_object. Each class picks the zspage length
- * of 1..16 pages that wastes least (zsmalloc's get_pages_per_zspage), or a
- * shorter one that wastes at most 1% more, and neighbouring sizes that get
- * the same (pages, objects per zspage) share one class, so fewer and cheaper
- * partly filled zspages exist. Objects never straddle zspages, and a zspage
- * is contiguous, so any object is read in place.
+ * of 1..16 pages that balances tail waste against the cost of its partly
+ * filled zspage (see pick_pages()), and neighbouring sizes that get the same
+ * (pages, objects per zspage) share one class: 123 classes for objects of
+ * up to 4 KiB. Objects never straddle zspages, and a zspage is contiguous,
+ * so any object is read in place.
+ *
+ * A class that has no zspage yet first borrows free slots of bigger classes
+ * (up to 25% bigger), for at most one zspage's worth of objects, see
+ * borrow(): a size that stays rare then costs some rounding instead of a
+ * zspage of its own that stays mostly empty, which is what dominates a
+ * small or narrow data set. zpool_compact() likewise lends a class's last
+ * sparse zspage's objects to a bigger class (compact_lend()). An object
+ * moves between classes only there; the frame table records each frame's
+ * class for zpool_free().
  *
  * The region never fragments: frames are handed out from a lock-free stack
  * of freed frames, else from a bump index. An empty zspage's pages go back to
@@ -79,7 +88,10 @@
  *    the cells of its live and freed handles (writers), frame.zs of its
  *    frames, and the data bytes of its zspages against writers: store
  *    copies in and compaction moves objects only with it held. A thread
- *    blocks on one class lock at a time; drain_spares() only try-locks.
+ *    blocks on one class lock at a time; drain_spares() and borrow() (for
+ *    zpool_store() and compact_lend()) only try-lock others.
+ *    frame.next_free of a frame in use names its class and is written
+ *    under that class's lock.
  *  - frame.pin is atomic; a reader may pin any frame, even one that is free
  *    or reused by another class, so the frame table is never freed or reset.
  *    Compaction moves a zspage's objects only after it set the migrate bit
@@ -108,23 +120,33 @@ static unsigned group_of(const struct size_class *c, unsigned inuse)
 	return inuse >= c->objs ? NR_GROUPS : inuse * NR_GROUPS / c->objs;
 }
 
+/* A list link is a frame number + 1, half a pointer; 0 ends the list. */
+static struct zspage *zs_at(const struct size_class *c, uint32_t link)
+{
+	return link ? c->frames[link - 1].zs : NULL;
+}
+
 static void group_del(struct size_class *c, struct zspage *zs)
 {
-	if (zs->prev)
-		zs->prev->next = zs->next;
+	struct zspage *prev = zs_at(c, zs->prev), *next = zs_at(c, zs->next);
+
+	if (prev)
+		prev->next = zs->next;
 	else
-		c->group[zs->group] = zs->next;
-	if (zs->next)
-		zs->next->prev = zs->prev;
+		c->group[zs->group] = next;
+	if (next)
+		next->prev = zs->prev;
 }
 
 static void group_add(struct size_class *c, struct zspage *zs, unsigned g)
 {
+	struct zspage *next = c->group[g];
+
 	zs->group = (uint8_t)g;
-	zs->prev = NULL;
-	zs->next = c->group[g];
-	if (zs->next)
-		zs->next->prev = zs;
+	zs->prev = 0;
+	zs->next = next ? next->frame + 1 : 0;
+	if (next)
+		next->prev = zs->frame + 1;
 	c->group[g] = zs;
 }
 
@@ -145,7 +167,7 @@ static struct zspage *fullest(const struct size_class *c, const struct zspage *n
 		struct zspage *zs = c->group[g];
 
 		if (zs && zs == not)
-			zs = zs->next;
+			zs = zs_at(c, zs->next);
 		if (zs)
 			return zs;
 	}
@@ -202,6 +224,9 @@ static int zspage_alloc(struct zpool *pool, struct size_class *c,
 			((volatile unsigned char *)p)[(size_t)i << ZP_PAGE_SHIFT] = 0;
 	}
 	zs->frame = (uint32_t)f;
+	/* the frame's owner, for zpool_free(); see frame_class() */
+	atomic_store_explicit(&pool->frames[f].next_free,
+			      (uint32_t)(c - pool->classes), memory_order_release);
 	zs->inuse = 0;
 	zs->free_head = 0;
 	for (uint32_t i = 0; i < c->objs; i++)
@@ -417,6 +442,29 @@ static bool should_compact(const struct size_class *c)
 }
 
 /*
+ * Return a class bigger than c (locked) that has `need` free slots and
+ * wastes at most BORROW_WASTE / 64 of size per object, locked, or NULL.
+ * A rare size then fills the free slots of its neighbours instead of
+ * opening a zspage of its own that would stay mostly empty. Try-locks
+ * only: c's lock is held.
+ */
+static struct size_class *borrow(struct zpool *pool, struct size_class *c,
+				 size_t size, uint64_t need)
+{
+	const struct size_class *end = pool->classes + pool->nclasses;
+	size_t max = size + size * BORROW_WASTE / 64;
+
+	for (struct size_class *n = c + 1; n < end && n->size <= max; n++) {
+		if (pthread_mutex_trylock(&n->lock))
+			continue;
+		if (free_slots(n) >= need && fullest(n, NULL))
+			return n;
+		pthread_mutex_unlock(&n->lock);
+	}
+	return NULL;
+}
+
+/*
  * Stop new pins of zs and wait for the current ones, backing off at most
  * `patience` times; false if they stay.
  */
@@ -445,22 +493,31 @@ static void migrate_end(struct zpool *pool, uint32_t frame)
 				  memory_order_release);
 }
 
-static void move_object(struct zpool *pool, struct size_class *c,
-			struct zspage *src, uint32_t slot, struct zspage *dst)
+/* Move an object from class sc to a zspage of class dc (both locked). */
+static void move_object(struct zpool *pool, struct size_class *sc,
+			struct zspage *src, uint32_t slot,
+			struct size_class *dc, struct zspage *dst)
 {
 	uint32_t h = src->owner[slot];
 	_Atomic uint64_t *cellp = &pool->cells[h];
 	uint64_t cell = atomic_load_explicit(cellp, memory_order_relaxed);
-	uint64_t from = ((uint64_t)src->frame << ZP_FRAME_SHIFT) + slot * c->size;
+	uint64_t size = cell >> CELL_SIZE_SHIFT;
+	uint64_t from = ((uint64_t)src->frame << ZP_FRAME_SHIFT) + slot * sc->size;
 	uint64_t to = ((uint64_t)dst->frame << ZP_FRAME_SHIFT) +
-		      slot_alloc(dst, h) * c->size;
+		      slot_alloc(dst, h) * dc->size;
 
-	assert((cell & CELL_OFF_MASK) == from);
-	memcpy(pool->base + to, pool->base + from, cell >> CELL_SIZE_SHIFT);
+	assert((cell & CELL_OFF_MASK) == from && size <= dc->size);
+	memcpy(pool->base + to, pool->base + from, size);
 	atomic_store_explicit(cellp, (cell & ~CELL_OFF_MASK) | to,
 			      memory_order_release);
 	slot_free(src, slot);
-	regroup(c, dst);
+	regroup(dc, dst);
+	if (sc != dc) {
+		counter_add(&sc->objects, -1);
+		counter_add(&sc->obj_bytes, -(int64_t)size);
+		counter_add(&dc->objects, 1);
+		counter_add(&dc->obj_bytes, (int64_t)size);
+	}
 }
 
 /*
@@ -485,7 +542,7 @@ static long compact_class(struct zpool *pool, struct size_class *c,
 				continue;
 			if (!dst && !(dst = fullest(c, src)))
 				break;
-			move_object(pool, c, src, i, dst);
+			move_object(pool, c, src, i, c, dst);
 			if (dst->inuse == c->objs)
 				dst = NULL;
 		}
@@ -504,6 +561,63 @@ static long compact_class(struct zpool *pool, struct size_class *c,
 	return freed;
 }
 
+/*
+ * After compact_class(), c has at most one non-full zspage. Move its
+ * objects into free slots of a bigger class, as zpool_store() would have
+ * borrowed them, when the rounding that costs is less than the zspage
+ * (which makes a compacted pool as small as one filled afresh with the
+ * same objects). Returns the pages freed.
+ */
+static long compact_lend(struct zpool *pool, struct size_class *c)
+{
+	struct zspage *src = sparsest(c), *dst = NULL;
+	struct size_class *n;
+	uint32_t frame;
+
+	if (!src || fullest(c, src))
+		return 0;
+	n = borrow(pool, c, c->size, src->inuse);
+	if (!n)
+		return 0;
+	if ((uint64_t)src->inuse * (n->size - c->size) >=
+	    (uint64_t)c->pages * ZP_PAGE ||
+	    !migrate_begin(pool, src, MIGRATE_PATIENCE)) {
+		pthread_mutex_unlock(&n->lock);
+		return 0;
+	}
+	frame = src->frame;
+	for (uint32_t i = 0; i < c->objs && src->inuse; i++) {
+		if (src->owner[i] & SLOT_FREE)
+			continue;
+		if (!dst && !(dst = fullest(n, NULL)))
+			break;
+		move_object(pool, c, src, i, n, dst);
+		if (dst->inuse == n->objs)
+			dst = NULL;
+		/*
+		 * The object's handle will be freed into n's list: give c one
+		 * of n's in return, or c would take new handles for good.
+		 */
+		if (n->free_handle) {
+			uint32_t h = n->free_handle;
+
+			n->free_handle = (uint32_t)atomic_load_explicit(
+				&pool->cells[h], memory_order_relaxed);
+			handle_put(pool, c, h);
+		}
+	}
+	migrate_end(pool, frame);
+	pthread_mutex_unlock(&n->lock);
+	if (src->inuse) {
+		regroup(c, src);
+		return 0;
+	}
+	zspage_retire(pool, c, src, false);
+	atomic_fetch_add_explicit(&pool->pages_compacted, c->pages,
+				  memory_order_relaxed);
+	return c->pages;
+}
+
 long zpool_compact(struct zpool *pool)
 {
 	long freed = 0;
@@ -513,6 +627,7 @@ long zpool_compact(struct zpool *pool)
 
 		pthread_mutex_lock(&c->lock);
 		freed += compact_class(pool, c, ~0u, MIGRATE_PATIENCE);
+		freed += compact_lend(pool, c);
 		if (c->spare) {
 			zspage_free(pool, c, c->spare);
 			c->spare = NULL;
@@ -535,7 +650,7 @@ static inline struct size_class *class_of(const struct zpool *pool, size_t size)
 int zpool_store(struct zpool *pool, const void *data, size_t size,
 		uint32_t *handle)
 {
-	struct size_class *c;
+	struct size_class *c, *n;
 	struct zspage *zs;
 	bool created = false;
 	uint32_t h, slot;
@@ -547,6 +662,13 @@ int zpool_store(struct zpool *pool, const void *data, size_t size,
 	c = class_of(pool, size);
 	pthread_mutex_lock(&c->lock);
 	zs = fullest(c, NULL);
+	if (!zs && !c->zspages && !c->spare && c->borrowed < c->objs &&
+	    (n = borrow(pool, c, size, 1))) {
+		c->borrowed++;
+		pthread_mutex_unlock(&c->lock);
+		c = n;
+		zs = fullest(c, NULL);
+	}
 	if (!zs) {
 		err = zspage_new(pool, c, &zs);
 		if (err)
@@ -574,21 +696,54 @@ out:
 	return err;
 }
 
+static inline uint32_t frame_class(const struct zpool *pool, uint64_t cell)
+{
+	return atomic_load_explicit(&pool->frames[(cell & CELL_OFF_MASK) >>
+						  ZP_FRAME_SHIFT].next_free,
+				    memory_order_acquire);
+}
+
+/*
+ * Lock the class an object lives in, which borrow() may have made bigger
+ * than its size's. Read unlocked, the owner of the cell's frame may be
+ * stale: compaction may have moved the object and the frame may have gone
+ * to another class. Under a class lock the object cannot leave that class's
+ * frames and their owner fields do not change, and the lock orders us after
+ * any reuse of the frame we saw, so a match under the lock is the truth.
+ * A frame on the free stack holds a link that may look like a class index;
+ * the owner field is written with release after the object left the frame,
+ * so reading the cell again then shows the move.
+ */
+static struct size_class *class_lock(struct zpool *pool,
+				     _Atomic uint64_t *cellp, uint64_t *cell)
+{
+	for (;;) {
+		uint32_t i = frame_class(pool, atomic_load_explicit(cellp,
+							memory_order_acquire));
+		struct size_class *c = &pool->classes[i < pool->nclasses ? i : 0];
+
+		pthread_mutex_lock(&c->lock);
+		*cell = atomic_load_explicit(cellp, memory_order_relaxed);
+		if (frame_class(pool, *cell) == (uint32_t)(c - pool->classes) &&
+		    atomic_load_explicit(cellp, memory_order_relaxed) == *cell)
+			return c;
+		pthread_mutex_unlock(&c->lock);
+	}
+}
+
 void zpool_free(struct zpool *pool, uint32_t handle)
 {
 	_Atomic uint64_t *cellp = &pool->cells[handle];
-	uint64_t cell = atomic_load_explicit(cellp, memory_order_relaxed);
-	uint64_t size = cell >> CELL_SIZE_SHIFT;
 	struct size_class *c;
 	struct zspage *zs;
-	uint64_t off;
+	uint64_t cell, off, size;
 	uint32_t slot;
 
-	assert(handle && handle < pool->ncells && size);
-	c = class_of(pool, size);
-	pthread_mutex_lock(&c->lock);
-	/* compaction may have moved it before we took the lock */
-	off = atomic_load_explicit(cellp, memory_order_relaxed) & CELL_OFF_MASK;
+	assert(handle && handle < pool->ncells);
+	c = class_lock(pool, cellp, &cell);
+	size = cell >> CELL_SIZE_SHIFT;
+	assert(size);
+	off = cell & CELL_OFF_MASK;
 	zs = pool->frames[off >> ZP_FRAME_SHIFT].zs;
 	slot = (uint32_t)((off & (ZP_FRAME - 1)) / c->size);
 	assert(zs && zs->owner[slot] == handle);

@@ -24,6 +24,8 @@
 #define ZP_FINE_LIMIT 4096u          /* classes 16 bytes apart up to here */
 #define ZP_MAX_OBJECT ZP_FRAME
 #define ZP_MAX_CANDIDATES 512
+#define BORROW_WASTE 16u             /* 64ths of the size, see borrow() */
+#define PICK_OBJS 256u               /* see pick_pages() */
 
 #define ZP_MAX_FRAMES (1ull << 29)   /* 32 TiB of address space */
 #define ZP_MIN_FRAMES 1024ull        /* 64 MiB */
@@ -50,12 +52,13 @@
 
 struct frame {
 	_Atomic uint32_t pin;       /* readers | PIN_MIGRATE */
-	_Atomic uint32_t next_free; /* frame stack link: frame + 1, 0 ends */
+	_Atomic uint32_t next_free; /* free: frame stack link, frame + 1,
+				     * 0 ends; in use: the class's index */
 	struct zspage *zs;          /* NULL while free */
 };
 
 struct zspage {
-	struct zspage *prev, *next; /* in class->group[group] */
+	uint32_t prev, next;        /* in class->group[group], frame + 1 */
 	uint32_t frame;
 	uint16_t inuse;
 	uint16_t free_head;         /* first free slot or SLOT_NIL */
@@ -67,11 +70,13 @@ struct size_class {
 	pthread_mutex_t lock;
 	struct zspage *group[NR_GROUPS + 1];
 	struct zspage *spare;       /* an empty zspage kept for reuse */
+	struct frame *frames;       /* the pool's, to follow list links */
 	uint32_t free_handle;       /* 0: none */
 	uint32_t size;
 	uint32_t pages;
 	uint32_t objs;              /* per zspage */
 	uint32_t desc_bytes;        /* a descriptor, with malloc's overhead */
+	uint32_t borrowed;          /* objects stored in bigger classes */
 	uint64_t zspages;
 	_Atomic uint64_t objects;   /* written under lock, read by stats */
 	_Atomic uint64_t obj_bytes;

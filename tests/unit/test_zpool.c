@@ -387,6 +387,47 @@ static void test_fragmentation_bound(void **state)
 	zpool_destroy(pool);
 }
 
+/*
+ * A size without a zspage of its own takes a free slot of a bigger class
+ * (borrow() in zpool.c) instead of opening a zspage that would stay almost
+ * empty; free and compaction must find such objects where they are.
+ */
+static void test_borrow(void **state)
+{
+	struct zpool *pool = pool_new(64 * MiB, 4096);
+	struct obj objs[65] = { { 0 } };
+	void *scratch = malloc(4096);
+	struct zpool_stats st0, one, two;
+
+	(void)state;
+	assert_non_null(scratch);
+	zpool_stats(pool, &st0);
+	assert_int_equal(store_obj(pool, &objs[0], 3000, 1, scratch), 0);
+	zpool_stats(pool, &one);
+	assert_int_equal(store_obj(pool, &objs[1], 2800, 2, scratch), 0);
+	zpool_stats(pool, &two);
+	assert_int_equal(two.mem_used, one.mem_used);
+	/* more than a zspage's worth: the small size opens its own */
+	for (size_t i = 2; i < 65; i++)
+		assert_int_equal(store_obj(pool, &objs[i], 2800, i + 1, scratch), 0);
+	verify_all(pool, objs, 65, scratch);
+	free_obj(pool, &objs[0]);
+	verify_all(pool, objs, 65, scratch);
+	for (size_t i = 1; i < 65; i += 2)
+		free_obj(pool, &objs[i]);
+	zpool_compact(pool);
+	verify_all(pool, objs, 65, scratch);
+	for (size_t i = 2; i < 65; i += 2)
+		free_obj(pool, &objs[i]);
+	zpool_compact(pool);
+	zpool_stats(pool, &two);
+	assert_int_equal(two.objects, 0);
+	/* the touched frame table and handle cells stay */
+	assert_true(two.mem_used <= st0.mem_used + 2 * 4096);
+	free(scratch);
+	zpool_destroy(pool);
+}
+
 static bool stats_equal(const struct zpool_stats *a, const struct zpool_stats *b)
 {
 	return a->mem_used == b->mem_used && a->mem_used_max == b->mem_used_max &&
@@ -771,6 +812,7 @@ int main(void)
 		cmocka_unit_test(test_compact_keeps_bytes),
 		cmocka_unit_test(test_compact_while_mapped),
 		cmocka_unit_test(test_fragmentation_bound),
+		cmocka_unit_test(test_borrow),
 		cmocka_unit_test(test_limit),
 		cmocka_unit_test(test_address_space),
 		cmocka_unit_test(test_handles_run_out),
