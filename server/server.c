@@ -420,9 +420,8 @@ int nbd_server_run(const struct nbd_server_config *cfg)
 	sigset_t mask;
 	int lfd, cfd, sfd, status = 1;
 	bool tcp = cfg->socket_path == NULL;
-	char out[4096];
-
 	pthread_condattr_t ca;
+	char out[4096];
 
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* immune to clock steps */
@@ -436,6 +435,10 @@ int nbd_server_run(const struct nbd_server_config *cfg)
 	sigaddset(&mask, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL); /* inherited by every thread */
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (sfd < 0) {
+		perror("uzram serve: signalfd");
+		goto out;
+	}
 
 	if (abs_path(cfg->socket_path ? cfg->socket_path : "uzram.sock",
 		     srv.sock_path, sizeof srv.sock_path) < 0) {
@@ -445,7 +448,7 @@ int nbd_server_run(const struct nbd_server_config *cfg)
 	snprintf(srv.ctl_path, sizeof srv.ctl_path, "%s.ctl", srv.sock_path);
 	lfd = tcp ? listen_tcp(cfg->tcp_host, cfg->tcp_port)
 		  : listen_unix(srv.sock_path);
-	if (lfd < 0 || sfd < 0)
+	if (lfd < 0)
 		goto out;
 	cfd = listen_unix(srv.ctl_path);
 	if (cfd < 0 && !tcp) {
