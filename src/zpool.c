@@ -28,12 +28,12 @@
  * apart (waste <= 1.6%) up to max_object. Each class picks the zspage length
  * of 1..16 pages that balances tail waste against the cost of its partly
  * filled zspage (see pick_pages()), and neighbouring sizes that get the same
- * (pages, objects per zspage) share one class: 123 classes for objects of
+ * (pages, objects per zspage) share one class: 161 classes for objects of
  * up to 4 KiB. Objects never straddle zspages, and a zspage is contiguous,
  * so any object is read in place.
  *
  * A class that has no zspage yet first borrows free slots of bigger classes
- * (up to 25% bigger), for at most one zspage's worth of objects, see
+ * (up to 1/8 bigger), for at most one zspage's worth of objects, see
  * borrow(): a size that stays rare then costs some rounding instead of a
  * zspage of its own that stays mostly empty, which is what dominates a
  * small or narrow data set. zpool_compact() likewise lends a class's last

@@ -24,8 +24,8 @@
 #define ZP_FINE_LIMIT 4096u          /* classes 16 bytes apart up to here */
 #define ZP_MAX_OBJECT ZP_FRAME
 #define ZP_MAX_CANDIDATES 512
-#define BORROW_WASTE 16u             /* 64ths of the size, see borrow() */
-#define PICK_OBJS 256u               /* see pick_pages() */
+#define BORROW_WASTE 8u              /* 64ths of the size, see borrow() */
+#define PICK_OBJS 512u               /* see pick_pages() */
 
 #define ZP_MAX_FRAMES (1ull << 29)   /* 32 TiB of address space */
 #define ZP_MIN_FRAMES 1024ull        /* 64 MiB */
