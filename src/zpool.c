@@ -13,10 +13,12 @@
  *                                   ^
  *   frame table (one entry per frame, never freed)
  *   +-------------------------------+
- *   | pin | next_free | zs ---------+---> struct zspage (malloc'ed metadata)
- *   +-------------------------------+     frame, inuse, free_head,
- *                                          owner[objs]: handle in each slot,
- *   size class c (one per size)            or SLOT_FREE | next free slot
+ *   | pin | next_free | zs ---------+---> struct zspage (the descriptor:
+ *   +-------------------------------+     in the zspage's tail if it fits,
+ *                                          else malloc'ed) frame, inuse,
+ *                                          free_head, owner[objs]: handle in
+ *   size class c (one per size)            each slot, or SLOT_FREE | next
+ *                                          free slot
  *   +-----------------------------------+
  *   | lock, size, pages, objs           |
  *   | group[0..7]: non-full zspages, by |  fullness group = inuse * 8 / objs
@@ -28,7 +30,7 @@
  * apart (waste <= 1.6%) up to max_object. Each class picks the zspage length
  * of 1..16 pages that balances tail waste against the cost of its partly
  * filled zspage (see pick_pages()), and neighbouring sizes that get the same
- * (pages, objects per zspage) share one class: 161 classes for objects of
+ * (pages, objects per zspage) share one class: 165 classes for objects of
  * up to 4 KiB. Objects never straddle zspages, and a zspage is contiguous,
  * so any object is read in place.
  *
@@ -44,7 +46,9 @@
  * The region never fragments: frames are handed out from a lock-free stack
  * of freed frames, else from a bump index. An empty zspage's pages go back to
  * the OS with MADV_DONTNEED. Free-object lists live in the zspage
- * descriptors, so a free never touches the data pages. A new zspage's pages
+ * descriptors, so a free touches no object's bytes. A descriptor lives in
+ * the tail of its zspage, past the last slot, when the tail has room for it
+ * (then it costs nothing); otherwise it is malloc'ed. A new zspage's pages
  * are faulted in at once, so mem_used (pages plus metadata) follows RSS.
  *
  * A cell holds the object's size and its byte offset in the region; the
@@ -188,16 +192,18 @@ static int zspage_alloc(struct zpool *pool, struct size_class *c,
 			struct zspage **out)
 {
 	uint64_t bytes = (uint64_t)c->pages * ZP_PAGE + c->desc_bytes;
+	struct zspage *zs = NULL;
 	unsigned char *p;
-	struct zspage *zs;
 	int64_t f;
 
 	if (!zp_mem_reserve(pool, bytes))
 		return -ENOSPC;
-	zs = malloc(sizeof(*zs) + c->objs * sizeof(zs->owner[0]));
-	if (!zs) {
-		zp_mem_sub(pool, bytes);
-		return -ENOMEM;
+	if (!c->desc_off) {
+		zs = malloc(sizeof(*zs) + c->objs * sizeof(zs->owner[0]));
+		if (!zs) {
+			zp_mem_sub(pool, bytes);
+			return -ENOMEM;
+		}
 	}
 	f = zp_frame_get(pool);
 	if (f < 0) {
@@ -223,6 +229,8 @@ static int zspage_alloc(struct zpool *pool, struct size_class *c,
 		for (uint32_t i = 0; i < c->pages; i++)
 			((volatile unsigned char *)p)[(size_t)i << ZP_PAGE_SHIFT] = 0;
 	}
+	if (c->desc_off)
+		zs = (struct zspage *)(void *)(p + c->desc_off);
 	zs->frame = (uint32_t)f;
 	/* the frame's owner, for zpool_free(); see frame_class() */
 	atomic_store_explicit(&pool->frames[f].next_free,
@@ -245,9 +253,11 @@ static void zspage_free(struct zpool *pool, struct size_class *c,
 
 	assert(zs->inuse == 0);
 	pool->frames[f].zs = NULL;
+	if (!c->desc_off)
+		free(zs);
+	/* this also drops a descriptor that lives in the zspage's tail */
 	madvise(pool->base + ((uint64_t)f << ZP_FRAME_SHIFT),
 		(size_t)c->pages << ZP_PAGE_SHIFT, MADV_DONTNEED);
-	free(zs);
 	zp_mem_sub(pool, (uint64_t)c->pages * ZP_PAGE + c->desc_bytes);
 	zp_frame_put(pool, f);
 }

@@ -75,7 +75,10 @@ struct size_class {
 	uint32_t size;
 	uint32_t pages;
 	uint32_t objs;              /* per zspage */
-	uint32_t desc_bytes;        /* a descriptor, with malloc's overhead */
+	uint32_t desc_bytes;        /* a malloc'ed descriptor, with malloc's
+				     * overhead; 0 when it is in the tail */
+	uint32_t desc_off;          /* 0, or where in the zspage the
+				     * descriptor lives (see classes_init) */
 	uint32_t borrowed;          /* objects stored in bigger classes */
 	uint64_t zspages;
 	_Atomic uint64_t objects;   /* written under lock, read by stats */

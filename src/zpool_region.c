@@ -18,7 +18,7 @@
  *
  * Accounting: mem_used counts what the pool makes resident: zspage pages
  * (faulted in when the zspage is made), descriptors with malloc's chunk
- * overhead, the touched prefix of the frame table and of the cells (both
+ * overhead (those that do not live in their zspage), the touched prefix of the frame table and of the cells (both
  * only grow at their bump index), and the fixed structures. The limit is
  * checked only when a zspage is made, by reserving its bytes with a CAS, so
  * concurrent classes never overshoot it together.
@@ -137,9 +137,28 @@ void zp_frame_put(struct zpool *pool, uint32_t f)
 
 /* ---- create and destroy ---- */
 
+/* glibc: an 8-byte chunk header, rounded to 16 */
+static uint32_t desc_malloc_bytes(size_t desc)
+{
+	return (uint32_t)((desc + 8 + 15) & ~(size_t)15);
+}
+
+/*
+ * A zspage's descriptor lives in the zspage's tail, after the last slot,
+ * when the tail is big enough: it then costs nothing (the tail would be
+ * wasted), and it is resident exactly as long as the zspage's pages are.
+ * Slot offsets are multiples of 16, so the descriptor is aligned.
+ */
+static bool desc_fits(uint32_t size, uint32_t pages, uint32_t objs)
+{
+	return (uint64_t)pages * ZP_PAGE - (uint64_t)objs * size >=
+	       sizeof(struct zspage) + objs * sizeof(uint32_t);
+}
+
 /*
  * The zspage length for objects of `size`: of 1..16 pages, the one that
- * minimises what PICK_OBJS objects of the class waste at zspage tails, plus
+ * minimises what PICK_OBJS objects of the class waste at zspage tails and
+ * in malloc'ed descriptors (none when the descriptor fits the tail), plus
  * half a zspage, the expected waste of the class's one partly filled
  * zspage. Long zspages waste less at the tail; short ones make that partly
  * filled zspage cheaper. Over the lz4 pages of a 512 MiB tar (130k objects)
@@ -154,11 +173,15 @@ static uint32_t pick_pages(uint32_t size, uint32_t *objs)
 
 	for (uint32_t p = 1; p <= ZP_MAX_PAGES; p++) {
 		uint32_t span = p * ZP_PAGE, n = span / size;
-		uint64_t cost;
+		uint64_t waste, cost;
 
 		if (!n)
 			continue;
-		cost = (uint64_t)(span - n * size) * PICK_OBJS / n + span / 2;
+		waste = span - n * size;
+		if (!desc_fits(size, p, n))
+			waste += desc_malloc_bytes(sizeof(struct zspage) +
+						   n * sizeof(uint32_t));
+		cost = waste * PICK_OBJS / n + span / 2;
 		if (cost < best) {
 			best = cost;
 			best_p = p;
@@ -213,8 +236,10 @@ static int classes_init(struct zpool *pool)
 		c->size = size[j];
 		c->pages = pages[j];
 		c->objs = objs[j];
-		/* glibc: an 8-byte chunk header, rounded to 16 */
-		c->desc_bytes = (uint32_t)((desc + 8 + 15) & ~(size_t)15);
+		if (desc_fits(size[j], pages[j], objs[j]))
+			c->desc_off = objs[j] * size[j];
+		else
+			c->desc_bytes = desc_malloc_bytes(desc);
 		pthread_mutex_init(&c->lock, NULL);
 		pool->nclasses++;
 	}
@@ -290,6 +315,9 @@ void zpool_destroy(struct zpool *pool)
 	for (unsigned i = 0; i < pool->nclasses; i++) {
 		struct size_class *c = &pool->classes[i];
 
+		pthread_mutex_destroy(&c->lock);
+		if (c->desc_off)
+			continue;    /* descriptors went with the region */
 		free(c->spare);
 		for (unsigned g = 0; g <= NR_GROUPS; g++) {
 			while (c->group[g]) {
@@ -300,7 +328,6 @@ void zpool_destroy(struct zpool *pool)
 				free(zs);
 			}
 		}
-		pthread_mutex_destroy(&c->lock);
 	}
 	if (pool->cells)
 		munmap(pool->cells, pool->ncells * sizeof(pool->cells[0]));
