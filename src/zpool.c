@@ -79,15 +79,16 @@
  * Files: this one has objects, pins and compaction; zpool_region.c has the
  * address space, the size classes, create/destroy and the accounting.
  *
- * An emptied zspage is kept as its class's one spare (still resident and
- * counted in mem_used) rather than given back at once: page faults and
- * MADV_DONTNEED are expensive, and a class at a zspage boundary, e.g. the
- * class of incompressible pages under overwrites, would pay both for every
- * object. zpool_compact() gives spares back, and so does a store that hits
- * the limit or the end of the region, before it fails.
+ * An emptied zspage is kept on its class's spare list (still resident and
+ * counted in mem_used) rather than given back at once, while all spares
+ * stay within max(64 pages, mem_used / 256): page faults and MADV_DONTNEED
+ * are expensive, and a class at a zspage boundary, e.g. the class of
+ * incompressible pages under rewrites, would pay both for every object.
+ * zpool_compact() gives spares back, and so does a store that hits the
+ * limit or the end of the region, before it fails.
  *
  * Lock rules
- *  - class->lock protects the class's group lists and spare, every field of
+ *  - class->lock protects the class's group lists and spares, every field of
  *    its zspages (owner arrays, free lists, inuse), its free_handle list,
  *    the cells of its live and freed handles (writers), frame.zs of its
  *    frames, and the data bytes of its zspages against writers: store
@@ -101,7 +102,8 @@
  *    Compaction moves a zspage's objects only after it set the migrate bit
  *    and saw the pin count at zero.
  *  - The frame stack, the frame and handle bump counters and the pool-wide
- *    counters are atomics; there is no pool-wide lock.
+ *    counters (mem_used, spare_pages, ...) are atomics; there is no
+ *    pool-wide lock.
  *  - The caller never frees a handle while it is mapped (zpool.h), so a free
  *    never has to wait for readers.
  */
@@ -262,6 +264,61 @@ static void zspage_free(struct zpool *pool, struct size_class *c,
 	zp_frame_put(pool, f);
 }
 
+/* Take the first of c's spare zspages off its list, or NULL. */
+static struct zspage *spare_take(struct zpool *pool, struct size_class *c)
+{
+	struct zspage *zs = c->spare;
+
+	if (zs) {
+		c->spare = zs_at(c, zs->next);
+		atomic_fetch_sub_explicit(&pool->spare_pages, c->pages,
+					  memory_order_relaxed);
+	}
+	return zs;
+}
+
+/* Give all of c's spare zspages back to the OS; returns the pages freed. */
+static unsigned spare_drop(struct zpool *pool, struct size_class *c)
+{
+	struct zspage *zs;
+	unsigned pages = 0;
+
+	while ((zs = spare_take(pool, c))) {
+		zspage_free(pool, c, zs);
+		pages += c->pages;
+	}
+	return pages;
+}
+
+/*
+ * Keep an emptied zspage, pages resident and counted in mem_used, for the
+ * class's next zspage, if all the spares of the pool stay within
+ * max(SPARE_MIN_PAGES, mem_used / 256): a class hovering at a zspage
+ * boundary, e.g. incompressible pages under rewrites from several threads,
+ * then neither faults pages in nor madvises them away (both cost tens of
+ * microseconds or more) for every object, and the memory this holds is
+ * bounded and small next to what the pool holds. False if it is full.
+ */
+static bool spare_keep(struct zpool *pool, struct size_class *c,
+		       struct zspage *zs)
+{
+	uint64_t max = atomic_load_explicit(&pool->mem_used,
+					    memory_order_relaxed) >>
+		       (ZP_PAGE_SHIFT + SPARE_SHARE_SHIFT);
+
+	if (max < SPARE_MIN_PAGES)
+		max = SPARE_MIN_PAGES;
+	if (atomic_fetch_add_explicit(&pool->spare_pages, c->pages,
+				      memory_order_relaxed) + c->pages > max) {
+		atomic_fetch_sub_explicit(&pool->spare_pages, c->pages,
+					  memory_order_relaxed);
+		return false;
+	}
+	zs->next = c->spare ? c->spare->frame + 1 : 0;
+	c->spare = zs;
+	return true;
+}
+
 /*
  * Free the spare zspages of the other classes, to make room under the limit
  * or in the region. Try-locks only: we hold our own class's lock.
@@ -275,11 +332,7 @@ static unsigned drain_spares(struct zpool *pool, const struct size_class *self)
 
 		if (c == self || pthread_mutex_trylock(&c->lock))
 			continue;
-		if (c->spare) {
-			zspage_free(pool, c, c->spare);
-			c->spare = NULL;
-			n++;
-		}
+		n += spare_drop(pool, c);
 		pthread_mutex_unlock(&c->lock);
 	}
 	return n;
@@ -288,12 +341,10 @@ static unsigned drain_spares(struct zpool *pool, const struct size_class *self)
 static int zspage_new(struct zpool *pool, struct size_class *c,
 		      struct zspage **out)
 {
-	struct zspage *zs = c->spare;
+	struct zspage *zs = spare_take(pool, c);
 	int err = 0;
 
-	if (zs) {
-		c->spare = NULL;
-	} else {
+	if (!zs) {
 		err = zspage_alloc(pool, c, &zs);
 		if (err == -ENOSPC && drain_spares(pool, c))
 			err = zspage_alloc(pool, c, &zs);
@@ -306,19 +357,13 @@ static int zspage_new(struct zpool *pool, struct size_class *c,
 	return 0;
 }
 
-/*
- * A zspage became empty: keep it as the class's spare if it has none, so
- * that a class hovering at a zspage boundary does not fault pages in and
- * madvise them away over and over (both cost tens of microseconds or more).
- */
+/* A zspage became empty: keep it as a spare (see spare_keep()) or free it. */
 static void zspage_retire(struct zpool *pool, struct size_class *c,
 			  struct zspage *zs, bool keep)
 {
 	group_del(c, zs);
 	c->zspages--;
-	if (keep && !c->spare)
-		c->spare = zs;
-	else
+	if (!keep || !spare_keep(pool, c, zs))
 		zspage_free(pool, c, zs);
 }
 
@@ -639,10 +684,10 @@ long zpool_compact(struct zpool *pool)
 		freed += compact_class(pool, c, ~0u, MIGRATE_PATIENCE);
 		freed += compact_lend(pool, c);
 		if (c->spare) {
-			zspage_free(pool, c, c->spare);
-			c->spare = NULL;
-			freed += c->pages;
-			atomic_fetch_add_explicit(&pool->pages_compacted, c->pages,
+			unsigned pages = spare_drop(pool, c);
+
+			freed += pages;
+			atomic_fetch_add_explicit(&pool->pages_compacted, pages,
 						  memory_order_relaxed);
 		}
 		pthread_mutex_unlock(&c->lock);

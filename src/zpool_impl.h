@@ -46,6 +46,8 @@
 #define MIGRATE_PATIENCE (SPIN_LIMIT + 1024u)
 #define AUTO_COMPACT_BUDGET 2u       /* zspages per zpool_free() */
 #define AUTO_COMPACT_PATIENCE (SPIN_LIMIT + 16u)
+#define SPARE_MIN_PAGES 64u          /* see spare_keep() */
+#define SPARE_SHARE_SHIFT 8          /* spares up to mem_used / 256 */
 
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -69,7 +71,8 @@ struct zspage {
 struct size_class {
 	pthread_mutex_t lock;
 	struct zspage *group[NR_GROUPS + 1];
-	struct zspage *spare;       /* an empty zspage kept for reuse */
+	struct zspage *spare;       /* empty zspages kept for reuse, linked
+				     * by ->next; see spare_keep() */
 	struct frame *frames;       /* the pool's, to follow list links */
 	uint32_t free_handle;       /* 0: none */
 	uint32_t size;
@@ -106,6 +109,7 @@ struct zpool {
 	_Atomic uint64_t mem_used_max;
 	_Atomic uint64_t limit;
 	_Atomic uint64_t pages_compacted;
+	_Atomic uint64_t spare_pages;  /* in all classes' spare lists */
 };
 
 static inline void cpu_relax(void)

@@ -171,7 +171,13 @@ static uint32_t pick_pages(uint32_t size, uint32_t *objs)
 	uint64_t best = UINT64_MAX;
 	uint32_t best_p = 1;
 
-	for (uint32_t p = 1; p <= ZP_MAX_PAGES; p++) {
+	/*
+	 * Sizes that tile a page (16, 32, ... 4096) waste no tail at any
+	 * length: a longer zspage would only share out a malloc'ed descriptor
+	 * (under 1%), and would make every rewrite of incompressible pages
+	 * fault in, and compact, several pages instead of one.
+	 */
+	for (uint32_t p = 1; p <= ZP_MAX_PAGES && ZP_PAGE % size; p++) {
 		uint32_t span = p * ZP_PAGE, n = span / size;
 		uint64_t waste, cost;
 
@@ -275,7 +281,8 @@ int zpool_create(uint64_t capacity, size_t max_object, struct zpool **out)
 
 	/*
 	 * Worst case without compaction: every object of 16 bytes or more
-	 * alone in its zspage; plus a partial zspage and a spare per class.
+	 * alone in its zspage; plus a partial zspage per class and a few
+	 * spares (drain_spares() gives them back when frames run out).
 	 */
 	nframes = capacity / ZP_ALIGN + 2ull * pool->nclasses + 64;
 	if (nframes > ZP_MAX_FRAMES)
@@ -318,7 +325,12 @@ void zpool_destroy(struct zpool *pool)
 		pthread_mutex_destroy(&c->lock);
 		if (c->desc_off)
 			continue;    /* descriptors went with the region */
-		free(c->spare);
+		while (c->spare) {
+			struct zspage *zs = c->spare;
+
+			c->spare = zs->next ? c->frames[zs->next - 1].zs : NULL;
+			free(zs);
+		}
 		for (unsigned g = 0; g <= NR_GROUPS; g++) {
 			while (c->group[g]) {
 				struct zspage *zs = c->group[g];

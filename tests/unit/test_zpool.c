@@ -202,6 +202,43 @@ static void churn(size_t max_object, uint64_t ops, size_t nslots, uint64_t seed)
 	zpool_destroy(pool);
 }
 
+/*
+ * Emptied zspages stay resident as spares, at most 64 pages here, and the
+ * next stores reuse them without growing mem_used; compaction frees them.
+ */
+static void test_spares(void **state)
+{
+	size_t n = 200;
+	struct zpool *pool = pool_new(64 * MiB, 4096);
+	struct obj *objs = calloc(n, sizeof(*objs));
+	void *scratch = malloc(4096);
+	struct zpool_stats st0, st1, st;
+
+	(void)state;
+	assert_non_null(objs);
+	assert_non_null(scratch);
+	zpool_stats(pool, &st0);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(store_obj(pool, &objs[i], 4096, i, scratch), 0);
+	for (size_t i = 0; i < n; i++)
+		free_obj(pool, &objs[i]);
+	zpool_stats(pool, &st1);
+	assert_true(st1.mem_used > st0.mem_used + 60 * 4096);
+	assert_true(st1.mem_used < st0.mem_used + 72 * 4096);
+	for (size_t i = 0; i < 64; i++)
+		assert_int_equal(store_obj(pool, &objs[i], 4096, i, scratch), 0);
+	zpool_stats(pool, &st);
+	assert_int_equal(st.mem_used, st1.mem_used);
+	for (size_t i = 0; i < 64; i++)
+		free_obj(pool, &objs[i]);
+	assert_true(zpool_compact(pool) >= 64);
+	zpool_stats(pool, &st);
+	assert_true(st.mem_used < st0.mem_used + 8 * 4096);
+	free(scratch);
+	free(objs);
+	zpool_destroy(pool);
+}
+
 static void test_churn_small(void **state)
 {
 	(void)state;
@@ -809,6 +846,7 @@ int main(void)
 		cmocka_unit_test(test_invalid),
 		cmocka_unit_test(test_churn_small),
 		cmocka_unit_test(test_churn_large),
+		cmocka_unit_test(test_spares),
 		cmocka_unit_test(test_compact_keeps_bytes),
 		cmocka_unit_test(test_compact_while_mapped),
 		cmocka_unit_test(test_fragmentation_bound),
