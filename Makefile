@@ -130,10 +130,15 @@ SHARED ?= ../shared
 $(CORPUS_DIR)/MANIFEST:
 	bash $(SHARED)/bench/make-corpus.sh $(CORPUS_DIR) 8 >/dev/null
 
+# make test counts every test program that passed here, for its summary.
+TEST_RESULTS := $(abspath build/test-results.txt)
+
 check-unit: unit $(CORPUS_DIR)/MANIFEST
+	@mkdir -p $(dir $(TEST_RESULTS))
 	@set -e; for t in $(UNIT_BINS); do \
 		echo "== $$t"; UZRAM_TEST_SCALE=$(TEST_SCALE) \
 		UZRAM_TEST_CORPUS=$(CORPUS_DIR) $(RUN_TEST) $$t; \
+		echo "$$t" >> $(TEST_RESULTS); \
 	done
 
 check-header:
@@ -146,19 +151,23 @@ check-sanitizers:
 	$(MAKE) SANITIZE=thread TEST_SCALE=0.1 check-unit
 
 check-integration: all $(CORPUS_DIR)/MANIFEST
+	@mkdir -p $(dir $(TEST_RESULTS))
 	@set -e; for t in $(INTEGRATION); do \
 		echo "== $$t"; UZRAM=$(abspath $(BUILD)/uzram) \
 		UZRAM_TEST_CORPUS=$(CORPUS_DIR) bash $$t; \
+		echo "$$t" >> $(TEST_RESULTS); \
 	done
 
 TEST_SCALE ?= 1
 
 test: deps-test all check-header
+	@mkdir -p build && rm -f $(TEST_RESULTS)
 	$(MAKE) TEST_SCALE=1 check-unit
 	$(MAKE) check-sanitizers
 	$(MAKE) check-integration
 	$(MAKE) fuzz-smoke
-	@echo "all tests passed"
+	@echo fuzz-smoke >> $(TEST_RESULTS)
+	@echo "tests: $$(wc -l < $(TEST_RESULTS)) passed, 0 failed"
 
 run: all
 	@scripts/deps.sh run
