@@ -657,7 +657,9 @@ UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 					       : uzram_strerror(ret));
 		goto fail;
 	}
-	ret = zpool_create(dev->size, PAGE, &dev->pool);
+	/* One object per page; a rewrite in flight holds one more until it
+	 * frees the old one, which the pool's spare handles cover. */
+	ret = zpool_create(dev->npages, PAGE, &dev->pool);
 	if (ret) {
 		uzram_set_error(ret, "open: cannot create the allocator: %s",
 				uzram_strerror(ret));

@@ -28,11 +28,12 @@ struct zpool;
 
 /*
  * Create a pool for objects of at most max_object bytes (a multiple of 16,
- * at most 64 KiB) that may hold up to `capacity` bytes of objects at once;
- * capacity sizes the address-space reservation, not memory.
+ * at most 64 KiB) that may hold up to max_objects live objects at once;
+ * max_objects sizes the address-space reservation and the handle table,
+ * not memory. Storing more fails with -ENOSPC.
  * Returns 0 and stores the pool in *out, -EINVAL or -ENOMEM.
  */
-int zpool_create(uint64_t capacity, size_t max_object, struct zpool **out);
+int zpool_create(uint64_t max_objects, size_t max_object, struct zpool **out);
 void zpool_destroy(struct zpool *pool);          /* NULL is accepted */
 
 /* Limit the memory the pool holds (mem_used below); 0 removes the limit. */

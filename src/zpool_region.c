@@ -259,13 +259,13 @@ static int classes_init(struct zpool *pool)
 	return 0;
 }
 
-int zpool_create(uint64_t capacity, size_t max_object, struct zpool **out)
+int zpool_create(uint64_t max_objects, size_t max_object, struct zpool **out)
 {
 	struct zpool *pool;
 	uint64_t nframes, ncells;
 	int err = -ENOMEM;
 
-	if (!out || !capacity || !max_object || max_object % ZP_ALIGN ||
+	if (!out || !max_objects || !max_object || max_object % ZP_ALIGN ||
 	    max_object > ZP_MAX_OBJECT)
 		return -EINVAL;
 	pool = aligned_alloc(64, sizeof(*pool));
@@ -280,11 +280,11 @@ int zpool_create(uint64_t capacity, size_t max_object, struct zpool **out)
 	err = -ENOMEM;
 
 	/*
-	 * Worst case without compaction: every object of 16 bytes or more
-	 * alone in its zspage; plus a partial zspage per class and a few
-	 * spares (drain_spares() gives them back when frames run out).
+	 * Worst case without compaction: every object alone in its zspage;
+	 * plus a partial zspage per class and a few spares (drain_spares()
+	 * gives them back when frames run out).
 	 */
-	nframes = capacity / ZP_ALIGN + 2ull * pool->nclasses + 64;
+	nframes = max_objects + 2ull * pool->nclasses + 64;
 	if (nframes > ZP_MAX_FRAMES)
 		nframes = ZP_MAX_FRAMES;
 	pool->base = reserve(&nframes, ZP_MIN_FRAMES, ZP_FRAME);
@@ -297,7 +297,7 @@ int zpool_create(uint64_t capacity, size_t max_object, struct zpool **out)
 	for (unsigned i = 0; i < pool->nclasses; i++)
 		pool->classes[i].frames = pool->frames;
 
-	ncells = capacity / ZP_ALIGN + ZP_MIN_HANDLES;
+	ncells = max_objects + ZP_MIN_HANDLES;
 	if (ncells > ZP_MAX_HANDLES)
 		ncells = ZP_MAX_HANDLES;
 	pool->cells = reserve(&ncells, ZP_MIN_HANDLES, sizeof(pool->cells[0]));

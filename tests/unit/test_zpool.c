@@ -119,11 +119,11 @@ static void verify_all(struct zpool *pool, const struct obj *objs, size_t n,
 	assert_true(st.mem_used <= st.mem_used_max);
 }
 
-static struct zpool *pool_new(uint64_t capacity, size_t max_object)
+static struct zpool *pool_new(uint64_t max_objects, size_t max_object)
 {
 	struct zpool *pool = NULL;
 
-	assert_int_equal(zpool_create(capacity, max_object, &pool), 0);
+	assert_int_equal(zpool_create(max_objects, max_object, &pool), 0);
 	assert_non_null(pool);
 	return pool;
 }
@@ -549,7 +549,7 @@ static void test_limit(void **state)
 	zpool_destroy(pool);
 }
 
-/* A tiny capacity reserves few frames: running out is -ENOSPC too. */
+/* Room for few objects means few frames: running out is -ENOSPC too. */
 static void test_address_space(void **state)
 {
 	size_t n = 100000;
@@ -584,7 +584,7 @@ static void test_address_space(void **state)
 	zpool_destroy(pool);
 }
 
-/* A tiny capacity also means few handles: running out is -ENOSPC. */
+/* It also means few handles: running out is -ENOSPC. */
 static void test_handles_run_out(void **state)
 {
 	size_t n = 1 << 17, stored = 0;
