@@ -34,8 +34,8 @@ static int lz4_compress(void *ctx, int level, const void *src, size_t src_len,
 	return n > 0 ? n : -E2BIG;
 }
 
-static int lz4_decompress(void *ctx, const void *src, size_t src_len,
-			  void *dst, size_t dst_len)
+int zcomp_lz4_decompress(void *ctx, const void *src, size_t src_len,
+			 void *dst, size_t dst_len)
 {
 	(void)ctx;
 	if (src_len > INT_MAX || dst_len > INT_MAX)
@@ -53,5 +53,5 @@ const struct zcomp_backend zcomp_backend_lz4 = {
 	.min_level = lz4_level,
 	.max_level = lz4_level,
 	.compress = lz4_compress,
-	.decompress = lz4_decompress,
+	.decompress = zcomp_lz4_decompress,
 };

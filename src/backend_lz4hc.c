@@ -51,18 +51,6 @@ static int lz4hc_compress(void *ctx, int level, const void *src,
 	return n > 0 ? n : -E2BIG;
 }
 
-static int lz4hc_decompress(void *ctx, const void *src, size_t src_len,
-			    void *dst, size_t dst_len)
-{
-	(void)ctx;
-	if (src_len > INT_MAX || dst_len > INT_MAX)
-		return -EIO;
-	if (LZ4_decompress_safe(src, dst, (int)src_len, (int)dst_len) !=
-	    (int)dst_len)
-		return -EIO;
-	return 0;
-}
-
 const struct zcomp_backend zcomp_backend_lz4hc = {
 	.name = "lz4hc",
 	.default_level = LZ4HC_CLEVEL_DEFAULT,
@@ -72,5 +60,5 @@ const struct zcomp_backend zcomp_backend_lz4hc = {
 	.cctx_create = lz4hc_cctx_create,
 	.cctx_destroy = lz4hc_cctx_destroy,
 	.compress = lz4hc_compress,
-	.decompress = lz4hc_decompress,
+	.decompress = zcomp_lz4_decompress,
 };

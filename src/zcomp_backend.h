@@ -65,6 +65,9 @@ struct zcomp_backend {
 };
 
 extern const struct zcomp_backend zcomp_backend_lz4;
+/* LZ4 block decoding, shared by lz4 and lz4hc (whose output is plain LZ4). */
+int zcomp_lz4_decompress(void *ctx, const void *src, size_t src_len,
+			 void *dst, size_t dst_len);
 extern const struct zcomp_backend zcomp_backend_lz4hc;
 extern const struct zcomp_backend zcomp_backend_zstd;
 extern const struct zcomp_backend zcomp_backend_deflate;

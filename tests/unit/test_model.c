@@ -66,19 +66,8 @@ struct run {
 
 static int load_corpus(void **state)
 {
-	size_t tlen, clen;
-	uint8_t *t, *c;
-
 	(void)state;
-	t = tu_corpus("files.tar", 8u << 20, &tlen);
-	c = tu_corpus("heap-python.core", 24u << 20, &clen);
-	corpus = malloc(tlen + clen);
-	assert_non_null(corpus);
-	memcpy(corpus, t, tlen);
-	memcpy(corpus + tlen, c, clen);
-	corpus_len = tlen + clen;
-	free(t);
-	free(c);
+	corpus = tu_corpus_mix(8u << 20, 24u << 20, &corpus_len);
 	return 0;
 }
 

@@ -69,19 +69,9 @@ static void record_failure(const char *fmt, ...)
 static int load(void **state)
 {
 	struct uzram_config cfg;
-	size_t tlen, clen;
-	uint8_t *t, *c;
 
 	(void)state;
-	t = tu_corpus("files.tar", 8u << 20, &tlen);
-	c = tu_corpus("heap-python.core", 16u << 20, &clen);
-	corpus = malloc(tlen + clen);
-	assert_non_null(corpus);
-	memcpy(corpus, t, tlen);
-	memcpy(corpus + tlen, c, clen);
-	corpus_len = tlen + clen;
-	free(t);
-	free(c);
+	corpus = tu_corpus_mix(8u << 20, 16u << 20, &corpus_len);
 	uzram_config_init(&cfg);
 	cfg.size = NPAGES * PG;
 	assert_int_equal(uzram_open(&cfg, &dev), 0);

@@ -61,6 +61,27 @@ static inline void *tu_corpus(const char *name, size_t max, size_t *len)
 	return buf;
 }
 
+/*
+ * The test data most randomized tests use: the first tar_max bytes of
+ * files.tar followed by the first core_max bytes of heap-python.core.
+ */
+static inline uint8_t *tu_corpus_mix(size_t tar_max, size_t core_max,
+				     size_t *len)
+{
+	size_t tlen, clen;
+	uint8_t *t = tu_corpus("files.tar", tar_max, &tlen);
+	uint8_t *c = tu_corpus("heap-python.core", core_max, &clen);
+	uint8_t *mix = malloc(tlen + clen);
+
+	assert_non_null(mix);
+	memcpy(mix, t, tlen);
+	memcpy(mix + tlen, c, clen);
+	free(t);
+	free(c);
+	*len = tlen + clen;
+	return mix;
+}
+
 /* xorshift64*: a fast, seedable generator for randomized tests. */
 static inline uint64_t tu_rand(uint64_t *s)
 {
