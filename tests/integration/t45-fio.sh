@@ -59,7 +59,8 @@ EOF
 
 step "fio: 2 jobs x 24 MiB random writes, iodepth 16, verify=crc32c"
 rc=0
-fio --output-format=json --output="$T/verify.json" "$T/verify.fio" || rc=$?
+# fio saves verify state files in its working directory: keep them in $T.
+(cd "$T" && fio --output-format=json --output="$T/verify.json" "$T/verify.fio") || rc=$?
 ((rc == 0)) ||
 	fail "fio exited with $rc: $(grep -v '^ ' "$T/verify.json" | head -n 20)"
 check_fio "$T/verify.json"
@@ -88,7 +89,7 @@ EOF
 
 step "fio: 2 jobs overwrite, verify_backlog=16, iodepth 8"
 rc=0
-fio --output-format=json --output="$T/backlog.json" "$T/backlog.fio" || rc=$?
+(cd "$T" && fio --output-format=json --output="$T/backlog.json" "$T/backlog.fio") || rc=$?
 ((rc == 0)) ||
 	fail "fio exited with $rc: $(grep -v '^ ' "$T/backlog.json" | head -n 20)"
 check_fio "$T/backlog.json"
