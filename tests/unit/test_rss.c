@@ -80,6 +80,19 @@ static void check_close(const char *when, uint64_t rss_growth,
 			 (unsigned long long)mem);
 }
 
+/* RSS says nothing under a sanitizer (shadow memory) or without procfs. */
+static void skip_unless_rss_measurable(void)
+{
+#ifdef UNDER_SANITIZER
+	printf("   skipped: sanitizer shadow memory is part of RSS\n");
+	skip();
+#endif
+	if (!rss_bytes()) {
+		printf("   skipped: /proc/self/statm is unreadable\n");
+		skip();
+	}
+}
+
 static void test_rss(void **state)
 {
 	const uint64_t size = (uint64_t)WRITE_MB << 20;
@@ -91,14 +104,7 @@ static void test_rss(void **state)
 	uint8_t *core, *tar, *buf;
 
 	(void)state;
-#ifdef UNDER_SANITIZER
-	printf("   skipped: sanitizer shadow memory is part of RSS\n");
-	skip();
-#endif
-	if (!rss_bytes()) {
-		printf("   skipped: /proc/self/statm is unreadable\n");
-		skip();
-	}
+	skip_unless_rss_measurable();
 	core = tu_corpus("heap-python.core", (size_t)CORE_MB << 20, &core_len);
 	tar = tu_corpus("files.tar", (size_t)TAR_MB << 20, &tar_len);
 	if (core_len < (size_t)CORE_MB << 20 || tar_len < (size_t)TAR_MB << 20)
@@ -181,14 +187,7 @@ static void test_holes_cost_nothing(void **state)
 	uint8_t *buf;
 
 	(void)state;
-#ifdef UNDER_SANITIZER
-	printf("   skipped: sanitizer shadow memory is part of RSS\n");
-	skip();
-#endif
-	if (!rss_bytes()) {
-		printf("   skipped: /proc/self/statm is unreadable\n");
-		skip();
-	}
+	skip_unless_rss_measurable();
 	buf = malloc(1u << 20);
 	assert_non_null(buf);
 	memset(buf, 1, 1u << 20);
