@@ -8,7 +8,9 @@
  * The device is sized to the file, rounded up to whole pages; the bytes
  * past the end of the file must read back as zeros. The file is mapped
  * with MAP_POPULATE so that the write figures measure the device, not the
- * disk. Figures come from uzram_stats() after the read back (reads do not
+ * disk. With --randread N, N reads of one random 4 KiB page follow the
+ * read back and are timed apart: with --cluster each decodes a whole
+ * cluster. Figures come from uzram_stats() after the reads (reads do not
  * change them). Exit status: 0 if every byte matched, 1 on a mismatch or a
  * failure, 2 on a usage error. Only the public API (uzram.h) is used.
  */
@@ -36,14 +38,17 @@ struct load_opts {
 	const char *algorithm;
 	int level;
 	unsigned long long mem_limit;
+	unsigned long long cluster;
+	unsigned long long randread; /* random 4 KiB reads to time */
 	bool json;
 };
 
 struct load_result {
 	uint64_t file_size;
 	uint64_t dev_size;
+	uint32_t cluster_size;
 	struct uzram_stats st;
-	double write_s, read_s;
+	double write_s, read_s, randread_s;
 	bool match;
 	uint64_t mismatch_at; /* first differing byte when !match */
 };
@@ -52,6 +57,7 @@ static void load_usage(FILE *f)
 {
 	fprintf(f, "usage: uzram load FILE [--algorithm A] [--level N] "
 		   "[--json] [--mem-limit SIZE]\n"
+		   "                 [--cluster SIZE] [--randread N]\n"
 		   "algorithms: %s\n", uzram_algorithms());
 }
 
@@ -111,6 +117,24 @@ static int parse_args(int argc, char **argv, struct load_opts *o)
 					"--mem-limit\n", v);
 				return -EINVAL;
 			}
+		} else if ((v = opt_value(argc, argv, &i, "--cluster"))) {
+			if (!*v || parse_size(v, &o->cluster) ||
+			    o->cluster > UINT32_MAX) {
+				fprintf(stderr,
+					"uzram load: bad size '%s' for "
+					"--cluster\n", v);
+				return -EINVAL;
+			}
+		} else if ((v = opt_value(argc, argv, &i, "--randread"))) {
+			char *end;
+
+			errno = 0;
+			o->randread = strtoull(v, &end, 10);
+			if (!*v || *end || errno || *v == '-') {
+				fprintf(stderr, "uzram load: bad count '%s' "
+					"for --randread\n", v);
+				return -EINVAL;
+			}
 		} else if (a[0] == '-' && a[1] != '\0') {
 			fprintf(stderr, "uzram load: unknown option '%s'\n", a);
 			return -EINVAL;
@@ -164,6 +188,35 @@ static bool diff_at(const unsigned char *a, const unsigned char *b, size_t n,
 	return false;
 }
 
+/*
+ * Time o->randread reads of one 4 KiB page each at random page offsets:
+ * the cost a small random read pays for the cluster size.
+ */
+static int randread(const struct load_opts *o, struct uzram *dev,
+		    unsigned char *buf, struct load_result *r)
+{
+	uint64_t pages = r->dev_size / UZRAM_PAGE_SIZE, x = 0x9e3779b97f4a7c15ull;
+	double t = now();
+
+	for (unsigned long long i = 0; i < o->randread; i++) {
+		uint64_t off;
+		int ret;
+
+		x ^= x >> 12;
+		x ^= x << 25;
+		x ^= x >> 27;
+		off = (x * 2685821657736338717ull >> 11) % pages *
+		      UZRAM_PAGE_SIZE;
+		ret = uzram_read(dev, buf, UZRAM_PAGE_SIZE, off);
+		if (ret) {
+			fail_io("read back", o->file, off, ret);
+			return ret;
+		}
+	}
+	r->randread_s = now() - t;
+	return 0;
+}
+
 /* Write map[0..len) to a fresh device, read it back and compare. */
 static int load(const struct load_opts *o, const unsigned char *map,
 		uint64_t len, struct load_result *r)
@@ -186,6 +239,7 @@ static int load(const struct load_opts *o, const unsigned char *map,
 	cfg.algorithm = o->algorithm;
 	cfg.level = o->level;
 	cfg.mem_limit = o->mem_limit;
+	cfg.cluster_size = (uint32_t)o->cluster;
 	ret = uzram_open(&cfg, &dev);
 	if (ret) {
 		fprintf(stderr, "uzram load: cannot open a device for %s: %s\n",
@@ -194,6 +248,7 @@ static int load(const struct load_opts *o, const unsigned char *map,
 	}
 	r->file_size = len;
 	r->dev_size = uzram_size(dev);
+	r->cluster_size = uzram_cluster_size(dev);
 
 	t = now();
 	for (off = 0; off < len; off += CHUNK) {
@@ -232,6 +287,9 @@ static int load(const struct load_opts *o, const unsigned char *map,
 		}
 	}
 
+	ret = randread(o, dev, buf, r);
+	if (ret)
+		goto out;
 	ret = uzram_stats(dev, &r->st, sizeof(r->st));
 	if (ret)
 		fprintf(stderr, "uzram load: cannot read the counters: %s\n",
@@ -287,6 +345,7 @@ static void print_json(const struct load_opts *o, const struct load_result *r)
 	json_string(o->algorithm);
 	printf(",\n  \"level\": %d,\n", o->level);
 	printf("  \"mem_limit\": %llu,\n", o->mem_limit);
+	printf("  \"cluster_size\": %u,\n", (unsigned)r->cluster_size);
 	printf("  \"file_size\": %llu,\n", (unsigned long long)r->file_size);
 	printf("  \"disksize\": %llu,\n", (unsigned long long)st->disksize);
 	printf("  \"orig_data_size\": %llu,\n",
@@ -309,6 +368,12 @@ static void print_json(const struct load_opts *o, const struct load_result *r)
 	printf("  \"read_seconds\": %.6f,\n", r->read_s);
 	printf("  \"write_mb_s\": %.1f,\n", mb_s(r->file_size, r->write_s));
 	printf("  \"read_mb_s\": %.1f,\n", mb_s(r->dev_size, r->read_s));
+	printf("  \"randread_4k\": %llu,\n", o->randread);
+	if (o->randread)
+		printf("  \"randread_4k_us\": %.3f,\n",
+		       r->randread_s * 1e6 / (double)o->randread);
+	else
+		printf("  \"randread_4k_us\": null,\n");
 	if (r->match)
 		printf("  \"first_mismatch\": null,\n");
 	else
@@ -348,6 +413,7 @@ static void print_table(const struct load_opts *o, const struct load_result *r)
 		printf(" (default level)\n");
 	if (o->mem_limit)
 		row_size("mem_limit", o->mem_limit);
+	row_count("cluster_size", r->cluster_size);
 	row_size("file size", r->file_size);
 	row_size("orig_data_size", st->orig_data_size);
 	row_size("compr_data_size", st->compr_data_size);
@@ -362,6 +428,9 @@ static void print_table(const struct load_opts *o, const struct load_result *r)
 	       mb_s(r->file_size, r->write_s), r->write_s);
 	printf("  %-18s %15.1f MB/s  (%.3f s)\n", "read",
 	       mb_s(r->dev_size, r->read_s), r->read_s);
+	if (o->randread)
+		printf("  %-18s %15.3f us   (%llu reads)\n", "random 4K read",
+		       r->randread_s * 1e6 / (double)o->randread, o->randread);
 	if (r->match)
 		printf("  %-18s %15s\n", "round trip", "ok");
 	else

@@ -72,16 +72,28 @@ struct uzram_config {
 	const char *algorithm; /* "lz4" (default), "lz4hc", "zstd", "deflate" */
 	int level;             /* codec level; 0 selects the codec's default */
 	uint64_t mem_limit;    /* max bytes of compressed memory; 0: no limit */
+	uint32_t cluster_size; /* bytes per compression unit: 0 or 4096 (the
+				* default) compresses each page alone, as zram
+				* does; a power of two up to 65536 compresses
+				* that many bytes as one object: a better ratio,
+				* but reading any byte of a cluster decodes all
+				* of it, and a write smaller than a cluster is
+				* a read-modify-write of the cluster. With
+				* clusters, "page" in the states above and in
+				* holes, discard, block status and the failure
+				* rules below means cluster. */
 };
 
-/* Fill *cfg with defaults: no size, lz4 at its default level, no limit. */
+/* Fill *cfg with defaults: no size, lz4 at its default level, no limit,
+ * one page per cluster. */
 UZRAM_API void uzram_config_init(struct uzram_config *cfg);
 
 /*
  * Create a device. On success stores it in *devp and returns 0.
  * Errors:
  *   -EINVAL  cfg or devp is NULL, cfg->struct_size is not one this library
- *            knows, the size is 0 or above 16 TiB, or the level is out of
+ *            knows, the size is 0 or above 16 TiB, the cluster size is not
+ *            0 or a power of two from 4096 to 65536, or the level is out of
  *            the codec's range;
  *   -ENOENT  the algorithm is unknown; uzram_last_error() lists known ones;
  *   -ENOMEM  memory for the page table could not be reserved.
@@ -94,6 +106,15 @@ UZRAM_API void uzram_close(struct uzram *dev);
 
 /* The device size in bytes, as rounded up by uzram_open(). */
 UZRAM_API uint64_t uzram_size(const struct uzram *dev);
+
+/*
+ * The device's compression unit in bytes (4096 unless the config asked for
+ * more), or 0 for NULL. Requests aligned to it and sized in multiples of it
+ * avoid read-modify-write: an NBD server advertises it as the preferred
+ * block size. The last cluster may be shorter (the device size is only
+ * rounded up to a page).
+ */
+UZRAM_API uint32_t uzram_cluster_size(const struct uzram *dev);
 
 /*
  * Copy len bytes at byte offset off of the device into buf.

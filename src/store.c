@@ -1,11 +1,20 @@
 /*
- * store.c - the device: a table of page slots over the allocator (zpool)
- * and the codec layer (zcomp). This is zram_drv.c's role.
+ * store.c - the device: a table of slots over the allocator (zpool) and the
+ * codec layer (zcomp). This is zram_drv.c's role.
+ *
+ * The unit of compression is the cluster: cluster_size bytes (a power of
+ * two from one 4 KiB page, zram's choice and the default, up to 64 KiB),
+ * chosen at open. Each cluster has one slot and is compressed as one
+ * object: a larger unit gives the codec more context and a better ratio,
+ * at the price of decoding the whole cluster to read any part of it. The
+ * device size stays a multiple of a page, so the last cluster may be
+ * shorter than the others; it is compressed at its own length.
  *
  *   uzram_read/write/discard/write_zeroes
- *        |  split into pages; partial pages are read-modify-written
+ *        |  split into clusters; partial clusters are read-modify-written
  *        v
- *   dir: one pointer per 64 MiB of device, NULL until a page in it is written
+ *   dir: one pointer per 16384 clusters (64 MiB of 4 KiB clusters), NULL
+ *   until a cluster in it is written
  *   +------+------+------+-----
  *   |  *   | NULL |  *   | ...
  *   +--+---+------+--+---+-----
@@ -16,28 +25,33 @@
  *   +---------+---------+----+----+----+----+-----    16 bytes (see slot.h)
  *                            |         |
  *                  handle -> v         v  <- handle
- *                  zpool: compressed objects / raw pages in zspages
+ *                  zpool: compressed objects / raw clusters in zspages
  *
  * The table is sparse because holes must cost nothing, even to look at:
  * reading never-written memory faults pages in on some kernels, so a
  * reader, block status or discard of a hole must not touch the table.
- * A chunk is created by the first write into its 64 MiB, published with a
+ * A chunk is created by the first write into its range, published with a
  * compare-and-swap, and kept until the device is closed.
  *
- * Writing a page. A whole page is classified and compressed into the
+ * Writing a cluster. A whole cluster is classified and compressed into the
  * thread's own buffer and stored in the allocator before the slot is even
  * locked; the slot is then locked only to swap the old contents for the
  * new, and the old object is freed after the unlock. A failed write (no
- * memory) therefore leaves the page exactly as it was. A partial page holds
- * the slot lock for the whole read-modify-write, so that two partial writes
- * to one page cannot lose each other's bytes.
+ * memory) therefore leaves the cluster exactly as it was. A partial cluster
+ * holds the slot lock for the whole read-modify-write, so that two partial
+ * writes to one cluster cannot lose each other's bytes.
  *
- * Reading a page takes the slot lock shared, maps the object (pinning it
+ * Reading a cluster takes the slot lock shared, maps the object (pinning it
  * against compaction), decompresses straight into the caller's buffer when
- * the request covers the whole page, and unlocks. Partial reads of
- * compressed pages go through a per-thread scratch page. The read path
- * takes no device-wide lock, allocates nothing after the thread's first
- * request, makes no system call and writes no shared counter.
+ * the request covers the whole cluster, and unlocks. Partial reads of
+ * compressed clusters decode the whole cluster into a per-thread scratch
+ * buffer and copy out the part asked for. The read path takes no
+ * device-wide lock, allocates nothing once the thread's buffers fit the
+ * largest cluster it has used, makes no system call and writes no shared
+ * counter.
+ *
+ * The counters stay in pages (as zram's mm_stat): a cluster of n pages
+ * counts n in pages_stored, same_pages and huge_pages.
  *
  * Lock rules:
  *  - a slot's flags and val are protected by that slot's lock (slot.h);
@@ -65,13 +79,16 @@
 #define PAGE_SHIFT 12
 #define PAGE_MASK ((uint64_t)PAGE - 1)
 
+#define CLUSTER_MIN_SHIFT PAGE_SHIFT
+#define CLUSTER_MAX_SHIFT 16
+
 /*
- * Pages whose compressed form is larger than this are kept raw: they would
- * save less than 1/64 of a page and still cost a decompression per read.
+ * Units whose compressed form is larger than this are kept raw: they would
+ * save less than 1/64 of the unit and still cost a decompression per read.
  * The allocator packs objects at 16-byte granularity, so anything below the
  * limit really occupies about its own size.
  */
-#define HUGE_LIMIT (PAGE - PAGE / 64)
+#define HUGE_LIMIT(len) ((len) - (len) / 64)
 
 /* Handles are 32-bit: at most one object per page for 2^32 pages. */
 #define MAX_PAGES (UINT64_C(1) << 32)
@@ -84,9 +101,11 @@ struct uzram {
 	struct slot *_Atomic *dir;
 	uint64_t nchunks;
 	_Atomic uint64_t chunks_used;
-	uint64_t npages;
+	uint64_t nclusters;
 	uint64_t size;
 	uint64_t mem_limit;
+	unsigned cshift;       /* log2 of the cluster size */
+	size_t csize;          /* bytes in a cluster */
 	struct zcomp *comp;
 	struct zpool *pool;
 	struct stats stats;
@@ -99,12 +118,15 @@ struct content {
 };
 
 /*
- * Per-thread buffers, allocated on a thread's first request that needs them
- * and freed when the thread exits: never per request.
+ * Per-thread buffers of cap bytes each, allocated on a thread's first
+ * request that needs them, grown (at most once per cluster size, up to
+ * 64 KiB) when a device with larger clusters first needs them, and freed
+ * when the thread exits: never per request.
  */
 struct store_tls {
-	unsigned char cbuf[PAGE];  /* compressor output */
-	unsigned char page[PAGE];  /* read-modify-write, partial reads */
+	size_t cap;
+	unsigned char *cbuf;  /* compressor output */
+	unsigned char *unit;  /* read-modify-write, partial reads */
 };
 
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
@@ -122,27 +144,42 @@ static void tls_key_init(void)
 	tls_key_err = pthread_key_create(&tls_key, tls_free);
 }
 
-static struct store_tls *tls_get(void)
+/* This thread's buffers, holding at least cap bytes each; NULL: no memory. */
+static struct store_tls *tls_get(size_t cap)
 {
-	struct store_tls *t = tls;
+	struct store_tls *t = tls, *old = t;
+	size_t head = (sizeof *t + 63) & ~(size_t)63;
 
-	if (__builtin_expect(t != NULL, 1))
+	if (__builtin_expect(t != NULL && t->cap >= cap, 1))
 		return t;
 	pthread_once(&tls_once, tls_key_init);
 	if (tls_key_err)
 		return NULL;
-	t = aligned_alloc(64, sizeof *t);
+	t = aligned_alloc(64, head + 2 * cap);
 	if (!t)
 		return NULL;
 	if (pthread_setspecific(tls_key, t)) {
 		free(t);
 		return NULL;
 	}
+	t->cap = cap;
+	t->cbuf = (unsigned char *)t + head;
+	t->unit = t->cbuf + cap;
 	tls = t;
+	free(old);
 	return t;
 }
 
-/* The slot of page idx, or NULL while its chunk has never been written. */
+/* Bytes in cluster idx: the cluster size, except maybe for the last one. */
+static inline size_t unit_len(const struct uzram *dev, uint64_t idx)
+{
+	uint64_t start = idx << dev->cshift;
+
+	return dev->size - start < dev->csize ? (size_t)(dev->size - start)
+					       : dev->csize;
+}
+
+/* The slot of cluster idx, or NULL while its chunk has never been written. */
 static inline struct slot *slot_peek(struct uzram *dev, uint64_t idx)
 {
 	struct slot *chunk = atomic_load_explicit(&dev->dir[idx >> CHUNK_SHIFT],
@@ -151,7 +188,7 @@ static inline struct slot *slot_peek(struct uzram *dev, uint64_t idx)
 	return chunk ? &chunk[idx & (CHUNK_SLOTS - 1)] : NULL;
 }
 
-/* The slot of page idx, creating its chunk if needed; NULL: no memory. */
+/* The slot of cluster idx, creating its chunk if needed; NULL: no memory. */
 static struct slot *slot_get(struct uzram *dev, uint64_t idx)
 {
 	struct slot *_Atomic *entry = &dev->dir[idx >> CHUNK_SHIFT];
@@ -177,7 +214,7 @@ static struct slot *slot_get(struct uzram *dev, uint64_t idx)
 	return &chunk[idx & (CHUNK_SLOTS - 1)];
 }
 
-static void fill64(unsigned char *dst, uint64_t v, size_t poff, size_t len)
+static void fill64(unsigned char *dst, uint64_t v, size_t uoff, size_t len)
 {
 	const unsigned char *b = (const unsigned char *)&v;
 
@@ -186,7 +223,7 @@ static void fill64(unsigned char *dst, uint64_t v, size_t poff, size_t len)
 		return;
 	}
 	for (size_t i = 0; i < len; i++)
-		dst[i] = b[(poff + i) & 7];
+		dst[i] = b[(uoff + i) & 7];
 }
 
 static uint64_t content_handle_size(const struct content *c)
@@ -194,36 +231,42 @@ static uint64_t content_handle_size(const struct content *c)
 	return c->val >> 32;
 }
 
+/* Count contents that hold (sign 1) or held (sign -1) `pages` pages. */
 static void content_account(struct uzram *dev, const struct content *c,
-			    int sign)
+			    int64_t sign, size_t len)
 {
 	struct stats *st = &dev->stats;
+	int64_t pages = sign * (int64_t)(len >> PAGE_SHIFT);
 
 	switch ((enum slot_state)(c->flags & SLOT_STATE_MASK)) {
 	case SLOT_EMPTY:
 		return;
 	case SLOT_SAME:
-		stats_add(&st->same_pages, sign);
+		stats_add(&st->same_pages, pages);
 		break;
 	case SLOT_HUGE:
-		stats_add(&st->huge_pages, sign);
+		stats_add(&st->huge_pages, pages);
 		/* fall through */
 	case SLOT_OBJ:
 		stats_add(&st->compr_data_size,
 			  sign * (int64_t)content_handle_size(c));
 		break;
 	}
-	stats_add(&st->pages_stored, sign);
+	stats_add(&st->pages_stored, pages);
 }
 
-/* Give back what old contents held; called after the slot is unlocked. */
-static void content_release(struct uzram *dev, const struct content *old)
+/*
+ * Give back what the old contents of a unit of len bytes held; called
+ * after the slot is unlocked.
+ */
+static void content_release(struct uzram *dev, const struct content *old,
+			    size_t len)
 {
 	enum slot_state state = (enum slot_state)(old->flags & SLOT_STATE_MASK);
 
 	if (state == SLOT_OBJ || state == SLOT_HUGE)
 		zpool_free(dev->pool, (uint32_t)old->val);
-	content_account(dev, old, -1);
+	content_account(dev, old, -1, len);
 }
 
 /* Swap in new contents; the caller holds the slot lock exclusively. */
@@ -237,74 +280,80 @@ static struct content slot_swap(struct slot *s, const struct content *c)
 }
 
 /*
- * Turn one page into slot contents, storing an object in the allocator if
- * it needs one. Does not touch the table. On failure nothing is allocated.
+ * Turn one unit of len bytes into slot contents, storing an object in the
+ * allocator if it needs one. Does not touch the table. On failure nothing
+ * is allocated.
  */
-static int page_encode(struct uzram *dev, const unsigned char *src,
-		       struct store_tls *t, struct content *c)
+static int unit_encode(struct uzram *dev, const unsigned char *src,
+		       size_t len, struct store_tls *t, struct content *c)
 {
 	const void *data = t->cbuf;
 	enum slot_state state = SLOT_OBJ;
 	uint64_t first;
 	uint32_t handle;
-	int len, ret;
+	int clen, ret;
 
 	memcpy(&first, src, sizeof first);
-	if (!memcmp(src, src + sizeof first, PAGE - sizeof first)) {
+	if (!memcmp(src, src + sizeof first, len - sizeof first)) {
 		c->flags = SLOT_SAME;
 		c->val = first;
 		return 0;
 	}
-	len = zcomp_compress(dev->comp, src, PAGE, t->cbuf, HUGE_LIMIT);
-	if (len == -E2BIG) {
+	clen = zcomp_compress(dev->comp, src, len, t->cbuf, HUGE_LIMIT(len));
+	if (clen == -E2BIG) {
 		data = src;
-		len = PAGE;
+		clen = (int)len;
 		state = SLOT_HUGE;
-	} else if (len < 0) {
-		return len;
+	} else if (clen < 0) {
+		return clen;
 	}
-	ret = zpool_store(dev->pool, data, (size_t)len, &handle);
+	ret = zpool_store(dev->pool, data, (size_t)clen, &handle);
 	if (ret)
 		return ret;
 	c->flags = state;
-	c->val = (uint64_t)len << 32 | handle;
+	c->val = (uint64_t)clen << 32 | handle;
 	return 0;
 }
 
 /*
- * Decode the page a slot names into dst. The caller holds the slot lock,
- * shared or exclusive.
+ * Decode the unit of len bytes that a slot names into dst. The caller
+ * holds the slot lock, shared or exclusive.
  */
 static int slot_decode(struct uzram *dev, const struct slot *s,
-		       unsigned char *dst)
+		       unsigned char *dst, size_t len)
 {
 	const void *obj;
 	int ret = 0;
 
 	switch (slot_state(s)) {
 	case SLOT_EMPTY:
-		memset(dst, 0, PAGE);
+		memset(dst, 0, len);
 		return 0;
 	case SLOT_SAME:
-		fill64(dst, s->val, 0, PAGE);
+		fill64(dst, s->val, 0, len);
 		return 0;
 	case SLOT_OBJ:
 		obj = zpool_map(dev->pool, slot_handle(s));
-		ret = zcomp_decompress(dev->comp, obj, slot_size(s), dst, PAGE);
+		ret = zcomp_decompress(dev->comp, obj, slot_size(s), dst, len);
 		zpool_unmap(dev->pool, slot_handle(s));
 		return ret;
 	case SLOT_HUGE:
+		if (slot_size(s) != len)
+			return -EIO;
 		obj = zpool_map(dev->pool, slot_handle(s));
-		memcpy(dst, obj, PAGE);
+		memcpy(dst, obj, len);
 		zpool_unmap(dev->pool, slot_handle(s));
 		return 0;
 	}
 	return -EIO;
 }
 
-/* Read [poff, poff + len) of one page, which len does not cover whole. */
+/*
+ * Read [uoff, uoff + n) of a unit of len bytes, which n does not cover
+ * whole. The caller holds the slot lock shared.
+ */
 static int slot_read_part(struct uzram *dev, const struct slot *s,
-			  size_t poff, size_t len, unsigned char *dst)
+			  size_t len, size_t uoff, size_t n, unsigned char *dst)
 {
 	struct store_tls *t;
 	const unsigned char *obj;
@@ -312,63 +361,66 @@ static int slot_read_part(struct uzram *dev, const struct slot *s,
 
 	switch (slot_state(s)) {
 	case SLOT_EMPTY:
-		memset(dst, 0, len);
+		memset(dst, 0, n);
 		return 0;
 	case SLOT_SAME:
-		fill64(dst, s->val, poff, len);
+		fill64(dst, s->val, uoff, n);
 		return 0;
 	case SLOT_HUGE:
+		if (slot_size(s) != len)
+			return -EIO;
 		obj = zpool_map(dev->pool, slot_handle(s));
-		memcpy(dst, obj + poff, len);
+		memcpy(dst, obj + uoff, n);
 		zpool_unmap(dev->pool, slot_handle(s));
 		return 0;
 	case SLOT_OBJ:
 		break;
 	}
-	t = tls_get();
+	t = tls_get(dev->csize);
 	if (!t)
 		return -ENOMEM;
-	ret = slot_decode(dev, s, t->page);
+	ret = slot_decode(dev, s, t->unit, len);
 	if (!ret)
-		memcpy(dst, t->page + poff, len);
+		memcpy(dst, t->unit + uoff, n);
 	return ret;
 }
 
-static void page_commit(struct uzram *dev, struct slot *s,
-			const struct content *c)
+static void unit_commit(struct uzram *dev, struct slot *s,
+			const struct content *c, size_t len)
 {
 	struct content old;
 
 	slot_lock(s);
 	old = slot_swap(s, c);
 	slot_unlock(s);
-	content_account(dev, c, 1);
-	content_release(dev, &old);
+	content_account(dev, c, 1, len);
+	content_release(dev, &old, len);
 }
 
-static int page_write_full(struct uzram *dev, uint64_t idx,
-			   const unsigned char *src)
+static int unit_write_full(struct uzram *dev, uint64_t idx,
+			   const unsigned char *src, size_t len)
 {
 	struct slot *s = slot_get(dev, idx);
-	struct store_tls *t = tls_get();
+	struct store_tls *t = tls_get(dev->csize);
 	struct content c;
 	int ret;
 
 	if (!s || !t)
 		return -ENOMEM;
-	ret = page_encode(dev, src, t, &c);
+	ret = unit_encode(dev, src, len, t, &c);
 	if (ret)
 		return ret;
-	page_commit(dev, s, &c);
+	unit_commit(dev, s, &c, len);
 	return 0;
 }
 
-/* Write len bytes at poff of one page; src NULL writes zeros. */
-static int page_write_part(struct uzram *dev, uint64_t idx, size_t poff,
-			   size_t len, const unsigned char *src)
+/* Write n bytes at uoff of cluster idx; src NULL writes zeros. */
+static int unit_write_part(struct uzram *dev, uint64_t idx, size_t uoff,
+			   size_t n, const unsigned char *src)
 {
 	struct slot *s = slot_get(dev, idx);
-	struct store_tls *t = tls_get();
+	struct store_tls *t = tls_get(dev->csize);
+	size_t len = unit_len(dev, idx);
 	struct content c, old;
 	int ret;
 
@@ -380,13 +432,13 @@ static int page_write_part(struct uzram *dev, uint64_t idx, size_t poff,
 		slot_unlock(s);
 		return 0;
 	}
-	ret = slot_decode(dev, s, t->page);
+	ret = slot_decode(dev, s, t->unit, len);
 	if (!ret) {
 		if (src)
-			memcpy(t->page + poff, src, len);
+			memcpy(t->unit + uoff, src, n);
 		else
-			memset(t->page + poff, 0, len);
-		ret = page_encode(dev, t->page, t, &c);
+			memset(t->unit + uoff, 0, n);
+		ret = unit_encode(dev, t->unit, len, t, &c);
 	}
 	if (ret) {
 		slot_unlock(s);
@@ -394,8 +446,8 @@ static int page_write_part(struct uzram *dev, uint64_t idx, size_t poff,
 	}
 	old = slot_swap(s, &c);
 	slot_unlock(s);
-	content_account(dev, &c, 1);
-	content_release(dev, &old);
+	content_account(dev, &c, 1, len);
+	content_release(dev, &old, len);
 	return 0;
 }
 
@@ -437,19 +489,21 @@ UZRAM_API int uzram_read(struct uzram *dev, void *buf, size_t len,
 	if (ret)
 		return ret;
 	while (len) {
-		size_t poff = off & PAGE_MASK;
-		size_t n = len < PAGE - poff ? len : PAGE - poff;
-		struct slot *s = slot_peek(dev, off >> PAGE_SHIFT);
+		uint64_t idx = off >> dev->cshift;
+		size_t ulen = unit_len(dev, idx);
+		size_t uoff = off & (dev->csize - 1);
+		size_t n = len < ulen - uoff ? len : ulen - uoff;
+		struct slot *s = slot_peek(dev, idx);
 
 		if (!s || slot_state(s) == SLOT_EMPTY) {
 			memset(dst, 0, n);
 			goto next;
 		}
 		slot_lock_shared(s);
-		if (n == PAGE)
-			ret = slot_decode(dev, s, dst);
+		if (n == ulen)
+			ret = slot_decode(dev, s, dst, ulen);
 		else
-			ret = slot_read_part(dev, s, poff, n, dst);
+			ret = slot_read_part(dev, s, ulen, uoff, n, dst);
 		slot_unlock_shared(s);
 		if (ret)
 			return io_failed(dev, "read", ret, off);
@@ -474,14 +528,15 @@ UZRAM_API int uzram_write(struct uzram *dev, const void *buf, size_t len,
 	if (ret)
 		return ret;
 	while (len) {
-		size_t poff = off & PAGE_MASK;
-		size_t n = len < PAGE - poff ? len : PAGE - poff;
-		uint64_t idx = off >> PAGE_SHIFT;
+		uint64_t idx = off >> dev->cshift;
+		size_t ulen = unit_len(dev, idx);
+		size_t uoff = off & (dev->csize - 1);
+		size_t n = len < ulen - uoff ? len : ulen - uoff;
 
-		if (n == PAGE)
-			ret = page_write_full(dev, idx, src);
+		if (n == ulen)
+			ret = unit_write_full(dev, idx, src, ulen);
 		else
-			ret = page_write_part(dev, idx, poff, n, src);
+			ret = unit_write_part(dev, idx, uoff, n, src);
 		if (ret)
 			return io_failed(dev, "write", ret, off);
 		src += n;
@@ -495,32 +550,32 @@ static int zero_range(struct uzram *dev, const char *what, uint64_t len,
 		      uint64_t off, enum slot_state whole)
 {
 	const struct content c = { whole, 0 };
+	const uint64_t chunk_span = CHUNK_SLOTS << dev->cshift;
 	int ret = check_io(dev, what, off, len);
 
 	if (ret)
 		return ret;
 	while (len) {
-		size_t poff = off & PAGE_MASK;
-		size_t n = len < PAGE - poff ? len : PAGE - poff;
-		uint64_t idx = off >> PAGE_SHIFT;
-
+		uint64_t idx = off >> dev->cshift;
+		size_t ulen = unit_len(dev, idx);
+		size_t uoff = off & (dev->csize - 1);
+		uint64_t n = len < ulen - uoff ? len : ulen - uoff;
 		struct slot *s = slot_peek(dev, idx);
 
 		if (whole == SLOT_EMPTY && !s) {
 			/* a chunk never written: skip to its end */
-			uint64_t left = CHUNK_SLOTS * PAGE -
-					(off & (CHUNK_SLOTS * PAGE - 1));
+			uint64_t left = chunk_span - (off & (chunk_span - 1));
 
 			n = len < left ? len : left;
 		} else if (whole == SLOT_EMPTY && slot_state(s) == SLOT_EMPTY) {
 			/* nothing to drop, and no table page to fault in */
-		} else if (n == PAGE) {
+		} else if (n == ulen) {
 			s = slot_get(dev, idx);
 			if (!s)
 				return io_failed(dev, what, -ENOMEM, off);
-			page_commit(dev, s, &c);
+			unit_commit(dev, s, &c, ulen);
 		} else {
-			ret = page_write_part(dev, idx, poff, n, NULL);
+			ret = unit_write_part(dev, idx, uoff, (size_t)n, NULL);
 			if (ret)
 				return io_failed(dev, what, ret, off);
 		}
@@ -549,7 +604,7 @@ UZRAM_API int uzram_write_zeroes(struct uzram *dev, size_t len, uint64_t off,
 			  flags & UZRAM_ZERO_NO_HOLE ? SLOT_SAME : SLOT_EMPTY);
 }
 
-static unsigned page_status(struct uzram *dev, uint64_t idx)
+static unsigned unit_status(struct uzram *dev, uint64_t idx)
 {
 	struct slot *s = slot_peek(dev, idx);
 	enum slot_state state;
@@ -571,6 +626,7 @@ static unsigned page_status(struct uzram *dev, uint64_t idx)
 UZRAM_API int uzram_block_status(struct uzram *dev, uint64_t off, uint64_t len,
 				 uint64_t *run, unsigned *flags)
 {
+	const unsigned shift = dev ? dev->cshift : 0;
 	uint64_t pos, end;
 	unsigned first;
 	int ret;
@@ -582,20 +638,20 @@ UZRAM_API int uzram_block_status(struct uzram *dev, uint64_t off, uint64_t len,
 	if (ret)
 		return ret;
 	end = off + len;
-	first = page_status(dev, off >> PAGE_SHIFT);
-	pos = (off | PAGE_MASK) + 1;
+	first = unit_status(dev, off >> shift);
+	pos = ((off >> shift) + 1) << shift;
 	while (pos < end) {
-		uint64_t idx = pos >> PAGE_SHIFT;
+		uint64_t idx = pos >> shift;
 
 		if (first == (UZRAM_STATUS_HOLE | UZRAM_STATUS_ZERO) &&
 		    !atomic_load_explicit(&dev->dir[idx >> CHUNK_SHIFT],
 					  memory_order_acquire)) {
-			pos = ((idx >> CHUNK_SHIFT) + 1) << (CHUNK_SHIFT + PAGE_SHIFT);
+			pos = ((idx >> CHUNK_SHIFT) + 1) << (CHUNK_SHIFT + shift);
 			continue;
 		}
-		if (page_status(dev, idx) != first)
+		if (unit_status(dev, idx) != first)
 			break;
-		pos += PAGE;
+		pos += dev->csize;
 	}
 	*run = (pos < end ? pos : end) - off;
 	*flags = first;
@@ -609,25 +665,43 @@ UZRAM_API void uzram_config_init(struct uzram_config *cfg)
 	memset(cfg, 0, sizeof *cfg);
 	cfg->struct_size = sizeof *cfg;
 	cfg->algorithm = "lz4";
+	cfg->cluster_size = PAGE;
 }
 
-/* The first published layout ends with mem_limit; later ones only grow. */
+/*
+ * The layouts published so far: the first ended with mem_limit, the
+ * second (the current one) adds cluster_size. Only these sizes are known.
+ */
 #define CONFIG_V1_SIZE \
 	(offsetof(struct uzram_config, mem_limit) + sizeof(uint64_t))
+#define CONFIG_V2_SIZE sizeof(struct uzram_config)
+
+/* log2 of a valid cluster size (0 means one page), or -1. */
+static int cluster_shift(uint32_t bytes)
+{
+	if (bytes == 0)
+		return CLUSTER_MIN_SHIFT;
+	for (int shift = CLUSTER_MIN_SHIFT; shift <= CLUSTER_MAX_SHIFT; shift++)
+		if (bytes == UINT32_C(1) << shift)
+			return shift;
+	return -1;
+}
 
 UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 {
 	struct uzram_config c;
 	struct uzram *dev;
-	int ret;
+	int ret, shift;
 
 	if (!cfg || !devp)
 		return uzram_set_error(-EINVAL, "open: NULL %s",
 				       cfg ? "device pointer" : "config");
-	if (cfg->struct_size < CONFIG_V1_SIZE || cfg->struct_size > sizeof c)
+	if (cfg->struct_size != CONFIG_V1_SIZE &&
+	    cfg->struct_size != CONFIG_V2_SIZE)
 		return uzram_set_error(-EINVAL,
 			"open: config struct_size %zu is not one this library "
 			"knows (use uzram_config_init)", cfg->struct_size);
+	/* Fields past an older caller's struct_size keep their defaults. */
 	uzram_config_init(&c);
 	memcpy(&c, cfg, cfg->struct_size);
 	if (c.size == 0 || c.size > MAX_PAGES * PAGE)
@@ -635,14 +709,22 @@ UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 			"open: size %llu is not between 1 and %llu bytes",
 			(unsigned long long)c.size,
 			(unsigned long long)(MAX_PAGES * PAGE));
+	shift = cluster_shift(c.cluster_size);
+	if (shift < 0)
+		return uzram_set_error(-EINVAL,
+			"open: cluster size %lu is not a power of two from "
+			"%u to %u bytes", (unsigned long)c.cluster_size,
+			1u << CLUSTER_MIN_SHIFT, 1u << CLUSTER_MAX_SHIFT);
 	if (!c.algorithm)
 		c.algorithm = "lz4";
 
 	dev = calloc(1, sizeof *dev);
 	if (!dev)
 		return uzram_set_error(-ENOMEM, "open: out of memory");
-	dev->npages = (c.size + PAGE_MASK) >> PAGE_SHIFT;
-	dev->size = dev->npages << PAGE_SHIFT;
+	dev->size = (c.size + PAGE_MASK) & ~PAGE_MASK;
+	dev->cshift = (unsigned)shift;
+	dev->csize = (size_t)1 << shift;
+	dev->nclusters = (dev->size + dev->csize - 1) >> shift;
 	dev->mem_limit = c.mem_limit;
 
 	ret = zcomp_create(c.algorithm, c.level, &dev->comp);
@@ -657,9 +739,9 @@ UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 					       : uzram_strerror(ret));
 		goto fail;
 	}
-	/* One object per page; a rewrite in flight holds one more until it
-	 * frees the old one, which the pool's spare handles cover. */
-	ret = zpool_create(dev->npages, PAGE, &dev->pool);
+	/* One object per cluster; a rewrite in flight holds one more until
+	 * it frees the old one, which the pool's spare handles cover. */
+	ret = zpool_create(dev->nclusters, dev->csize, &dev->pool);
 	if (ret) {
 		uzram_set_error(ret, "open: cannot create the allocator: %s",
 				uzram_strerror(ret));
@@ -667,7 +749,7 @@ UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 	}
 	zpool_set_limit(dev->pool, c.mem_limit);
 
-	dev->nchunks = (dev->npages + CHUNK_SLOTS - 1) >> CHUNK_SHIFT;
+	dev->nchunks = (dev->nclusters + CHUNK_SLOTS - 1) >> CHUNK_SHIFT;
 	dev->dir = calloc(dev->nchunks, sizeof(*dev->dir));
 	if (!dev->dir) {
 		ret = uzram_set_error(-ENOMEM,
@@ -702,6 +784,11 @@ UZRAM_API void uzram_close(struct uzram *dev)
 UZRAM_API uint64_t uzram_size(const struct uzram *dev)
 {
 	return dev ? dev->size : 0;
+}
+
+UZRAM_API uint32_t uzram_cluster_size(const struct uzram *dev)
+{
+	return dev ? (uint32_t)dev->csize : 0;
 }
 
 UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
