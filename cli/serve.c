@@ -18,7 +18,7 @@ static void serve_usage(void)
 	fprintf(stderr,
 		"usage: uzram serve [--size 1G] [--algorithm lz4] [--level N] [--mem-limit M]\n"
 		"                   [--socket PATH | --tcp HOST:PORT] [--export NAME]\n"
-		"                   [--read-only] [--max-connections N]\n");
+		"                   [--read-only] [--max-connections N] [--cluster 4K..64K]\n");
 }
 
 /* "PORT", "HOST:PORT" or "[V6ADDR]:PORT"; host defaults to 127.0.0.1. */
@@ -71,6 +71,7 @@ int cmd_serve(int argc, char **argv)
 		{ "export", required_argument, NULL, 'e' },
 		{ "read-only", no_argument, NULL, 'r' },
 		{ "max-connections", required_argument, NULL, 'c' },
+		{ "cluster", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -132,6 +133,11 @@ int cmd_serve(int argc, char **argv)
 			if (parse_uint(optarg, 1u << 20, &v) < 0)
 				goto bad_value;
 			sc.max_connections = (unsigned)v;
+			break;
+		case 'C':
+			if (parse_size(optarg, &v) < 0 || v > UINT32_MAX)
+				goto bad_value;
+			cfg.cluster_size = (uint32_t)v;
 			break;
 		case 'h':
 			serve_usage();
