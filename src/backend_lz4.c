@@ -46,6 +46,19 @@ int zcomp_lz4_decompress(void *ctx, const void *src, size_t src_len,
 	return 0;
 }
 
+/* LZ4 decodes in order and can stop after the bytes asked for. */
+int zcomp_lz4_decompress_prefix(void *ctx, const void *src, size_t src_len,
+				void *dst, size_t want, size_t dst_len)
+{
+	(void)ctx;
+	if (src_len > INT_MAX || dst_len > INT_MAX || want > dst_len)
+		return -EIO;
+	if (LZ4_decompress_safe_partial(src, dst, (int)src_len, (int)want,
+					(int)dst_len) < (int)want)
+		return -EIO;
+	return 0;
+}
+
 /* One level: LZ4_compress_default() has no level to choose. */
 const struct zcomp_backend zcomp_backend_lz4 = {
 	.name = "lz4",
@@ -54,4 +67,5 @@ const struct zcomp_backend zcomp_backend_lz4 = {
 	.max_level = lz4_level,
 	.compress = lz4_compress,
 	.decompress = zcomp_lz4_decompress,
+	.decompress_prefix = zcomp_lz4_decompress_prefix,
 };

@@ -61,4 +61,5 @@ const struct zcomp_backend zcomp_backend_lz4hc = {
 	.cctx_destroy = lz4hc_cctx_destroy,
 	.compress = lz4hc_compress,
 	.decompress = zcomp_lz4_decompress,
+	.decompress_prefix = zcomp_lz4_decompress_prefix,
 };

@@ -44,8 +44,9 @@
  * Reading a cluster takes the slot lock shared, maps the object (pinning it
  * against compaction), decompresses straight into the caller's buffer when
  * the request covers the whole cluster, and unlocks. Partial reads of
- * compressed clusters decode the whole cluster into a per-thread scratch
- * buffer and copy out the part asked for. The read path takes no
+ * compressed clusters decode into a per-thread scratch buffer (lz4 only up
+ * to the last byte asked for, other codecs the whole cluster) and copy out
+ * the part asked for. The read path takes no
  * device-wide lock, allocates nothing once the thread's buffers fit the
  * largest cluster it has used, makes no system call and writes no shared
  * counter.
@@ -379,7 +380,11 @@ static int slot_read_part(struct uzram *dev, const struct slot *s,
 	t = tls_get(dev->csize);
 	if (!t)
 		return -ENOMEM;
-	ret = slot_decode(dev, s, t->unit, len);
+	/* Codecs that decode in order stop after the last byte asked for. */
+	obj = zpool_map(dev->pool, slot_handle(s));
+	ret = zcomp_decompress_prefix(dev->comp, obj, slot_size(s), t->unit,
+				      uoff + n, len);
+	zpool_unmap(dev->pool, slot_handle(s));
 	if (!ret)
 		memcpy(dst, t->unit + uoff, n);
 	return ret;

@@ -231,6 +231,23 @@ int zcomp_decompress(const struct zcomp *zc, const void *src, size_t src_len,
 	return zc->b->decompress(ctx, src, src_len, dst, dst_len);
 }
 
+int zcomp_decompress_prefix(const struct zcomp *zc, const void *src,
+			    size_t src_len, void *dst, size_t want,
+			    size_t dst_len)
+{
+	void *ctx = NULL;
+
+	assert(zc && src && dst && want <= dst_len);
+	if (!zc->b->decompress_prefix || want == dst_len)
+		return zcomp_decompress(zc, src, src_len, dst, dst_len);
+	if (zc->b->dctx_create) {
+		ctx = dctx_get(zc);
+		if (!ctx)
+			return -ENOMEM;
+	}
+	return zc->b->decompress_prefix(ctx, src, src_len, dst, want, dst_len);
+}
+
 static char known[64];
 
 static void known_init(void)

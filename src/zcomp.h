@@ -53,6 +53,16 @@ int zcomp_compress(const struct zcomp *zc, const void *src, size_t src_len,
 int zcomp_decompress(const struct zcomp *zc, const void *src, size_t src_len,
 		     void *dst, size_t dst_len);
 
+/*
+ * Like zcomp_decompress(), but only the first `want` bytes of dst need to
+ * be right: codecs that decode in order (lz4, lz4hc) stop there, the others
+ * decode all dst_len bytes. Returns 0, -EIO or -ENOMEM; a corrupt stream
+ * may go unnoticed when the damage lies past `want`.
+ */
+int zcomp_decompress_prefix(const struct zcomp *zc, const void *src,
+			    size_t src_len, void *dst, size_t want,
+			    size_t dst_len);
+
 /* Known codec names separated by single spaces: "lz4 lz4hc zstd deflate". */
 const char *zcomp_known(void);
 

@@ -62,12 +62,23 @@ struct zcomp_backend {
 	 */
 	int (*decompress)(void *ctx, const void *src, size_t src_len,
 			  void *dst, size_t dst_len);
+
+	/*
+	 * Optional (NULL: zcomp decodes whole). Decode at least the first
+	 * `want` bytes of a stream of dst_len bytes and stop as soon as it
+	 * can. Returns 0, or -EIO if the first `want` bytes cannot be decoded.
+	 * Must stay inside src and dst whatever src holds.
+	 */
+	int (*decompress_prefix)(void *ctx, const void *src, size_t src_len,
+				 void *dst, size_t want, size_t dst_len);
 };
 
 extern const struct zcomp_backend zcomp_backend_lz4;
 /* LZ4 block decoding, shared by lz4 and lz4hc (whose output is plain LZ4). */
 int zcomp_lz4_decompress(void *ctx, const void *src, size_t src_len,
 			 void *dst, size_t dst_len);
+int zcomp_lz4_decompress_prefix(void *ctx, const void *src, size_t src_len,
+				void *dst, size_t want, size_t dst_len);
 extern const struct zcomp_backend zcomp_backend_lz4hc;
 extern const struct zcomp_backend zcomp_backend_zstd;
 extern const struct zcomp_backend zcomp_backend_deflate;
