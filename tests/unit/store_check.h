@@ -1,8 +1,9 @@
 /*
  * store_check.h - the checking kit shared by the tests of the public API
- * (test_store.c for what calls do, test_errors.c for what they refuse).
+ * (test_store.c and test_states.c for what calls do, test_errors.c for what
+ * they refuse).
  *
- * Both keep a plain reference copy of the device and compare it whole with
+ * They keep a plain reference copy of the device and compare it whole with
  * the device after every change (check_dev), writing through dev_write so
  * the copy follows each successful write. Their pages come from the real
  * data corpus (tu_corpus()), loaded once per binary by the group setup
@@ -179,6 +180,42 @@ static inline void dev_write(struct uzram *dev, uint8_t *ref, const void *buf,
 		fail_msg("uzram_write(%zu @ %llu) = %d (%s)", len,
 			 (unsigned long long)off, r, uzram_last_error());
 	memcpy(ref + off, buf, len);
+}
+
+/* Read [off, off + len) into a buffer with guard bytes on either side. */
+static inline void check_read(struct uzram *dev, const uint8_t *ref, uint64_t off,
+		       size_t len)
+{
+	uint8_t *buf = malloc(len + 64);
+	size_t i;
+	int r;
+
+	assert_non_null(buf);
+	memset(buf, 0x5a, len + 64);
+	r = uzram_read(dev, buf + 32, len, off);
+	if (r)
+		fail_msg("uzram_read(%zu @ %llu) = %d", len,
+			 (unsigned long long)off, r);
+	for (i = 0; i < 32; i++)
+		if (buf[i] != 0x5a || buf[32 + len + i] != 0x5a)
+			fail_msg("uzram_read(%zu @ %llu) wrote outside buf",
+				 len, (unsigned long long)off);
+	if (memcmp(buf + 32, ref + off, len))
+		fail_msg("uzram_read(%zu @ %llu) returned wrong bytes", len,
+			 (unsigned long long)off);
+	free(buf);
+}
+
+/* The flags of every page, walked with uzram_block_status() page by page. */
+static inline unsigned page_status(struct uzram *dev, uint64_t page)
+{
+	uint64_t run = 0;
+	unsigned flags = ~0u;
+
+	assert_int_equal(uzram_block_status(dev, page * PG, PG, &run, &flags),
+			 0);
+	assert_int_equal(run, PG);
+	return flags;
 }
 
 #endif
