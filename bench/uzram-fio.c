@@ -28,6 +28,8 @@
  *   uzram_size       device size; default: the job's size + offset
  *   uzram_algorithm  "lz4" (default), "lz4hc", "zstd", "deflate"
  *   uzram_level      codec level, 0 for the codec's default
+ *   uzram_cluster    compression unit in bytes (uzram_config.cluster_size),
+ *                    0 for one page
  *   uzram_src        a file whose bytes writes carry instead of fio's buffer:
  *                    a write at device offset o takes the file's bytes at
  *                    o - offset of the job, wrapping at the file's end.
@@ -37,7 +39,7 @@
  *                    JSON line: the device's uzram_stats and the process RSS
  *   uzram_discard    1: discard the whole device when the job starts
  * The same can be given as environment variables UZRAM_FIO_SIZE,
- * UZRAM_FIO_ALGORITHM, UZRAM_FIO_LEVEL, UZRAM_FIO_SRC and UZRAM_FIO_STATS;
+ * UZRAM_FIO_ALGORITHM, UZRAM_FIO_LEVEL, UZRAM_FIO_CLUSTER, UZRAM_FIO_SRC and UZRAM_FIO_STATS;
  * job options win.
  *
  * Requests are synchronous in-process calls. At iodepth > 1 the engine
@@ -65,6 +67,7 @@ struct uzfio_options {
 	unsigned long long size;
 	char *algorithm;
 	int level;
+	unsigned long long cluster;
 	char *src;
 	char *stats;
 	unsigned int discard;
@@ -96,6 +99,15 @@ static struct fio_option options[] = {
 		.off1 = offsetof(struct uzfio_options, level),
 		.help = "Codec level (0: the codec's default)",
 		.def = "0",
+		.category = FIO_OPT_C_ENGINE,
+		.group = FIO_OPT_G_INVALID,
+	},
+	{
+		.name = "uzram_cluster",
+		.lname = "uzram cluster size",
+		.type = FIO_OPT_STR_VAL,
+		.off1 = offsetof(struct uzfio_options, cluster),
+		.help = "Compression unit in bytes (0: one page)",
 		.category = FIO_OPT_C_ENGINE,
 		.group = FIO_OPT_G_INVALID,
 	},
@@ -138,6 +150,7 @@ static struct {
 	struct uzram *dev;
 	char algorithm[32];
 	int level;
+	uint32_t cluster;
 	long rss_open_kib;	/* process RSS before the device existed */
 } shared = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -174,7 +187,7 @@ static long rss_kib(void)
 }
 
 static int open_shared(struct thread_data *td, uint64_t size,
-		       const char *algorithm, int level)
+		       const char *algorithm, int level, uint32_t cluster)
 {
 	struct uzram_config cfg;
 	int ret = 0;
@@ -182,12 +195,14 @@ static int open_shared(struct thread_data *td, uint64_t size,
 	pthread_mutex_lock(&shared.lock);
 	if (shared.dev) {
 		if (uzram_size(shared.dev) < size ||
-		    strcmp(shared.algorithm, algorithm) || shared.level != level) {
+		    strcmp(shared.algorithm, algorithm) || shared.level != level ||
+		    shared.cluster != cluster) {
 			log_err("uzram: job %s asks for %" PRIu64 " bytes of %s/%d "
-				"but the device of this process is %" PRIu64
-				" bytes of %s/%d\n", td->o.name, size, algorithm,
-				level, uzram_size(shared.dev), shared.algorithm,
-				shared.level);
+				"in %u-byte clusters but the device of this "
+				"process is %" PRIu64 " bytes of %s/%d in %u\n",
+				td->o.name, size, algorithm, level, cluster,
+				uzram_size(shared.dev), shared.algorithm,
+				shared.level, shared.cluster);
 			ret = -EINVAL;
 		}
 		goto out;
@@ -197,6 +212,7 @@ static int open_shared(struct thread_data *td, uint64_t size,
 	cfg.size = size;
 	cfg.algorithm = algorithm;
 	cfg.level = level;
+	cfg.cluster_size = cluster;
 	ret = uzram_open(&cfg, &shared.dev);
 	if (ret) {
 		log_err("uzram: uzram_open(%" PRIu64 ", %s, %d): %s: %s\n",
@@ -206,6 +222,7 @@ static int open_shared(struct thread_data *td, uint64_t size,
 	}
 	snprintf(shared.algorithm, sizeof shared.algorithm, "%s", algorithm);
 	shared.level = level;
+	shared.cluster = cluster;
 out:
 	pthread_mutex_unlock(&shared.lock);
 	return ret;
@@ -260,6 +277,9 @@ static int uzfio_setup(struct thread_data *td)
 	const char *algorithm = opt_or_env(o->algorithm, "UZRAM_FIO_ALGORITHM");
 	const char *level_env = getenv("UZRAM_FIO_LEVEL");
 	int level = o->level ? o->level : (level_env ? atoi(level_env) : 0);
+	const char *cluster_env = getenv("UZRAM_FIO_CLUSTER");
+	uint32_t cluster = (uint32_t)(o->cluster ? o->cluster :
+			   (cluster_env ? strtoul(cluster_env, NULL, 0) : 0));
 	uint64_t size = job_size(td, o);
 	struct fio_file *f;
 	unsigned int i;
@@ -271,7 +291,7 @@ static int uzfio_setup(struct thread_data *td)
 		log_err("uzram: job %s: set uzram_size (or size=)\n", td->o.name);
 		return 1;
 	}
-	ret = open_shared(td, size, algorithm, level);
+	ret = open_shared(td, size, algorithm, level, cluster);
 	if (ret)
 		return 1;
 	/* There is no file: one pseudo file stands for the device. */
@@ -340,7 +360,8 @@ static void write_stats(struct thread_data *td, const char *path)
 		return;
 	}
 	fprintf(f ? f : stdout,
-		"{\"job\": \"%s\", \"algorithm\": \"%s\", \"rss_bytes\": %ld, "
+		"{\"job\": \"%s\", \"algorithm\": \"%s\", \"cluster_size\": %u, "
+		"\"rss_bytes\": %ld, "
 		"\"rss_open_bytes\": %ld, "
 		"\"disksize\": %" PRIu64 ", \"orig_data_size\": %" PRIu64 ", "
 		"\"compr_data_size\": %" PRIu64 ", \"mem_used_total\": %" PRIu64 ", "
@@ -348,7 +369,8 @@ static void write_stats(struct thread_data *td, const char *path)
 		"\"huge_pages\": %" PRIu64 ", \"pages_stored\": %" PRIu64 ", "
 		"\"pages_compacted\": %" PRIu64 ", \"table_bytes\": %" PRIu64 ", "
 		"\"failed_reads\": %" PRIu64 ", \"failed_writes\": %" PRIu64 "}\n",
-		td->o.name, shared.algorithm, rss_kib() * 1024,
+		td->o.name, shared.algorithm, uzram_cluster_size(shared.dev),
+		rss_kib() * 1024,
 		shared.rss_open_kib * 1024, st.disksize,
 		st.orig_data_size, st.compr_data_size, st.mem_used_total,
 		st.mem_used_max, st.same_pages, st.huge_pages, st.pages_stored,
