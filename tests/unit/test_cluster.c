@@ -23,7 +23,8 @@
  * The other tests: bad cluster sizes and an older config struct at open,
  * -ENOSPC on a partial-cluster write leaving the old bytes, threads writing
  * disjoint bytes of the same clusters at once (no lost update), and a
- * larger cluster compressing real data better than a page.
+ * larger cluster compressing real data better than a page, and the codec
+ * layer's prefix decoding that partial reads of a cluster use.
  *
  * UZRAM_TEST_SEED=<n> fixes the seed of the model test; a failure prints it.
  */
@@ -34,6 +35,7 @@
 
 #include "uzram.h"
 #include "testutil.h"
+#include "zcomp.h"
 
 #define PG ((uint64_t)UZRAM_PAGE_SIZE)
 #define OPS 10000
@@ -579,6 +581,48 @@ static void test_ratio(void **state)
 	free(got);
 }
 
+/*
+ * zcomp_decompress_prefix() gets the first `want` bytes right for every
+ * codec, and stays inside its buffers (ASan) on truncated or damaged input.
+ */
+static void test_decompress_prefix(void **state)
+{
+	static const char *const names[] = { "lz4", "lz4hc", "zstd", "deflate" };
+	static const size_t wants[] = { 1, 4096, 30001, 65535, 65536 };
+	const size_t len = 65536;
+	uint8_t *cbuf = malloc(2 * len), *dst = malloc(len);
+	const uint8_t *src = corpus + (1u << 20);
+	uint64_t rng = 7;
+
+	(void)state;
+	assert_true(cbuf && dst);
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		struct zcomp *zc;
+		int clen;
+
+		assert_int_equal(zcomp_create(names[i], 0, &zc), 0);
+		clen = zcomp_compress(zc, src, len, cbuf, 2 * len);
+		assert_true(clen > 0);
+		for (size_t w = 0; w < sizeof wants / sizeof wants[0]; w++) {
+			memset(dst, 0xee, len);
+			assert_int_equal(zcomp_decompress_prefix(zc, cbuf,
+					 (size_t)clen, dst, wants[w], len), 0);
+			assert_memory_equal(dst, src, wants[w]);
+			/* Damaged input: any answer but a wrong success. */
+			if (zcomp_decompress_prefix(zc, cbuf, (size_t)clen / 2,
+						    dst, wants[w], len) == 0)
+				assert_memory_equal(dst, src, wants[w]);
+			cbuf[tu_rand(&rng) % (size_t)clen] ^= 0x40;
+			(void)zcomp_decompress_prefix(zc, cbuf, (size_t)clen,
+						      dst, wants[w], len);
+			clen = zcomp_compress(zc, src, len, cbuf, 2 * len);
+		}
+		zcomp_destroy(zc);
+	}
+	free(cbuf);
+	free(dst);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -589,6 +633,7 @@ int main(void)
 		cmocka_unit_test(test_enospc_partial),
 		cmocka_unit_test(test_threads_same_cluster),
 		cmocka_unit_test(test_ratio),
+		cmocka_unit_test(test_decompress_prefix),
 	};
 
 	return cmocka_run_group_tests(tests, load_corpus, free_corpus);
