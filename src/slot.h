@@ -1,7 +1,9 @@
 /*
  * slot.h - one entry of the page table and its lock.
  *
- * Every device page has a 16-byte slot, as zram has its zram_table_entry:
+ * Every cluster of the device (the unit of compression: one page by
+ * default, up to 16; see store.c) has a 16-byte slot, as every page has its
+ * zram_table_entry in zram:
  *
  *   0            4            8                              16
  *   +------------+------------+-------------------------------+
@@ -14,11 +16,11 @@
  *                      (0: primary; recompression will use 1..3)
  *          bit  5      idle mark (for idle tracking and writeback)
  *          bits 8..15  age, in idle-scan periods
- *          bits 16..31 reserved (writeback, dedup, cluster membership)
+ *          bits 16..31 reserved (writeback, dedup)
  *   val    SLOT_SAME:        the repeated 8-byte value
  *          SLOT_OBJ, _HUGE:  allocator handle (low 32 bits) and object
- *                            size in bytes (high 32 bits: clusters larger
- *                            than a page fit)
+ *                            size in bytes (high 32 bits: a 64 KiB
+ *                            cluster kept raw fits)
  *
  * Lock rules: flags and val are written only with the lock held
  * exclusively, and val is read only with the lock held. flags is atomic so
@@ -29,7 +31,7 @@
  * that swaps in a new object under the exclusive lock may free the old one
  * once it has unlocked: no reader can still be looking at it.
  *
- * Readers of one page do not wait for each other. A writer sets the write
+ * Readers of one cluster do not wait for each other. A writer sets the write
  * bit first and then waits for the readers already inside to leave; new
  * readers back off while the bit is set, so writers are not starved.
  */
@@ -42,9 +44,9 @@
 
 enum slot_state {
 	SLOT_EMPTY = 0, /* never written, or discarded: reads as zeros */
-	SLOT_SAME = 1,  /* one 8-byte value repeated over the page */
+	SLOT_SAME = 1,  /* one 8-byte value repeated over the cluster */
 	SLOT_OBJ = 2,   /* a compressed object in the allocator */
-	SLOT_HUGE = 3,  /* the page kept raw in the allocator */
+	SLOT_HUGE = 3,  /* the cluster kept raw in the allocator */
 };
 
 #define SLOT_STATE_MASK 0x7u

@@ -45,11 +45,10 @@
  * against compaction), decompresses straight into the caller's buffer when
  * the request covers the whole cluster, and unlocks. Partial reads of
  * compressed clusters decode into a per-thread scratch buffer (lz4 only up
- * to the last byte asked for, other codecs the whole cluster) and copy out
- * the part asked for. The read path takes no
- * device-wide lock, allocates nothing once the thread's buffers fit the
- * largest cluster it has used, makes no system call and writes no shared
- * counter.
+ * to the last byte asked for, other codecs all of it) and copy out the
+ * part asked for. The read path takes no device-wide lock, allocates
+ * nothing once the thread's buffers fit the largest cluster it has used,
+ * makes no system call and writes no shared counter.
  *
  * The counters stay in pages (as zram's mm_stat): a cluster of n pages
  * counts n in pages_stored, same_pages and huge_pages.
