@@ -28,6 +28,8 @@ TARGETS = [
     # name, label, kind, algorithm
     ("uzram-lz4", "uzram in-process, lz4", "in-process", "lz4"),
     ("uzram-zstd", "uzram in-process, zstd", "in-process", "zstd"),
+    ("uzram-lz4-c16k", "uzram in-process, lz4, 16K clusters", "in-process", "lz4"),
+    ("uzram-zstd-c32k", "uzram in-process, zstd, 32K clusters", "in-process", "zstd"),
     ("zram-lz4", "kernel zram, lz4", "kernel", "lz4"),
     ("serve-lz4", "uzram serve (NBD), lz4", "nbd", "lz4"),
     ("serve-zstd", "uzram serve (NBD), zstd", "nbd", "zstd"),
@@ -289,6 +291,16 @@ def targets_table(R):
         "%s / %s MB = %s" % (mb(um), mb(get(uz, "memory", "compr_data_size")), f3(ov)),
         None if ov is None else ov <= 1.03, "uzram-lz4 after the fill")
 
+    cl = T.get("uzram-lz4-c16k") or {}
+    cm = get(cl, "memory", "mem_used_total")
+    r = ratio(cm, zm)
+    row("memory for the same data, lz4, 16 KiB clusters",
+        "≤ 0.95× kernel zram's mem_used_total",
+        "%s MB vs %s MB = %s; its 4K random read qd1: %s IOPS (%s of one-page clusters)"
+        % (mb(cm), mb(zm), f3(r), f0(get(cl, "jobs", "randread-qd1", "iops")),
+           fp1(ratio(get(cl, "jobs", "randread-qd1", "iops"), q1))),
+        None if r is None else r <= 0.95, "uzram-lz4-c16k mem_used_total after the fill")
+
     nz = get(T, "nbdkit-zstd", "memory", "rss_bytes")
     sz = get(T, "serve-zstd", "memory", "rss_bytes")
     basis = "uzram serve zstd RSS vs nbdkit zstd RSS"
@@ -299,6 +311,14 @@ def targets_table(R):
     row("memory with zstd", "below nbdkit allocator=zstd's RSS",
         "%s MB vs %s MB = %s" % (mb(sz), mb(nz), f3(r)),
         None if r is None else r < 1.0, basis)
+    zc = T.get("uzram-zstd-c32k") or {}
+    sz = get(zc, "memory", "mem_used_total")
+    r = ratio(sz, nz)
+    row("memory with zstd, 32 KiB clusters", "below nbdkit allocator=zstd's RSS",
+        "%s MB vs %s MB = %s; its 4K random read qd1: %s IOPS (nbdkit zstd over NBD: %s)"
+        % (mb(sz), mb(nz), f3(r), f0(get(zc, "jobs", "randread-qd1", "iops")),
+           f0(get(T, "nbdkit-zstd", "jobs", "randread-qd1", "iops"))),
+        None if r is None else r < 1.0, "uzram-zstd-c32k mem_used_total vs nbdkit zstd RSS")
 
     lat = get(uz, "jobs", "mix-read", "lat_us") or {}
     zlat = get(zr, "jobs", "mix-read", "lat_us") or {}
@@ -386,6 +406,8 @@ def markdown(R, chart_rel):
     how = {
         "uzram-lz4": "libuzram in the fio process, `ioengine=external:build/uzram-fio.so`",
         "uzram-zstd": "the same with `uzram_algorithm=zstd`",
+        "uzram-lz4-c16k": "the same with `uzram_cluster=16384` (lz4)",
+        "uzram-zstd-c32k": "the same with `uzram_algorithm=zstd`, `uzram_cluster=32768`",
         "zram-lz4": "/dev/zram0 (lz4, 2G), fio psync direct=1 (qd16: io_uring)",
         "serve-lz4": "`build/uzram serve --algorithm lz4`, fio nbd engine, Unix socket",
         "serve-zstd": "`build/uzram serve --algorithm zstd`, fill and memory only",

@@ -7,6 +7,8 @@
 #   target        how it is reached                      algorithm
 #   uzram-lz4     build/uzram-fio.so, in-process         lz4
 #   uzram-zstd    build/uzram-fio.so, in-process         zstd
+#   uzram-lz4-c16k   the same, 16 KiB clusters            lz4
+#   uzram-zstd-c32k  the same, 32 KiB clusters            zstd
 #   zram-lz4      /dev/zram0, psync direct=1 (root)      lz4
 #   serve-lz4     `uzram serve`, fio nbd engine, Unix    lz4
 #   serve-zstd    `uzram serve`, fill and memory only    zstd
@@ -38,7 +40,7 @@ case $mode in
 full)
 	corpus=$root/build/bench-corpus mib=512 cap_mib=0
 	runtime=5 ramp=1 mix_runtime=10 write_runtime=3 wsize=256m codec_s=1.5
-	targets="uzram-lz4 uzram-zstd zram-lz4 serve-lz4 serve-zstd nbdkit-sparse nbdkit-zstd"
+	targets="uzram-lz4 uzram-zstd uzram-lz4-c16k uzram-zstd-c32k zram-lz4 serve-lz4 serve-zstd nbdkit-sparse nbdkit-zstd"
 	;;
 quick)
 	corpus=$root/build/bench-corpus-quick mib=64 cap_mib=64
@@ -299,6 +301,8 @@ for t in $targets; do
 	case $t in
 	uzram-lz4) run_inproc "$t" lz4 ;;
 	uzram-zstd) run_inproc "$t" zstd ;;
+	uzram-lz4-c16k) UZRAM_FIO_CLUSTER=16384 run_inproc "$t" lz4 ;;
+	uzram-zstd-c32k) UZRAM_FIO_CLUSTER=32768 run_inproc "$t" zstd ;;
 	zram-lz4) run_zram ;;
 	serve-lz4) run_nbd "$t" serve lz4 ;;
 	serve-zstd) UZ_FILL_ONLY=1 run_nbd "$t" serve zstd ;;
