@@ -68,11 +68,13 @@ stop_server() {
 }
 
 # fill_nbd NAME: start a server with the rest of the arguments, nbdcopy the
-# data onto it, set rss to its VmRSS in bytes ("" on failure).
+# data onto it, set rss to its VmRSS in bytes as nbdcopy returns and
+# rss_idle to the same 2 s later, once the server has let its connections
+# (and their threads) go ("" on failure).
 fill_nbd() {
 	local sock=$tmp/$1.sock
 	shift
-	rss=""
+	rss="" rss_idle=""
 	"$@" > "$tmp/server.log" 2>&1 &
 	server_pid=$!
 	if ! wait_socket "$sock" "$server_pid"; then
@@ -82,6 +84,8 @@ fill_nbd() {
 		log "nbdcopy failed: $*"
 	else
 		rss=$(rss_bytes "$server_pid")
+		sleep 2
+		rss_idle=$(rss_bytes "$server_pid")
 	fi
 	stop_server
 	rm -f "$sock"
@@ -94,14 +98,14 @@ for a in $algos; do
 		log "uzram load $a cluster $c"
 		"$uzram" load "$data" --json --algorithm "$a" \
 			--cluster "$c" --randread "$randreads" > "$tmp/load.json"
-		rss=""
+		rss="" rss_idle=""
 		if command -v nbdcopy > /dev/null; then
 			log "uzram serve $a cluster $c, nbdcopy"
 			fill_nbd "serve-$a-$c" "$uzram" serve --size "$size" \
 				--algorithm "$a" --cluster "$c" \
 				--socket "$tmp/serve-$a-$c.sock"
 		fi
-		python3 - "$tmp/load.json" "$a" "$c" "${rss:-null}" >> "$results" <<'EOF'
+		python3 - "$tmp/load.json" "$a" "$c" "${rss:-null}" "${rss_idle:-null}" >> "$results" <<'EOF'
 import json, sys
 j = json.load(open(sys.argv[1]))
 assert j["round_trip"] == "ok", j
@@ -110,7 +114,8 @@ print(json.dumps({"target": "uzram", "algorithm": sys.argv[2],
     **{k: j[k] for k in ("orig_data_size", "compr_data_size",
        "mem_used_total", "table_bytes", "write_mb_s", "read_mb_s",
        "randread_4k_us")},
-    "serve_rss": None if sys.argv[4] == "null" else int(sys.argv[4])}))
+    "serve_rss": None if sys.argv[4] == "null" else int(sys.argv[4]),
+    "serve_rss_idle": None if sys.argv[5] == "null" else int(sys.argv[5])}))
 EOF
 	done
 done
@@ -146,7 +151,7 @@ fi
 if command -v nbdkit > /dev/null && command -v nbdcopy > /dev/null; then
 	log "nbdkit memory allocator=zstd, nbdcopy"
 	fill_nbd nbdkit nbdkit -f -U "$tmp/nbdkit.sock" memory size=1G allocator=zstd
-	[[ -n $rss ]] && echo "{\"target\": \"nbdkit\", \"algorithm\": \"zstd\", \"cluster\": 32768, \"serve_rss\": $rss}" >> "$results"
+	[[ -n $rss ]] && echo "{\"target\": \"nbdkit\", \"algorithm\": \"zstd\", \"cluster\": 32768, \"serve_rss\": $rss, \"serve_rss_idle\": $rss_idle}" >> "$results"
 else
 	log "nbdkit skipped (nbdkit or nbdcopy missing)"
 fi
@@ -161,17 +166,24 @@ nbdkit = next((r for r in rows if r["target"] == "nbdkit"), None)
 MB = 1e6
 def f(v, fmt="%.1f", scale=MB):
     return "-" if v is None else fmt % (v / scale)
-print("%-7s %-5s %7s %10s %10s %8s %9s %8s %8s %9s %8s %8s" % (
+print("RSS: the server's VmRSS as nbdcopy returns / 2 s later, connections closed")
+print("%-7s %-5s %7s %9s %9s %8s %15s %13s %6s %6s %8s" % (
     "target", "codec", "cluster", "compr MB", "mem MB", "mem/zram",
-    "RSS MB", "RSS/nbdk", "write", "read MB/s", "4K rd us", ""))
+    "RSS MB", "RSS/nbdkit", "write", "read", "4K read"))
+print("%-7s %-5s %7s %9s %9s %8s %15s %13s %6s %6s %8s" % (
+    "", "", "bytes", "", "", "", "at end / idle", "end / idle", "MB/s",
+    "MB/s", "us"))
+def vs(r, key):
+    v, ref = r.get(key), nbdkit and nbdkit.get(key)
+    return "%.3f" % (v / ref) if v and ref else "-"
 for r in rows:
     mem = r.get("mem_used_total")
-    rss = r.get("serve_rss")
     vs_zram = "%.3f" % (mem / zram["mem_used_total"]) if zram and mem else "-"
-    vs_nbdkit = "%.3f" % (rss / nbdkit["serve_rss"]) if nbdkit and rss else "-"
-    print("%-7s %-5s %7s %10s %10s %8s %9s %8s %8s %9s %8s" % (
+    print("%-7s %-5s %7s %9s %9s %8s %15s %13s %6s %6s %8s" % (
         r["target"], r["algorithm"], r["cluster"],
-        f(r.get("compr_data_size")), f(mem), vs_zram, f(rss), vs_nbdkit,
+        f(r.get("compr_data_size")), f(mem), vs_zram,
+        f(r.get("serve_rss")) + " / " + f(r.get("serve_rss_idle")),
+        vs(r, "serve_rss") + " / " + vs(r, "serve_rss_idle"),
         f(r.get("write_mb_s"), "%.0f", 1), f(r.get("read_mb_s"), "%.0f", 1),
         f(r.get("randread_4k_us"), "%.2f", 1)))
 json.dump({"data_bytes": size, "rows": rows}, open(sys.argv[2], "w"), indent=1)
