@@ -84,8 +84,10 @@ struct uzram_config {
 				* rules below means cluster. */
 };
 
-/* Fill *cfg with defaults: no size, lz4 at its default level, no limit,
- * one page per cluster. */
+/*
+ * Fill *cfg with defaults: no size, lz4 at its default level, no limit,
+ * clusters of one page.
+ */
 UZRAM_API void uzram_config_init(struct uzram_config *cfg);
 
 /*
@@ -183,7 +185,9 @@ UZRAM_API int uzram_block_status(struct uzram *dev, uint64_t off, uint64_t len,
 
 /*
  * Counters, modelled on zram's mm_stat and io_stat. All sizes are in bytes.
- * Fields are only ever added at the end; pass sizeof(struct uzram_stats).
+ * The *_pages counts stay in 4 KiB pages whatever the cluster size: a
+ * cluster of n pages counts n. Fields are only ever added at the end; pass
+ * sizeof(struct uzram_stats).
  */
 struct uzram_stats {
 	uint64_t disksize;        /* device size */
@@ -200,9 +204,9 @@ struct uzram_stats {
 	uint64_t failed_reads;    /* reads that returned -EIO */
 	uint64_t failed_writes;   /* writes that failed for lack of memory */
 	uint64_t invalid_io;      /* requests rejected as out of range */
-	uint64_t table_bytes;     /* the page table (16 bytes a page, made per
-				   * 64 MiB on first write), not counted in
-				   * mem_used_total */
+	uint64_t table_bytes;     /* the page table (16 bytes a cluster, made
+				   * per 16384 clusters on first write), not
+				   * counted in mem_used_total */
 };
 
 /*
