@@ -1,11 +1,17 @@
 /*
- * zpool_impl.h - what zpool.c (objects, pins, compaction) and zpool_region.c
- * (address space, size classes, accounting) share. Private to those two.
+ * zpool_impl.h - what the allocator's files share; private to them:
+ *   zpool.c          objects: store, free, map, handles, zspage lists
+ *   zpool_compact.c  compaction
+ *   zpool_frame.c    frames: the free stack, the cache of resident frames,
+ *                    populating and releasing pages
+ *   zpool_region.c   the address space, size classes, create/destroy,
+ *                    accounting
  * The layout and the lock rules are described at the top of zpool.c.
  */
 #ifndef UZRAM_ZPOOL_IMPL_H
 #define UZRAM_ZPOOL_IMPL_H
 
+#include <assert.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -46,15 +52,16 @@
 #define MIGRATE_PATIENCE (SPIN_LIMIT + 1024u)
 #define AUTO_COMPACT_BUDGET 2u       /* zspages per zpool_free() */
 #define AUTO_COMPACT_PATIENCE (SPIN_LIMIT + 16u)
-#define SPARE_MIN_PAGES 64u          /* see spare_keep() */
-#define SPARE_SHARE_SHIFT 8          /* spares up to mem_used / 256 */
+#define CACHE_MIN_PAGES 64u          /* see zp_cache_cap() */
+#define CACHE_SHARE_SHIFT 8          /* cache up to mem_used / 256 */
+#define RELEASE_BATCH 64u            /* frames per process_madvise() */
 
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
 struct frame {
 	_Atomic uint32_t pin;       /* readers | PIN_MIGRATE */
-	_Atomic uint32_t next_free; /* free: frame stack link, frame + 1,
+	_Atomic uint32_t next_free; /* free or cached: stack link, frame + 1,
 				     * 0 ends; in use: the class's index */
 	struct zspage *zs;          /* NULL while free */
 };
@@ -65,14 +72,14 @@ struct zspage {
 	uint16_t inuse;
 	uint16_t free_head;         /* first free slot or SLOT_NIL */
 	uint8_t group;
+	uint8_t resident;           /* pages of the frame resident, >= pages
+				     * of the class; see zpool_frame.c */
 	uint32_t owner[];           /* handle, or SLOT_FREE | next free slot */
 };
 
 struct size_class {
 	pthread_mutex_t lock;
 	struct zspage *group[NR_GROUPS + 1];
-	struct zspage *spare;       /* empty zspages kept for reuse, linked
-				     * by ->next; see spare_keep() */
 	struct frame *frames;       /* the pool's, to follow list links */
 	uint32_t free_handle;       /* 0: none */
 	uint32_t size;
@@ -101,15 +108,23 @@ struct zpool {
 	uint64_t ncells;
 	size_t meta_fixed;
 
-	_Atomic uint64_t frame_stack __attribute__((aligned(64)));
+	/*
+	 * stack[0]: free frames, nothing resident; stack[r]: cached frames
+	 * with their first r pages resident (zpool_frame.c)
+	 */
+	_Atomic uint64_t stack[ZP_MAX_PAGES + 1] __attribute__((aligned(64)));
 	_Atomic uint64_t frame_bump;
 	_Atomic uint64_t handle_bump;
+	_Atomic int pidfd;          /* for batched releases; -1: none */
+	int pid;                    /* the process that opened pidfd */
 
 	_Atomic uint64_t mem_used __attribute__((aligned(64)));
 	_Atomic uint64_t mem_used_max;
 	_Atomic uint64_t limit;
 	_Atomic uint64_t pages_compacted;
-	_Atomic uint64_t spare_pages;  /* in all classes' spare lists */
+	_Atomic uint64_t cache_pages;  /* resident, holding no zspage page:
+					* cached frames, and frames' slack */
+	_Atomic uint64_t releases;     /* release batches, for tests */
 };
 
 static inline void cpu_relax(void)
@@ -118,6 +133,101 @@ static inline void cpu_relax(void)
 	__builtin_ia32_pause();
 #elif defined(__aarch64__)
 	__asm__ __volatile__("yield");
+/* ---- zspage lists: fullness groups (class lock held) ---- */
+
+static inline unsigned group_of(const struct size_class *c, unsigned inuse)
+{
+	return inuse >= c->objs ? NR_GROUPS : inuse * NR_GROUPS / c->objs;
+}
+
+/* A list link is a frame number + 1, half a pointer; 0 ends the list. */
+static inline struct zspage *zs_at(const struct size_class *c, uint32_t link)
+{
+	return link ? c->frames[link - 1].zs : NULL;
+}
+
+static inline void group_del(struct size_class *c, struct zspage *zs)
+{
+	struct zspage *prev = zs_at(c, zs->prev), *next = zs_at(c, zs->next);
+
+	if (prev)
+		prev->next = zs->next;
+	else
+		c->group[zs->group] = next;
+	if (next)
+		next->prev = zs->prev;
+}
+
+static inline void group_add(struct size_class *c, struct zspage *zs, unsigned g)
+{
+	struct zspage *next = c->group[g];
+
+	zs->group = (uint8_t)g;
+	zs->prev = 0;
+	zs->next = next ? next->frame + 1 : 0;
+	if (next)
+		next->prev = zs->frame + 1;
+	c->group[g] = zs;
+}
+
+static inline void regroup(struct size_class *c, struct zspage *zs)
+{
+	unsigned g = group_of(c, zs->inuse);
+
+	if (g != zs->group) {
+		group_del(c, zs);
+		group_add(c, zs, g);
+	}
+}
+
+/* The fullest non-full zspage other than `not`, or NULL. */
+static inline struct zspage *fullest(const struct size_class *c, const struct zspage *not)
+{
+	for (int g = NR_GROUPS - 1; g >= 0; g--) {
+		struct zspage *zs = c->group[g];
+
+		if (zs && zs == not)
+			zs = zs_at(c, zs->next);
+		if (zs)
+			return zs;
+	}
+	return NULL;
+}
+
+static inline struct zspage *sparsest(const struct size_class *c)
+{
+	for (unsigned g = 0; g < NR_GROUPS; g++)
+		if (c->group[g])
+			return c->group[g];
+	return NULL;
+}
+
+/* ---- slots and handles (class lock held) ---- */
+
+static inline uint32_t slot_alloc(struct zspage *zs, uint32_t handle)
+{
+	uint32_t slot = zs->free_head;
+
+	assert(slot != SLOT_NIL && (zs->owner[slot] & SLOT_FREE));
+	zs->free_head = (uint16_t)(zs->owner[slot] & SLOT_NIL);
+	zs->owner[slot] = handle;
+	zs->inuse++;
+	return slot;
+}
+
+static inline void slot_free(struct zspage *zs, uint32_t slot)
+{
+	zs->owner[slot] = SLOT_FREE | zs->free_head;
+	zs->free_head = (uint16_t)slot;
+	zs->inuse--;
+}
+
+static inline void handle_put(struct zpool *pool, struct size_class *c, uint32_t h)
+{
+	atomic_store_explicit(&pool->cells[h], c->free_handle, memory_order_relaxed);
+	c->free_handle = h;
+}
+
 #endif
 }
 
@@ -142,8 +252,121 @@ void zp_mem_sub(struct zpool *pool, uint64_t n);
 bool zp_mem_reserve(struct zpool *pool, uint64_t n);
 uint64_t zp_table_bytes(uint64_t count, size_t unit);
 
-/* zpool_region.c: frames, lock-free; -1 when the region is full */
-int64_t zp_frame_get(struct zpool *pool);
-void zp_frame_put(struct zpool *pool, uint32_t f);
+/* zpool_frame.c: frames and their pages; lock-free */
+int zp_frame_take(struct zpool *pool, uint32_t pages, uint32_t *frame,
+		  uint32_t *resident);
+bool zp_frame_give(struct zpool *pool, uint32_t frame, uint32_t pages,
+		   uint32_t resident);
+uint64_t zp_cache_trim(struct zpool *pool, uint64_t target);
+bool zp_cache_over(struct zpool *pool);
+uint64_t zp_cache_cap(struct zpool *pool);
+uint32_t zp_frame_shrink(struct zpool *pool, uint32_t frame, uint32_t pages,
+			 uint32_t resident);
+void zp_frames_init(struct zpool *pool);
+void zp_frames_fini(struct zpool *pool);
+
+/* zpool.c: zspages (class lock held) */
+void zp_zspage_retire(struct zpool *pool, struct size_class *c,
+		      struct zspage *zs);
+
+/* zpool_compact.c (class lock held) */
+struct size_class *zp_borrow(struct zpool *pool, struct size_class *c,
+			     size_t size, uint64_t need);
+void zp_compact_auto(struct zpool *pool, struct size_class *c);
+
+/* ---- zspage lists: fullness groups (class lock held) ---- */
+
+static inline unsigned group_of(const struct size_class *c, unsigned inuse)
+{
+	return inuse >= c->objs ? NR_GROUPS : inuse * NR_GROUPS / c->objs;
+}
+
+/* A list link is a frame number + 1, half a pointer; 0 ends the list. */
+static inline struct zspage *zs_at(const struct size_class *c, uint32_t link)
+{
+	return link ? c->frames[link - 1].zs : NULL;
+}
+
+static inline void group_del(struct size_class *c, struct zspage *zs)
+{
+	struct zspage *prev = zs_at(c, zs->prev), *next = zs_at(c, zs->next);
+
+	if (prev)
+		prev->next = zs->next;
+	else
+		c->group[zs->group] = next;
+	if (next)
+		next->prev = zs->prev;
+}
+
+static inline void group_add(struct size_class *c, struct zspage *zs, unsigned g)
+{
+	struct zspage *next = c->group[g];
+
+	zs->group = (uint8_t)g;
+	zs->prev = 0;
+	zs->next = next ? next->frame + 1 : 0;
+	if (next)
+		next->prev = zs->frame + 1;
+	c->group[g] = zs;
+}
+
+static inline void regroup(struct size_class *c, struct zspage *zs)
+{
+	unsigned g = group_of(c, zs->inuse);
+
+	if (g != zs->group) {
+		group_del(c, zs);
+		group_add(c, zs, g);
+	}
+}
+
+/* The fullest non-full zspage other than `not`, or NULL. */
+static inline struct zspage *fullest(const struct size_class *c, const struct zspage *not)
+{
+	for (int g = NR_GROUPS - 1; g >= 0; g--) {
+		struct zspage *zs = c->group[g];
+
+		if (zs && zs == not)
+			zs = zs_at(c, zs->next);
+		if (zs)
+			return zs;
+	}
+	return NULL;
+}
+
+static inline struct zspage *sparsest(const struct size_class *c)
+{
+	for (unsigned g = 0; g < NR_GROUPS; g++)
+		if (c->group[g])
+			return c->group[g];
+	return NULL;
+}
+
+/* ---- slots and handles (class lock held) ---- */
+
+static inline uint32_t slot_alloc(struct zspage *zs, uint32_t handle)
+{
+	uint32_t slot = zs->free_head;
+
+	assert(slot != SLOT_NIL && (zs->owner[slot] & SLOT_FREE));
+	zs->free_head = (uint16_t)(zs->owner[slot] & SLOT_NIL);
+	zs->owner[slot] = handle;
+	zs->inuse++;
+	return slot;
+}
+
+static inline void slot_free(struct zspage *zs, uint32_t slot)
+{
+	zs->owner[slot] = SLOT_FREE | zs->free_head;
+	zs->free_head = (uint16_t)slot;
+	zs->inuse--;
+}
+
+static inline void handle_put(struct zpool *pool, struct size_class *c, uint32_t h)
+{
+	atomic_store_explicit(&pool->cells[h], c->free_handle, memory_order_relaxed);
+	c->free_handle = h;
+}
 
 #endif

@@ -10,14 +10,13 @@
  *
  * nframes covers the worst case without compaction (every object of 16
  * bytes or more alone in a zspage), capped at 32 TiB and halved while mmap
- * refuses. Frames are taken from a lock-free stack of freed frames (a
- * Treiber stack whose head carries a tag against ABA) or from a bump index;
- * the region never fragments because every frame is alike.
+ * refuses. Frames are handed out by zpool_frame.c; the region never
+ * fragments because every frame is alike.
  *
  * Size classes: see pick_pages() and classes_init().
  *
- * Accounting: mem_used counts what the pool makes resident: zspage pages
- * (faulted in when the zspage is made), descriptors with malloc's chunk
+ * Accounting: mem_used counts what the pool makes resident: the pages of
+ * zspages and of the cache of resident frames (zpool_frame.c), descriptors with malloc's chunk
  * overhead (those that do not live in their zspage), the touched prefix of the frame table and of the cells (both
  * only grow at their bump index), and the fixed structures. The limit is
  * checked only when a zspage is made, by reserving its bytes with a CAS, so
@@ -93,46 +92,6 @@ static void *reserve(uint64_t *count, uint64_t min, size_t unit)
 			return NULL;
 		*count /= 2;
 	}
-}
-
-int64_t zp_frame_get(struct zpool *pool)
-{
-	uint64_t head = atomic_load_explicit(&pool->frame_stack, memory_order_acquire);
-	uint64_t b;
-
-	while ((uint32_t)head) {
-		uint32_t f = (uint32_t)head - 1;
-		uint32_t next = atomic_load_explicit(&pool->frames[f].next_free,
-						     memory_order_relaxed);
-		/* the tag in the top half defeats ABA */
-		uint64_t nh = (((head >> 32) + 1) << 32) | next;
-
-		if (atomic_compare_exchange_weak_explicit(&pool->frame_stack, &head,
-				nh, memory_order_acquire, memory_order_acquire))
-			return f;
-	}
-	b = atomic_load_explicit(&pool->frame_bump, memory_order_relaxed);
-	do {
-		if (b >= pool->nframes)
-			return -1;
-	} while (!atomic_compare_exchange_weak_explicit(&pool->frame_bump, &b,
-			b + 1, memory_order_relaxed, memory_order_relaxed));
-	zp_mem_add(pool, zp_table_bytes(b + 1, sizeof(struct frame)) -
-		zp_table_bytes(b, sizeof(struct frame)));
-	return (int64_t)b;
-}
-
-void zp_frame_put(struct zpool *pool, uint32_t f)
-{
-	uint64_t head = atomic_load_explicit(&pool->frame_stack, memory_order_relaxed);
-	uint64_t nh;
-
-	do {
-		atomic_store_explicit(&pool->frames[f].next_free, (uint32_t)head,
-				      memory_order_release);
-		nh = (((head >> 32) + 1) << 32) | (f + 1);
-	} while (!atomic_compare_exchange_weak_explicit(&pool->frame_stack, &head,
-			nh, memory_order_release, memory_order_relaxed));
 }
 
 /* ---- create and destroy ---- */
@@ -272,6 +231,7 @@ int zpool_create(uint64_t max_objects, size_t max_object, struct zpool **out)
 	if (!pool)
 		return -ENOMEM;
 	memset(pool, 0, sizeof(*pool));
+	pool->pidfd = -1;
 	pool->max_object = max_object;
 	pool->meta_fixed = sizeof(*pool);
 	err = classes_init(pool);
@@ -281,8 +241,8 @@ int zpool_create(uint64_t max_objects, size_t max_object, struct zpool **out)
 
 	/*
 	 * Worst case without compaction: every object alone in its zspage;
-	 * plus a partial zspage per class and a few spares (drain_spares()
-	 * gives them back when frames run out).
+	 * plus a partial zspage per class and some cached frames (which
+	 * zp_frame_take() gives back when frames run out).
 	 */
 	nframes = max_objects + 2ull * pool->nclasses + 64;
 	if (nframes > ZP_MAX_FRAMES)
@@ -306,6 +266,7 @@ int zpool_create(uint64_t max_objects, size_t max_object, struct zpool **out)
 	pool->ncells = ncells;
 	pool->handle_bump = 1;       /* handle 0 is never valid */
 
+	zp_frames_init(pool);
 	pool->mem_used = pool->meta_fixed + zp_table_bytes(1, sizeof(pool->cells[0]));
 	pool->mem_used_max = pool->mem_used;
 	*out = pool;
@@ -325,12 +286,6 @@ void zpool_destroy(struct zpool *pool)
 		pthread_mutex_destroy(&c->lock);
 		if (c->desc_off)
 			continue;    /* descriptors went with the region */
-		while (c->spare) {
-			struct zspage *zs = c->spare;
-
-			c->spare = zs->next ? c->frames[zs->next - 1].zs : NULL;
-			free(zs);
-		}
 		for (unsigned g = 0; g <= NR_GROUPS; g++) {
 			while (c->group[g]) {
 				struct zspage *zs = c->group[g];
@@ -341,6 +296,7 @@ void zpool_destroy(struct zpool *pool)
 			}
 		}
 	}
+	zp_frames_fini(pool);
 	if (pool->cells)
 		munmap(pool->cells, pool->ncells * sizeof(pool->cells[0]));
 	if (pool->frames)

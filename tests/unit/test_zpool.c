@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "zpool.h"
+#include "zpool_impl.h"       /* the cache's counters and bound */
 
 #define KiB 1024ull
 #define MiB (1024ull * 1024)
@@ -193,7 +193,7 @@ static void churn(size_t max_object, uint64_t ops, size_t nslots, uint64_t seed)
 	zpool_stats(pool, &st);
 	assert_int_equal(st.objects, 0);
 	assert_int_equal(st.obj_bytes, 0);
-	/* compaction gives back the spares; the handle and frame tables stay */
+	/* compaction gives back the cache; the handle and frame tables stay */
 	zpool_compact(pool);
 	zpool_stats(pool, &st);
 	assert_true(st.mem_used < st0.mem_used + 256 * KiB);
@@ -202,40 +202,115 @@ static void churn(size_t max_object, uint64_t ops, size_t nslots, uint64_t seed)
 	zpool_destroy(pool);
 }
 
+static uint64_t cache_pages(struct zpool *pool)
+{
+	return atomic_load(&pool->cache_pages);
+}
+
 /*
- * Emptied zspages stay resident as spares, at most 64 pages here, and the
- * next stores reuse them without growing mem_used; compaction frees them.
+ * Emptied zspages' frames stay resident in the pool's cache, within its cap
+ * (CACHE_MIN_PAGES for a pool this small) and above half of it after a
+ * trim; releases come in batches, not one per frame; a class of another
+ * size takes the cached frames without new memory; compaction gives
+ * everything back.
  */
-static void test_spares(void **state)
+static void test_cache(void **state)
 {
 	size_t n = 200;
 	struct zpool *pool = pool_new(64 * MiB, 4096);
-	struct obj *objs = calloc(n, sizeof(*objs));
+	struct obj *objs = calloc(2 * n, sizeof(*objs));
 	void *scratch = malloc(4096);
 	struct zpool_stats st0, st1, st;
+	uint64_t cap, cached, releases;
 
 	(void)state;
 	assert_non_null(objs);
 	assert_non_null(scratch);
 	zpool_stats(pool, &st0);
+	/* one object per 1-page zspage */
 	for (size_t i = 0; i < n; i++)
 		assert_int_equal(store_obj(pool, &objs[i], 4096, i, scratch), 0);
+	releases = atomic_load(&pool->releases);
 	for (size_t i = 0; i < n; i++)
 		free_obj(pool, &objs[i]);
 	zpool_stats(pool, &st1);
-	assert_true(st1.mem_used > st0.mem_used + 60 * 4096);
-	assert_true(st1.mem_used < st0.mem_used + 72 * 4096);
-	for (size_t i = 0; i < 64; i++)
-		assert_int_equal(store_obj(pool, &objs[i], 4096, i, scratch), 0);
+	cap = zp_cache_cap(pool);
+	cached = cache_pages(pool);
+	assert_int_equal(cap, CACHE_MIN_PAGES);
+	assert_true(cached <= cap && cached >= cap / 2);
+	/* 136 frames went back, trimmed from cap + 1 to cap / 2 each time */
+	assert_true(atomic_load(&pool->releases) - releases <= 6);
+	/* mem_used holds the cache and the grown tables, nothing more */
+	assert_true(st1.mem_used >= st0.mem_used + cached * 4096);
+	assert_true(st1.mem_used <= st0.mem_used + (cached + 8) * 4096);
+
+	/* 2 KiB objects, two per 1-page zspage, take the cached frames */
+	for (size_t i = 0; i < 2 * cached; i++)
+		assert_int_equal(store_obj(pool, &objs[i], 2048, n + i, scratch), 0);
 	zpool_stats(pool, &st);
-	assert_int_equal(st.mem_used, st1.mem_used);
-	for (size_t i = 0; i < 64; i++)
+	assert_int_equal(cache_pages(pool), 0);
+	assert_true(st.mem_used <= st1.mem_used + 4096);   /* a handle batch */
+	verify_all(pool, objs, 2 * n, scratch);
+	for (size_t i = 0; i < 2 * cached; i++)
 		free_obj(pool, &objs[i]);
-	assert_true(zpool_compact(pool) >= 64);
+	assert_true(zpool_compact(pool) >= (long)cached);
+	assert_int_equal(cache_pages(pool), 0);
 	zpool_stats(pool, &st);
 	assert_true(st.mem_used < st0.mem_used + 8 * 4096);
 	free(scratch);
 	free(objs);
+	zpool_destroy(pool);
+}
+
+/*
+ * A class of 1-page zspages takes cached frames of a class with longer
+ * zspages and keeps their other pages as slack, resident and counted, while
+ * the cache is under its cap; compaction gives the slack back and the
+ * objects stay.
+ */
+static void test_cache_slack(void **state)
+{
+	struct zpool *pool = pool_new(64 * MiB, 4096);
+	struct obj objs[4], *big;
+	void *scratch = malloc(4096);
+	const struct size_class *a = NULL;
+	struct zpool_stats st1, st;
+	size_t nbig;
+	long pages;
+
+	(void)state;
+	assert_non_null(scratch);
+	for (unsigned i = 0; i < pool->nclasses; i++)
+		if (pool->classes[i].pages >= 4 && pool->classes[i].objs > 1) {
+			a = &pool->classes[i];
+			break;
+		}
+	assert_non_null(a);
+	nbig = 4 * a->objs;
+	big = calloc(nbig, sizeof(*big));
+	assert_non_null(big);
+	for (size_t i = 0; i < nbig; i++)
+		assert_int_equal(store_obj(pool, &big[i], a->size, i, scratch), 0);
+	for (size_t i = 0; i < nbig; i++)
+		free_obj(pool, &big[i]);
+	assert_int_equal(cache_pages(pool), 4 * a->pages);
+	zpool_stats(pool, &st1);
+
+	for (size_t i = 0; i < 4; i++)
+		assert_int_equal(store_obj(pool, &objs[i], 4096, i, scratch), 0);
+	zpool_stats(pool, &st);
+	assert_int_equal(cache_pages(pool), 4 * (a->pages - 1));
+	assert_true(st.mem_used <= st1.mem_used + 4096);
+	pages = zpool_compact(pool);
+	zpool_stats(pool, &st1);
+	print_message("slack: class of %u bytes, %u pages: compact gave back "
+		      "%ld pages\n", a->size, a->pages, pages);
+	assert_int_equal(pages, 4 * (a->pages - 1));
+	assert_int_equal(cache_pages(pool), 0);
+	assert_true(st1.mem_used + (uint64_t)pages * 4096 <= st.mem_used);
+	verify_all(pool, objs, 4, scratch);
+	free(big);
+	free(scratch);
 	zpool_destroy(pool);
 }
 
@@ -283,8 +358,10 @@ static void test_compact_while_mapped(void **state)
 	zpool_stats(pool, &before);
 	pages = zpool_compact(pool);
 	zpool_stats(pool, &after);
-	/* only the spare zspage could go */
-	assert_true(pages <= 16);
+	/* nothing moved; only cached frames could go */
+	assert_int_equal(after.pages_compacted, before.pages_compacted);
+	assert_true(pages <= (long)CACHE_MIN_PAGES + 16);
+	zpool_stats(pool, &before);
 	for (size_t i = 0; i < n; i += 4) {
 		assert_ptr_equal(zpool_map(pool, objs[i].handle), ptr[i]);
 		zpool_unmap(pool, objs[i].handle);
@@ -368,10 +445,11 @@ static void test_compact_keeps_bytes(void **state)
 		      (unsigned long long)freed.mem_used / KiB,
 		      (unsigned long long)after.mem_used / KiB, pages,
 		      (unsigned long long)after.obj_bytes / KiB);
-	assert_true(pages >= 0);
-	assert_true(after.pages_compacted > 0);
-	assert_int_equal(after.pages_compacted, freed.pages_compacted +
-			 (uint64_t)pages);
+	assert_true(after.pages_compacted > freed.pages_compacted);
+	/* what compaction emptied went back, and so did the cache */
+	assert_true((uint64_t)pages >= after.pages_compacted -
+		    freed.pages_compacted);
+	assert_int_equal(cache_pages(pool), 0);
 	assert_true(after.mem_used <= freed.mem_used);
 	assert_true(freed.mem_used - after.mem_used >= (uint64_t)pages * 4096);
 	assert_true(after.mem_used <= design_bound(&after, objs, n, st0.mem_used));
@@ -512,7 +590,7 @@ static void test_limit(void **state)
 		zpool_stats(pool, &before);
 		err = store_obj(pool, &extra, size, 2, scratch);
 		if (err) {
-			/* it may have given spare zspages back, nothing else */
+			/* it may have given cached frames back, nothing else */
 			assert_int_equal(err, -ENOSPC);
 			zpool_stats(pool, &st);
 			assert_int_equal(st.objects, before.objects);
@@ -708,14 +786,24 @@ static void test_rss(void **state)
 		      (unsigned long long)(rss1 - rss0) / KiB);
 	assert_true(rel_diff(rss1 - rss0, st1.mem_used - st0.mem_used) < 0.05);
 
-	/* free every other object, compact: both fall, and still agree */
+	/* free every other object: the cache and the slack count too */
 	for (i = 0; i < n; i += 2)
 		if (objs[i].handle)
 			zpool_free(pool, objs[i].handle);
+	zpool_stats(pool, &st2);
+	rss2 = rss_bytes();
+	print_message("rss: after freeing half, mem_used +%llu KiB (cache %llu "
+		      "KiB), rss +%llu KiB\n",
+		      (unsigned long long)(st2.mem_used - st0.mem_used) / KiB,
+		      (unsigned long long)cache_pages(pool) * 4,
+		      (unsigned long long)(rss2 - rss0) / KiB);
+	assert_true(rel_diff(rss2 - rss0, st2.mem_used - st0.mem_used) < 0.05);
+
+	/* compact: both fall, and still agree */
 	zpool_compact(pool);
 	zpool_stats(pool, &st2);
 	rss2 = rss_bytes();
-	print_message("rss: after freeing half, mem_used +%llu KiB, rss +%llu KiB\n",
+	print_message("rss: after compacting, mem_used +%llu KiB, rss +%llu KiB\n",
 		      (unsigned long long)(st2.mem_used - st0.mem_used) / KiB,
 		      (unsigned long long)(rss2 - rss0) / KiB);
 	assert_true(rel_diff(rss2 - rss0, st2.mem_used - st0.mem_used) < 0.05);
@@ -840,13 +928,113 @@ static void test_concurrent(void **state)
 	free(scratch);
 }
 
+/*
+ * Two writers whose objects alternate between small and large sizes, so
+ * that memory flows between classes through the cache (and is trimmed from
+ * it, by the writers and by a compactor) while readers map and check.
+ */
+struct cache_writer {
+	struct shared *sh;
+	size_t lo, hi;
+	uint64_t seed;
+	int err;
+};
+
+static void *cache_writer(void *arg)
+{
+	struct cache_writer *w = arg;
+	struct shared *sh = w->sh;
+	unsigned char *scratch = malloc(4096);
+	uint64_t s = w->seed;
+
+	for (uint64_t k = 0; scratch && k < sh->writes && !w->err; k++) {
+		size_t i = w->lo + tu_rand(&s) % (w->hi - w->lo);
+		struct obj *o = &sh->objs[i];
+		bool small = (k / 20000 + w->seed) % 2;
+		size_t size = small ? 1 + tu_rand(&s) % 600
+				    : 2000 + tu_rand(&s) % 2097;
+
+		pthread_rwlock_wrlock(&sh->locks[i]);
+		if (o->handle)
+			free_obj(sh->pool, o);
+		w->err = store_obj(sh->pool, o, size, tu_rand(&s), scratch);
+		pthread_rwlock_unlock(&sh->locks[i]);
+	}
+	free(scratch);
+	return NULL;
+}
+
+static void test_cache_concurrent(void **state)
+{
+	struct shared sh = { .n = 8192 };
+	struct cache_writer w[2];
+	unsigned char *scratch = malloc(4096);
+	pthread_t readers[2], writers[2], comp;
+	struct zpool_stats st0, st;
+
+	(void)state;
+	sh.pool = pool_new(256 * MiB, 4096);
+	sh.objs = calloc(sh.n, sizeof(*sh.objs));
+	sh.locks = calloc(sh.n, sizeof(*sh.locks));
+	sh.writes = tu_scaled(100000);
+	assert_non_null(scratch);
+	assert_non_null(sh.objs);
+	assert_non_null(sh.locks);
+	zpool_stats(sh.pool, &st0);
+	for (size_t i = 0; i < sh.n; i++)
+		pthread_rwlock_init(&sh.locks[i], NULL);
+	for (int i = 0; i < 2; i++) {
+		w[i] = (struct cache_writer){ .sh = &sh, .lo = i * sh.n / 2,
+					      .hi = (i + 1) * sh.n / 2,
+					      .seed = 20 + (uint64_t)i };
+		assert_int_equal(pthread_create(&writers[i], NULL, cache_writer,
+						&w[i]), 0);
+	}
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&readers[i], NULL, reader, &sh), 0);
+	assert_int_equal(pthread_create(&comp, NULL, compactor, &sh), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(writers[i], NULL);
+	atomic_store(&sh.stop, true);
+	for (int i = 0; i < 2; i++)
+		pthread_join(readers[i], NULL);
+	pthread_join(comp, NULL);
+	print_message("cache: %llu writes, %llu reads, %llu compaction passes, "
+		      "%llu release batches\n",
+		      (unsigned long long)(2 * sh.writes),
+		      (unsigned long long)atomic_load(&sh.reads),
+		      (unsigned long long)atomic_load(&sh.compactions),
+		      (unsigned long long)atomic_load(&sh.pool->releases));
+	assert_int_equal(w[0].err, 0);
+	assert_int_equal(w[1].err, 0);
+	assert_int_equal(atomic_load(&sh.bad), 0);
+	verify_all(sh.pool, sh.objs, sh.n, scratch);
+	assert_true(cache_pages(sh.pool) <= zp_cache_cap(sh.pool));
+	for (size_t i = 0; i < sh.n; i++) {
+		if (sh.objs[i].handle)
+			free_obj(sh.pool, &sh.objs[i]);
+		pthread_rwlock_destroy(&sh.locks[i]);
+	}
+	zpool_compact(sh.pool);
+	zpool_stats(sh.pool, &st);
+	assert_int_equal(st.objects, 0);
+	assert_int_equal(cache_pages(sh.pool), 0);
+	/* all pages went back; the handle and frame tables stay */
+	assert_true(st.mem_used < st0.mem_used + 256 * KiB);
+	zpool_destroy(sh.pool);
+	free(sh.locks);
+	free(sh.objs);
+	free(scratch);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_invalid),
 		cmocka_unit_test(test_churn_small),
 		cmocka_unit_test(test_churn_large),
-		cmocka_unit_test(test_spares),
+		cmocka_unit_test(test_cache),
+		cmocka_unit_test(test_cache_slack),
 		cmocka_unit_test(test_compact_keeps_bytes),
 		cmocka_unit_test(test_compact_while_mapped),
 		cmocka_unit_test(test_fragmentation_bound),
@@ -857,6 +1045,7 @@ int main(void)
 		cmocka_unit_test(test_reservation_shrinks),
 		cmocka_unit_test(test_rss),
 		cmocka_unit_test(test_concurrent),
+		cmocka_unit_test(test_cache_concurrent),
 	};
 
 	if (getenv("CMOCKA_TEST_FILTER"))

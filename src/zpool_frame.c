@@ -1,0 +1,360 @@
+/*
+ * zpool_frame.c - frames and the pages behind them.
+ *
+ * A frame is 64 KiB of the region; a zspage of p pages uses its first p
+ * pages. Every frame that holds no zspage is on one of 17 lock-free stacks
+ * (Treiber stacks linked through frame.next_free, whose head carries a tag
+ * against ABA), by how many of its first pages are resident:
+ *
+ *   stack[0]   free: nothing resident (never used, or released)
+ *   stack[r]   cached: pages 0..r-1 resident and counted in mem_used
+ *
+ * Why a cache. On the VM this was written on, a page's first touch after it
+ * is made resident costs ~8 us, and giving pages back (MADV_DONTNEED)
+ * takes the mmap lock and flushes the TLB of every CPU running the process:
+ * ~20 us for the writer and an interruption of every reader, each time.
+ * Under rewrites, memory flows from the classes of the old data to the
+ * class of the new: compaction empties zspages of one size while another
+ * size needs new ones. The cache lets any class take a frame another one
+ * emptied, with no system call when it has enough pages resident:
+ *
+ *   zp_frame_take(p):  stack[p..16]  the pages are there; a frame with r > p
+ *                                    keeps its r - p pages as "slack"
+ *                                    (resident, counted, unused) while the
+ *                                    cache is under its cap, else they go
+ *                      stack[p-1..1] populate the missing pages only
+ *                      stack[0], bump  populate p pages
+ *
+ * The cache (cached frames' pages plus all slack) is bounded by
+ * zp_cache_cap(): max(CACHE_MIN_PAGES, mem_used / 256). Past it, the thread
+ * that freed calls zp_cache_trim() once it holds no class lock, which gives
+ * frames back down to half the cap in batches of RELEASE_BATCH frames with
+ * one process_madvise(MADV_DONTNEED) each: one system call and one TLB
+ * flush for up to 64 frames (4-6 times cheaper per frame than madvise() on
+ * that VM). Kernels that refuse it (before 6.13 for MADV_DONTNEED) get one
+ * madvise() per frame. zpool_compact() empties the cache and the slack.
+ *
+ * mem_used counts every resident page, whether it holds objects, is slack
+ * or is cached, so it stays what RSS sees.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "zpool_impl.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23       /* Linux 5.14 */
+#endif
+
+static unsigned char *frame_addr(const struct zpool *pool, uint32_t f)
+{
+	return pool->base + ((uint64_t)f << ZP_FRAME_SHIFT);
+}
+
+/* ---- the stacks ---- */
+
+static int64_t stack_pop(struct zpool *pool, unsigned r)
+{
+	_Atomic uint64_t *top = &pool->stack[r];
+	uint64_t head = atomic_load_explicit(top, memory_order_acquire);
+
+	while ((uint32_t)head) {
+		uint32_t f = (uint32_t)head - 1;
+		uint32_t next = atomic_load_explicit(&pool->frames[f].next_free,
+						     memory_order_relaxed);
+		/* the tag in the top half defeats ABA */
+		uint64_t nh = (((head >> 32) + 1) << 32) | next;
+
+		if (atomic_compare_exchange_weak_explicit(top, &head, nh,
+				memory_order_acquire, memory_order_acquire))
+			return f;
+	}
+	return -1;
+}
+
+static void stack_push(struct zpool *pool, unsigned r, uint32_t f)
+{
+	_Atomic uint64_t *top = &pool->stack[r];
+	uint64_t head = atomic_load_explicit(top, memory_order_relaxed);
+	uint64_t nh;
+
+	do {
+		atomic_store_explicit(&pool->frames[f].next_free, (uint32_t)head,
+				      memory_order_release);
+		nh = (((head >> 32) + 1) << 32) | (f + 1);
+	} while (!atomic_compare_exchange_weak_explicit(top, &head, nh,
+			memory_order_release, memory_order_relaxed));
+}
+
+/* A frame with nothing resident: a released one, else a new one; or -1. */
+static int64_t frame_new(struct zpool *pool)
+{
+	int64_t f = stack_pop(pool, 0);
+	uint64_t b;
+
+	if (f >= 0)
+		return f;
+	b = atomic_load_explicit(&pool->frame_bump, memory_order_relaxed);
+	do {
+		if (b >= pool->nframes)
+			return -1;
+	} while (!atomic_compare_exchange_weak_explicit(&pool->frame_bump, &b,
+			b + 1, memory_order_relaxed, memory_order_relaxed));
+	zp_mem_add(pool, zp_table_bytes(b + 1, sizeof(struct frame)) -
+		zp_table_bytes(b, sizeof(struct frame)));
+	return (int64_t)b;
+}
+
+/* ---- pages ---- */
+
+/*
+ * Make pages [from, to) of frame f resident now, so that mem_used is what
+ * RSS sees. One madvise costs a fraction of the page faults it saves. Older
+ * kernels lack it (EINVAL): touch the pages instead.
+ */
+static int pages_populate(struct zpool *pool, uint32_t f, uint32_t from,
+			  uint32_t to)
+{
+	unsigned char *p = frame_addr(pool, f) + ((size_t)from << ZP_PAGE_SHIFT);
+	size_t len = (size_t)(to - from) << ZP_PAGE_SHIFT;
+
+	if (!madvise(p, len, MADV_POPULATE_WRITE))
+		return 0;
+	if (errno != EINVAL) {
+		madvise(p, len, MADV_DONTNEED);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < len; i += ZP_PAGE)
+		((volatile unsigned char *)p)[i] = 0;
+	return 0;
+}
+
+static void pages_release(struct zpool *pool, uint32_t f, uint32_t from,
+			  uint32_t to)
+{
+	madvise(frame_addr(pool, f) + ((size_t)from << ZP_PAGE_SHIFT),
+		(size_t)(to - from) << ZP_PAGE_SHIFT, MADV_DONTNEED);
+}
+
+/*
+ * Release whole frames, n <= RELEASE_BATCH, `pages` resident pages each:
+ * one process_madvise() for all when the kernel takes MADV_DONTNEED there
+ * and we are still the process that opened the pidfd (after a fork, the
+ * child gets madvise()). Then put them on the free stack.
+ */
+static void frames_release(struct zpool *pool, const uint32_t *fr,
+			   const uint8_t *pages, unsigned n)
+{
+	struct iovec iov[RELEASE_BATCH];
+	int pidfd = atomic_load_explicit(&pool->pidfd, memory_order_relaxed);
+	size_t total = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		iov[i].iov_base = frame_addr(pool, fr[i]);
+		iov[i].iov_len = (size_t)pages[i] << ZP_PAGE_SHIFT;
+		total += iov[i].iov_len;
+	}
+	if (pidfd >= 0 && getpid() == pool->pid) {
+		long done = syscall(SYS_process_madvise, pidfd, iov, (size_t)n,
+				    MADV_DONTNEED, 0u);
+
+		if (done < 0 && (errno == EINVAL || errno == ENOSYS ||
+				 errno == EPERM || errno == EBADF))
+			atomic_store_explicit(&pool->pidfd, -1,
+					      memory_order_relaxed);
+		if (done != (long)total)
+			pidfd = -1;
+	} else {
+		pidfd = -1;
+	}
+	/* not done in one call: each frame, which is harmless twice */
+	if (pidfd < 0)
+		for (unsigned i = 0; i < n; i++)
+			pages_release(pool, fr[i], 0, pages[i]);
+	atomic_fetch_add_explicit(&pool->releases, 1, memory_order_relaxed);
+	zp_mem_sub(pool, total);
+	for (unsigned i = 0; i < n; i++)
+		stack_push(pool, 0, fr[i]);
+}
+
+/* ---- the cache ---- */
+
+uint64_t zp_cache_cap(struct zpool *pool)
+{
+	uint64_t cap = atomic_load_explicit(&pool->mem_used,
+					    memory_order_relaxed) >>
+		       (ZP_PAGE_SHIFT + CACHE_SHARE_SHIFT);
+
+	return cap < CACHE_MIN_PAGES ? CACHE_MIN_PAGES : cap;
+}
+
+bool zp_cache_over(struct zpool *pool)
+{
+	return atomic_load_explicit(&pool->cache_pages, memory_order_relaxed) >
+	       zp_cache_cap(pool);
+}
+
+static void cache_sub(struct zpool *pool, uint64_t pages)
+{
+	atomic_fetch_sub_explicit(&pool->cache_pages, pages, memory_order_relaxed);
+}
+
+/*
+ * Release cached frames, the fullest first, until the cache holds at most
+ * `target` pages or is empty (slack cannot be released from here). Returns
+ * the pages released.
+ */
+uint64_t zp_cache_trim(struct zpool *pool, uint64_t target)
+{
+	uint32_t fr[RELEASE_BATCH];
+	uint8_t pages[RELEASE_BATCH];
+	uint64_t released = 0;
+	unsigned n = 0;
+
+	for (unsigned r = ZP_MAX_PAGES; r > 0; r--) {
+		int64_t f;
+
+		while (atomic_load_explicit(&pool->cache_pages,
+					    memory_order_relaxed) > target &&
+		       (f = stack_pop(pool, r)) >= 0) {
+			cache_sub(pool, r);
+			released += r;
+			fr[n] = (uint32_t)f;
+			pages[n++] = (uint8_t)r;
+			if (n == RELEASE_BATCH) {
+				frames_release(pool, fr, pages, n);
+				n = 0;
+			}
+		}
+	}
+	if (n)
+		frames_release(pool, fr, pages, n);
+	return released;
+}
+
+/*
+ * A frame for a zspage of `pages` pages, with at least those resident and
+ * counted in mem_used; *resident gets how many are. Returns 0, -ENOSPC (the
+ * limit, or the region is full, even after emptying the cache) or -ENOMEM.
+ */
+int zp_frame_take(struct zpool *pool, uint32_t pages, uint32_t *frame,
+		  uint32_t *resident)
+{
+	uint64_t bytes;
+	int64_t f;
+	uint32_t r;
+	int err;
+
+	for (r = pages; r <= ZP_MAX_PAGES; r++) {
+		f = stack_pop(pool, r);
+		if (f < 0)
+			continue;
+		/* its `pages` pages are in use now; the rest is slack */
+		cache_sub(pool, pages);
+		if (r > pages && zp_cache_over(pool))
+			r = zp_frame_shrink(pool, (uint32_t)f, pages, r);
+		*frame = (uint32_t)f;
+		*resident = r;
+		return 0;
+	}
+	for (r = pages - 1; r > 0; r--) {
+		f = stack_pop(pool, r);
+		if (f < 0)
+			continue;
+		bytes = (uint64_t)(pages - r) << ZP_PAGE_SHIFT;
+		if (!zp_mem_reserve(pool, bytes)) {
+			stack_push(pool, r, (uint32_t)f);
+			break;
+		}
+		err = pages_populate(pool, (uint32_t)f, r, pages);
+		cache_sub(pool, r);
+		if (err) {
+			uint32_t one = (uint32_t)f;
+			uint8_t had = (uint8_t)r;
+
+			zp_mem_sub(pool, bytes);
+			frames_release(pool, &one, &had, 1);
+			return err;
+		}
+		zp_mem_note_max(pool);
+		*frame = (uint32_t)f;
+		*resident = pages;
+		return 0;
+	}
+	bytes = (uint64_t)pages << ZP_PAGE_SHIFT;
+	if (!zp_mem_reserve(pool, bytes)) {
+		/* the cache is memory too: give it back and try once more */
+		zp_cache_trim(pool, 0);
+		if (!zp_mem_reserve(pool, bytes))
+			return -ENOSPC;
+	}
+	f = frame_new(pool);
+	if (f < 0) {
+		zp_cache_trim(pool, 0);
+		f = frame_new(pool);
+	}
+	if (f < 0) {
+		zp_mem_sub(pool, bytes);
+		return -ENOSPC;
+	}
+	err = pages_populate(pool, (uint32_t)f, 0, pages);
+	if (err) {
+		stack_push(pool, 0, (uint32_t)f);
+		zp_mem_sub(pool, bytes);
+		return err;
+	}
+	zp_mem_note_max(pool);
+	*frame = (uint32_t)f;
+	*resident = pages;
+	return 0;
+}
+
+/*
+ * Give back the slack of a frame whose zspage uses `pages` of its
+ * `resident` pages; returns the pages resident now (`pages`).
+ */
+uint32_t zp_frame_shrink(struct zpool *pool, uint32_t frame, uint32_t pages,
+			 uint32_t resident)
+{
+	if (resident > pages) {
+		pages_release(pool, frame, pages, resident);
+		cache_sub(pool, resident - pages);
+		zp_mem_sub(pool, (uint64_t)(resident - pages) << ZP_PAGE_SHIFT);
+	}
+	return pages;
+}
+
+/*
+ * A zspage of `pages` pages left frame `frame`, which has `resident` pages
+ * resident: cache it. True when the cache is over its cap and the caller
+ * should call zp_cache_trim() once it holds no class lock.
+ */
+bool zp_frame_give(struct zpool *pool, uint32_t frame, uint32_t pages,
+		   uint32_t resident)
+{
+	atomic_fetch_add_explicit(&pool->cache_pages, pages, memory_order_relaxed);
+	stack_push(pool, resident, frame);
+	return zp_cache_over(pool);
+}
+
+void zp_frames_init(struct zpool *pool)
+{
+	int fd = (int)syscall(SYS_pidfd_open, getpid(), 0u);
+
+	/* pidfds are close-on-exec */
+	pool->pid = getpid();
+	atomic_store_explicit(&pool->pidfd, fd >= 0 ? fd : -1,
+			      memory_order_relaxed);
+}
+
+void zp_frames_fini(struct zpool *pool)
+{
+	int fd = atomic_load_explicit(&pool->pidfd, memory_order_relaxed);
+
+	if (fd >= 0)
+		close(fd);
+}
