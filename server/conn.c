@@ -128,6 +128,7 @@ static void conn_free(struct nbd_conn *c)
 {
 	if (!c)
 		return;
+	pthread_cond_destroy(&c->job_cv);
 	pthread_cond_destroy(&c->done_cv);
 	pthread_cond_destroy(&c->budget_cv);
 	pthread_cond_destroy(&c->lead_cv);
@@ -154,6 +155,7 @@ static struct nbd_conn *conn_new(const struct nbd_export *exp,
 	pthread_cond_init(&c->lead_cv, NULL);
 	pthread_cond_init(&c->budget_cv, NULL);
 	pthread_cond_init(&c->done_cv, NULL);
+	pthread_cond_init(&c->job_cv, NULL);
 	if (!c->ibuf) {
 		conn_free(c);
 		return NULL;

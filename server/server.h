@@ -95,6 +95,9 @@ struct nbd_conn {
 	pthread_cond_t lead_cv;    /* a follower may take the lead */
 	pthread_cond_t budget_cv;  /* inflight bytes went down */
 	pthread_cond_t done_cv;    /* a thread finished */
+	pthread_cond_t job_cv;     /* a piece of the read job is done */
+	struct read_job *job;      /* the leader's cut read, or NULL */
+	int helpers;               /* threads that may help with one: CPUs - 1 */
 	bool leader_busy;
 	bool closing;              /* no more requests will be read */
 	int idle;                  /* threads waiting to lead */

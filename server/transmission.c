@@ -27,6 +27,22 @@
  * slow client only stalls its own threads, and the device needs no server
  * lock (libuzram is thread-safe per page).
  *
+ * A large read on an otherwise idle connection (a client at depth 1, say
+ * fio or qemu reading 1 MiB at a time) is cut into pieces:
+ *
+ *   leader: reads the request, publishes it as the connection's read job
+ *     piece 0 | piece 1 | piece 2 | ...   claimed one by one (c->lock) by
+ *        the leader and by idle threads woken to help; each is decoded into
+ *        the request's buffer and sent at once as its own OFFSET_DATA (or
+ *        HOLE) chunks, in any order; the piece that goes out last carries
+ *        NBD_REPLY_FLAG_DONE (decided under send_lock)
+ *
+ * so decoding runs on several cores and overlaps the client's receiving,
+ * instead of the client waiting for the whole buffer. Only when nothing
+ * else is running and no further request is buffered: at depth, requests
+ * already run in parallel, and more chunks would only cost the client
+ * more system calls.
+ *
  * Bounds: a request holds at most NBD_MAX_BLOCK bytes of buffer; the leader
  * waits before reading a payload or starting a read if the connection
  * already holds NBD_INFLIGHT_BYTES, so a client that sends faster than we
@@ -34,20 +50,25 @@
  * reuse (up to KEEP_BUF bytes) and its reply scratch in struct worker.
  *
  * Locks (see struct nbd_conn): c->lock guards the leader/thread/inflight
- * state; c->send_lock orders whole reply frames and guards send_failed.
+ * state and the read job's claims; c->send_lock orders whole reply frames
+ * (and chunk groups) and guards send_failed.
  * The input buffer belongs to whoever leads. Never take c->lock while
  * holding c->send_lock.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "server.h"
 
 #define MAX_CHUNKS   64            /* structured read reply chunks */
 #define MAX_DESC     1024          /* block status descriptors per reply */
 #define INLINE_MAX   (64u << 10)   /* requests the leader may run itself */
+#define SPLIT_MIN    (256u << 10)  /* reads cut into pieces when idle */
+#define PIECE        (128u << 10)  /* bytes per piece of a cut read */
 #define MIN_BUF      (128u << 10)
 #define KEEP_BUF     (4u << 20)
 #define THREAD_STACK (256u << 10)
@@ -58,6 +79,21 @@ struct nbd_request {
 	uint64_t cookie;
 	uint64_t off;
 	uint32_t len;
+	bool split;      /* a read cut into pieces (see the top) */
+};
+
+/*
+ * A read cut into pieces; lives on the leader's stack while it runs, and
+ * is reachable from c->job only then.
+ */
+struct read_job {
+	const struct nbd_request *rq;
+	unsigned char *buf;  /* rq->len bytes: the leader's request buffer */
+	int npieces;
+	int next;            /* under c->lock: first unclaimed piece */
+	int unfinished;      /* under c->lock: pieces claimed or not, not done */
+	int unsent;          /* under c->send_lock: pieces not yet sent */
+	uint32_t err;        /* under c->send_lock: first error, 0 if none */
 };
 
 struct chunk {
@@ -81,12 +117,36 @@ static void *thread_main(void *arg);
 
 /* ---- leadership and the in-flight budget (c->lock) ---- */
 
-static bool lead(struct nbd_conn *c)
+static void read_piece(struct worker *w, struct read_job *j, int i);
+
+/* Help with the read job's pieces, if any; called and returns with c->lock. */
+static bool help_locked(struct worker *w)
 {
+	struct nbd_conn *c = w->c;
+	struct read_job *j = c->job;
+	int i;
+
+	if (!j || j->next >= j->npieces)
+		return false;
+	i = j->next++;
+	pthread_mutex_unlock(&c->lock);
+	read_piece(w, j, i);
+	pthread_mutex_lock(&c->lock);
+	if (--j->unfinished == 0)
+		pthread_cond_signal(&c->job_cv);
+	return true;
+}
+
+/* Wait to lead; an idle thread helps with a cut read meanwhile. */
+static bool lead(struct worker *w)
+{
+	struct nbd_conn *c = w->c;
 	bool ok;
 
 	pthread_mutex_lock(&c->lock);
 	while (c->leader_busy && !c->closing) {
+		if (help_locked(w))
+			continue;
 		c->idle++;
 		pthread_cond_wait(&c->lead_cv, &c->lock);
 		c->idle--;
@@ -160,7 +220,7 @@ static void budget_give(struct nbd_conn *c, size_t n, bool handed_off)
  * thread switch); otherwise hand off, so a pipelining client gets its
  * requests run in parallel and a slow one never holds up the reading.
  */
-static bool run_inline(struct nbd_conn *c, const struct nbd_request *rq,
+static bool run_inline(struct nbd_conn *c, struct nbd_request *rq,
 		       uint32_t err)
 {
 	bool idle;
@@ -177,6 +237,12 @@ static bool run_inline(struct nbd_conn *c, const struct nbd_request *rq,
 	case NBD_CMD_CACHE:
 	case NBD_CMD_BLOCK_STATUS:
 		return true;
+	case NBD_CMD_READ:
+		/* c->ibuf is ours to look at: we lead. */
+		rq->split = c->structured && c->helpers > 0 &&
+			    rq->len >= SPLIT_MIN &&
+			    !(rq->flags & NBD_CMD_FLAG_DF) && c->ipos == c->iend;
+		return rq->split || rq->len <= INLINE_MAX;
 	default:
 		return rq->len <= INLINE_MAX;
 	}
@@ -207,13 +273,18 @@ static void buf_trim(struct worker *w)
 
 /* ---- replies ---- */
 
-static void send_frame(struct nbd_conn *c, struct iovec *iov, int n)
+static void send_locked(struct nbd_conn *c, struct iovec *iov, int n)
 {
-	pthread_mutex_lock(&c->send_lock);
 	if (!c->send_failed && conn_send(c, iov, n) < 0) {
 		c->send_failed = true;
 		(void)shutdown(c->in_fd, SHUT_RD); /* wake the reading leader */
 	}
+}
+
+static void send_frame(struct nbd_conn *c, struct iovec *iov, int n)
+{
+	pthread_mutex_lock(&c->send_lock);
+	send_locked(c, iov, n);
 	pthread_mutex_unlock(&c->send_lock);
 }
 
@@ -241,11 +312,23 @@ static void put_chunk_hdr(unsigned char *p, const struct nbd_request *rq,
 	put32(p + 16, len);
 }
 
+#define ERROR_CHUNK_SIZE (NBD_CHUNK_HDR_SIZE + 6)
+
+/* The final ERROR chunk of a structured reply, without a message. */
+static void put_error_chunk(struct nbd_conn *c, unsigned char *p,
+			    const struct nbd_request *rq, uint32_t err)
+{
+	put_chunk_hdr(p, rq, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR, 6);
+	put32(p + NBD_CHUNK_HDR_SIZE, err);
+	put16(p + NBD_CHUNK_HDR_SIZE + 4, 0);
+	ctr_add(&c->ctr->errors, 1);
+}
+
 /* Errors of READ and BLOCK_STATUS need a structured chunk once negotiated. */
 static void reply_error(struct nbd_conn *c, const struct nbd_request *rq,
 			uint32_t err)
 {
-	unsigned char p[NBD_CHUNK_HDR_SIZE + 6];
+	unsigned char p[ERROR_CHUNK_SIZE];
 	struct iovec iov = { p, sizeof p };
 
 	if (!c->structured || (rq->type != NBD_CMD_READ &&
@@ -253,10 +336,7 @@ static void reply_error(struct nbd_conn *c, const struct nbd_request *rq,
 		reply_simple(c, rq, err, NULL, 0);
 		return;
 	}
-	put_chunk_hdr(p, rq, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR, 6);
-	put32(p + NBD_CHUNK_HDR_SIZE, err);
-	put16(p + NBD_CHUNK_HDR_SIZE + 4, 0); /* no message */
-	ctr_add(&c->ctr->errors, 1);
+	put_error_chunk(c, p, rq, err);
 	send_frame(c, &iov, 1);
 }
 
@@ -279,11 +359,11 @@ static uint32_t nbd_err(int r)
 
 /* ---- commands ---- */
 
-/* Split [off, off+len) into data and zero runs, at most MAX_CHUNKS. */
-static int map_read(struct worker *w, const struct nbd_request *rq)
+/* Split [pos, end) into data and zero runs in w->ch, at most MAX_CHUNKS. */
+static int map_range(struct worker *w, uint64_t pos, uint64_t end)
 {
 	struct uzram *dev = w->c->exp->dev;
-	uint64_t pos = rq->off, end = rq->off + rq->len, run;
+	uint64_t run;
 	unsigned fl;
 	bool zero;
 	int n = 0;
@@ -307,10 +387,57 @@ static int map_read(struct worker *w, const struct nbd_request *rq)
 	return n;
 }
 
-static void do_read_structured(struct worker *w, const struct nbd_request *rq)
+/*
+ * Read [off, off+len) of rq into buf (rq's buffer, indexed from rq->off)
+ * and build its reply chunks in w->iov, none flagged DONE; *last is the
+ * header of the final one. Returns the iovec count, or 0 with *err set.
+ */
+static int build_chunks(struct worker *w, const struct nbd_request *rq,
+			unsigned char *buf, uint64_t off, uint64_t len,
+			uint32_t *err, unsigned char **last)
 {
 	struct nbd_conn *c = w->c;
 	int n, iovcnt = 0, r;
+
+	if (rq->flags & NBD_CMD_FLAG_DF) {
+		w->ch[0] = (struct chunk){ off, len, false };
+		n = 1;
+	} else {
+		n = map_range(w, off, off + len);
+	}
+	for (int i = 0; i < n; i++) {
+		const struct chunk *ch = &w->ch[i];
+		unsigned char *h = w->hdr[i];
+		unsigned char *dst = buf + (ch->off - rq->off);
+
+		*last = h;
+		if (ch->zero) {
+			put_chunk_hdr(h, rq, 0, NBD_REPLY_TYPE_OFFSET_HOLE, 12);
+			put64(h + 20, ch->off);
+			put32(h + 28, (uint32_t)ch->len);
+			w->iov[iovcnt++] = (struct iovec){ h, 32 };
+			continue;
+		}
+		r = uzram_read(c->exp->dev, dst, ch->len, ch->off);
+		if (r < 0) {
+			*err = nbd_err(r);
+			return 0;
+		}
+		put_chunk_hdr(h, rq, 0, NBD_REPLY_TYPE_OFFSET_DATA,
+			      (uint32_t)(8 + ch->len));
+		put64(h + 20, ch->off);
+		w->iov[iovcnt++] = (struct iovec){ h, 28 };
+		w->iov[iovcnt++] = (struct iovec){ dst, ch->len };
+	}
+	return iovcnt;
+}
+
+static void do_read_structured(struct worker *w, const struct nbd_request *rq)
+{
+	struct nbd_conn *c = w->c;
+	unsigned char *last = w->hdr[0];
+	uint32_t err = 0;
+	int iovcnt;
 
 	if (rq->len == 0) {
 		put_chunk_hdr(w->hdr[0], rq, NBD_REPLY_FLAG_DONE,
@@ -319,44 +446,93 @@ static void do_read_structured(struct worker *w, const struct nbd_request *rq)
 		send_frame(c, w->iov, 1);
 		return;
 	}
-	if (rq->flags & NBD_CMD_FLAG_DF) {
-		w->ch[0] = (struct chunk){ rq->off, rq->len, false };
-		n = 1;
-	} else {
-		n = map_read(w, rq);
+	iovcnt = build_chunks(w, rq, w->buf, rq->off, rq->len, &err, &last);
+	if (err) {
+		reply_error(c, rq, err);
+		return;
 	}
-	for (int i = 0; i < n; i++) {
-		const struct chunk *ch = &w->ch[i];
-		unsigned char *h = w->hdr[i];
-		unsigned char *dst = w->buf + (ch->off - rq->off);
-		uint16_t done = i == n - 1 ? NBD_REPLY_FLAG_DONE : 0;
-
-		if (ch->zero) {
-			put_chunk_hdr(h, rq, done, NBD_REPLY_TYPE_OFFSET_HOLE, 12);
-			put64(h + 20, ch->off);
-			put32(h + 28, (uint32_t)ch->len);
-			w->iov[iovcnt++] = (struct iovec){ h, 32 };
-			continue;
-		}
-		r = uzram_read(c->exp->dev, dst, ch->len, ch->off);
-		if (r < 0) {
-			reply_error(c, rq, nbd_err(r));
-			return;
-		}
-		put_chunk_hdr(h, rq, done, NBD_REPLY_TYPE_OFFSET_DATA,
-			      (uint32_t)(8 + ch->len));
-		put64(h + 20, ch->off);
-		w->iov[iovcnt++] = (struct iovec){ h, 28 };
-		w->iov[iovcnt++] = (struct iovec){ dst, ch->len };
-	}
+	put16(last + 4, NBD_REPLY_FLAG_DONE);
 	ctr_add(&c->ctr->bytes_read, rq->len);
 	send_frame(c, w->iov, iovcnt);
+}
+
+/*
+ * Piece i of a cut read, by its leader or a helper: decode, then send at
+ * once. The piece sent last ends the reply: with DONE on its final chunk,
+ * or, if any piece failed, with one ERROR chunk in its place.
+ */
+static void read_piece(struct worker *w, struct read_job *j, int i)
+{
+	struct nbd_conn *c = w->c;
+	const struct nbd_request *rq = j->rq;
+	uint64_t off = rq->off + (uint64_t)i * PIECE;
+	uint64_t len = rq->off + rq->len - off;
+	unsigned char *last = w->hdr[0];
+	uint32_t err = 0;
+	int iovcnt;
+
+	if (len > PIECE)
+		len = PIECE;
+	iovcnt = build_chunks(w, rq, j->buf, off, len, &err, &last);
+	pthread_mutex_lock(&c->send_lock);
+	if (err && !j->err)
+		j->err = err;
+	if (--j->unsent == 0) {
+		if (j->err) {
+			put_error_chunk(c, w->hdr[0], rq, j->err);
+			w->iov[0] = (struct iovec){ w->hdr[0], ERROR_CHUNK_SIZE };
+			iovcnt = 1;
+		} else {
+			put16(last + 4, NBD_REPLY_FLAG_DONE);
+		}
+	}
+	if (iovcnt > 0)
+		send_locked(c, w->iov, iovcnt);
+	pthread_mutex_unlock(&c->send_lock);
+}
+
+/*
+ * The leader's side of a cut read: publish the job, wake idle threads to
+ * help (starting one if none is idle), take pieces until none is left,
+ * then wait for the helpers' pieces before the buffer is released.
+ */
+static void do_read_split(struct worker *w, const struct nbd_request *rq)
+{
+	struct nbd_conn *c = w->c;
+	struct read_job j = {
+		.rq = rq,
+		.buf = w->buf,
+		.npieces = (int)((rq->len + PIECE - 1) / PIECE),
+	};
+	int want;
+
+	j.unfinished = j.unsent = j.npieces;
+	want = j.npieces - 1 < c->helpers ? j.npieces - 1 : c->helpers;
+	pthread_mutex_lock(&c->lock);
+	assert(!c->job);
+	c->job = &j;
+	for (int i = 0; i < want && i < c->idle; i++)
+		pthread_cond_signal(&c->lead_cv);
+	if (c->idle < want && !c->closing && c->nspawned < NBD_MAX_THREADS)
+		spawn_locked(c);
+	while (help_locked(w))
+		;
+	while (j.unfinished > 0)
+		pthread_cond_wait(&c->job_cv, &c->lock);
+	c->job = NULL;
+	pthread_mutex_unlock(&c->lock);
+	if (!j.err)
+		ctr_add(&c->ctr->bytes_read, rq->len);
 }
 
 static void do_read(struct worker *w, const struct nbd_request *rq)
 {
 	int r;
 
+	if (rq->split) {
+		do_read_split(w, rq);
+		return;
+	}
 	if (w->c->structured) {
 		do_read_structured(w, rq);
 		return;
@@ -522,6 +698,7 @@ static int read_request(struct worker *w, struct nbd_request *rq,
 	rq->cookie = get64(h + 8);
 	rq->off = get64(h + 16);
 	rq->len = get32(h + 24);
+	rq->split = false;
 	ctr_add(&c->ctr->requests[rq->type < NBD_CMD_NR ? rq->type : NBD_CMD_NR], 1);
 	if (rq->type == NBD_CMD_DISC)
 		return -1;
@@ -556,7 +733,7 @@ static void serve(struct nbd_conn *c)
 	}
 	w->c = c;
 	for (;;) {
-		if (!leading && !lead(c))
+		if (!leading && !lead(w))
 			break;
 		leading = true;
 		if (read_request(w, &rq, &err, &held) < 0) {
@@ -591,6 +768,10 @@ static void *thread_main(void *arg)
 
 void nbd_transmission(struct nbd_conn *c)
 {
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	c->helpers = ncpu > NBD_MAX_THREADS ? NBD_MAX_THREADS - 1 :
+		     ncpu > 1 ? (int)ncpu - 1 : 0;
 	c->nthreads = 1;
 	serve(c);
 	pthread_mutex_lock(&c->lock);
