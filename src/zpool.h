@@ -64,9 +64,11 @@ void zpool_unmap(struct zpool *pool, uint32_t handle);
 
 /*
  * Move objects from sparse zspages into fuller ones of the same size class
- * and give emptied zspages back to the OS. Returns the number of pages freed.
- * zpool_free() also compacts a size class by itself, a little at a time,
- * once that class wastes more than a threshold.
+ * and give every page that holds no object back to the OS: emptied zspages
+ * and the pool's cache of resident empty frames. Returns the number of
+ * pages given back. zpool_free() also compacts a size class by itself, a
+ * little at a time, once that class wastes more than a threshold; what
+ * that empties stays cached, within a bound of mem_used / 256.
  */
 long zpool_compact(struct zpool *pool);
 
@@ -76,7 +78,8 @@ struct zpool_stats {
 	uint64_t mem_used_max;    /* high-water mark of mem_used */
 	uint64_t obj_bytes;       /* sum of the sizes passed to zpool_store() */
 	uint64_t objects;         /* live objects */
-	uint64_t pages_compacted; /* pages freed by compaction, total */
+	uint64_t pages_compacted; /* pages of zspages emptied by
+				   * compaction, total */
 };
 
 void zpool_stats(struct zpool *pool, struct zpool_stats *st);

@@ -18,10 +18,10 @@
  * size needs new ones. The cache lets any class take a frame another one
  * emptied, with no system call when it has enough pages resident:
  *
- *   zp_frame_take(p):  stack[p..16]  the pages are there; a frame with r > p
- *                                    keeps its r - p pages as "slack"
- *                                    (resident, counted, unused) while the
- *                                    cache is under its cap, else they go
+ *   zp_frame_take(p):  stack[p]       the pages are there
+ *                      stack[p+1..16] while the cache is under its cap: a
+ *                                    frame with r > p keeps its r - p pages
+ *                                    as "slack" (resident, counted, unused)
  *                      stack[p-1..1] populate the missing pages only
  *                      stack[0], bump  populate p pages
  *
@@ -249,14 +249,20 @@ int zp_frame_take(struct zpool *pool, uint32_t pages, uint32_t *frame,
 	uint32_t r;
 	int err;
 
+	/*
+	 * A longer frame keeps its extra pages as slack only while the cache
+	 * is under its cap; past it, the trim that is due releases such
+	 * frames in a batch, and one released here would cost a system call
+	 * and a TLB flush of its own.
+	 */
 	for (r = pages; r <= ZP_MAX_PAGES; r++) {
+		if (r > pages && zp_cache_over(pool))
+			break;
 		f = stack_pop(pool, r);
 		if (f < 0)
 			continue;
 		/* its `pages` pages are in use now; the rest is slack */
 		cache_sub(pool, pages);
-		if (r > pages && zp_cache_over(pool))
-			r = zp_frame_shrink(pool, (uint32_t)f, pages, r);
 		*frame = (uint32_t)f;
 		*resident = r;
 		return 0;
