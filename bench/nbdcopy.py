@@ -137,8 +137,11 @@ def timed(server, argv, perf=None):
         rec.send_signal(signal.SIGINT)
         rec.wait()
     if r.returncode != 0:
-        raise RuntimeError("%s failed: %s" % (" ".join(argv),
-                                              r.stderr.decode().strip()))
+        why = r.stderr.decode().strip().splitlines()[-1:] or ["?"]
+        st = server.proc.poll()
+        if st is not None:
+            why.insert(0, "the server exited with status %d" % st)
+        raise RuntimeError("%s: %s" % (argv[0], "; ".join(why)))
     return {"seconds": t1 - t0, "server_cpu": s1 - s0,
             "client_cpu": c1 - c0}, r.stdout
 
@@ -163,7 +166,10 @@ def run_target(name, rep, cfg, tmp, samples):
                         "--output-format=json"]
             else:
                 raise SystemExit("nbdcopy.py: unknown phase " + phase)
-            res, out = timed(srv, argv, perf)
+            try:
+                res, out = timed(srv, argv, perf)
+            except RuntimeError as e:
+                raise RuntimeError("%s: %s" % (phase, e))
             if phase == "fio-1m":
                 j = json.loads(out[out.find(b"{"):])
                 rd = j["jobs"][0]["read"]

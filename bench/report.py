@@ -351,6 +351,82 @@ def targets_table(R):
     return rows
 
 
+# ---- nbdcopy (issue 3), from bench/nbdcopy.sh ------------------------------
+
+NBDCOPY_PHASES = [
+    ("in", "copy into a fresh device", "`nbdcopy files.tar URI`"),
+    ("overwrite", "copy in again, over the data", "`nbdcopy files.tar URI`"),
+    ("out", "copy out", "`nbdcopy URI null:`"),
+]
+
+
+def nbdcopy_markdown(R):
+    """The "nbdcopy" section: seconds per phase, uzram vs nbdkit, and
+    issue 3's target (every copy at least as fast as nbdkit sparse)."""
+    N = R.get("nbdcopy")
+    if not N:
+        return []
+    T = N.get("targets", {})
+    uz, ns, nz = (T.get(k) or {} for k in ("serve-lz4", "nbdkit-sparse",
+                                          "nbdkit-zstd"))
+    out = []
+    w = out.append
+    w("## nbdcopy, %d MiB" % (N.get("bytes", 0) >> 20))
+    w("")
+    w("bench/nbdcopy.sh: %s of %s, each server on a fresh 1 GiB device over a "
+      "Unix socket, started by the script; the targets take turns within each "
+      "of %d repetitions, medians shown. In brackets: CPU seconds of the "
+      "server process (utime+stime) and of nbdcopy. Load average at the end "
+      "%s." % (N.get("nbdcopy", "nbdcopy"), os.path.basename(N.get("file", "?")),
+              N.get("reps", 0), " ".join(N.get("loadavg") or []) or "?"))
+    w("")
+
+    def cell(t, ph):
+        m = t.get(ph)
+        if not m:
+            return "—"
+        if ph == "fio-1m":
+            return "%s MB/s (%s)" % (f0(m.get("MBps")), f2(m.get("server_cpu")))
+        return "%s s (%s, %s)" % (f2(m.get("seconds")), f2(m.get("server_cpu")),
+                                  f2(m.get("client_cpu")))
+
+    w("| copy | uzram serve, lz4 | nbdkit memory, sparse | nbdkit memory, zstd "
+      "| uzram / nbdkit sparse | at least as fast? |")
+    w("|---|---|---|---|---|---|")
+    verdicts = []
+    for ph, label, how in NBDCOPY_PHASES:
+        a, b = get(uz, ph, "seconds"), get(ns, ph, "seconds")
+        met = None if a is None or b is None else a <= b
+        verdicts.append(met)
+        w("| %s (%s) | %s | %s | %s | %s | %s |" % (
+            label, how, cell(uz, ph), cell(ns, ph), cell(nz, ph),
+            fx(ratio(a, b)),
+            {True: "**met**", False: "**missed**", None: "not measured"}[met]))
+    a, b = get(uz, "fio-1m", "MBps"), get(ns, "fio-1m", "MBps")
+    w("| fio nbd engine, 1 MiB sequential reads, qd1 (information) | %s | %s | %s "
+      "| %s | — |" % (cell(uz, "fio-1m"), cell(ns, "fio-1m"), cell(nz, "fio-1m"),
+                      fx(ratio(b, a))))
+    w("")
+    if None in verdicts:
+        overall = "not measured"
+    else:
+        overall = "**met**" if all(verdicts) else "**missed**"
+    w("Issue 3's target, sequential copy with nbdcopy at least as fast as "
+      "nbdkit's memory plugin (sparse), in every copy: %s. The ratio column "
+      "is uzram's time over nbdkit's (fio: nbdkit's bandwidth over "
+      "uzram's), so below 1 is uzram faster." % overall)
+    bad = [k for k, t in T.items()
+           if t.get("error") or not (t.get("verify") or {"ok": True})["ok"]]
+    ok = [k for k, t in T.items() if (t.get("verify") or {}).get("ok")]
+    if ok:
+        w("The copy out to a file matched files.tar's sha256 for: %s."
+          % ", ".join(ok))
+    for k in bad:
+        w("**%s: %s**" % (k, T[k].get("error") or "sha256 of the copy out differs"))
+    w("")
+    return out
+
+
 # ---- the report ---------------------------------------------------------
 
 def present(R):
@@ -533,6 +609,7 @@ def markdown(R, chart_rel):
             " | ".join(f0(b) for b in bws), f2(flat)))
     w("")
 
+    out.extend(nbdcopy_markdown(R))
     w("## Memory held for the corpus")
     w("")
     w("Right after the fill. mem_used_total: what the allocator holds (zram's "
@@ -657,6 +734,7 @@ def build(raw, root):
     null = parse_fio(os.path.join(raw, "fio-null.json"))
     if null.get("randread-qd1"):
         R["fio_null"] = null["randread-qd1"]
+    R["nbdcopy"] = load_json(os.path.join(raw, "nbdcopy.json"))
     prof = os.path.join(raw, "perf-randread.txt")
     if os.path.exists(prof):
         R["profile"] = open(prof).read()

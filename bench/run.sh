@@ -14,6 +14,8 @@
 #   serve-zstd    `uzram serve`, fill and memory only    zstd
 #   nbdkit-sparse nbdkit memory allocator=sparse          none
 #   nbdkit-zstd   nbdkit memory allocator=zstd            zstd
+#   nbdcopy       bench/nbdcopy.sh: nbdcopy in/over/out of serve-lz4 and
+#                 nbdkit sparse/zstd, each on its own fresh 1 GiB device
 #
 # Each target: a fresh 2 GiB device, the fill (files.tar at 0, the core image
 # right after it, sequential 1 MiB writes at qd1), the memory it holds, then
@@ -40,12 +42,14 @@ case $mode in
 full)
 	corpus=$root/build/bench-corpus mib=512 cap_mib=0
 	runtime=5 ramp=1 mix_runtime=10 write_runtime=3 wsize=256m codec_s=1.5
-	targets="uzram-lz4 uzram-zstd uzram-lz4-c16k uzram-zstd-c32k zram-lz4 serve-lz4 serve-zstd nbdkit-sparse nbdkit-zstd"
+	targets="uzram-lz4 uzram-zstd uzram-lz4-c16k uzram-zstd-c32k zram-lz4 serve-lz4 serve-zstd nbdkit-sparse nbdkit-zstd nbdcopy"
+	nbdcopy_reps=3
 	;;
 quick)
 	corpus=$root/build/bench-corpus-quick mib=64 cap_mib=64
 	runtime=500ms ramp=0 mix_runtime=1 write_runtime=500ms wsize=32m codec_s=0.25
-	targets="uzram-lz4 zram-lz4 serve-lz4 serve-zstd nbdkit-sparse nbdkit-zstd"
+	targets="uzram-lz4 zram-lz4 serve-lz4 serve-zstd nbdkit-sparse nbdkit-zstd nbdcopy"
+	nbdcopy_reps=1
 	;;
 *)
 	echo "usage: run.sh full|quick" >&2
@@ -297,6 +301,18 @@ run_nbd() {
 	summary "$t"
 }
 
+# nbdcopy in, over and out of files.tar; the script starts its own servers.
+run_nbdcopy() {
+	log "nbdcopy: files.tar in/overwrite/out, uzram serve vs nbdkit memory, $nbdcopy_reps repetition(s)"
+	if NBDCOPY_FILE=$tar_file NBDCOPY_REPS=$nbdcopy_reps BUILD=$BUILD \
+		timeout 900 bash "$root/bench/nbdcopy.sh" "$raw/nbdcopy.json" > "$raw/nbdcopy.log" 2>&1; then
+		sed 's/^/  /' "$raw/nbdcopy.log"
+	else
+		log "nbdcopy: failed, see bench/out/raw/nbdcopy.log"
+		tail -5 "$raw/nbdcopy.log" >&2
+	fi
+}
+
 for t in $targets; do
 	case $t in
 	uzram-lz4) run_inproc "$t" lz4 ;;
@@ -308,6 +324,7 @@ for t in $targets; do
 	serve-zstd) UZ_FILL_ONLY=1 run_nbd "$t" serve zstd ;;
 	nbdkit-sparse) run_nbd "$t" nbdkit sparse ;;
 	nbdkit-zstd) run_nbd "$t" nbdkit zstd ;;
+	nbdcopy) run_nbdcopy ;;
 	*) echo "run.sh: unknown target $t" >&2; exit 2 ;;
 	esac
 done
