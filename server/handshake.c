@@ -160,7 +160,8 @@ static int opt_info_go(struct nbd_conn *c, uint32_t opt,
 	if (send_info(c, opt, NBD_INFO_EXPORT, buf, 10) < 0)
 		return -1;
 	put32(buf, 1);
-	put32(buf + 4, NBD_PREF_BLOCK);
+	/* requests of whole clusters avoid a read-modify-write */
+	put32(buf + 4, uzram_cluster_size(c->exp->dev));
 	put32(buf + 8, NBD_MAX_BLOCK);
 	if (send_info(c, opt, NBD_INFO_BLOCK_SIZE, buf, 12) < 0)
 		return -1;

@@ -53,6 +53,11 @@ head -c $((48 * MiB)) "$CORPUS/heap-python.core" >"$T/core48"
 
 step "serve with 16 KiB clusters: nbdcopy in over 4 connections, back over 1"
 start_server a --size 64M --cluster 16K
+if command -v nbdinfo >/dev/null; then
+	pref=$(nbdinfo "${URI[a]}" | sed -n 's/^[[:space:]]*block_size_preferred: //p')
+	[[ $pref == 16384 ]] ||
+		fail "preferred block size is '$pref', not the 16384-byte cluster"
+fi
 nbdcopy --connections=4 --requests=16 "$TAR" "${URI[a]}"
 nbdcopy --connections=1 "${URI[a]}" "$T/out"
 assert_same_data "$TAR" "$T/out"
