@@ -132,6 +132,8 @@ static int zspage_new(struct zpool *pool, struct size_class *c,
 		}
 		return err;
 	}
+	/* a descriptor may have grown mem_used without new pages */
+	zp_mem_note_max(pool);
 	if (c->desc_off)
 		zs = (struct zspage *)(void *)(pool->base +
 			((uint64_t)f << ZP_FRAME_SHIFT) + c->desc_off);

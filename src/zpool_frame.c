@@ -19,20 +19,24 @@
  * emptied, with no system call when it has enough pages resident:
  *
  *   zp_frame_take(p):  stack[p]       the pages are there
- *                      stack[p+1..16] while the cache is under its cap: a
- *                                    frame with r > p keeps its r - p pages
- *                                    as "slack" (resident, counted, unused)
+ *                      stack[p+1..16] a frame with r > p keeps its r - p
+ *                                    pages as "slack" (resident, counted,
+ *                                    unused) while all slack stays within
+ *                                    a quarter of the cache's cap
  *                      stack[p-1..1] populate the missing pages only
  *                      stack[0], bump  populate p pages
  *
- * The cache (cached frames' pages plus all slack) is bounded by
- * zp_cache_cap(): max(CACHE_MIN_PAGES, mem_used / 256). Past it, the thread
+ * The cached frames' pages are bounded by zp_cache_cap():
+ * max(CACHE_MIN_PAGES, mem_used / 256). (Slack has a budget of its own:
+ * counted with the cache, it would keep the cache over its cap with
+ * nothing a trim could release, and every free would then release the
+ * frame it had just cached.) Past the cap, the thread
  * that freed calls zp_cache_trim() once it holds no class lock, which gives
  * frames back down to half the cap in batches of RELEASE_BATCH frames with
  * one process_madvise(MADV_DONTNEED) each: one system call and one TLB
  * flush for up to 64 frames (4-6 times cheaper per frame than madvise() on
  * that VM). Kernels that refuse it (before 6.13 for MADV_DONTNEED) get one
- * madvise() per frame. zpool_compact() empties the cache and the slack.
+ * madvise() per frame. zpool_compact() releases the cache and the slack.
  *
  * mem_used counts every resident page, whether it holds objects, is slack
  * or is cached, so it stays what RSS sees.
@@ -203,10 +207,16 @@ static void cache_sub(struct zpool *pool, uint64_t pages)
 	atomic_fetch_sub_explicit(&pool->cache_pages, pages, memory_order_relaxed);
 }
 
+/* Whether `more` pages of slack fit its budget. */
+static bool slack_fits(struct zpool *pool, uint64_t more)
+{
+	return atomic_load_explicit(&pool->slack_pages, memory_order_relaxed) +
+	       more <= zp_cache_cap(pool) >> SLACK_SHARE_SHIFT;
+}
+
 /*
  * Release cached frames, the fullest first, until the cache holds at most
- * `target` pages or is empty (slack cannot be released from here). Returns
- * the pages released.
+ * `target` pages or is empty. Returns the pages released.
  */
 uint64_t zp_cache_trim(struct zpool *pool, uint64_t target)
 {
@@ -250,19 +260,19 @@ int zp_frame_take(struct zpool *pool, uint32_t pages, uint32_t *frame,
 	int err;
 
 	/*
-	 * A longer frame keeps its extra pages as slack only while the cache
-	 * is under its cap; past it, the trim that is due releases such
-	 * frames in a batch, and one released here would cost a system call
-	 * and a TLB flush of its own.
+	 * A longer frame only while its extra pages fit the slack budget:
+	 * else a trim releases such frames in a batch, where releasing the
+	 * extra pages here would cost a system call and a TLB flush alone.
 	 */
 	for (r = pages; r <= ZP_MAX_PAGES; r++) {
-		if (r > pages && zp_cache_over(pool))
+		if (r > pages && !slack_fits(pool, r - pages))
 			break;
 		f = stack_pop(pool, r);
 		if (f < 0)
 			continue;
-		/* its `pages` pages are in use now; the rest is slack */
-		cache_sub(pool, pages);
+		cache_sub(pool, r);
+		atomic_fetch_add_explicit(&pool->slack_pages, r - pages,
+					  memory_order_relaxed);
 		*frame = (uint32_t)f;
 		*resident = r;
 		return 0;
@@ -328,7 +338,8 @@ uint32_t zp_frame_shrink(struct zpool *pool, uint32_t frame, uint32_t pages,
 {
 	if (resident > pages) {
 		pages_release(pool, frame, pages, resident);
-		cache_sub(pool, resident - pages);
+		atomic_fetch_sub_explicit(&pool->slack_pages, resident - pages,
+					  memory_order_relaxed);
 		zp_mem_sub(pool, (uint64_t)(resident - pages) << ZP_PAGE_SHIFT);
 	}
 	return pages;
@@ -342,7 +353,10 @@ uint32_t zp_frame_shrink(struct zpool *pool, uint32_t frame, uint32_t pages,
 bool zp_frame_give(struct zpool *pool, uint32_t frame, uint32_t pages,
 		   uint32_t resident)
 {
-	atomic_fetch_add_explicit(&pool->cache_pages, pages, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&pool->slack_pages, resident - pages,
+				  memory_order_relaxed);
+	atomic_fetch_add_explicit(&pool->cache_pages, resident,
+				  memory_order_relaxed);
 	stack_push(pool, resident, frame);
 	return zp_cache_over(pool);
 }

@@ -54,6 +54,7 @@
 #define AUTO_COMPACT_PATIENCE (SPIN_LIMIT + 16u)
 #define CACHE_MIN_PAGES 64u          /* see zp_cache_cap() */
 #define CACHE_SHARE_SHIFT 8          /* cache up to mem_used / 256 */
+#define SLACK_SHARE_SHIFT 2          /* slack up to a quarter of that */
 #define RELEASE_BATCH 64u            /* frames per process_madvise() */
 
 #define likely(x) __builtin_expect(!!(x), 1)
@@ -122,8 +123,8 @@ struct zpool {
 	_Atomic uint64_t mem_used_max;
 	_Atomic uint64_t limit;
 	_Atomic uint64_t pages_compacted;
-	_Atomic uint64_t cache_pages;  /* resident, holding no zspage page:
-					* cached frames, and frames' slack */
+	_Atomic uint64_t cache_pages;  /* pages of cached frames */
+	_Atomic uint64_t slack_pages;  /* resident pages past their zspage */
 	_Atomic uint64_t releases;     /* release batches, for tests */
 };
 

@@ -264,9 +264,9 @@ static void test_cache(void **state)
 
 /*
  * A class of 1-page zspages takes cached frames of a class with longer
- * zspages and keeps their other pages as slack, resident and counted, while
- * the cache is under its cap; compaction gives the slack back and the
- * objects stay.
+ * zspages and keeps their other pages as slack, resident and counted,
+ * within the slack's budget (a quarter of the cache's cap); compaction
+ * gives the slack back and the objects stay.
  */
 static void test_cache_slack(void **state)
 {
@@ -281,7 +281,7 @@ static void test_cache_slack(void **state)
 	(void)state;
 	assert_non_null(scratch);
 	for (unsigned i = 0; i < pool->nclasses; i++)
-		if (pool->classes[i].pages >= 4 && pool->classes[i].objs > 1) {
+		if (pool->classes[i].pages == 4 && pool->classes[i].objs > 1) {
 			a = &pool->classes[i];
 			break;
 		}
@@ -299,7 +299,9 @@ static void test_cache_slack(void **state)
 	for (size_t i = 0; i < 4; i++)
 		assert_int_equal(store_obj(pool, &objs[i], 4096, i, scratch), 0);
 	zpool_stats(pool, &st);
-	assert_int_equal(cache_pages(pool), 4 * (a->pages - 1));
+	assert_int_equal(cache_pages(pool), 0);
+	assert_int_equal(atomic_load(&pool->slack_pages), 4 * (a->pages - 1));
+	assert_true(4 * (a->pages - 1) <= zp_cache_cap(pool) / 4);
 	assert_true(st.mem_used <= st1.mem_used + 4096);
 	pages = zpool_compact(pool);
 	zpool_stats(pool, &st1);
@@ -307,6 +309,7 @@ static void test_cache_slack(void **state)
 		      "%ld pages\n", a->size, a->pages, pages);
 	assert_int_equal(pages, 4 * (a->pages - 1));
 	assert_int_equal(cache_pages(pool), 0);
+	assert_int_equal(atomic_load(&pool->slack_pages), 0);
 	assert_true(st1.mem_used + (uint64_t)pages * 4096 <= st.mem_used);
 	verify_all(pool, objs, 4, scratch);
 	free(big);
@@ -1010,6 +1013,8 @@ static void test_cache_concurrent(void **state)
 	assert_int_equal(atomic_load(&sh.bad), 0);
 	verify_all(sh.pool, sh.objs, sh.n, scratch);
 	assert_true(cache_pages(sh.pool) <= zp_cache_cap(sh.pool));
+	assert_true(atomic_load(&sh.pool->slack_pages) <=
+		    zp_cache_cap(sh.pool) / 4);
 	for (size_t i = 0; i < sh.n; i++) {
 		if (sh.objs[i].handle)
 			free_obj(sh.pool, &sh.objs[i]);
@@ -1019,6 +1024,7 @@ static void test_cache_concurrent(void **state)
 	zpool_stats(sh.pool, &st);
 	assert_int_equal(st.objects, 0);
 	assert_int_equal(cache_pages(sh.pool), 0);
+	assert_int_equal(atomic_load(&sh.pool->slack_pages), 0);
 	/* all pages went back; the handle and frame tables stay */
 	assert_true(st.mem_used < st0.mem_used + 256 * KiB);
 	zpool_destroy(sh.pool);
