@@ -20,12 +20,14 @@ process from /proc/PID/stat) and nbdcopy's (rusage of the child). The JSON
 holds every sample and the medians; a summary goes to stdout.
 
 Environment: BUILD (default build), NBDCOPY_FILE (default
-/work/corpus-full/files.tar, else build/corpus/files.tar), NBDCOPY_REPS (3),
+build/bench-corpus/files.tar, 512 MiB, else build/corpus/files.tar),
+NBDCOPY_REPS (3),
 NBDCOPY_TARGETS (serve-lz4 nbdkit-sparse nbdkit-zstd), NBDCOPY_PHASES
 (in overwrite out fio-1m), NBDCOPY_PERF=DIR (perf record -g of the server
 per phase, DIR/TARGET-PHASE.data, first repetition only), NBDCOPY_ARGS
 (extra nbdcopy arguments), NBDCOPY_ALT=PATH (another uzram binary as
-target serve-alt, for A/B comparisons). Standard library only.
+target serve-alt, for A/B comparisons), NBDCOPY_VERIFY=0 (skip the
+sha256 check). Standard library only.
 """
 import hashlib
 import json
@@ -211,7 +213,7 @@ def main():
     build = os.path.join(root, os.environ.get("BUILD", "build"))
     f = os.environ.get("NBDCOPY_FILE")
     if not f:
-        f = "/work/corpus-full/files.tar"
+        f = os.path.join(root, "build/bench-corpus/files.tar")  # make bench's
         if not os.path.exists(f):
             f = os.path.join(root, "build/corpus/files.tar")
     cfg = {
