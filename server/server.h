@@ -27,7 +27,6 @@
 
 /* Limits on what a client controls. */
 #define NBD_MAX_BLOCK       (32u << 20) /* largest READ/WRITE payload */
-#define NBD_PREF_BLOCK      4096u
 #define NBD_MAX_OPTION_LEN  (64u << 10) /* longer options are skipped */
 #define NBD_MAX_OPTIONS     4096        /* options per handshake */
 #define NBD_MAX_STRING      4096        /* export names, queries */
