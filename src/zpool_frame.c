@@ -352,10 +352,10 @@ uint32_t zp_frame_shrink(struct zpool *pool, uint32_t frame, uint32_t pages,
 
 /*
  * A zspage of `pages` pages left frame `frame`, which has `resident` pages
- * resident: cache it. True when the cache is over its cap and the caller
- * should call zp_cache_trim() once it holds no class lock.
+ * resident: cache it. The caller checks zp_cache_over() once it holds no
+ * class lock, and trims.
  */
-bool zp_frame_give(struct zpool *pool, uint32_t frame, uint32_t pages,
+void zp_frame_give(struct zpool *pool, uint32_t frame, uint32_t pages,
 		   uint32_t resident)
 {
 	atomic_fetch_sub_explicit(&pool->slack_pages, resident - pages,
@@ -363,7 +363,6 @@ bool zp_frame_give(struct zpool *pool, uint32_t frame, uint32_t pages,
 	atomic_fetch_add_explicit(&pool->cache_pages, resident,
 				  memory_order_relaxed);
 	stack_push(pool, resident, frame);
-	return zp_cache_over(pool);
 }
 
 void zp_frames_init(struct zpool *pool)

@@ -256,7 +256,7 @@ uint64_t zp_table_bytes(uint64_t count, size_t unit);
 /* zpool_frame.c: frames and their pages; lock-free */
 int zp_frame_take(struct zpool *pool, uint32_t pages, uint32_t *frame,
 		  uint32_t *resident);
-bool zp_frame_give(struct zpool *pool, uint32_t frame, uint32_t pages,
+void zp_frame_give(struct zpool *pool, uint32_t frame, uint32_t pages,
 		   uint32_t resident);
 uint64_t zp_cache_trim(struct zpool *pool, uint64_t target);
 bool zp_cache_over(struct zpool *pool);
