@@ -198,7 +198,8 @@ struct uzram_stats {
 	uint64_t mem_limit;       /* the configured limit, 0 for none */
 	uint64_t mem_used_max;    /* high-water mark of mem_used_total */
 	uint64_t same_pages;      /* pages kept as one repeated value */
-	uint64_t pages_compacted; /* pages given back by compaction, total */
+	uint64_t pages_compacted; /* allocator pages emptied by compaction,
+				   * total */
 	uint64_t huge_pages;      /* pages kept raw because they do not compress */
 	uint64_t pages_stored;    /* pages that are not holes */
 	uint64_t failed_reads;    /* reads that returned -EIO */
@@ -218,11 +219,14 @@ UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
 			  size_t st_size);
 
 /*
- * Move objects out of sparsely used allocator pages and give the freed pages
- * back to the OS. Safe while other threads read and write; they may wait
- * briefly for the few objects being moved. Also runs by itself when the
- * allocator's fragmentation passes a threshold.
- * Returns the number of pages freed (>= 0) or -EINVAL.
+ * Move objects out of sparsely used allocator pages and give every page
+ * that holds no object back to the OS, including the small cache of empty
+ * pages kept resident for reuse (at most mem_used_total / 256). Safe while
+ * other threads read and write; they may wait briefly for the few objects
+ * being moved. Compaction also runs by itself, a little at a time, when the
+ * allocator's fragmentation passes a threshold; what that empties stays in
+ * the cache.
+ * Returns the number of pages given back (>= 0) or -EINVAL.
  */
 UZRAM_API long uzram_compact(struct uzram *dev);
 
