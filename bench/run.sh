@@ -12,6 +12,7 @@
 #   zram-lz4      /dev/zram0, psync direct=1 (root)      lz4
 #   serve-lz4     `uzram serve`, fio nbd engine, Unix    lz4
 #   serve-zstd    `uzram serve`, fill and memory only    zstd
+#   serve-zstd-c32k  the same with --cluster 32K          zstd
 #   nbdkit-sparse nbdkit memory allocator=sparse          none
 #   nbdkit-zstd   nbdkit memory allocator=zstd            zstd
 #   nbdcopy       bench/nbdcopy.sh: nbdcopy in/over/out of serve-lz4 and
@@ -42,7 +43,7 @@ case $mode in
 full)
 	corpus=$root/build/bench-corpus mib=512 cap_mib=0
 	runtime=5 ramp=1 mix_runtime=10 write_runtime=3 wsize=256m codec_s=1.5
-	targets="uzram-lz4 uzram-zstd uzram-lz4-c16k uzram-zstd-c32k zram-lz4 serve-lz4 serve-zstd nbdkit-sparse nbdkit-zstd nbdcopy"
+	targets="uzram-lz4 uzram-zstd uzram-lz4-c16k uzram-zstd-c32k zram-lz4 serve-lz4 serve-zstd serve-zstd-c32k nbdkit-sparse nbdkit-zstd nbdcopy"
 	nbdcopy_reps=3
 	;;
 quick)
@@ -258,8 +259,9 @@ run_nbd() {
 	case $kind in
 	serve)
 		[[ -x $build/uzram ]] || { skip "$t" "no $BUILD/uzram"; return; }
+		# shellcheck disable=SC2086 # UZ_SERVE_ARGS: extra words
 		"$build/uzram" serve --size 2G --algorithm "$algo" --socket "$sock" \
-			> "$raw/$t.server.log" 2>&1 &
+			${UZ_SERVE_ARGS:-} > "$raw/$t.server.log" 2>&1 &
 		;;
 	nbdkit)
 		command -v nbdkit >/dev/null || { skip "$t" "nbdkit is not installed"; return; }
@@ -322,6 +324,7 @@ for t in $targets; do
 	zram-lz4) run_zram ;;
 	serve-lz4) run_nbd "$t" serve lz4 ;;
 	serve-zstd) UZ_FILL_ONLY=1 run_nbd "$t" serve zstd ;;
+	serve-zstd-c32k) UZ_FILL_ONLY=1 UZ_SERVE_ARGS="--cluster 32K" run_nbd "$t" serve zstd ;;
 	nbdkit-sparse) run_nbd "$t" nbdkit sparse ;;
 	nbdkit-zstd) run_nbd "$t" nbdkit zstd ;;
 	nbdcopy) run_nbdcopy ;;
