@@ -5,7 +5,9 @@
 # vectored and asynchronous writes, FUA and flush, discard and write-zeroes
 # (aligned and not) followed by reads of zeros, and requests past the end,
 # which must fail. The same command list is then replayed on a local raw
-# file, and the export must equal that file byte for byte.
+# file, and the export must equal that file byte for byte. Last, the same
+# commands against a device of 64 KiB clusters (read-modify-write of
+# clusters, partial discards zeroed in place) must give the same bytes.
 source "$(dirname "$0")/functions.sh"
 require qemu-io qemu-img
 
@@ -119,3 +121,12 @@ qio "${URI[a]}" "read -P 0x77 $((S - 1)) 1" "read -P 0x78 $((S - 5000)) 4999"
 
 step "SIGTERM"
 stop_server a
+
+if real_server; then
+	step "with 64 KiB clusters: the same commands, compared with the model"
+	start_server c --size 16M --cluster 64K
+	qio "${URI[c]}" "${ops[@]}"
+	assert_ok "qemu-img compare the 64K-cluster export with the model file" \
+		qemu-img compare -f raw -F raw "$T/model.img" "${URI[c]}"
+	stop_server c
+fi
