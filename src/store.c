@@ -179,6 +179,25 @@ static inline size_t unit_len(const struct uzram *dev, uint64_t idx)
 					       : dev->csize;
 }
 
+/* The part of a request [off, off + len) that falls in one cluster. */
+struct span {
+	uint64_t idx;  /* the cluster */
+	size_t ulen;   /* its length */
+	size_t uoff;   /* where the part starts in it */
+	size_t n;      /* bytes in the part */
+};
+
+static inline struct span span_at(const struct uzram *dev, uint64_t off,
+				  uint64_t len)
+{
+	struct span sp = { .idx = off >> dev->cshift };
+
+	sp.ulen = unit_len(dev, sp.idx);
+	sp.uoff = (size_t)(off & (dev->csize - 1));
+	sp.n = len < sp.ulen - sp.uoff ? (size_t)len : sp.ulen - sp.uoff;
+	return sp;
+}
+
 /* The slot of cluster idx, or NULL while its chunk has never been written. */
 static inline struct slot *slot_peek(struct uzram *dev, uint64_t idx)
 {
@@ -492,29 +511,23 @@ UZRAM_API int uzram_read(struct uzram *dev, void *buf, size_t len,
 	ret = check_io(dev, "read", off, len);
 	if (ret)
 		return ret;
-	while (len) {
-		uint64_t idx = off >> dev->cshift;
-		size_t ulen = unit_len(dev, idx);
-		size_t uoff = off & (dev->csize - 1);
-		size_t n = len < ulen - uoff ? len : ulen - uoff;
-		struct slot *s = slot_peek(dev, idx);
+	for (struct span sp; len; dst += sp.n, off += sp.n, len -= sp.n) {
+		struct slot *s;
 
+		sp = span_at(dev, off, len);
+		s = slot_peek(dev, sp.idx);
 		if (!s || slot_state(s) == SLOT_EMPTY) {
-			memset(dst, 0, n);
-			goto next;
+			memset(dst, 0, sp.n);
+			continue;
 		}
 		slot_lock_shared(s);
-		if (n == ulen)
-			ret = slot_decode(dev, s, dst, ulen);
+		if (sp.n == sp.ulen)
+			ret = slot_decode(dev, s, dst, sp.ulen);
 		else
-			ret = slot_read_part(dev, s, ulen, uoff, n, dst);
+			ret = slot_read_part(dev, s, sp.ulen, sp.uoff, sp.n, dst);
 		slot_unlock_shared(s);
 		if (ret)
 			return io_failed(dev, "read", ret, off);
-next:
-		dst += n;
-		off += n;
-		len -= n;
 	}
 	return 0;
 }
@@ -531,21 +544,14 @@ UZRAM_API int uzram_write(struct uzram *dev, const void *buf, size_t len,
 	ret = check_io(dev, "write", off, len);
 	if (ret)
 		return ret;
-	while (len) {
-		uint64_t idx = off >> dev->cshift;
-		size_t ulen = unit_len(dev, idx);
-		size_t uoff = off & (dev->csize - 1);
-		size_t n = len < ulen - uoff ? len : ulen - uoff;
-
-		if (n == ulen)
-			ret = unit_write_full(dev, idx, src, ulen);
+	for (struct span sp; len; src += sp.n, off += sp.n, len -= sp.n) {
+		sp = span_at(dev, off, len);
+		if (sp.n == sp.ulen)
+			ret = unit_write_full(dev, sp.idx, src, sp.ulen);
 		else
-			ret = unit_write_part(dev, idx, uoff, n, src);
+			ret = unit_write_part(dev, sp.idx, sp.uoff, sp.n, src);
 		if (ret)
 			return io_failed(dev, "write", ret, off);
-		src += n;
-		off += n;
-		len -= n;
 	}
 	return 0;
 }
@@ -560,11 +566,9 @@ static int zero_range(struct uzram *dev, const char *what, uint64_t len,
 	if (ret)
 		return ret;
 	while (len) {
-		uint64_t idx = off >> dev->cshift;
-		size_t ulen = unit_len(dev, idx);
-		size_t uoff = off & (dev->csize - 1);
-		uint64_t n = len < ulen - uoff ? len : ulen - uoff;
-		struct slot *s = slot_peek(dev, idx);
+		struct span sp = span_at(dev, off, len);
+		struct slot *s = slot_peek(dev, sp.idx);
+		uint64_t n = sp.n;
 
 		if (whole == SLOT_EMPTY && !s) {
 			/* a chunk never written: skip to its end */
@@ -573,13 +577,13 @@ static int zero_range(struct uzram *dev, const char *what, uint64_t len,
 			n = len < left ? len : left;
 		} else if (whole == SLOT_EMPTY && slot_state(s) == SLOT_EMPTY) {
 			/* nothing to drop, and no table page to fault in */
-		} else if (n == ulen) {
-			s = slot_get(dev, idx);
+		} else if (n == sp.ulen) {
+			s = slot_get(dev, sp.idx);
 			if (!s)
 				return io_failed(dev, what, -ENOMEM, off);
-			unit_commit(dev, s, &c, ulen);
+			unit_commit(dev, s, &c, sp.ulen);
 		} else {
-			ret = unit_write_part(dev, idx, uoff, (size_t)n, NULL);
+			ret = unit_write_part(dev, sp.idx, sp.uoff, sp.n, NULL);
 			if (ret)
 				return io_failed(dev, what, ret, off);
 		}
