@@ -38,6 +38,8 @@ cleanup() {
 trap cleanup EXIT
 
 log() { echo "cluster.sh: $*" >&2; }
+# shellcheck source=bench/servers.sh
+source "$root/bench/servers.sh"
 
 [[ -x $uzram ]] || { log "no $uzram (make first)"; exit 1; }
 for f in files.tar heap-python.core; do
@@ -49,23 +51,6 @@ data=$tmp/corpus.bin
   head -c $((core_mib << 20)) "$corpus/heap-python.core"; } > "$data"
 size=$(stat -c %s "$data")
 log "data: $size bytes (512 MiB of files.tar + $core_mib MiB of heap-python.core)"
-
-rss_bytes() { echo $(( $(awk '/^VmRSS:/ {print $2}' "/proc/$1/status") * 1024 )); }
-
-wait_socket() {
-	for _ in $(seq 100); do
-		[[ -S $1 ]] && return 0
-		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
-
-stop_server() {
-	kill "$server_pid" 2>/dev/null || true
-	wait "$server_pid" 2>/dev/null || true
-	server_pid=
-}
 
 # fill_nbd NAME: start a server with the rest of the arguments, nbdcopy the
 # data onto it, set rss to its VmRSS in bytes as nbdcopy returns and

@@ -65,6 +65,8 @@ fi
 
 t_start=$(date +%s)
 log() { printf '[bench %4ss] %s\n' "$(($(date +%s) - t_start))" "$*"; }
+# shellcheck source=bench/servers.sh
+source "$root/bench/servers.sh"
 
 rm -rf "$raw"
 mkdir -p "$raw"
@@ -161,8 +163,6 @@ skip() { # skip TARGET REASON
 
 summary() { python3 "$root/bench/report.py" summary "$@" | sed 's/^/  /'; }
 
-rss_bytes() { echo $(($(awk '/^VmRSS:/ {print $2}' "/proc/$1/status") * 1024)); }
-
 # fio_run TARGET HEADER [fill]: run the workloads (and the in-process fill)
 fio_run() {
 	local t=$1 header=$2 fill=${3:-} job=$raw/$1.fio
@@ -186,21 +186,6 @@ fill_ext() {
 		> "$raw/$t.fill-tar.json" &&
 	timeout 600 "$build/bench-fill" "$core_file" "$dest" "$UZ_TAR_LEN" \
 		"$UZ_CORE_LEN" > "$raw/$t.fill-core.json"
-}
-
-wait_socket() { # wait_socket PATH PID
-	for _ in $(seq 100); do
-		[[ -S $1 ]] && return 0
-		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
-
-stop_server() {
-	kill "$server_pid" 2>/dev/null || true
-	wait "$server_pid" 2>/dev/null || true
-	server_pid=
 }
 
 run_inproc() { # run_inproc TARGET ALGORITHM
