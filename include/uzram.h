@@ -208,6 +208,11 @@ struct uzram_stats {
 	uint64_t table_bytes;     /* the page table (16 bytes a cluster, made
 				   * per 16384 clusters on first write), not
 				   * counted in mem_used_total */
+	uint64_t pages_unchanged; /* pages written with the bytes they already
+				   * held, found by a 16-bit hash kept in the
+				   * page table and a byte compare: nothing
+				   * was compressed or stored (a running
+				   * total) */
 };
 
 /*

@@ -16,7 +16,10 @@
  *                      (0: primary; recompression will use 1..3)
  *          bit  5      idle mark (for idle tracking and writeback)
  *          bits 8..15  age, in idle-scan periods
- *          bits 16..31 reserved (writeback, dedup)
+ *          bits 16..31 tag (SLOT_OBJ, _HUGE): 16 bits of the XXH3 hash of
+ *                      the cluster's bytes, so that a rewrite can tell
+ *                      almost always, without decoding, that the data
+ *                      changed (store.c)
  *   val    SLOT_SAME:        the repeated 8-byte value
  *          SLOT_OBJ, _HUGE:  allocator handle (low 32 bits) and object
  *                            size in bytes (high 32 bits: a 64 KiB
@@ -50,6 +53,7 @@ enum slot_state {
 };
 
 #define SLOT_STATE_MASK 0x7u
+#define SLOT_TAG_SHIFT 16
 #define SLOT_WRITER (1u << 31)
 
 struct slot {
@@ -120,6 +124,11 @@ static inline void slot_set_flags(struct slot *s, uint32_t flags)
 static inline enum slot_state slot_state(const struct slot *s)
 {
 	return (enum slot_state)(slot_flags(s) & SLOT_STATE_MASK);
+}
+
+static inline uint32_t slot_tag(uint32_t flags)
+{
+	return flags >> SLOT_TAG_SHIFT;
 }
 
 static inline uint32_t slot_handle(const struct slot *s)

@@ -36,4 +36,5 @@ void stats_snapshot(const struct stats *st, struct zpool *pool,
 	out->invalid_io = atomic_load_explicit(&st->invalid_io,
 					       memory_order_relaxed);
 	out->table_bytes = table_bytes;
+	out->pages_unchanged = nonneg(&st->pages_unchanged);
 }

@@ -22,6 +22,7 @@ struct stats {
 	_Atomic int64_t compr_data_size;
 	_Atomic int64_t same_pages;
 	_Atomic int64_t huge_pages;
+	_Atomic int64_t pages_unchanged;
 	_Atomic uint64_t failed_reads;
 	_Atomic uint64_t failed_writes;
 	_Atomic uint64_t invalid_io;

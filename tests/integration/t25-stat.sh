@@ -2,7 +2,8 @@
 # t25-stat.sh - `uzram stat --socket PATH [--json]` on a live server: the
 # JSON parses and holds the uzram_stats fields, the connection count and
 # the requests by type; the counters rise with real traffic (nbdcopy,
-# qemu-io) and describe what was stored; stat fails cleanly without a server.
+# qemu-io) and describe what was stored, a second copy of the same file is
+# counted as unchanged pages; stat fails cleanly without a server.
 source "$(dirname "$0")/functions.sh"
 require nbdcopy qemu-io python3
 real_server || skip_all "uzram stat needs the real server"
@@ -48,7 +49,7 @@ step "stat --json: the fields are there"
 stat_json a "$T/s0.json"
 fields=(disksize orig_data_size compr_data_size mem_used_total mem_limit
 	mem_used_max same_pages pages_compacted huge_pages pages_stored
-	failed_reads failed_writes invalid_io table_bytes)
+	failed_reads failed_writes invalid_io table_bytes pages_unchanged)
 checks=()
 for f in "${fields[@]}"; do
 	checks+=("isinstance(a['$f'], int)")
@@ -66,10 +67,19 @@ uzram stat --socket "${SOCK[a]}" >"$T/s0.txt"
 grep -qw disksize "$T/s0.txt" || fail "no disksize in: $(cat "$T/s0.txt")"
 grep -qw "$((64 * MiB))" "$T/s0.txt" || fail "no size in: $(cat "$T/s0.txt")"
 
-step "traffic: nbdcopy in and out, qemu-io trim, write-zeroes, flush"
+step "traffic: nbdcopy in, out and in again, qemu-io trim, write-zeroes, flush"
 nbdcopy --flush "$TAR" "${URI[a]}"
 nbdcopy "${URI[a]}" "$T/out"
 assert_same_data "$TAR" "$T/out" "$TARSZ"
+stat_json a "$T/c1.json"
+# Written again, the file's pages (the same-filled ones may come as
+# write-zeroes) are found unchanged, and nothing new is stored.
+nbdcopy --flush "$TAR" "${URI[a]}"
+stat_json a "$T/c2.json"
+stat_cmp "$T/c1.json" "$T/c2.json" \
+	"a['pages_unchanged'] - b['pages_unchanged'] >= $TARSZ // 4096 - a['same_pages']" \
+	"a['compr_data_size'] == b['compr_data_size']" \
+	"a['pages_stored'] == b['pages_stored']"
 qio "${URI[a]}" "discard $((32 * MiB)) $MiB" "write -z $((40 * MiB)) $MiB" \
 	"write -P 0 $((48 * MiB)) $MiB" "flush"
 stat_json a "$T/s1.json"

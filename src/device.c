@@ -1,0 +1,177 @@
+/*
+ * device.c - a device's lifetime and configuration: the config struct and
+ * its published layouts, uzram_open() and uzram_close(), and the calls that
+ * only read the device's figures. The I/O path is in store.c.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "uzram.h"
+#include "error.h"
+#include "store.h"
+#include "zcomp.h"
+#include "zpool.h"
+
+UZRAM_API void uzram_config_init(struct uzram_config *cfg)
+{
+	if (!cfg)
+		return;
+	memset(cfg, 0, sizeof *cfg);
+	cfg->struct_size = sizeof *cfg;
+	cfg->algorithm = "lz4";
+	cfg->cluster_size = PAGE;
+}
+
+/*
+ * The layouts published so far: the first ended with mem_limit, the
+ * second (the current one) adds cluster_size. Only these sizes are known.
+ */
+#define CONFIG_V1_SIZE \
+	(offsetof(struct uzram_config, mem_limit) + sizeof(uint64_t))
+#define CONFIG_V2_SIZE sizeof(struct uzram_config)
+
+/* log2 of a valid cluster size (0 means one page), or -1. */
+static int cluster_shift(uint32_t bytes)
+{
+	if (bytes == 0)
+		return CLUSTER_MIN_SHIFT;
+	for (int shift = CLUSTER_MIN_SHIFT; shift <= CLUSTER_MAX_SHIFT; shift++)
+		if (bytes == UINT32_C(1) << shift)
+			return shift;
+	return -1;
+}
+
+UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
+{
+	struct uzram_config c;
+	struct uzram *dev;
+	int ret, shift;
+
+	if (!cfg || !devp)
+		return uzram_set_error(-EINVAL, "open: NULL %s",
+				       cfg ? "device pointer" : "config");
+	if (cfg->struct_size != CONFIG_V1_SIZE &&
+	    cfg->struct_size != CONFIG_V2_SIZE)
+		return uzram_set_error(-EINVAL,
+			"open: config struct_size %zu is not one this library "
+			"knows (use uzram_config_init)", cfg->struct_size);
+	/* Fields past an older caller's struct_size keep their defaults. */
+	uzram_config_init(&c);
+	memcpy(&c, cfg, cfg->struct_size);
+	if (c.size == 0 || c.size > MAX_PAGES * PAGE)
+		return uzram_set_error(-EINVAL,
+			"open: size %llu is not between 1 and %llu bytes",
+			(unsigned long long)c.size,
+			(unsigned long long)(MAX_PAGES * PAGE));
+	shift = cluster_shift(c.cluster_size);
+	if (shift < 0)
+		return uzram_set_error(-EINVAL,
+			"open: cluster size %lu is not a power of two from "
+			"%u to %u bytes", (unsigned long)c.cluster_size,
+			1u << CLUSTER_MIN_SHIFT, 1u << CLUSTER_MAX_SHIFT);
+	if (!c.algorithm)
+		c.algorithm = "lz4";
+
+	dev = calloc(1, sizeof *dev);
+	if (!dev)
+		return uzram_set_error(-ENOMEM, "open: out of memory");
+	dev->size = (c.size + PAGE_MASK) & ~PAGE_MASK;
+	dev->cshift = (unsigned)shift;
+	dev->csize = (size_t)1 << shift;
+	dev->nclusters = (dev->size + dev->csize - 1) >> shift;
+	dev->mem_limit = c.mem_limit;
+
+	ret = zcomp_create(c.algorithm, c.level, &dev->comp);
+	if (ret == -ENOENT) {
+		uzram_set_error(ret, "unknown algorithm '%s' (known: %s)",
+				c.algorithm, zcomp_known());
+		goto fail;
+	} else if (ret) {
+		uzram_set_error(ret, "algorithm %s at level %d: %s",
+				c.algorithm, c.level,
+				ret == -EINVAL ? "level out of range"
+					       : uzram_strerror(ret));
+		goto fail;
+	}
+	/* One object per cluster; a rewrite in flight holds one more until
+	 * it frees the old one, which the pool's spare handles cover. */
+	ret = zpool_create(dev->nclusters, dev->csize, &dev->pool);
+	if (ret) {
+		uzram_set_error(ret, "open: cannot create the allocator: %s",
+				uzram_strerror(ret));
+		goto fail;
+	}
+	zpool_set_limit(dev->pool, c.mem_limit);
+
+	dev->nchunks = (dev->nclusters + CHUNK_SLOTS - 1) >> CHUNK_SHIFT;
+	dev->dir = calloc(dev->nchunks, sizeof(*dev->dir));
+	if (!dev->dir) {
+		ret = uzram_set_error(-ENOMEM,
+			"open: cannot allocate a page directory of %llu entries",
+			(unsigned long long)dev->nchunks);
+		goto fail;
+	}
+	*devp = dev;
+	return 0;
+
+fail:
+	uzram_close(dev);
+	return ret;
+}
+
+UZRAM_API void uzram_close(struct uzram *dev)
+{
+	if (!dev)
+		return;
+	for (uint64_t i = 0; dev->dir && i < dev->nchunks; i++) {
+		struct slot *chunk = atomic_load_explicit(&dev->dir[i],
+							  memory_order_relaxed);
+		if (chunk)
+			munmap(chunk, CHUNK_BYTES);
+	}
+	free(dev->dir);
+	zpool_destroy(dev->pool);
+	zcomp_destroy(dev->comp);
+	free(dev);
+}
+
+UZRAM_API uint64_t uzram_size(const struct uzram *dev)
+{
+	return dev ? dev->size : 0;
+}
+
+UZRAM_API uint32_t uzram_cluster_size(const struct uzram *dev)
+{
+	return dev ? (uint32_t)dev->csize : 0;
+}
+
+UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
+			  size_t st_size)
+{
+	struct uzram_stats full;
+
+	if (!dev || !st || !st_size)
+		return uzram_set_error(-EINVAL, "stats: NULL argument");
+	stats_snapshot(&dev->stats, dev->pool, dev->size, dev->mem_limit,
+		       dev->nchunks * sizeof(*dev->dir) +
+		       atomic_load_explicit(&dev->chunks_used,
+					    memory_order_relaxed) * CHUNK_BYTES,
+		       &full);
+	memcpy(st, &full, st_size < sizeof full ? st_size : sizeof full);
+	return 0;
+}
+
+UZRAM_API long uzram_compact(struct uzram *dev)
+{
+	if (!dev)
+		return uzram_set_error(-EINVAL, "compact: NULL device");
+	return zpool_compact(dev->pool);
+}
+
+UZRAM_API const char *uzram_algorithms(void)
+{
+	return zcomp_known();
+}
