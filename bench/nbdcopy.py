@@ -13,7 +13,12 @@ Unix socket, then these phases on it:
     out        nbdcopy URI null:     read the device back (extents skip holes)
     fio-1m     fio nbd engine, sequential 1 MiB reads at qd1 over the file's
                length (information: one request at a time)
-    verify     nbdcopy URI TMPFILE + sha256, first repetition only
+    change     nbdcopy FILE2 URI     over the data, a file of the same size
+               and kind in which every page differs from the one stored
+               there: FILE rotated by one page (information: what a
+               rewrite costs when it cannot be skipped)
+    verify     nbdcopy URI TMPFILE + sha256 of the file copied in last,
+               first repetition only
 
 Per phase: wall seconds, the server's CPU seconds (utime+stime of the whole
 process from /proc/PID/stat) and nbdcopy's (rusage of the child). The JSON
@@ -58,7 +63,7 @@ TARGETS = {
                     ["nbdkit", "-f", "-U", "{sock}", "memory", "size=1G",
                      "allocator=zstd"]),
 }
-PHASES = ["in", "overwrite", "out", "fio-1m"]
+PHASES = ["in", "overwrite", "out", "fio-1m", "change"]
 if os.environ.get("NBDCOPY_ALT"):
     TARGETS["serve-alt"] = ("uzram serve, lz4 (alt)",
                             [os.environ["NBDCOPY_ALT"], "serve", "--size", "1G",
@@ -85,6 +90,19 @@ def sha256(path):
             if not b:
                 return h.hexdigest()
             h.update(b)
+
+
+def rotate(src, dst, by):
+    """Write src rotated left by `by` bytes to dst; its sha256."""
+    h = hashlib.sha256()
+    with open(src, "rb") as f, open(dst, "wb") as out:
+        head = f.read(by)
+        for b in iter(lambda: f.read(1 << 20), b""):
+            out.write(b)
+            h.update(b)
+        out.write(head)
+        h.update(head)
+    return h.hexdigest()
 
 
 class Server:
@@ -159,6 +177,8 @@ def run_target(name, rep, cfg, tmp, samples):
                 perf = os.path.join(cfg["perf"], "%s-%s.data" % (name, phase))
             if phase in ("in", "overwrite"):
                 argv = nbdcopy + [cfg["file"], srv.uri]
+            elif phase == "change":
+                argv = nbdcopy + [cfg["rotated"], srv.uri]
             elif phase == "out":
                 argv = nbdcopy + [srv.uri, "null:"]
             elif phase == "fio-1m":
@@ -186,8 +206,10 @@ def run_target(name, rep, cfg, tmp, samples):
                 f.truncate(size)
             got = sha256(dst)
             os.unlink(dst)
-            samples[name]["verify"] = {"sha256": got,
-                                       "ok": got == cfg["sha256"]}
+            want = cfg["sha256"]
+            if cfg["phases"] and cfg["phases"][-1] == "change":
+                want = cfg["rotated_sha256"]
+            samples[name]["verify"] = {"sha256": got, "ok": got == want}
         stat = None
         if name.startswith("serve-"):
             r = subprocess.run([cfg["build"] + "/uzram", "stat", "--socket",
@@ -236,6 +258,9 @@ def main():
     errors = {}
     tmp = tempfile.mkdtemp(prefix="uzram-nbdcopy.")
     try:
+        if "change" in cfg["phases"]:
+            cfg["rotated"] = os.path.join(tmp, "rotated")
+            cfg["rotated_sha256"] = rotate(f, cfg["rotated"], 4096)
         for rep in range(cfg["reps"]):
             for t in cfg["targets"]:
                 if t in errors:
