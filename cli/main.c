@@ -15,11 +15,12 @@ static const struct {
 	const char *usage;
 } commands[] = {
 	{ "load", cmd_load,
-	  "load FILE [--algorithm A] [--level N] [--mem-limit M] [--json]" },
+	  "load FILE [--algorithm A] [--level N] [--mem-limit M] [--json]\n"
+	  "             [--cluster 4K..64K] [--randread N]" },
 	{ "serve", cmd_serve,
 	  "serve [--size 1G] [--algorithm lz4] [--level N] [--mem-limit M]\n"
 	  "              [--socket PATH | --tcp HOST:PORT] [--export NAME]\n"
-	  "              [--read-only] [--max-connections N]" },
+	  "              [--read-only] [--max-connections N] [--cluster 4K..64K]" },
 	{ "stat", cmd_stat, "stat [--socket PATH] [--json]" },
 };
 
