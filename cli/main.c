@@ -20,7 +20,8 @@ static const struct {
 	{ "serve", cmd_serve,
 	  "serve [--size 1G] [--algorithm lz4] [--level N] [--mem-limit M]\n"
 	  "              [--socket PATH | --tcp HOST:PORT] [--export NAME]\n"
-	  "              [--read-only] [--max-connections N] [--cluster 4K..64K]" },
+	  "              [--read-only] [--max-connections N] [--cluster 4K..64K]\n"
+	  "              [--run 'COMMAND']" },
 	{ "stat", cmd_stat, "stat [--socket PATH] [--json]" },
 };
 

@@ -18,7 +18,10 @@ static void serve_usage(void)
 	fprintf(stderr,
 		"usage: uzram serve [--size 1G] [--algorithm lz4] [--level N] [--mem-limit M]\n"
 		"                   [--socket PATH | --tcp HOST:PORT] [--export NAME]\n"
-		"                   [--read-only] [--max-connections N] [--cluster 4K..64K]\n");
+		"                   [--read-only] [--max-connections N] [--cluster 4K..64K]\n"
+		"                   [--run 'COMMAND']\n"
+		"  --run: run COMMAND with sh -c once the server listens, with $uri set;\n"
+		"         stop when it exits, with its exit status\n");
 }
 
 /* "PORT", "HOST:PORT" or "[V6ADDR]:PORT"; host defaults to 127.0.0.1. */
@@ -72,6 +75,7 @@ int cmd_serve(int argc, char **argv)
 		{ "read-only", no_argument, NULL, 'r' },
 		{ "max-connections", required_argument, NULL, 'c' },
 		{ "cluster", required_argument, NULL, 'C' },
+		{ "run", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -138,6 +142,9 @@ int cmd_serve(int argc, char **argv)
 			if (parse_size(optarg, &v) < 0 || v > UINT32_MAX)
 				goto bad_value;
 			cfg.cluster_size = (uint32_t)v;
+			break;
+		case 'R':
+			sc.run = optarg;
 			break;
 		case 'h':
 			serve_usage();

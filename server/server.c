@@ -12,6 +12,7 @@
  *                   its leader sees end of input; requests in flight finish
  *                   and their replies go out; then remove the sockets
  *   SIGUSR1         print the figures to stderr
+ *   SIGCHLD         (--run) the command exited: stop as for SIGTERM
  *   PATH.ctl        `uzram stat` connects, sends "json\n" or "text\n" and
  *                   gets the same figures back
  *
@@ -27,6 +28,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +36,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,6 +61,8 @@ struct server {
 	unsigned nclients;      /* under lock */
 	char sock_path[PATH_MAX];
 	char ctl_path[PATH_MAX + 8];
+	char uri[PATH_MAX + 600];
+	pid_t child;            /* --run's command, 0 if none or reaped */
 };
 
 static const char *const cmd_names[NBD_CMD_NR + 1] = {
@@ -392,20 +397,26 @@ static int abs_path(const char *path, char *out, size_t n)
 	return r < 0 || (size_t)r >= n ? -1 : 0;
 }
 
+static void make_uri(struct server *srv)
+{
+	const struct nbd_server_config *cfg = srv->cfg;
+
+	if (cfg->socket_path)
+		snprintf(srv->uri, sizeof srv->uri, "nbd+unix:///%s?socket=%s",
+			 cfg->export.name, srv->sock_path);
+	else
+		snprintf(srv->uri, sizeof srv->uri, "nbd://%s:%s/%s",
+			 cfg->tcp_host, cfg->tcp_port, cfg->export.name);
+}
+
 static void print_banner(struct server *srv)
 {
 	const struct nbd_server_config *cfg = srv->cfg;
-	const char *name = cfg->export.name;
-	char uri[PATH_MAX + 600], nflag[NBD_MAX_STRING + 8] = "";
+	const char *name = cfg->export.name, *uri = srv->uri;
+	char nflag[NBD_MAX_STRING + 8] = "";
 
 	if (name[0])
 		snprintf(nflag, sizeof nflag, " -N %s", name);
-	if (cfg->socket_path)
-		snprintf(uri, sizeof uri, "nbd+unix:///%s?socket=%s", name,
-			 srv->sock_path);
-	else
-		snprintf(uri, sizeof uri, "nbd://%s:%s/%s", cfg->tcp_host,
-			 cfg->tcp_port, name);
 	printf("uzram: serving %s (%llu bytes, %s%s)\n", cfg->export.description,
 	       (unsigned long long)cfg->export.size, cfg->algorithm,
 	       cfg->export.read_only ? ", read-only" : "");
@@ -426,13 +437,72 @@ static void print_banner(struct server *srv)
 	fflush(stdout);
 }
 
+/*
+ * --run: start sh -c CMD with the server's address in its environment, its
+ * signal mask and SIGPIPE back to the defaults. Called before any client
+ * thread exists, so setenv() races with nothing. 0 or -1.
+ */
+static int start_command(struct server *srv)
+{
+	const struct nbd_server_config *cfg = srv->cfg;
+	char sh[] = "sh", c[] = "-c", *cmd = strdup(cfg->run);
+	char *argv[] = { sh, c, cmd, NULL };
+	posix_spawnattr_t attr;
+	sigset_t none, def;
+	int err;
+
+	if (!cmd) {
+		perror("uzram serve: --run");
+		return -1;
+	}
+
+	if (setenv("uri", srv->uri, 1) ||
+	    setenv("exportname", cfg->export.name, 1) ||
+	    (cfg->socket_path ? setenv("unixsocket", srv->sock_path, 1)
+			      : setenv("port", cfg->tcp_port, 1))) {
+		perror("uzram serve: setenv");
+		free(cmd);
+		return -1;
+	}
+	sigemptyset(&none);
+	sigemptyset(&def);
+	sigaddset(&def, SIGPIPE);
+	posix_spawnattr_init(&attr);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setsigdefault(&attr, &def);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK |
+					POSIX_SPAWN_SETSIGDEF);
+	err = posix_spawn(&srv->child, "/bin/sh", NULL, &attr, argv, environ);
+	posix_spawnattr_destroy(&attr);
+	free(cmd);
+	if (err) {
+		fprintf(stderr, "uzram serve: cannot run '%s': %s\n", cfg->run,
+			strerror(err));
+		srv->child = 0;
+		return -1;
+	}
+	return 0;
+}
+
+/* Whether --run's command has exited; if so, its status as sh reports it. */
+static bool command_exited(struct server *srv, int *status)
+{
+	int ws;
+
+	if (!srv->child || waitpid(srv->child, &ws, WNOHANG) != srv->child)
+		return false;
+	srv->child = 0;
+	*status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+	return true;
+}
+
 int nbd_server_run(const struct nbd_server_config *cfg)
 {
 	struct server srv = { .cfg = cfg, .started = time(NULL) };
 	struct signalfd_siginfo si;
 	struct pollfd pf[3];
 	sigset_t mask;
-	int lfd, cfd, sfd, status = 1;
+	int lfd, cfd = -1, sfd, status = 1, run_status = 1;
 	bool tcp = cfg->socket_path == NULL;
 	pthread_condattr_t ca;
 	char out[4096];
@@ -447,6 +517,8 @@ int nbd_server_run(const struct nbd_server_config *cfg)
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGUSR1);
+	if (cfg->run)
+		sigaddset(&mask, SIGCHLD);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL); /* inherited by every thread */
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (sfd < 0) {
@@ -473,7 +545,11 @@ int nbd_server_run(const struct nbd_server_config *cfg)
 	if (cfd < 0)
 		fprintf(stderr, "uzram serve: no control channel, `uzram stat` will not work\n");
 
-	print_banner(&srv);
+	make_uri(&srv);
+	if (!cfg->run)
+		print_banner(&srv);
+	else if (start_command(&srv) < 0)
+		goto stop;
 	pf[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	pf[1] = (struct pollfd){ .fd = lfd, .events = POLLIN };
 	pf[2] = (struct pollfd){ .fd = cfd, .events = POLLIN };
@@ -496,10 +572,16 @@ int nbd_server_run(const struct nbd_server_config *cfg)
 			fputs(out, stderr);
 			continue;
 		}
+		if (si.ssi_signo == SIGCHLD) {
+			if (command_exited(&srv, &run_status))
+				break;
+			continue;
+		}
 		fprintf(stderr, "uzram serve: %s, finishing requests in flight\n",
 			strsignal((int)si.ssi_signo));
 		break;
 	}
+stop:
 	close(lfd);
 	if (!tcp)
 		unlink(srv.sock_path);
@@ -514,6 +596,8 @@ int nbd_server_run(const struct nbd_server_config *cfg)
 	pthread_mutex_unlock(&srv.lock);
 	if (status)
 		fprintf(stderr, "uzram serve: clients did not finish in time\n");
+	else if (cfg->run)
+		status = run_status;
 out:
 	if (sfd >= 0)
 		close(sfd);

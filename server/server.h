@@ -147,11 +147,17 @@ struct nbd_server_config {
 	const char *tcp_port;
 	unsigned max_connections;
 	const char *algorithm;    /* shown in the statistics */
+	const char *run;          /* captive mode: a shell command, or NULL */
 };
 
 /*
  * Listen, print how to connect, serve until SIGINT or SIGTERM, then drain
  * and clean up. Returns the exit status.
+ *
+ * With cfg->run, print nothing and instead run the command with sh -c once
+ * the server listens, with $uri (and $unixsocket, or $port), $exportname
+ * in its environment, as nbdkit --run does; when it exits, stop as for
+ * SIGTERM and return its exit status (128 + N if signal N killed it).
  */
 int nbd_server_run(const struct nbd_server_config *cfg);
 
