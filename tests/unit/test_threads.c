@@ -4,11 +4,13 @@
  *
  *   pages 0 .. 4*REGION-1          four private regions, one per worker:
  *                                  random reads, writes, discards and
- *                                  write-zeroes at any offset, checked
+ *                                  write-zeroes at any offset (some writes
+ *                                  of the bytes already there), checked
  *                                  exactly against the worker's own copy
  *   pages 4*REGION .. +SHARED-1    one shared range: two threads write
  *                                  whole self-describing pages into it and
  *                                  read them back, while discarding some
+ *                                  and writing some back as they read them
  *   + a compaction thread and a thread reading stats and block status
  *
  * A self-describing page starts with a header (magic, page number, writer,
@@ -157,7 +159,11 @@ static void *private_worker(void *arg)
 			w->reads++;
 			break;
 		case 4: case 5: case 6: case 7:
-			switch (rnd(&w->rng, 4)) {
+			switch (rnd(&w->rng, 5)) {
+			case 4:
+				/* what it holds: found unchanged, not stored */
+				memcpy(buf, w->ref + off, len);
+				break;
 			case 0:
 				v = tu_rand(&w->rng);
 				for (i = 0; i < len; i++)
@@ -303,6 +309,14 @@ static void *shared_worker(void *arg)
 			}
 			w->reads++;
 			w->pages_seen += n;
+			/* write back what was read, racing the other writer */
+			if (rnd(&w->rng, 3) == 0) {
+				e = uzram_write(dev, buf, n * PG,
+						(base + p) * PG);
+				if (e)
+					record_failure("shared %d: rewrite: %d",
+						       w->id, e);
+			}
 			break;
 		}
 	}
@@ -422,15 +436,18 @@ static void test_threads(void **state)
 	assert_int_equal(st.invalid_io, 0);
 	assert_int_equal(st.orig_data_size, st.pages_stored * PG);
 	assert_true(st.pages_stored <= NPAGES);
+	/* the unchanged-rewrite path ran, under all of the above */
+	assert_true(st.pages_unchanged > 0);
 	printf("   workers: %llu/%llu/%llu reads/writes/zeroings (worker 0); "
 	       "shared readers saw %llu pages; %llu compactions, %llu "
-	       "observations; %llu pages compacted\n",
+	       "observations; %llu pages compacted, %llu unchanged\n",
 	       (unsigned long long)w[0].reads, (unsigned long long)w[0].writes,
 	       (unsigned long long)w[0].zeroes,
 	       (unsigned long long)(w[NPRIV].pages_seen +
 				    w[NPRIV + 1].pages_seen),
 	       (unsigned long long)ncompact, (unsigned long long)nobserve,
-	       (unsigned long long)st.pages_compacted);
+	       (unsigned long long)st.pages_compacted,
+	       (unsigned long long)st.pages_unchanged);
 	if (w[NPRIV].pages_seen + w[NPRIV + 1].pages_seen < ops / 4)
 		fail_msg("the shared readers checked too few pages");
 	/* Discard all: nothing stored, nothing left in the allocator. */
