@@ -479,6 +479,7 @@ static int unit_write_full(struct uzram *dev, uint64_t idx,
 
 	if (!s || !t)
 		return -ENOMEM;
+	/* SLOT_SAME, or the tag alone until unit_compress() adds the state */
 	if (unit_same(src, len, &c.val))
 		c.flags = SLOT_SAME;
 	else
