@@ -224,6 +224,23 @@ UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
 			  size_t st_size);
 
 /*
+ * Change the memory limit of a live device, as writing to zram's mem_limit
+ * does: bytes of memory (mem_used_total) the device may hold, 0 for no
+ * limit. A limit below what the device holds now is accepted: writes that
+ * need more memory then fail with -ENOSPC and keep the old bytes, while
+ * discards, same-filled pages and rewrites of unchanged data still
+ * succeed, until discards and uzram_compact() bring it under.
+ * Returns 0 or -EINVAL (NULL device).
+ */
+UZRAM_API int uzram_set_mem_limit(struct uzram *dev, uint64_t bytes);
+
+/*
+ * Restart stats.mem_used_max from the current mem_used_total, as writing 0
+ * to zram's mem_used_max does. Returns 0 or -EINVAL (NULL device).
+ */
+UZRAM_API int uzram_reset_mem_used_max(struct uzram *dev);
+
+/*
  * Move objects out of sparsely used allocator pages and give every page
  * that holds no object back to the OS, including the small cache of empty
  * pages kept resident for reuse (at most mem_used_total / 256). Safe while

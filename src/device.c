@@ -155,12 +155,30 @@ UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
 
 	if (!dev || !st || !st_size)
 		return uzram_set_error(-EINVAL, "stats: NULL argument");
-	stats_snapshot(&dev->stats, dev->pool, dev->size, dev->mem_limit,
+	stats_snapshot(&dev->stats, dev->pool, dev->size,
+		       atomic_load_explicit(&dev->mem_limit, memory_order_relaxed),
 		       dev->nchunks * sizeof(*dev->dir) +
 		       atomic_load_explicit(&dev->chunks_used,
 					    memory_order_relaxed) * CHUNK_BYTES,
 		       &full);
 	memcpy(st, &full, st_size < sizeof full ? st_size : sizeof full);
+	return 0;
+}
+
+UZRAM_API int uzram_set_mem_limit(struct uzram *dev, uint64_t bytes)
+{
+	if (!dev)
+		return uzram_set_error(-EINVAL, "set_mem_limit: NULL device");
+	atomic_store_explicit(&dev->mem_limit, bytes, memory_order_relaxed);
+	zpool_set_limit(dev->pool, bytes);
+	return 0;
+}
+
+UZRAM_API int uzram_reset_mem_used_max(struct uzram *dev)
+{
+	if (!dev)
+		return uzram_set_error(-EINVAL, "reset_mem_used_max: NULL device");
+	zpool_reset_max(dev->pool);
 	return 0;
 }
 

@@ -4,8 +4,8 @@
  *
  * The table of slots is a directory of chunks of CHUNK_SLOTS slots each,
  * made on first write (store.c explains why). Everything here but
- * chunks_used and the directory's entries is set by uzram_open() and then
- * only read; the stats are relaxed atomic counters (stats.h).
+ * chunks_used, mem_limit and the directory's entries is set by uzram_open()
+ * and then only read; the stats are relaxed atomic counters (stats.h).
  */
 #ifndef UZRAM_STORE_H
 #define UZRAM_STORE_H
@@ -41,7 +41,7 @@ struct uzram {
 	_Atomic uint64_t chunks_used;
 	uint64_t nclusters;
 	uint64_t size;
-	uint64_t mem_limit;
+	_Atomic uint64_t mem_limit; /* as last set; the pool enforces it */
 	unsigned cshift;       /* log2 of the cluster size */
 	size_t csize;          /* bytes in a cluster */
 	struct zcomp *comp;

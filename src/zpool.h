@@ -39,6 +39,9 @@ void zpool_destroy(struct zpool *pool);          /* NULL is accepted */
 /* Limit the memory the pool holds (mem_used below); 0 removes the limit. */
 void zpool_set_limit(struct zpool *pool, uint64_t bytes);
 
+/* Restart the high-water mark (mem_used_max) from the current mem_used. */
+void zpool_reset_max(struct zpool *pool);
+
 /*
  * Allocate an object of `size` bytes (1..max_object), copy `data` into it and
  * store its handle in *handle. Returns 0, or:

@@ -313,6 +313,15 @@ void zpool_set_limit(struct zpool *pool, uint64_t bytes)
 	atomic_store_explicit(&pool->limit, bytes, memory_order_relaxed);
 }
 
+void zpool_reset_max(struct zpool *pool)
+{
+	atomic_store_explicit(&pool->mem_used_max,
+			      atomic_load_explicit(&pool->mem_used,
+						   memory_order_relaxed),
+			      memory_order_relaxed);
+	zp_mem_note_max(pool);
+}
+
 void zpool_stats(struct zpool *pool, struct zpool_stats *st)
 {
 	memset(st, 0, sizeof(*st));

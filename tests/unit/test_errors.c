@@ -1,7 +1,8 @@
 /*
  * test_errors.c - what the public API (include/uzram.h) refuses: I/O ranges
  * outside the device, NULL arguments, unknown flags, bad configurations for
- * uzram_open(), the error messages, and writes past the memory limit.
+ * uzram_open(), the error messages, and writes past the memory limit, set at
+ * open or changed on a live device.
  *
  * Each rejected call is checked twice: for its error value, and for leaving
  * every byte of the device as it was, against the reference copy kept by
@@ -457,6 +458,78 @@ static void test_mem_limit(void **state)
 	free(chk);
 }
 
+/*
+ * The limit changed on a live device (uzram_set_mem_limit), as zram's
+ * mem_limit: lowered under what the device holds, writes needing memory
+ * fail and keep the old bytes while unchanged rewrites, same-filled pages
+ * and discards go on; raised or removed, writes work again. And
+ * uzram_reset_mem_used_max() restarts the high-water mark.
+ */
+static void test_runtime_limit(void **state)
+{
+	const uint64_t npages = 4096, half = npages / 2;
+	struct uzram *dev = dev_open(npages * PG, "lz4", 0, 0);
+	uint8_t *ref = calloc(npages, PG), page[PG];
+	struct uzram_stats st, st0;
+	uint64_t seed = 3, p;
+	int r = 0;
+
+	(void)state;
+	assert_non_null(ref);
+	dev_write(dev, ref, tar, half * PG, 0);
+	st0 = get_stats(dev);
+	assert_int_equal(uzram_set_mem_limit(dev, st0.mem_used_total / 2), 0);
+	st = get_stats(dev);
+	assert_int_equal(st.mem_limit, st0.mem_used_total / 2);
+
+	/* random pages need new memory: refused, nothing changed */
+	for (p = half; p < half + 64 && !r; p++) {
+		fill_rand(page, PG, &seed);
+		r = uzram_write(dev, page, PG, p * PG);
+		if (!r)
+			memcpy(ref + p * PG, page, PG);
+	}
+	assert_int_equal(r, -ENOSPC);
+	assert_true(get_stats(dev).failed_writes >= 1);
+	check_dev(dev, ref, "writes over a lowered limit");
+
+	/* what needs no new memory still works */
+	assert_int_equal(uzram_write(dev, ref, 64 * PG, 0), 0);
+	fill_same(page, PG, SAME_VALUE);
+	dev_write(dev, ref, page, PG, (npages - 1) * PG);
+	assert_int_equal(uzram_discard(dev, (half - 64) * PG, 64 * PG), 0);
+	memset(ref + 64 * PG, 0, (half - 64) * PG);
+	check_dev(dev, ref, "rewrite, same-filled page and discard over the limit");
+
+	/* under the limit again after compaction: new data is taken */
+	assert_true(uzram_compact(dev) >= 0);
+	st = get_stats(dev);
+	assert_true(st.mem_used_total <= st.mem_limit);
+	fill_rand(page, PG, &seed);
+	dev_write(dev, ref, page, PG, (half + 100) * PG);
+
+	/* no limit */
+	assert_int_equal(uzram_set_mem_limit(dev, 0), 0);
+	dev_write(dev, ref, core, half * PG - PG, half * PG);
+	assert_int_equal(get_stats(dev).mem_limit, 0);
+	check_dev(dev, ref, "limit removed");
+
+	/* the high-water mark restarts from the current use */
+	assert_int_equal(uzram_discard(dev, npages * PG, 0), 0);
+	memset(ref, 0, npages * PG);
+	st = get_stats(dev);
+	assert_true(st.mem_used_max > st.mem_used_total);
+	assert_int_equal(uzram_reset_mem_used_max(dev), 0);
+	st = get_stats(dev);
+	assert_int_equal(st.mem_used_max, st.mem_used_total);
+	check_dev(dev, ref, "after reset_mem_used_max");
+
+	assert_int_equal(uzram_set_mem_limit(NULL, 1), -EINVAL);
+	assert_int_equal(uzram_reset_mem_used_max(NULL), -EINVAL);
+	free(ref);
+	uzram_close(dev);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -464,6 +537,7 @@ int main(void)
 		cmocka_unit_test(test_bad_open),
 		cmocka_unit_test(test_strerror),
 		cmocka_unit_test(test_mem_limit),
+		cmocka_unit_test(test_runtime_limit),
 	};
 
 	return cmocka_run_group_tests(tests, load_corpus, free_corpus);
