@@ -9,6 +9,7 @@
 int cmd_load(int argc, char **argv);   /* cli/load.c */
 int cmd_serve(int argc, char **argv);  /* cli/serve.c */
 int cmd_stat(int argc, char **argv);   /* cli/serve.c: ask a running server */
+int cmd_ctl(int argc, char **argv);    /* cli/serve.c: control a running server */
 
 /* Parse "123", "4K", "1.5G" (powers of 1024) into bytes; 0 or -EINVAL. */
 int parse_size(const char *s, unsigned long long *out);

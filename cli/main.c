@@ -23,6 +23,8 @@ static const struct {
 	  "              [--read-only] [--max-connections N] [--cluster 4K..64K]\n"
 	  "              [--run 'COMMAND']" },
 	{ "stat", cmd_stat, "stat [--socket PATH] [--json]" },
+	{ "ctl", cmd_ctl,
+	  "ctl [--socket PATH] compact | mem-limit SIZE | reset-max" },
 };
 
 static void usage(FILE *f)

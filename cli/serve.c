@@ -228,5 +228,58 @@ int cmd_stat(int argc, char **argv)
 		fprintf(stderr, "usage: uzram stat [--socket PATH] [--json]\n");
 		return 2;
 	}
-	return nbd_server_query(path, json);
+	return nbd_server_ctl(path, json ? "json\n" : "text\n", "uzram stat");
+}
+
+static void ctl_usage(FILE *f)
+{
+	fprintf(f, "usage: uzram ctl [--socket PATH] compact | mem-limit SIZE | reset-max\n"
+		"  compact      move objects out of sparse allocator pages, give back\n"
+		"               what is empty (zram's compact)\n"
+		"  mem-limit    change the memory limit; 0 removes it (zram's mem_limit)\n"
+		"  reset-max    restart mem_used_max from mem_used_total\n");
+}
+
+int cmd_ctl(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 'S' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *path = NULL;
+	unsigned long long v;
+	char req[64];
+	int o;
+
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (o) {
+		case 'S':
+			path = optarg;
+			break;
+		case 'h':
+			ctl_usage(stdout);
+			return 0;
+		default:
+			ctl_usage(stderr);
+			return 2;
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc == 1 && !strcmp(argv[0], "compact")) {
+		snprintf(req, sizeof req, "compact\n");
+	} else if (argc == 1 && !strcmp(argv[0], "reset-max")) {
+		snprintf(req, sizeof req, "reset-max\n");
+	} else if (argc == 2 && !strcmp(argv[0], "mem-limit")) {
+		if (parse_size(argv[1], &v) < 0) {
+			fprintf(stderr, "uzram ctl: bad size '%s'\n", argv[1]);
+			return 2;
+		}
+		snprintf(req, sizeof req, "mem-limit %llu\n", v);
+	} else {
+		ctl_usage(stderr);
+		return 2;
+	}
+	return nbd_server_ctl(path, req, "uzram ctl");
 }

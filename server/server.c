@@ -158,9 +158,56 @@ static int format_stats(struct server *srv, bool json, char *out, size_t n)
 	return len < n ? 0 : -1;
 }
 
+/*
+ * One request on the control socket, a line: "json" or "text" (the
+ * figures), "compact", "mem-limit BYTES" (0: none) or "reset-max", the
+ * last three as zram's compact, mem_limit and mem_used_max files. The
+ * reply starts with "ok" or "error:" for the commands.
+ */
+static void ctl_request(struct server *srv, char *req, char *out, size_t n)
+{
+	struct uzram *dev = srv->cfg->export.dev;
+	unsigned long long v;
+	char *end;
+
+	req[strcspn(req, "\r\n")] = '\0';
+	if (!strcmp(req, "json") || !strcmp(req, "text")) {
+		format_stats(srv, req[0] == 'j', out, n);
+	} else if (!strcmp(req, "compact")) {
+		long r = uzram_compact(dev);
+
+		if (r < 0)
+			snprintf(out, n, "error: compact: %s\n",
+				 uzram_strerror((int)r));
+		else
+			snprintf(out, n, "ok: %ld pages given back\n", r);
+	} else if (!strncmp(req, "mem-limit ", 10)) {
+		errno = 0;
+		v = strtoull(req + 10, &end, 10);
+		if (errno || end == req + 10 || *end || req[10] == '-')
+			snprintf(out, n, "error: mem-limit wants a byte count, "
+				 "got '%.40s'\n", req + 10);
+		else if (uzram_set_mem_limit(dev, v) < 0)
+			snprintf(out, n, "error: mem-limit: %s\n",
+				 uzram_last_error());
+		else
+			snprintf(out, n, "ok: mem_limit %llu\n", v);
+	} else if (!strcmp(req, "reset-max")) {
+		struct uzram_stats st;
+
+		(void)uzram_reset_mem_used_max(dev);
+		(void)uzram_stats(dev, &st, sizeof st);
+		snprintf(out, n, "ok: mem_used_max %llu\n",
+			 (unsigned long long)st.mem_used_max);
+	} else {
+		snprintf(out, n, "error: unknown request '%.40s' (known: json, "
+			 "text, compact, mem-limit BYTES, reset-max)\n", req);
+	}
+}
+
 static void serve_ctl(struct server *srv, int lfd)
 {
-	char req[16], out[4096];
+	char req[64], out[4096];
 	struct pollfd p;
 	ssize_t r;
 	int fd;
@@ -173,7 +220,7 @@ static void serve_ctl(struct server *srv, int lfd)
 		r = recv(fd, req, sizeof req - 1, MSG_DONTWAIT);
 		if (r > 0) {
 			req[r] = '\0';
-			format_stats(srv, !strncmp(req, "json", 4), out, sizeof out);
+			ctl_request(srv, req, out, sizeof out);
 			(void)send(fd, out, strlen(out), MSG_NOSIGNAL | MSG_DONTWAIT);
 		}
 	}
@@ -604,10 +651,12 @@ out:
 	return status;
 }
 
-int nbd_server_query(const char *socket_path, bool json)
+int nbd_server_ctl(const char *socket_path, const char *request,
+		   const char *who)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char path[PATH_MAX + 8], buf[PATH_MAX];
+	char path[PATH_MAX + 8], buf[PATH_MAX], reply[8192];
+	size_t len = 0, rlen = strlen(request);
 	ssize_t r;
 	int fd;
 
@@ -616,25 +665,36 @@ int nbd_server_query(const char *socket_path, bool json)
 		buf[0] = '\0';
 	snprintf(path, sizeof path, "%s.ctl", buf);
 	if (!buf[0] || strlen(path) >= sizeof sa.sun_path) {
-		fprintf(stderr, "uzram stat: socket path too long: %s\n", path);
+		fprintf(stderr, "%s: socket path too long: %s\n", who, path);
 		return 1;
 	}
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-		fprintf(stderr, "uzram stat: no server answers on %s: %s\n", path,
+		fprintf(stderr, "%s: no server answers on %s: %s\n", who, path,
 			strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return 1;
 	}
-	if (send(fd, json ? "json\n" : "text\n", 5, MSG_NOSIGNAL) != 5) {
-		fprintf(stderr, "uzram stat: %s: %s\n", path, strerror(errno));
+	if (send(fd, request, rlen, MSG_NOSIGNAL) != (ssize_t)rlen) {
+		fprintf(stderr, "%s: %s: %s\n", who, path, strerror(errno));
 		close(fd);
 		return 1;
 	}
-	while ((r = read(fd, buf, sizeof buf)) > 0)
-		fwrite(buf, 1, (size_t)r, stdout);
+	while (len < sizeof reply - 1 &&
+	       (r = read(fd, reply + len, sizeof reply - 1 - len)) > 0)
+		len += (size_t)r;
 	close(fd);
-	return r < 0 ? 1 : 0;
+	reply[len] = '\0';
+	if (len == 0) {
+		fprintf(stderr, "%s: %s: no reply\n", who, path);
+		return 1;
+	}
+	if (!strncmp(reply, "error: ", 7)) {
+		fprintf(stderr, "%s: %s", who, reply + 7);
+		return 1;
+	}
+	fputs(reply, stdout);
+	return 0;
 }

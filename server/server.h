@@ -161,7 +161,13 @@ struct nbd_server_config {
  */
 int nbd_server_run(const struct nbd_server_config *cfg);
 
-/* Ask the server behind socket_path for its figures; returns exit status. */
-int nbd_server_query(const char *socket_path, bool json);
+/*
+ * Send one request line to the control socket of the server behind
+ * socket_path ("json\n", "text\n", "compact\n", "mem-limit BYTES\n",
+ * "reset-max\n"; see server.c) and print its reply, on stderr after "who: "
+ * if it is an error. Returns the exit status.
+ */
+int nbd_server_ctl(const char *socket_path, const char *request,
+		   const char *who);
 
 #endif /* UZRAM_SERVER_H */
