@@ -196,39 +196,9 @@ bad_value:
 	return 2;
 }
 
-int cmd_stat(int argc, char **argv)
+static void stat_usage(FILE *f)
 {
-	static const struct option opts[] = {
-		{ "socket", required_argument, NULL, 'S' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *path = NULL;
-	bool json = false;
-	int o;
-
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (o) {
-		case 'S':
-			path = optarg;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			fprintf(stdout, "usage: uzram stat [--socket PATH] [--json]\n");
-			return 0;
-		default:
-			fprintf(stderr, "usage: uzram stat [--socket PATH] [--json]\n");
-			return 2;
-		}
-	}
-	if (optind != argc) {
-		fprintf(stderr, "usage: uzram stat [--socket PATH] [--json]\n");
-		return 2;
-	}
-	return nbd_server_ctl(path, json ? "json\n" : "text\n", "uzram stat");
+	fprintf(f, "usage: uzram stat [--socket PATH] [--json]\n");
 }
 
 static void ctl_usage(FILE *f)
@@ -240,31 +210,61 @@ static void ctl_usage(FILE *f)
 		"  reset-max    restart mem_used_max from mem_used_total\n");
 }
 
-int cmd_ctl(int argc, char **argv)
+/*
+ * The options of stat and ctl: --socket PATH and --help, and --json where
+ * json is not NULL. Returns -1 to go on, or the exit status.
+ */
+static int client_options(int argc, char **argv, void (*usage)(FILE *),
+			  const char **path, bool *json)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 'S' },
+		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *path = NULL;
-	unsigned long long v;
-	char req[64];
 	int o;
 
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (o) {
-		case 'S':
-			path = optarg;
-			break;
-		case 'h':
-			ctl_usage(stdout);
+		if (o == 'S') {
+			*path = optarg;
+		} else if (o == 'j' && json) {
+			*json = true;
+		} else if (o == 'h') {
+			usage(stdout);
 			return 0;
-		default:
-			ctl_usage(stderr);
+		} else {
+			usage(stderr);
 			return 2;
 		}
 	}
+	return -1;
+}
+
+int cmd_stat(int argc, char **argv)
+{
+	const char *path = NULL;
+	bool json = false;
+	int r = client_options(argc, argv, stat_usage, &path, &json);
+
+	if (r >= 0)
+		return r;
+	if (optind != argc) {
+		stat_usage(stderr);
+		return 2;
+	}
+	return nbd_server_ctl(path, json ? "json\n" : "text\n", "uzram stat");
+}
+
+int cmd_ctl(int argc, char **argv)
+{
+	const char *path = NULL;
+	unsigned long long v;
+	char req[64];
+	int r = client_options(argc, argv, ctl_usage, &path, NULL);
+
+	if (r >= 0)
+		return r;
 	argc -= optind;
 	argv += optind;
 	if (argc == 1 && !strcmp(argv[0], "compact")) {
