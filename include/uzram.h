@@ -213,6 +213,8 @@ struct uzram_stats {
 				   * page table and a byte compare: nothing
 				   * was compressed or stored (a running
 				   * total) */
+	uint64_t pages_recompressed; /* pages re-encoded smaller by
+				      * uzram_recompress() (a running total) */
 };
 
 /*
@@ -239,6 +241,41 @@ UZRAM_API int uzram_set_mem_limit(struct uzram *dev, uint64_t bytes);
  * to zram's mem_used_max does. Returns 0 or -EINVAL (NULL device).
  */
 UZRAM_API int uzram_reset_mem_used_max(struct uzram *dev);
+
+/*
+ * Recompression, as zram's recomp_algorithm and recompress: a device
+ * writes with its own algorithm, fast, and re-encodes what it stores later
+ * with a stronger one to save memory. Reads decode each cluster with the
+ * algorithm that made it.
+ *
+ * uzram_add_recomp_algorithm() adds a secondary algorithm and returns its
+ * priority, 1 for the first, up to UZRAM_MAX_RECOMP; or -EINVAL (NULL, or
+ * level out of range), -ENOENT (unknown algorithm), -ENOSPC (all taken),
+ * -ENOMEM. Algorithms stay until the device is closed.
+ */
+#define UZRAM_MAX_RECOMP 3
+UZRAM_API int uzram_add_recomp_algorithm(struct uzram *dev,
+					 const char *algorithm, int level);
+
+/* uzram_recompress() flags */
+#define UZRAM_RECOMP_HUGE 1u /* only clusters kept raw (huge pages) */
+
+/*
+ * Re-encode stored clusters with the secondary algorithm of priority prio:
+ * those made by a lower priority, whose object is at least threshold bytes
+ * (0: any), and with UZRAM_RECOMP_HUGE only the huge ones. A cluster is
+ * replaced, and its old object freed, only if the new object is smaller.
+ * Runs alongside reads and writes: each cluster is locked while it is
+ * re-encoded, as a partial write locks it. Clusters that do not shrink are
+ * tried again by the next call.
+ * Returns the number of pages re-encoded (>= 0), or:
+ *   -EINVAL  NULL device, no algorithm of that priority, unknown flags;
+ *   -ENOSPC, -ENOMEM  no memory for a new object: what was re-encoded
+ *            before stays so;
+ *   -EIO     a stored object is corrupt; the others were processed.
+ */
+UZRAM_API long uzram_recompress(struct uzram *dev, int prio, unsigned flags,
+				uint32_t threshold);
 
 /*
  * Move objects out of sparsely used allocator pages and give every page

@@ -119,6 +119,7 @@ static int format_stats(struct server *srv, bool json, char *out, size_t n)
 		{ "invalid_io", st.invalid_io },
 		{ "table_bytes", st.table_bytes },
 		{ "pages_unchanged", st.pages_unchanged },
+		{ "pages_recompressed", st.pages_recompressed },
 		{ "connections_current", atomic_load(&c->conns_current) },
 		{ "connections_total", atomic_load(&c->conns_total) },
 		{ "connections_refused", atomic_load(&c->conns_refused) },

@@ -47,6 +47,7 @@ static int cluster_shift(uint32_t bytes)
 UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 {
 	struct uzram_config c;
+	struct zcomp *comp = NULL;
 	struct uzram *dev;
 	int ret, shift;
 
@@ -84,7 +85,8 @@ UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 	dev->nclusters = (dev->size + dev->csize - 1) >> shift;
 	dev->mem_limit = c.mem_limit;
 
-	ret = zcomp_create(c.algorithm, c.level, &dev->comp);
+	ret = zcomp_create(c.algorithm, c.level, &comp);
+	atomic_store_explicit(&dev->comp[0], comp, memory_order_relaxed);
 	if (ret == -ENOENT) {
 		uzram_set_error(ret, "unknown algorithm '%s' (known: %s)",
 				c.algorithm, zcomp_known());
@@ -134,7 +136,9 @@ UZRAM_API void uzram_close(struct uzram *dev)
 	}
 	free(dev->dir);
 	zpool_destroy(dev->pool);
-	zcomp_destroy(dev->comp);
+	for (int i = 0; i <= UZRAM_MAX_RECOMP; i++)
+		zcomp_destroy(atomic_load_explicit(&dev->comp[i],
+						   memory_order_relaxed));
 	free(dev);
 }
 
@@ -180,6 +184,37 @@ UZRAM_API int uzram_reset_mem_used_max(struct uzram *dev)
 		return uzram_set_error(-EINVAL, "reset_mem_used_max: NULL device");
 	zpool_reset_max(dev->pool);
 	return 0;
+}
+
+UZRAM_API int uzram_add_recomp_algorithm(struct uzram *dev,
+					 const char *algorithm, int level)
+{
+	struct zcomp *zc = NULL;
+	int ret;
+
+	if (!dev || !algorithm)
+		return uzram_set_error(-EINVAL, "add_recomp_algorithm: NULL %s",
+				       dev ? "algorithm" : "device");
+	ret = zcomp_create(algorithm, level, &zc);
+	if (ret == -ENOENT)
+		return uzram_set_error(ret, "unknown algorithm '%s' (known: %s)",
+				       algorithm, zcomp_known());
+	if (ret)
+		return uzram_set_error(ret, "algorithm %s at level %d: %s",
+				       algorithm, level, ret == -EINVAL ?
+				       "level out of range" : uzram_strerror(ret));
+	for (int prio = 1; prio <= UZRAM_MAX_RECOMP; prio++) {
+		struct zcomp *none = NULL;
+
+		if (atomic_compare_exchange_strong_explicit(&dev->comp[prio],
+				&none, zc, memory_order_release,
+				memory_order_relaxed))
+			return prio;
+	}
+	zcomp_destroy(zc);
+	return uzram_set_error(-ENOSPC, "add_recomp_algorithm: the device "
+			       "already has %d secondary algorithms",
+			       UZRAM_MAX_RECOMP);
 }
 
 UZRAM_API long uzram_compact(struct uzram *dev)

@@ -13,7 +13,7 @@
  *   lock   bit 31: held for writing; bits 0..30: readers holding it
  *   flags  bits 0..2   state (enum slot_state)
  *          bits 3..4   priority: which codec of the device made the object
- *                      (0: primary; recompression will use 1..3)
+ *                      (0: primary; 1..3: recompression's, store.c)
  *          bit  5      idle mark (for idle tracking and writeback)
  *          bits 8..15  age, in idle-scan periods
  *          bits 16..31 tag (SLOT_OBJ, _HUGE): 16 bits of the XXH3 hash of
@@ -53,6 +53,8 @@ enum slot_state {
 };
 
 #define SLOT_STATE_MASK 0x7u
+#define SLOT_PRIO_SHIFT 3
+#define SLOT_PRIO_MASK (0x3u << SLOT_PRIO_SHIFT)
 #define SLOT_TAG_SHIFT 16
 #define SLOT_WRITER (1u << 31)
 
@@ -124,6 +126,11 @@ static inline void slot_set_flags(struct slot *s, uint32_t flags)
 static inline enum slot_state slot_state(const struct slot *s)
 {
 	return (enum slot_state)(slot_flags(s) & SLOT_STATE_MASK);
+}
+
+static inline unsigned slot_prio(uint32_t flags)
+{
+	return (flags & SLOT_PRIO_MASK) >> SLOT_PRIO_SHIFT;
 }
 
 static inline uint32_t slot_tag(uint32_t flags)

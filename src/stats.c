@@ -37,4 +37,5 @@ void stats_snapshot(const struct stats *st, struct zpool *pool,
 					       memory_order_relaxed);
 	out->table_bytes = table_bytes;
 	out->pages_unchanged = nonneg(&st->pages_unchanged);
+	out->pages_recompressed = nonneg(&st->pages_recompressed);
 }

@@ -23,6 +23,7 @@ struct stats {
 	_Atomic int64_t same_pages;
 	_Atomic int64_t huge_pages;
 	_Atomic int64_t pages_unchanged;
+	_Atomic int64_t pages_recompressed;
 	_Atomic uint64_t failed_reads;
 	_Atomic uint64_t failed_writes;
 	_Atomic uint64_t invalid_io;

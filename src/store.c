@@ -50,7 +50,9 @@
  * nothing if equal. A partial write compares the bytes it would change.
  *
  * Reading a cluster takes the slot lock shared, maps the object (pinning it
- * against compaction), decompresses straight into the caller's buffer when
+ * against compaction), decompresses (with the codec that made the object:
+ * the device's, or a secondary one after recompress.c re-encoded it)
+ * straight into the caller's buffer when
  * the request covers the whole cluster, and unlocks. Partial reads of
  * compressed clusters decode into a per-thread scratch buffer (lz4 only up
  * to the last byte asked for, other codecs all of it) and copy out the
@@ -89,30 +91,10 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-/*
- * Units whose compressed form is larger than this are kept raw: they would
- * save less than 1/64 of the unit and still cost a decompression per read.
- * The allocator packs objects at 16-byte granularity, so anything below the
- * limit really occupies about its own size.
- */
-#define HUGE_LIMIT(len) ((len) - (len) / 64)
-
 /* The new (or old) contents of a slot, outside the table. */
 struct content {
 	uint32_t flags;
 	uint64_t val;
-};
-
-/*
- * Per-thread buffers of cap bytes each, allocated on a thread's first
- * request that needs them, grown (at most once per cluster size, up to
- * 64 KiB) when a device with larger clusters first needs them, and freed
- * when the thread exits: never per request.
- */
-struct store_tls {
-	size_t cap;
-	unsigned char *cbuf;  /* compressor output */
-	unsigned char *unit;  /* read-modify-write, partial reads */
 };
 
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
@@ -130,8 +112,7 @@ static void tls_key_init(void)
 	tls_key_err = pthread_key_create(&tls_key, tls_free);
 }
 
-/* This thread's buffers, holding at least cap bytes each; NULL: no memory. */
-static struct store_tls *tls_get(size_t cap)
+struct store_tls *store_tls_get(size_t cap)
 {
 	struct store_tls *t = tls, *old = t;
 	size_t head = (sizeof *t + 63) & ~(size_t)63;
@@ -156,15 +137,6 @@ static struct store_tls *tls_get(size_t cap)
 	return t;
 }
 
-/* Bytes in cluster idx: the cluster size, except maybe for the last one. */
-static inline size_t unit_len(const struct uzram *dev, uint64_t idx)
-{
-	uint64_t start = idx << dev->cshift;
-
-	return dev->size - start < dev->csize ? (size_t)(dev->size - start)
-					       : dev->csize;
-}
-
 /* The part of a request [off, off + len) that falls in one cluster. */
 struct span {
 	uint64_t idx;  /* the cluster */
@@ -182,15 +154,6 @@ static inline struct span span_at(const struct uzram *dev, uint64_t off,
 	sp.uoff = (size_t)(off & (dev->csize - 1));
 	sp.n = len < sp.ulen - sp.uoff ? (size_t)len : sp.ulen - sp.uoff;
 	return sp;
-}
-
-/* The slot of cluster idx, or NULL while its chunk has never been written. */
-static inline struct slot *slot_peek(struct uzram *dev, uint64_t idx)
-{
-	struct slot *chunk = atomic_load_explicit(&dev->dir[idx >> CHUNK_SHIFT],
-						  memory_order_acquire);
-
-	return chunk ? &chunk[idx & (CHUNK_SLOTS - 1)] : NULL;
 }
 
 /* The slot of cluster idx, creating its chunk if needed; NULL: no memory. */
@@ -311,7 +274,8 @@ static int unit_compress(struct uzram *dev, const unsigned char *src,
 	uint32_t handle;
 	int clen, ret;
 
-	clen = zcomp_compress(dev->comp, src, len, t->cbuf, HUGE_LIMIT(len));
+	clen = zcomp_compress(comp_at(dev, 0), src, len, t->cbuf,
+			      HUGE_LIMIT(len));
 	if (clen == -E2BIG) {
 		data = src;
 		clen = (int)len;
@@ -357,7 +321,8 @@ static int slot_decode(struct uzram *dev, const struct slot *s,
 		return 0;
 	case SLOT_OBJ:
 		obj = zpool_map(dev->pool, slot_handle(s));
-		ret = zcomp_decompress(dev->comp, obj, slot_size(s), dst, len);
+		ret = zcomp_decompress(comp_at(dev, slot_prio(slot_flags(s))), obj,
+				       slot_size(s), dst, len);
 		zpool_unmap(dev->pool, slot_handle(s));
 		return ret;
 	case SLOT_HUGE:
@@ -399,12 +364,13 @@ static int slot_read_part(struct uzram *dev, const struct slot *s,
 	case SLOT_OBJ:
 		break;
 	}
-	t = tls_get(dev->csize);
+	t = store_tls_get(dev->csize);
 	if (!t)
 		return -ENOMEM;
 	/* Codecs that decode in order stop after the last byte asked for. */
 	obj = zpool_map(dev->pool, slot_handle(s));
-	ret = zcomp_decompress_prefix(dev->comp, obj, slot_size(s), t->unit,
+	ret = zcomp_decompress_prefix(comp_at(dev, slot_prio(slot_flags(s))),
+				      obj, slot_size(s), t->unit,
 				      uoff + n, len);
 	zpool_unmap(dev->pool, slot_handle(s));
 	if (!ret)
@@ -453,8 +419,8 @@ static bool unit_unchanged(struct uzram *dev, struct slot *s,
 		break;
 	case SLOT_OBJ:
 		obj = zpool_map(dev->pool, slot_handle(s));
-		same = !zcomp_decompress(dev->comp, obj, slot_size(s), t->unit,
-					 len) &&
+		same = !zcomp_decompress(comp_at(dev, slot_prio(slot_flags(s))),
+					 obj, slot_size(s), t->unit, len) &&
 		       !memcmp(t->unit, src, len);
 		zpool_unmap(dev->pool, slot_handle(s));
 		break;
@@ -473,7 +439,7 @@ static int unit_write_full(struct uzram *dev, uint64_t idx,
 			   const unsigned char *src, size_t len)
 {
 	struct slot *s = slot_get(dev, idx);
-	struct store_tls *t = tls_get(dev->csize);
+	struct store_tls *t = store_tls_get(dev->csize);
 	struct content c;
 	int ret;
 
@@ -507,7 +473,7 @@ static int unit_write_part(struct uzram *dev, uint64_t idx, size_t uoff,
 			   size_t n, const unsigned char *src)
 {
 	struct slot *s = slot_get(dev, idx);
-	struct store_tls *t = tls_get(dev->csize);
+	struct store_tls *t = store_tls_get(dev->csize);
 	size_t len = unit_len(dev, idx);
 	struct content c, old;
 	int ret;

@@ -44,9 +44,62 @@ struct uzram {
 	_Atomic uint64_t mem_limit; /* as last set; the pool enforces it */
 	unsigned cshift;       /* log2 of the cluster size */
 	size_t csize;          /* bytes in a cluster */
-	struct zcomp *comp;
+	/*
+	 * comp[0] is the device's algorithm; comp[1..3] the secondary ones
+	 * for recompression, NULL until added, then set once and kept until
+	 * close. A slot names its codec by its priority bits (slot.h), set
+	 * only after the codec was published here.
+	 */
+	struct zcomp *_Atomic comp[UZRAM_MAX_RECOMP + 1];
 	struct zpool *pool;
 	struct stats stats;
 };
+
+/*
+ * Units whose compressed form is larger than this are kept raw: they would
+ * save less than 1/64 of the unit and still cost a decompression per read.
+ * The allocator packs objects at 16-byte granularity, so anything below the
+ * limit really occupies about its own size.
+ */
+#define HUGE_LIMIT(len) ((len) - (len) / 64)
+
+/*
+ * Per-thread buffers of cap bytes each, allocated on a thread's first
+ * request that needs them, grown (at most once per cluster size, up to
+ * 64 KiB) when a device with larger clusters first needs them, and freed
+ * when the thread exits: never per request.
+ */
+struct store_tls {
+	size_t cap;
+	unsigned char *cbuf;  /* compressor output */
+	unsigned char *unit;  /* read-modify-write, partial reads */
+};
+
+/* This thread's buffers, holding at least cap bytes each; NULL: no memory. */
+struct store_tls *store_tls_get(size_t cap);
+
+/* Bytes in cluster idx: the cluster size, except maybe for the last one. */
+static inline size_t unit_len(const struct uzram *dev, uint64_t idx)
+{
+	uint64_t start = idx << dev->cshift;
+
+	return dev->size - start < dev->csize ? (size_t)(dev->size - start)
+					       : dev->csize;
+}
+
+/* The slot of cluster idx, or NULL while its chunk has never been written. */
+static inline struct slot *slot_peek(struct uzram *dev, uint64_t idx)
+{
+	struct slot *chunk = atomic_load_explicit(&dev->dir[idx >> CHUNK_SHIFT],
+						  memory_order_acquire);
+
+	return chunk ? &chunk[idx & (CHUNK_SLOTS - 1)] : NULL;
+}
+
+/* The codec of a priority: 0 the device's, 1..3 recompression's. */
+static inline const struct zcomp *comp_at(struct uzram *dev, unsigned prio)
+{
+	return atomic_load_explicit(&dev->comp[prio], memory_order_relaxed);
+}
 
 #endif

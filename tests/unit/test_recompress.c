@@ -1,0 +1,302 @@
+/*
+ * test_recompress.c - secondary algorithms and uzram_recompress(): the
+ * device shrinks, every byte reads back the same (whole and partial reads,
+ * clusters), rewrites of recompressed data are still found unchanged, the
+ * huge-only and threshold filters pick what they say, bad arguments are
+ * refused, a memory limit stops it without losing data, and it runs
+ * alongside writers and readers (under TSan in make test).
+ *
+ * Every check compares the whole device with a reference copy
+ * (store_check.h).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "store_check.h"
+
+#define NPAGES 2048
+
+/* Bytes from a 16-letter alphabet: lz4 finds no matches, zstd halves it. */
+static void fill_nibbles(uint8_t *p, size_t len, uint64_t *seed)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = (uint8_t)('a' + (tu_rand(seed) & 15));
+}
+
+/* pages 0..N/4 tar, N/4..N/2 core, then nibble pages, random, same, holes */
+static struct uzram *filled(const char *algo, uint32_t cluster, uint8_t *ref,
+			    uint64_t limit)
+{
+	struct uzram_config cfg;
+	struct uzram *dev = NULL;
+	uint64_t seed = 9, p;
+	int r;
+
+	uzram_config_init(&cfg);
+	cfg.size = NPAGES * PG;
+	cfg.algorithm = algo;
+	cfg.cluster_size = cluster;
+	cfg.mem_limit = limit;
+	r = uzram_open(&cfg, &dev);
+	if (r)
+		fail_msg("uzram_open: %s", uzram_last_error());
+	dev_write(dev, ref, tar, NPAGES / 4 * PG, 0);
+	dev_write(dev, ref, core, NPAGES / 4 * PG, NPAGES / 4 * PG);
+	for (p = NPAGES / 2; p < NPAGES / 2 + 128; p++) {
+		uint8_t page[PG];
+
+		fill_nibbles(page, PG, &seed);
+		dev_write(dev, ref, page, PG, p * PG);
+	}
+	for (; p < NPAGES / 2 + 192; p++) {
+		uint8_t page[PG];
+
+		fill_rand(page, PG, &seed);
+		dev_write(dev, ref, page, PG, p * PG);
+	}
+	for (; p < NPAGES / 2 + 256; p++) {
+		uint8_t page[PG];
+
+		fill_same(page, PG, SAME_VALUE);
+		dev_write(dev, ref, page, PG, p * PG);
+	}
+	return dev;
+}
+
+static void test_lz4_to_zstd(void **state)
+{
+	uint8_t *ref = calloc(NPAGES, PG);
+	struct uzram *dev = filled("lz4", 0, ref, 0);
+	struct uzram_stats st0, st;
+	long n;
+
+	(void)state;
+	st0 = get_stats(dev);
+	assert_true(st0.huge_pages >= 128 + 64);
+	assert_int_equal(uzram_add_recomp_algorithm(dev, "zstd", 0), 1);
+	n = uzram_recompress(dev, 1, 0, 0);
+	st = get_stats(dev);
+	printf("   lz4 %llu -> zstd %llu compressed bytes, %ld pages, huge "
+	       "%llu -> %llu\n", (unsigned long long)st0.compr_data_size,
+	       (unsigned long long)st.compr_data_size, n,
+	       (unsigned long long)st0.huge_pages,
+	       (unsigned long long)st.huge_pages);
+	assert_true(n > NPAGES / 4);
+	assert_int_equal(st.pages_recompressed, n);
+	assert_true(st.compr_data_size < st0.compr_data_size * 9 / 10);
+	/* the nibble pages shrink; the random ones stay raw (so do some of
+	 * the corpus's own huge pages) */
+	assert_true(st.huge_pages >= 64 && st.huge_pages <= st0.huge_pages - 128);
+	assert_int_equal(st.pages_stored, st0.pages_stored);
+	check_dev(dev, ref, "after recompression");
+	check_read(dev, ref, 5 * PG + 100, 3000);
+	check_read(dev, ref, NPAGES / 2 * PG - 10, 20);
+
+	/* nothing left that shrinks */
+	assert_int_equal(uzram_recompress(dev, 1, 0, 0), 0);
+	/* compaction after freeing the lz4 objects */
+	assert_true(uzram_compact(dev) >= 0);
+	assert_true(get_stats(dev).mem_used_total < st0.mem_used_total);
+
+	/* recompressed data written again is found unchanged */
+	dev_write(dev, ref, tar, 64 * PG, 0);
+	assert_int_equal(get_stats(dev).pages_unchanged, 64);
+	/* new data goes in with lz4 again and reads back */
+	dev_write(dev, ref, tar + 64 * PG, 64 * PG, 0);
+	check_dev(dev, ref, "rewrites after recompression");
+	free(ref);
+	uzram_close(dev);
+}
+
+static void test_filters(void **state)
+{
+	uint8_t *ref = calloc(NPAGES, PG);
+	struct uzram *dev = filled("lz4", 0, ref, 0);
+	struct uzram_stats st0, st;
+	long n;
+
+	(void)state;
+	st0 = get_stats(dev);
+	assert_int_equal(uzram_add_recomp_algorithm(dev, "zstd", 0), 1);
+	/* huge only: the 128 nibble pages and maybe some of the corpus's
+	 * huge pages, never the random ones or a compressed page */
+	n = uzram_recompress(dev, 1, UZRAM_RECOMP_HUGE, 0);
+	assert_true(n >= 128 && n <= (long)st0.huge_pages - 64);
+	st = get_stats(dev);
+	assert_int_equal(st.huge_pages, st0.huge_pages - (uint64_t)n);
+	assert_int_equal(st.pages_recompressed, n);
+	check_dev(dev, ref, "huge only");
+	/* a threshold above every lz4 object of the corpus: none */
+	assert_int_equal(uzram_recompress(dev, 1, 0, PG), 0);
+	/* a second, stronger algorithm takes what the first made */
+	assert_int_equal(uzram_add_recomp_algorithm(dev, "zstd", 19), 2);
+	assert_true(uzram_recompress(dev, 2, 0, 0) > NPAGES / 4);
+	check_dev(dev, ref, "priority 2 over 1 and 0");
+	free(ref);
+	uzram_close(dev);
+}
+
+static void test_clusters(void **state)
+{
+	uint8_t *ref = calloc(NPAGES, PG);
+	struct uzram *dev = filled("lz4", 16384, ref, 0);
+	long n;
+
+	(void)state;
+	assert_int_equal(uzram_add_recomp_algorithm(dev, "deflate", 0), 1);
+	n = uzram_recompress(dev, 1, 0, 0);
+	assert_true(n > 0 && n % 4 == 0);
+	check_dev(dev, ref, "16K clusters recompressed");
+	check_read(dev, ref, 3 * PG + 17, PG);
+	check_read(dev, ref, 4 * PG - 1, 2);
+	free(ref);
+	uzram_close(dev);
+}
+
+static void test_bad_args(void **state)
+{
+	struct uzram *dev = dev_open(16 * PG, "lz4", 0, 0);
+
+	(void)state;
+	assert_int_equal(uzram_recompress(NULL, 1, 0, 0), -EINVAL);
+	assert_int_equal(uzram_recompress(dev, 1, 0, 0), -EINVAL);
+	assert_int_equal(uzram_add_recomp_algorithm(NULL, "zstd", 0), -EINVAL);
+	assert_int_equal(uzram_add_recomp_algorithm(dev, NULL, 0), -EINVAL);
+	assert_int_equal(uzram_add_recomp_algorithm(dev, "brotli", 0), -ENOENT);
+	assert_non_null(strstr(uzram_last_error(), "zstd"));
+	assert_int_equal(uzram_add_recomp_algorithm(dev, "zstd", 99), -EINVAL);
+	assert_int_equal(uzram_add_recomp_algorithm(dev, "zstd", 0), 1);
+	assert_int_equal(uzram_recompress(dev, 0, 0, 0), -EINVAL);
+	assert_int_equal(uzram_recompress(dev, 2, 0, 0), -EINVAL);
+	assert_int_equal(uzram_recompress(dev, 4, 0, 0), -EINVAL);
+	assert_int_equal(uzram_recompress(dev, 1, 2, 0), -EINVAL);
+	assert_int_equal(uzram_add_recomp_algorithm(dev, "deflate", 0), 2);
+	assert_int_equal(uzram_add_recomp_algorithm(dev, "lz4hc", 0), 3);
+	assert_int_equal(uzram_add_recomp_algorithm(dev, "zstd", 1), -ENOSPC);
+	assert_int_equal(uzram_recompress(dev, 3, 0, 0), 0);   /* empty */
+	uzram_close(dev);
+}
+
+/* With the limit reached, a new object cannot be stored: stop, lose nothing. */
+static void test_at_limit(void **state)
+{
+	uint8_t *ref = calloc(NPAGES, PG);
+	struct uzram *dev = filled("lz4", 0, ref, 0);
+	struct uzram_stats st = get_stats(dev);
+	long n;
+
+	(void)state;
+	assert_int_equal(uzram_set_mem_limit(dev, st.mem_used_total), 0);
+	assert_int_equal(uzram_add_recomp_algorithm(dev, "zstd", 0), 1);
+	n = uzram_recompress(dev, 1, 0, 0);
+	/* the zspages it empties let some objects in before it runs out */
+	assert_true(n == -ENOSPC || n >= 0);
+	check_dev(dev, ref, "recompression at the limit");
+	assert_true(get_stats(dev).mem_used_total <= st.mem_used_total);
+	free(ref);
+	uzram_close(dev);
+}
+
+static struct uzram *cdev;
+static atomic_bool cstop;
+static _Atomic int cfail;
+
+struct cworker {
+	int id;
+	uint64_t seed;
+	uint8_t *ref;
+};
+
+/* Writes and checks its own quarter of the device. */
+static void *cwrite(void *arg)
+{
+	struct cworker *w = arg;
+	const uint64_t base = (uint64_t)w->id * (NPAGES / 4), n = NPAGES / 4;
+	uint8_t page[PG], got[PG];
+
+	for (int k = 0; k < 4000 && !atomic_load(&cfail); k++) {
+		uint64_t p = tu_rand(&w->seed) % n;
+
+		if (tu_rand(&w->seed) % 2) {
+			memcpy(page, tar + (tu_rand(&w->seed) % 1024) * PG, PG);
+			if (uzram_write(cdev, page, PG, (base + p) * PG))
+				atomic_store(&cfail, 1);
+			memcpy(w->ref + p * PG, page, PG);
+		} else if (uzram_read(cdev, got, PG, (base + p) * PG) ||
+			   memcmp(got, w->ref + p * PG, PG)) {
+			atomic_store(&cfail, 2);
+		}
+	}
+	return NULL;
+}
+
+static void *crecompress(void *arg)
+{
+	long *total = arg;
+
+	while (!atomic_load(&cstop)) {
+		long n = uzram_recompress(cdev, 1, 0, 0);
+
+		if (n < 0)
+			atomic_store(&cfail, 3);
+		else
+			*total += n;
+	}
+	return NULL;
+}
+
+static void test_concurrent(void **state)
+{
+	struct cworker w[2];
+	pthread_t tw[2], tr;
+	long total = 0;
+
+	(void)state;
+	cdev = dev_open(NPAGES * PG, "lz4", 0, 0);
+	atomic_store(&cstop, false);
+	atomic_store(&cfail, 0);
+	assert_int_equal(uzram_add_recomp_algorithm(cdev, "zstd", 0), 1);
+	for (int i = 0; i < 2; i++) {
+		w[i] = (struct cworker){ .id = i, .seed = 77 + (uint64_t)i,
+					 .ref = calloc(NPAGES / 4, PG) };
+		assert_non_null(w[i].ref);
+	}
+	assert_int_equal(pthread_create(&tr, NULL, crecompress, &total), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&tw[i], NULL, cwrite, &w[i]), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(tw[i], NULL);
+	atomic_store(&cstop, true);
+	pthread_join(tr, NULL);
+	assert_int_equal(atomic_load(&cfail), 0);
+	printf("   %ld pages recompressed while 2 threads wrote and read\n",
+	       total);
+	assert_true(total > 0);
+	for (int i = 0; i < 2; i++) {
+		uint8_t *buf = malloc(NPAGES / 4 * PG);
+
+		assert_non_null(buf);
+		assert_int_equal(uzram_read(cdev, buf, NPAGES / 4 * PG,
+					    (uint64_t)i * (NPAGES / 4) * PG), 0);
+		assert_memory_equal(buf, w[i].ref, NPAGES / 4 * PG);
+		free(buf);
+		free(w[i].ref);
+	}
+	uzram_close(cdev);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lz4_to_zstd),
+		cmocka_unit_test(test_filters),
+		cmocka_unit_test(test_clusters),
+		cmocka_unit_test(test_bad_args),
+		cmocka_unit_test(test_at_limit),
+		cmocka_unit_test(test_concurrent),
+	};
+
+	return cmocka_run_group_tests(tests, load_corpus, free_corpus);
+}
