@@ -14,4 +14,10 @@ int cmd_ctl(int argc, char **argv);    /* cli/serve.c: control a running server 
 /* Parse "123", "4K", "1.5G" (powers of 1024) into bytes; 0 or -EINVAL. */
 int parse_size(const char *s, unsigned long long *out);
 
+/*
+ * Parse "NAME" or "NAME:LEVEL" (an algorithm and its level, 0 if none) in
+ * place: *name points into s afterwards. 0 or -EINVAL.
+ */
+int parse_algo_level(char *s, const char **name, int *level);
+
 #endif

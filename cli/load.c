@@ -10,7 +10,10 @@
  * with MAP_POPULATE so that the write figures measure the device, not the
  * disk. With --randread N, N reads of one random 4 KiB page follow the
  * read back and are timed apart: with --cluster each decodes a whole
- * cluster. Figures come from uzram_stats() after the reads (reads do not
+ * cluster. With --recompress ALGO[:LEVEL], the stored file is re-encoded
+ * with that secondary algorithm (timed, then compacted) before it is read
+ * back, so the round trip checks the recompressed data.
+ * Figures come from uzram_stats() after the reads (reads do not
  * change them). Exit status: 0 if every byte matched, 1 on a mismatch or a
  * failure, 2 on a usage error. Only the public API (uzram.h) is used.
  */
@@ -40,6 +43,8 @@ struct load_opts {
 	unsigned long long mem_limit;
 	unsigned long long cluster;
 	unsigned long long randread; /* random 4 KiB reads to time */
+	const char *recomp;          /* secondary algorithm, or NULL */
+	int recomp_level;
 	bool json;
 };
 
@@ -48,7 +53,8 @@ struct load_result {
 	uint64_t dev_size;
 	uint32_t cluster_size;
 	struct uzram_stats st;
-	double write_s, read_s, randread_s;
+	double write_s, read_s, randread_s, recomp_s;
+	uint64_t compr_before, mem_before; /* before recompression */
 	bool match;
 	uint64_t mismatch_at; /* first differing byte when !match */
 };
@@ -57,7 +63,8 @@ static void load_usage(FILE *f)
 {
 	fprintf(f, "usage: uzram load FILE [--algorithm A] [--level N] "
 		   "[--json] [--mem-limit SIZE]\n"
-		   "                 [--cluster SIZE] [--randread N]\n"
+		   "                 [--cluster SIZE] [--randread N] "
+		   "[--recompress ALGO[:LEVEL]]\n"
 		   "algorithms: %s\n", uzram_algorithms());
 }
 
@@ -133,6 +140,16 @@ static int parse_args(int argc, char **argv, struct load_opts *o)
 			if (!*v || *end || errno || *v == '-') {
 				fprintf(stderr, "uzram load: bad count '%s' "
 					"for --randread\n", v);
+				return -EINVAL;
+			}
+		} else if ((v = opt_value(argc, argv, &i, "--recompress"))) {
+			/* v points into argv[i], which is ours to cut */
+			if (!*v || parse_algo_level(argv[i] + (v - argv[i]),
+						    &o->recomp,
+						    &o->recomp_level)) {
+				fprintf(stderr, "uzram load: bad value '%s' "
+					"for --recompress, want ALGO[:LEVEL]\n",
+					v);
 				return -EINVAL;
 			}
 		} else if (a[0] == '-' && a[1] != '\0') {
@@ -218,6 +235,38 @@ static int randread(const struct load_opts *o, struct uzram *dev,
 }
 
 /* Write map[0..len) to a fresh device, read it back and compare. */
+/* Re-encode what is stored with o->recomp, then compact; timed together. */
+static int recompress(const struct load_opts *o, struct uzram *dev,
+		      struct load_result *r)
+{
+	struct uzram_stats st;
+	double t;
+	long n;
+	int prio;
+
+	if (uzram_stats(dev, &st, sizeof st) == 0) {
+		r->compr_before = st.compr_data_size;
+		r->mem_before = st.mem_used_total;
+	}
+	prio = uzram_add_recomp_algorithm(dev, o->recomp, o->recomp_level);
+	if (prio < 0) {
+		fprintf(stderr, "uzram load: --recompress: %s\n",
+			uzram_last_error());
+		return prio;
+	}
+	t = now();
+	n = uzram_recompress(dev, prio, 0, 0);
+	if (n >= 0)
+		n = uzram_compact(dev);
+	r->recomp_s = now() - t;
+	if (n < 0) {
+		fprintf(stderr, "uzram load: recompress: %s\n",
+			uzram_last_error());
+		return (int)n;
+	}
+	return 0;
+}
+
 static int load(const struct load_opts *o, const unsigned char *map,
 		uint64_t len, struct load_result *r)
 {
@@ -261,6 +310,12 @@ static int load(const struct load_opts *o, const unsigned char *map,
 		}
 	}
 	r->write_s = now() - t;
+
+	if (o->recomp) {
+		ret = recompress(o, dev, r);
+		if (ret)
+			goto out;
+	}
 
 	r->match = true;
 	r->read_s = 0;
@@ -364,6 +419,20 @@ static void print_json(const struct load_opts *o, const struct load_result *r)
 	       (unsigned long long)st->pages_stored);
 	printf("  \"table_bytes\": %llu,\n",
 	       (unsigned long long)st->table_bytes);
+	printf("  \"recompress\": ");
+	if (o->recomp) {
+		json_string(o->recomp);
+		printf(",\n  \"recompress_level\": %d,\n", o->recomp_level);
+		printf("  \"recompress_seconds\": %.6f,\n", r->recomp_s);
+		printf("  \"pages_recompressed\": %llu,\n",
+		       (unsigned long long)st->pages_recompressed);
+		printf("  \"compr_data_size_before\": %llu,\n",
+		       (unsigned long long)r->compr_before);
+		printf("  \"mem_used_before\": %llu,\n",
+		       (unsigned long long)r->mem_before);
+	} else {
+		printf("null,\n");
+	}
 	printf("  \"write_seconds\": %.6f,\n", r->write_s);
 	printf("  \"read_seconds\": %.6f,\n", r->read_s);
 	printf("  \"write_mb_s\": %.1f,\n", mb_s(r->file_size, r->write_s));
@@ -426,6 +495,13 @@ static void print_table(const struct load_opts *o, const struct load_result *r)
 	row_count("pages_stored", st->pages_stored);
 	printf("  %-18s %15.1f MB/s  (%.3f s)\n", "write",
 	       mb_s(r->file_size, r->write_s), r->write_s);
+	if (o->recomp) {
+		printf("  %-18s %15s level %d: %llu pages in %.3f s\n",
+		       "recompress", o->recomp, o->recomp_level,
+		       (unsigned long long)st->pages_recompressed, r->recomp_s);
+		row_size("compr before", r->compr_before);
+		row_size("mem_used before", r->mem_before);
+	}
 	printf("  %-18s %15.1f MB/s  (%.3f s)\n", "read",
 	       mb_s(r->dev_size, r->read_s), r->read_s);
 	if (o->randread)

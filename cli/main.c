@@ -16,15 +16,16 @@ static const struct {
 } commands[] = {
 	{ "load", cmd_load,
 	  "load FILE [--algorithm A] [--level N] [--mem-limit M] [--json]\n"
-	  "             [--cluster 4K..64K] [--randread N]" },
+	  "             [--cluster 4K..64K] [--randread N] [--recompress ALGO[:LEVEL]]" },
 	{ "serve", cmd_serve,
 	  "serve [--size 1G] [--algorithm lz4] [--level N] [--mem-limit M]\n"
 	  "              [--socket PATH | --tcp HOST:PORT] [--export NAME]\n"
 	  "              [--read-only] [--max-connections N] [--cluster 4K..64K]\n"
-	  "              [--run 'COMMAND']" },
+	  "              [--recomp-algorithm ALGO[:LEVEL]]... [--run 'COMMAND']" },
 	{ "stat", cmd_stat, "stat [--socket PATH] [--json]" },
 	{ "ctl", cmd_ctl,
-	  "ctl [--socket PATH] compact | mem-limit SIZE | reset-max" },
+	  "ctl [--socket PATH] compact | mem-limit SIZE | reset-max\n"
+	  "            | recompress [type=huge] [threshold=SIZE] [priority=N]" },
 };
 
 static void usage(FILE *f)
@@ -34,6 +35,26 @@ static void usage(FILE *f)
 		fprintf(f, "  uzram %s\n", commands[i].usage);
 	fprintf(f, "  uzram --version\n");
 	fprintf(f, "algorithms: %s\n", uzram_algorithms());
+}
+
+int parse_algo_level(char *s, const char **name, int *level)
+{
+	char *colon = strchr(s, ':'), *end;
+	long l = 0;
+
+	if (colon) {
+		errno = 0;
+		l = strtol(colon + 1, &end, 10);
+		if (!colon[1] || *end || errno || l < -1000 || l > 1000)
+			return -EINVAL;
+	}
+	if (s == colon || !*s)
+		return -EINVAL;
+	if (colon)
+		*colon = '\0';
+	*name = s;
+	*level = (int)l;
+	return 0;
 }
 
 int parse_size(const char *s, unsigned long long *out)

@@ -19,7 +19,9 @@ static void serve_usage(void)
 		"usage: uzram serve [--size 1G] [--algorithm lz4] [--level N] [--mem-limit M]\n"
 		"                   [--socket PATH | --tcp HOST:PORT] [--export NAME]\n"
 		"                   [--read-only] [--max-connections N] [--cluster 4K..64K]\n"
-		"                   [--run 'COMMAND']\n"
+		"                   [--recomp-algorithm ALGO[:LEVEL]]... [--run 'COMMAND']\n"
+		"  --recomp-algorithm: a secondary algorithm for `uzram ctl recompress`\n"
+		"         (priority 1, 2, 3 in the order given)\n"
 		"  --run: run COMMAND with sh -c once the server listens, with $uri set;\n"
 		"         stop when it exits, with its exit status\n");
 }
@@ -76,6 +78,7 @@ int cmd_serve(int argc, char **argv)
 		{ "max-connections", required_argument, NULL, 'c' },
 		{ "cluster", required_argument, NULL, 'C' },
 		{ "run", required_argument, NULL, 'R' },
+		{ "recomp-algorithm", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -87,7 +90,8 @@ int cmd_serve(int argc, char **argv)
 	struct uzram *dev = NULL;
 	unsigned long long v;
 	char desc[256], *tcp = NULL;
-	int o, r, idx = 0;
+	struct { const char *name; int level; } recomp[UZRAM_MAX_RECOMP];
+	int o, r, idx = 0, nrecomp = 0;
 
 	uzram_config_init(&cfg);
 	cfg.size = 1ull << 30;
@@ -146,6 +150,17 @@ int cmd_serve(int argc, char **argv)
 		case 'R':
 			sc.run = optarg;
 			break;
+		case 'A':
+			if (nrecomp == UZRAM_MAX_RECOMP) {
+				fprintf(stderr, "uzram serve: at most %d "
+					"--recomp-algorithm\n", UZRAM_MAX_RECOMP);
+				return 2;
+			}
+			if (parse_algo_level(optarg, &recomp[nrecomp].name,
+					     &recomp[nrecomp].level) < 0)
+				goto bad_value;
+			nrecomp++;
+			break;
 		case 'h':
 			serve_usage();
 			return 0;
@@ -180,6 +195,16 @@ int cmd_serve(int argc, char **argv)
 			uzram_last_error());
 		return 1;
 	}
+	for (int i = 0; i < nrecomp; i++) {
+		r = uzram_add_recomp_algorithm(dev, recomp[i].name,
+					       recomp[i].level);
+		if (r < 0) {
+			fprintf(stderr, "uzram serve: --recomp-algorithm: %s\n",
+				uzram_last_error());
+			uzram_close(dev);
+			return 1;
+		}
+	}
 	sc.algorithm = cfg.algorithm;
 	sc.export.dev = dev;
 	sc.export.size = uzram_size(dev);
@@ -204,10 +229,14 @@ static void stat_usage(FILE *f)
 static void ctl_usage(FILE *f)
 {
 	fprintf(f, "usage: uzram ctl [--socket PATH] compact | mem-limit SIZE | reset-max\n"
+		"                 | recompress [type=huge] [threshold=SIZE] [priority=N]\n"
 		"  compact      move objects out of sparse allocator pages, give back\n"
 		"               what is empty (zram's compact)\n"
 		"  mem-limit    change the memory limit; 0 removes it (zram's mem_limit)\n"
-		"  reset-max    restart mem_used_max from mem_used_total\n");
+		"  reset-max    restart mem_used_max from mem_used_total\n"
+		"  recompress   re-encode stored pages with a --recomp-algorithm of the\n"
+		"               server (priority 1 by default), all or only huge ones,\n"
+		"               at least threshold bytes compressed (zram's recompress)\n");
 }
 
 /*
@@ -256,6 +285,30 @@ int cmd_stat(int argc, char **argv)
 	return nbd_server_ctl(path, json ? "json\n" : "text\n", "uzram stat");
 }
 
+/* "recompress [type=huge] [threshold=SIZE] [priority=N]" as a request. */
+static int recompress_request(int argc, char **argv, char *req, size_t n)
+{
+	unsigned long long threshold = 0, prio = 1;
+	unsigned flags = 0;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "type=huge"))
+			flags |= UZRAM_RECOMP_HUGE;
+		else if (!strncmp(a, "threshold=", 10) &&
+			 !parse_size(a + 10, &threshold) && threshold <= UINT32_MAX)
+			;
+		else if (!strncmp(a, "priority=", 9) &&
+			 !parse_uint(a + 9, UZRAM_MAX_RECOMP, &prio) && prio > 0)
+			;
+		else
+			return -1;
+	}
+	snprintf(req, n, "recompress %llu %u %llu\n", prio, flags, threshold);
+	return 0;
+}
+
 int cmd_ctl(int argc, char **argv)
 {
 	const char *path = NULL;
@@ -271,6 +324,11 @@ int cmd_ctl(int argc, char **argv)
 		snprintf(req, sizeof req, "compact\n");
 	} else if (argc == 1 && !strcmp(argv[0], "reset-max")) {
 		snprintf(req, sizeof req, "reset-max\n");
+	} else if (argc >= 1 && !strcmp(argv[0], "recompress")) {
+		if (recompress_request(argc, argv, req, sizeof req) < 0) {
+			ctl_usage(stderr);
+			return 2;
+		}
 	} else if (argc == 2 && !strcmp(argv[0], "mem-limit")) {
 		if (parse_size(argv[1], &v) < 0) {
 			fprintf(stderr, "uzram ctl: bad size '%s'\n", argv[1]);

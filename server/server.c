@@ -161,9 +161,12 @@ static int format_stats(struct server *srv, bool json, char *out, size_t n)
 
 /*
  * One request on the control socket, a line: "json" or "text" (the
- * figures), "compact", "mem-limit BYTES" (0: none) or "reset-max", the
- * last three as zram's compact, mem_limit and mem_used_max files. The
- * reply starts with "ok" or "error:" for the commands.
+ * figures), "compact", "mem-limit BYTES" (0: none), "reset-max" or
+ * "recompress PRIORITY FLAGS THRESHOLD", as zram's compact, mem_limit,
+ * mem_used_max and recompress files. The reply starts with "ok" or
+ * "error:" for the commands. They run on the main thread: a recompress of
+ * a large device delays new connections (not the connected clients) until
+ * it is done.
  */
 static void ctl_request(struct server *srv, char *req, char *out, size_t n)
 {
@@ -193,6 +196,22 @@ static void ctl_request(struct server *srv, char *req, char *out, size_t n)
 				 uzram_last_error());
 		else
 			snprintf(out, n, "ok: mem_limit %llu\n", v);
+	} else if (!strncmp(req, "recompress ", 11)) {
+		unsigned prio, flags, threshold;
+		int used = 0;
+		long r;
+
+		if (sscanf(req + 11, "%u %u %u%n", &prio, &flags, &threshold,
+			   &used) != 3 || req[11 + used] != '\0') {
+			snprintf(out, n, "error: recompress wants PRIORITY FLAGS "
+				 "THRESHOLD\n");
+			return;
+		}
+		r = uzram_recompress(dev, (int)prio, flags, threshold);
+		if (r < 0)
+			snprintf(out, n, "error: %s\n", uzram_last_error());
+		else
+			snprintf(out, n, "ok: %ld pages re-encoded\n", r);
 	} else if (!strcmp(req, "reset-max")) {
 		struct uzram_stats st;
 
@@ -202,7 +221,8 @@ static void ctl_request(struct server *srv, char *req, char *out, size_t n)
 			 (unsigned long long)st.mem_used_max);
 	} else {
 		snprintf(out, n, "error: unknown request '%.40s' (known: json, "
-			 "text, compact, mem-limit BYTES, reset-max)\n", req);
+			 "text, compact, mem-limit BYTES, reset-max, recompress "
+			 "PRIORITY FLAGS THRESHOLD)\n", req);
 	}
 }
 

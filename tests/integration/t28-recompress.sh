@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# t28-recompress.sh - `uzram serve --recomp-algorithm` and `uzram ctl
+# recompress`, as zram's recomp_algorithm and recompress: the export shrinks,
+# what nbdcopy reads back is the same file, the counters say what was done,
+# and bad algorithms, priorities and requests get an error with the data
+# unchanged.
+source "$(dirname "$0")/functions.sh"
+require nbdcopy python3 head
+real_server || skip_all "recompression is a uzram serve feature"
+
+MiB=$((1024 * 1024))
+TAR=$CORPUS/files.tar
+N=$((8 * MiB))
+
+field()
+{
+	uzram stat --socket "${SOCK[a]}" --json >"$T/st.json" ||
+		fail "uzram stat failed"
+	json_get "$T/st.json" "j['$1']"
+}
+
+ctl() { uzram ctl --socket "${SOCK[a]}" "$@"; }
+
+step "an lz4 export with zstd as its secondary algorithm, 8 MiB of the corpus"
+start_server a --size 64M --recomp-algorithm zstd
+head -c "$N" "$TAR" >"$T/data"
+nbdcopy --flush "$T/data" "${URI[a]}"
+compr=$(field compr_data_size)
+mem=$(field mem_used_total)
+
+step "recompress, compact: smaller, and the same bytes"
+ctl recompress >"$T/ctl.out" || fail "ctl recompress failed"
+n=$(sed -n 's/^ok: \([0-9]*\) pages re-encoded$/\1/p' "$T/ctl.out")
+[[ -n $n ]] || fail "reply: $(cat "$T/ctl.out")"
+((n > N / 4096 / 2)) || fail "only $n pages re-encoded"
+assert_eq "$(field pages_recompressed)" "$n" pages_recompressed
+ctl compact >/dev/null
+(($(field compr_data_size) < compr * 9 / 10)) ||
+	fail "compr_data_size $compr -> $(field compr_data_size)"
+(($(field mem_used_total) < mem)) || fail "mem_used_total did not shrink"
+nbdcopy "${URI[a]}" "$T/out"
+assert_same_data "$T/data" "$T/out" "$N"
+
+step "again: nothing left to re-encode; huge-only and a threshold parse"
+ctl recompress >"$T/ctl.out"
+grep -q "^ok: 0 pages re-encoded$" "$T/ctl.out" || fail "reply: $(cat "$T/ctl.out")"
+ctl recompress type=huge threshold=2K >/dev/null
+
+step "bad priorities, arguments and requests: errors, nothing changes"
+assert_fails "priority 2 without a second algorithm" ctl recompress priority=2
+grep -q "no secondary algorithm of priority 2" "$T/last-fail.out" ||
+	fail "message: $(cat "$T/last-fail.out")"
+assert_fails "priority=9" ctl recompress priority=9
+assert_fails "an unknown argument" ctl recompress level=3
+python3 - "${SOCK[a]}.ctl" <<'PY'
+import socket, sys
+for req in (b"recompress 1 0\n", b"recompress x y z\n", b"recompress 1 8 0\n"):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    s.sendall(req)
+    got = s.recv(4096)
+    s.close()
+    if not got.startswith(b"error: "):
+        sys.exit("%r: got %r" % (req, got))
+PY
+nbdcopy "${URI[a]}" "$T/out"
+assert_same_data "$T/data" "$T/out" "$N"
+assert_alive a
+stop_server a
+
+step "the server refuses an unknown or a fourth secondary algorithm"
+rc=0
+uzram serve --size 1M --socket "$T/b.sock" --recomp-algorithm brotli \
+	>/dev/null 2>"$T/b.err" || rc=$?
+((rc == 1)) || fail "unknown algorithm: exit $rc"
+grep -q "brotli" "$T/b.err" || fail "message: $(cat "$T/b.err")"
+rc=0
+uzram serve --size 1M --socket "$T/b.sock" --recomp-algorithm zstd \
+	--recomp-algorithm zstd:9 --recomp-algorithm deflate \
+	--recomp-algorithm lz4hc >/dev/null 2>"$T/b.err" || rc=$?
+((rc == 2)) || fail "four algorithms: exit $rc"
+[[ ! -e $T/b.sock ]] || fail "a refused server left its socket"
