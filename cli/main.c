@@ -24,8 +24,8 @@ static const struct {
 	  "              [--recomp-algorithm ALGO[:LEVEL]]... [--run 'COMMAND']" },
 	{ "stat", cmd_stat, "stat [--socket PATH] [--json]" },
 	{ "ctl", cmd_ctl,
-	  "ctl [--socket PATH] compact | mem-limit SIZE | reset-max\n"
-	  "            | recompress [type=huge] [threshold=SIZE] [priority=N]" },
+	  "ctl [--socket PATH] compact | mem-limit SIZE | reset-max | idle\n"
+	  "            | recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]" },
 };
 
 static void usage(FILE *f)

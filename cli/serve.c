@@ -228,14 +228,16 @@ static void stat_usage(FILE *f)
 
 static void ctl_usage(FILE *f)
 {
-	fprintf(f, "usage: uzram ctl [--socket PATH] compact | mem-limit SIZE | reset-max\n"
-		"                 | recompress [type=huge] [threshold=SIZE] [priority=N]\n"
+	fprintf(f, "usage: uzram ctl [--socket PATH] compact | mem-limit SIZE | reset-max | idle\n"
+		"                 | recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]\n"
 		"  compact      move objects out of sparse allocator pages, give back\n"
 		"               what is empty (zram's compact)\n"
 		"  mem-limit    change the memory limit; 0 removes it (zram's mem_limit)\n"
 		"  reset-max    restart mem_used_max from mem_used_total\n"
+		"  idle         mark every stored page idle until it is next read or\n"
+		"               written (zram's idle)\n"
 		"  recompress   re-encode stored pages with a --recomp-algorithm of the\n"
-		"               server (priority 1 by default), all or only huge ones,\n"
+		"               server (priority 1 by default), all or only huge or idle ones,\n"
 		"               at least threshold bytes compressed (zram's recompress)\n");
 }
 
@@ -285,7 +287,7 @@ int cmd_stat(int argc, char **argv)
 	return nbd_server_ctl(path, json ? "json\n" : "text\n", "uzram stat");
 }
 
-/* "recompress [type=huge] [threshold=SIZE] [priority=N]" as a request. */
+/* "recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]" */
 static int recompress_request(int argc, char **argv, char *req, size_t n)
 {
 	unsigned long long threshold = 0, prio = 1;
@@ -296,6 +298,10 @@ static int recompress_request(int argc, char **argv, char *req, size_t n)
 
 		if (!strcmp(a, "type=huge"))
 			flags |= UZRAM_RECOMP_HUGE;
+		else if (!strcmp(a, "type=idle"))
+			flags |= UZRAM_RECOMP_IDLE;
+		else if (!strcmp(a, "type=huge_idle"))
+			flags |= UZRAM_RECOMP_HUGE | UZRAM_RECOMP_IDLE;
 		else if (!strncmp(a, "threshold=", 10) &&
 			 !parse_size(a + 10, &threshold) && threshold <= UINT32_MAX)
 			;
@@ -324,6 +330,8 @@ int cmd_ctl(int argc, char **argv)
 		snprintf(req, sizeof req, "compact\n");
 	} else if (argc == 1 && !strcmp(argv[0], "reset-max")) {
 		snprintf(req, sizeof req, "reset-max\n");
+	} else if (argc == 1 && !strcmp(argv[0], "idle")) {
+		snprintf(req, sizeof req, "idle\n");
 	} else if (argc >= 1 && !strcmp(argv[0], "recompress")) {
 		if (recompress_request(argc, argv, req, sizeof req) < 0) {
 			ctl_usage(stderr);

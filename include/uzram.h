@@ -259,11 +259,20 @@ UZRAM_API int uzram_add_recomp_algorithm(struct uzram *dev,
 
 /* uzram_recompress() flags */
 #define UZRAM_RECOMP_HUGE 1u /* only clusters kept raw (huge pages) */
+#define UZRAM_RECOMP_IDLE 2u /* only clusters idle since uzram_mark_idle() */
+
+/*
+ * Mark every stored cluster idle, as writing "all" to zram's idle file; a
+ * read or write of a cluster clears its mark. Returns the number of pages
+ * marked, or -EINVAL (NULL device).
+ */
+UZRAM_API long uzram_mark_idle(struct uzram *dev);
 
 /*
  * Re-encode stored clusters with the secondary algorithm of priority prio:
  * those made by a lower priority, whose object is at least threshold bytes
- * (0: any), and with UZRAM_RECOMP_HUGE only the huge ones. A cluster is
+ * (0: any), with UZRAM_RECOMP_HUGE only the huge ones, with
+ * UZRAM_RECOMP_IDLE only those idle since uzram_mark_idle(). A cluster is
  * replaced, and its old object freed, only if the new object is smaller.
  * Runs alongside reads and writes: each cluster is locked while it is
  * re-encoded, as a partial write locks it. Clusters that do not shrink are

@@ -161,9 +161,9 @@ static int format_stats(struct server *srv, bool json, char *out, size_t n)
 
 /*
  * One request on the control socket, a line: "json" or "text" (the
- * figures), "compact", "mem-limit BYTES" (0: none), "reset-max" or
- * "recompress PRIORITY FLAGS THRESHOLD", as zram's compact, mem_limit,
- * mem_used_max and recompress files. The reply starts with "ok" or
+ * figures), "compact", "mem-limit BYTES" (0: none), "reset-max", "idle"
+ * or "recompress PRIORITY FLAGS THRESHOLD", as zram's compact, mem_limit,
+ * mem_used_max, idle and recompress files. The reply starts with "ok" or
  * "error:" for the commands. They run on the main thread: a recompress of
  * a large device delays new connections (not the connected clients) until
  * it is done.
@@ -212,6 +212,9 @@ static void ctl_request(struct server *srv, char *req, char *out, size_t n)
 			snprintf(out, n, "error: %s\n", uzram_last_error());
 		else
 			snprintf(out, n, "ok: %ld pages re-encoded\n", r);
+	} else if (!strcmp(req, "idle")) {
+		snprintf(out, n, "ok: %ld pages marked idle\n",
+			 uzram_mark_idle(dev));
 	} else if (!strcmp(req, "reset-max")) {
 		struct uzram_stats st;
 
@@ -221,8 +224,8 @@ static void ctl_request(struct server *srv, char *req, char *out, size_t n)
 			 (unsigned long long)st.mem_used_max);
 	} else {
 		snprintf(out, n, "error: unknown request '%.40s' (known: json, "
-			 "text, compact, mem-limit BYTES, reset-max, recompress "
-			 "PRIORITY FLAGS THRESHOLD)\n", req);
+			 "text, compact, mem-limit BYTES, reset-max, idle, "
+			 "recompress PRIORITY FLAGS THRESHOLD)\n", req);
 	}
 }
 

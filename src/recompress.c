@@ -15,8 +15,14 @@
  * ever overwritten by older bytes. Readers of that one cluster wait for
  * the step (tens of microseconds with zstd); everyone else goes on.
  *
- * The tag bits are kept: the bytes are the same. The counters follow the
- * object's size and state (a huge cluster that shrinks is no longer huge).
+ * The tag bits are kept: the bytes are the same; so is the idle bit. The
+ * counters follow the object's size and state (a huge cluster that
+ * shrinks is no longer huge).
+ *
+ * Idle tracking, as zram's idle file: uzram_mark_idle() sets the idle bit
+ * of every stored cluster; a read or a write of the cluster clears it
+ * (slot_touch(), store.c), so that a later uzram_recompress() with
+ * UZRAM_RECOMP_IDLE takes only what nobody used since the mark.
  *
  * Lock rules: as store.c; one slot lock at a time, the allocator and codec
  * called under it.
@@ -57,6 +63,7 @@ static int recompress_one(struct uzram *dev, struct slot *s, uint64_t idx,
 	ret = STEP_SKIPPED;
 	if ((state != SLOT_OBJ && state != SLOT_HUGE) || slot_prio(f) >= prio ||
 	    ((flags & UZRAM_RECOMP_HUGE) && state != SLOT_HUGE) ||
+	    ((flags & UZRAM_RECOMP_IDLE) && !(f & SLOT_IDLE)) ||
 	    old_size < threshold)
 		goto out;
 
@@ -106,6 +113,32 @@ out:
 	return ret;
 }
 
+UZRAM_API long uzram_mark_idle(struct uzram *dev)
+{
+	long pages = 0;
+
+	if (!dev)
+		return uzram_set_error(-EINVAL, "mark_idle: NULL device");
+	for (uint64_t idx = 0; idx < dev->nclusters; idx++) {
+		struct slot *s = slot_peek(dev, idx);
+
+		if (!s) {
+			idx |= CHUNK_SLOTS - 1;   /* a chunk never written */
+			continue;
+		}
+		if (slot_state(s) == SLOT_EMPTY)
+			continue;
+		slot_lock_shared(s);
+		if (slot_state(s) != SLOT_EMPTY) {
+			atomic_fetch_or_explicit(&s->flags, SLOT_IDLE,
+						 memory_order_relaxed);
+			pages += (long)(unit_len(dev, idx) >> PAGE_SHIFT);
+		}
+		slot_unlock_shared(s);
+	}
+	return pages;
+}
+
 UZRAM_API long uzram_recompress(struct uzram *dev, int prio, unsigned flags,
 				uint32_t threshold)
 {
@@ -118,7 +151,7 @@ UZRAM_API long uzram_recompress(struct uzram *dev, int prio, unsigned flags,
 	if (prio < 1 || prio > UZRAM_MAX_RECOMP || !comp_at(dev, (unsigned)prio))
 		return uzram_set_error(-EINVAL, "recompress: no secondary "
 				       "algorithm of priority %d", prio);
-	if (flags & ~UZRAM_RECOMP_HUGE)
+	if (flags & ~(UZRAM_RECOMP_HUGE | UZRAM_RECOMP_IDLE))
 		return uzram_set_error(-EINVAL, "recompress: unknown flags %#x",
 				       flags);
 	t = store_tls_get(dev->csize);

@@ -14,7 +14,8 @@
  *   flags  bits 0..2   state (enum slot_state)
  *          bits 3..4   priority: which codec of the device made the object
  *                      (0: primary; 1..3: recompression's, store.c)
- *          bit  5      idle mark (for idle tracking and writeback)
+ *          bit  5      idle: set by uzram_mark_idle(), cleared by the
+ *                      next read or write of the cluster (recompress.c)
  *          bits 8..15  age, in idle-scan periods
  *          bits 16..31 tag (SLOT_OBJ, _HUGE): 16 bits of the XXH3 hash of
  *                      the cluster's bytes, so that a rewrite can tell
@@ -26,7 +27,10 @@
  *                            cluster kept raw fits)
  *
  * Lock rules: flags and val are written only with the lock held
- * exclusively, and val is read only with the lock held. flags is atomic so
+ * exclusively, except for the idle bit, which is set and cleared with an
+ * atomic OR or AND under the shared lock (no writer can be inside then, and
+ * those who share the lock only ever flip that bit); val is read only with
+ * the lock held. flags is atomic so
  * that a reader may look at the state without the lock: a hole needs no
  * lock to read as zeros, and taking one would write to (and so fault in)
  * a page-table page that nothing else has touched. A reader holds the
@@ -55,6 +59,7 @@ enum slot_state {
 #define SLOT_STATE_MASK 0x7u
 #define SLOT_PRIO_SHIFT 3
 #define SLOT_PRIO_MASK (0x3u << SLOT_PRIO_SHIFT)
+#define SLOT_IDLE (1u << 5)
 #define SLOT_TAG_SHIFT 16
 #define SLOT_WRITER (1u << 31)
 
@@ -126,6 +131,18 @@ static inline void slot_set_flags(struct slot *s, uint32_t flags)
 static inline enum slot_state slot_state(const struct slot *s)
 {
 	return (enum slot_state)(slot_flags(s) & SLOT_STATE_MASK);
+}
+
+/*
+ * The cluster is being used: clear its idle bit. Only a store when the bit
+ * is set, so readers do not write to the slot between two idle marks.
+ * The caller holds the lock, shared or exclusive.
+ */
+static inline void slot_touch(struct slot *s)
+{
+	if (atomic_load_explicit(&s->flags, memory_order_relaxed) & SLOT_IDLE)
+		atomic_fetch_and_explicit(&s->flags, ~SLOT_IDLE,
+					  memory_order_relaxed);
 }
 
 static inline unsigned slot_prio(uint32_t flags)

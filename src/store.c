@@ -431,6 +431,8 @@ static bool unit_unchanged(struct uzram *dev, struct slot *s,
 		break;
 	}
 out:
+	if (same)
+		slot_touch(s);
 	slot_unlock_shared(s);
 	return same;
 }
@@ -491,6 +493,7 @@ static int unit_write_part(struct uzram *dev, uint64_t idx, size_t uoff,
 	if (!ret && slot_state(s) != SLOT_EMPTY &&
 	    (src ? !memcmp(t->unit + uoff, src, n)
 		 : mem_is_zero(t->unit + uoff, n))) {
+		slot_touch(s);
 		slot_unlock(s);
 		stats_add(&dev->stats.pages_unchanged, (int64_t)(len >> PAGE_SHIFT));
 		return 0;
@@ -560,6 +563,7 @@ UZRAM_API int uzram_read(struct uzram *dev, void *buf, size_t len,
 			continue;
 		}
 		slot_lock_shared(s);
+		slot_touch(s);
 		if (sp.n == sp.ulen)
 			ret = slot_decode(dev, s, dst, sp.ulen);
 		else

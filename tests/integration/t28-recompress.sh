@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# t28-recompress.sh - `uzram serve --recomp-algorithm` and `uzram ctl
-# recompress`, as zram's recomp_algorithm and recompress: the export shrinks,
-# what nbdcopy reads back is the same file, the counters say what was done,
+# t28-recompress.sh - `uzram serve --recomp-algorithm`, `uzram ctl idle` and
+# `uzram ctl recompress`, as zram's recomp_algorithm, idle and recompress:
+# what is read after the idle mark is skipped by type=idle, the export
+# shrinks, what nbdcopy reads back is the same file, the counters say what
+# was done,
 # and bad algorithms, priorities and requests get an error with the data
 # unchanged.
 source "$(dirname "$0")/functions.sh"
-require nbdcopy python3 head
+require nbdcopy qemu-io python3 head
 real_server || skip_all "recompression is a uzram serve feature"
 
 MiB=$((1024 * 1024))
@@ -28,10 +30,30 @@ nbdcopy --flush "$T/data" "${URI[a]}"
 compr=$(field compr_data_size)
 mem=$(field mem_used_total)
 
-step "recompress, compact: smaller, and the same bytes"
-ctl recompress >"$T/ctl.out" || fail "ctl recompress failed"
-n=$(sed -n 's/^ok: \([0-9]*\) pages re-encoded$/\1/p' "$T/ctl.out")
-[[ -n $n ]] || fail "reply: $(cat "$T/ctl.out")"
+# recompressed COUNT-VAR ARGS...: ctl recompress ARGS; the count it reports.
+recompressed()
+{
+	local -n count=$1
+	shift
+	ctl recompress "$@" >"$T/ctl.out" || fail "ctl recompress $* failed"
+	count=$(sed -n 's/^ok: \([0-9]*\) pages re-encoded$/\1/p' "$T/ctl.out")
+	[[ -n $count ]] || fail "reply: $(cat "$T/ctl.out")"
+}
+
+step "mark idle, read the first MiB: recompress type=idle skips it"
+stored=$(field pages_stored)
+ctl idle >"$T/ctl.out"
+grep -q "^ok: $stored pages marked idle$" "$T/ctl.out" ||
+	fail "reply: $(cat "$T/ctl.out") (pages_stored $stored)"
+qio -r "${URI[a]}" "read 0 $MiB"
+recompressed n_idle type=idle
+((n_idle > 0 && n_idle <= stored - 256)) ||
+	fail "$n_idle idle pages re-encoded of $stored, 256 of them read"
+
+step "recompress the rest, compact: smaller, and the same bytes"
+recompressed n_rest
+((n_rest >= 128)) || fail "only $n_rest of the 256 pages read were re-encoded"
+n=$((n_idle + n_rest))
 ((n > N / 4096 / 2)) || fail "only $n pages re-encoded"
 assert_eq "$(field pages_recompressed)" "$n" pages_recompressed
 ctl compact >/dev/null

@@ -2,7 +2,7 @@
  * test_recompress.c - secondary algorithms and uzram_recompress(): the
  * device shrinks, every byte reads back the same (whole and partial reads,
  * clusters), rewrites of recompressed data are still found unchanged, the
- * huge-only and threshold filters pick what they say, bad arguments are
+ * huge-only, idle and threshold filters pick what they say, bad arguments are
  * refused, a memory limit stops it without losing data, and it runs
  * alongside writers and readers (under TSan in make test).
  *
@@ -171,7 +171,9 @@ static void test_bad_args(void **state)
 	assert_int_equal(uzram_recompress(dev, 0, 0, 0), -EINVAL);
 	assert_int_equal(uzram_recompress(dev, 2, 0, 0), -EINVAL);
 	assert_int_equal(uzram_recompress(dev, 4, 0, 0), -EINVAL);
-	assert_int_equal(uzram_recompress(dev, 1, 2, 0), -EINVAL);
+	assert_int_equal(uzram_recompress(dev, 1, 4, 0), -EINVAL);
+	assert_int_equal(uzram_mark_idle(NULL), -EINVAL);
+	assert_int_equal(uzram_mark_idle(dev), 0);             /* empty */
 	assert_int_equal(uzram_add_recomp_algorithm(dev, "deflate", 0), 2);
 	assert_int_equal(uzram_add_recomp_algorithm(dev, "lz4hc", 0), 3);
 	assert_int_equal(uzram_add_recomp_algorithm(dev, "zstd", 1), -ENOSPC);
@@ -195,6 +197,40 @@ static void test_at_limit(void **state)
 	assert_true(n == -ENOSPC || n >= 0);
 	check_dev(dev, ref, "recompression at the limit");
 	assert_true(get_stats(dev).mem_used_total <= st.mem_used_total);
+	free(ref);
+	uzram_close(dev);
+}
+
+/*
+ * Idle tracking: after uzram_mark_idle(), what is read, rewritten or
+ * rewritten unchanged is no longer idle, and UZRAM_RECOMP_IDLE takes only
+ * the rest; a plain recompress then takes what was used.
+ */
+static void test_idle(void **state)
+{
+	uint8_t *ref = calloc(NPAGES, PG), buf[300];
+	struct uzram *dev = dev_open(NPAGES * PG, "lz4", 0, 0);
+	long marked, n_idle, n_rest;
+
+	(void)state;
+	dev_write(dev, ref, tar, 512 * PG, 0);
+	assert_int_equal(uzram_add_recomp_algorithm(dev, "zstd", 0), 1);
+	marked = uzram_mark_idle(dev);
+	assert_int_equal(marked, (long)get_stats(dev).pages_stored);
+	check_read(dev, ref, 0, 100 * PG);                    /* read */
+	assert_int_equal(uzram_read(dev, buf, sizeof buf, 450 * PG + 7), 0);
+	dev_write(dev, ref, tar + 600 * PG, 50 * PG, 100 * PG);  /* new data */
+	dev_write(dev, ref, ref + 150 * PG, 50 * PG, 150 * PG);  /* unchanged */
+	n_idle = uzram_recompress(dev, 1, UZRAM_RECOMP_IDLE, 0);
+	printf("   %ld pages marked idle, %ld idle ones re-encoded\n", marked,
+	       n_idle);
+	/* at most the 311 untouched pages, and most of them shrink */
+	assert_true(n_idle <= 311 && n_idle > 200);
+	n_rest = uzram_recompress(dev, 1, 0, 0);
+	assert_true(n_rest > 150);
+	check_dev(dev, ref, "idle recompression");
+	/* marking again covers everything stored, recompressed or not */
+	assert_int_equal(uzram_mark_idle(dev), (long)get_stats(dev).pages_stored);
 	free(ref);
 	uzram_close(dev);
 }
@@ -295,6 +331,7 @@ int main(void)
 		cmocka_unit_test(test_clusters),
 		cmocka_unit_test(test_bad_args),
 		cmocka_unit_test(test_at_limit),
+		cmocka_unit_test(test_idle),
 		cmocka_unit_test(test_concurrent),
 	};
 
