@@ -381,6 +381,11 @@ static void json_string(const char *s)
 	putchar('"');
 }
 
+static void json_u64(const char *key, uint64_t v)
+{
+	printf("  \"%s\": %llu,\n", key, (unsigned long long)v);
+}
+
 /* A ratio, or null when the denominator is 0 (nothing compressed). */
 static void json_ratio(const char *key, uint64_t a, uint64_t b)
 {
@@ -399,37 +404,28 @@ static void print_json(const struct load_opts *o, const struct load_result *r)
 	printf(",\n  \"algorithm\": ");
 	json_string(o->algorithm);
 	printf(",\n  \"level\": %d,\n", o->level);
-	printf("  \"mem_limit\": %llu,\n", o->mem_limit);
+	json_u64("mem_limit", o->mem_limit);
 	printf("  \"cluster_size\": %u,\n", (unsigned)r->cluster_size);
-	printf("  \"file_size\": %llu,\n", (unsigned long long)r->file_size);
-	printf("  \"disksize\": %llu,\n", (unsigned long long)st->disksize);
-	printf("  \"orig_data_size\": %llu,\n",
-	       (unsigned long long)st->orig_data_size);
-	printf("  \"compr_data_size\": %llu,\n",
-	       (unsigned long long)st->compr_data_size);
-	printf("  \"mem_used_total\": %llu,\n",
-	       (unsigned long long)st->mem_used_total);
-	printf("  \"mem_used_max\": %llu,\n",
-	       (unsigned long long)st->mem_used_max);
+	json_u64("file_size", r->file_size);
+	json_u64("disksize", st->disksize);
+	json_u64("orig_data_size", st->orig_data_size);
+	json_u64("compr_data_size", st->compr_data_size);
+	json_u64("mem_used_total", st->mem_used_total);
+	json_u64("mem_used_max", st->mem_used_max);
 	json_ratio("ratio_compr", st->orig_data_size, st->compr_data_size);
 	json_ratio("ratio_mem", st->orig_data_size, st->mem_used_total);
-	printf("  \"same_pages\": %llu,\n", (unsigned long long)st->same_pages);
-	printf("  \"huge_pages\": %llu,\n", (unsigned long long)st->huge_pages);
-	printf("  \"pages_stored\": %llu,\n",
-	       (unsigned long long)st->pages_stored);
-	printf("  \"table_bytes\": %llu,\n",
-	       (unsigned long long)st->table_bytes);
+	json_u64("same_pages", st->same_pages);
+	json_u64("huge_pages", st->huge_pages);
+	json_u64("pages_stored", st->pages_stored);
+	json_u64("table_bytes", st->table_bytes);
 	printf("  \"recompress\": ");
 	if (o->recomp) {
 		json_string(o->recomp);
 		printf(",\n  \"recompress_level\": %d,\n", o->recomp_level);
 		printf("  \"recompress_seconds\": %.6f,\n", r->recomp_s);
-		printf("  \"pages_recompressed\": %llu,\n",
-		       (unsigned long long)st->pages_recompressed);
-		printf("  \"compr_data_size_before\": %llu,\n",
-		       (unsigned long long)r->compr_before);
-		printf("  \"mem_used_before\": %llu,\n",
-		       (unsigned long long)r->mem_before);
+		json_u64("pages_recompressed", st->pages_recompressed);
+		json_u64("compr_data_size_before", r->compr_before);
+		json_u64("mem_used_before", r->mem_before);
 	} else {
 		printf("null,\n");
 	}
@@ -437,7 +433,7 @@ static void print_json(const struct load_opts *o, const struct load_result *r)
 	printf("  \"read_seconds\": %.6f,\n", r->read_s);
 	printf("  \"write_mb_s\": %.1f,\n", mb_s(r->file_size, r->write_s));
 	printf("  \"read_mb_s\": %.1f,\n", mb_s(r->dev_size, r->read_s));
-	printf("  \"randread_4k\": %llu,\n", o->randread);
+	json_u64("randread_4k", o->randread);
 	if (o->randread)
 		printf("  \"randread_4k_us\": %.3f,\n",
 		       r->randread_s * 1e6 / (double)o->randread);
@@ -446,8 +442,7 @@ static void print_json(const struct load_opts *o, const struct load_result *r)
 	if (r->match)
 		printf("  \"first_mismatch\": null,\n");
 	else
-		printf("  \"first_mismatch\": %llu,\n",
-		       (unsigned long long)r->mismatch_at);
+		json_u64("first_mismatch", r->mismatch_at);
 	printf("  \"round_trip\": \"%s\"\n}\n", r->match ? "ok" : "mismatch");
 }
 

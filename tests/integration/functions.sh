@@ -22,6 +22,8 @@
 #   start_server_tcp NAME HOST:PORT [ARGS...]  the same on TCP.
 #   stop_server NAME   SIGTERM; asserts exit status 0 and the sockets removed.
 #   assert_alive NAME  the process is still running.
+#   stat_field NAME FIELD  one figure of `uzram stat --json` on server NAME.
+#   server_ctl NAME ARGS...  `uzram ctl --socket SOCKET ARGS` on server NAME.
 #
 # Checks (each fails the script with a message): assert_eq, assert_ok,
 # assert_fails, assert_same_data, assert_same_range, assert_zero,
@@ -295,6 +297,20 @@ assert_alive()
 	kill -0 "${PID[$name]}" 2>/dev/null ||
 		fail "server $name (pid ${PID[$name]}) died:" \
 			$'\n'"$(tail -n 20 "${ERR[$name]}")"
+}
+
+stat_field()
+{
+	uzram stat --socket "${SOCK[$1]}" --json >"$T/stat-field.json" ||
+		fail "uzram stat on server $1 failed"
+	json_get "$T/stat-field.json" "j['$2']"
+}
+
+server_ctl()
+{
+	local name=$1
+	shift
+	uzram ctl --socket "${SOCK[$name]}" "$@"
 }
 
 # stop_server NAME: SIGTERM must end the server cleanly within 10 s, with

@@ -13,15 +13,8 @@ MiB=$((1024 * 1024))
 TAR=$CORPUS/files.tar
 N=$((8 * MiB))
 
-# field NAME: one figure of `uzram stat --json`.
-field()
-{
-	uzram stat --socket "${SOCK[a]}" --json >"$T/st.json" ||
-		fail "uzram stat failed"
-	json_get "$T/st.json" "j['$1']"
-}
-
-ctl() { uzram ctl --socket "${SOCK[a]}" "$@"; }
+field() { stat_field a "$1"; }
+ctl() { server_ctl a "$@"; }
 
 step "start a 64 MiB export holding 8 MiB of the corpus"
 start_server a --size 64M

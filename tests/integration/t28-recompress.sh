@@ -14,14 +14,8 @@ MiB=$((1024 * 1024))
 TAR=$CORPUS/files.tar
 N=$((8 * MiB))
 
-field()
-{
-	uzram stat --socket "${SOCK[a]}" --json >"$T/st.json" ||
-		fail "uzram stat failed"
-	json_get "$T/st.json" "j['$1']"
-}
-
-ctl() { uzram ctl --socket "${SOCK[a]}" "$@"; }
+field() { stat_field a "$1"; }
+ctl() { server_ctl a "$@"; }
 
 step "an lz4 export with zstd as its secondary algorithm, 8 MiB of the corpus"
 start_server a --size 64M --recomp-algorithm zstd
