@@ -38,7 +38,8 @@
 #include "zcomp.h"
 #include "zpool.h"
 
-enum step { STEP_SKIPPED, STEP_DONE, STEP_UNCHANGED };
+/* What recompress_one() did: nothing to do, re-encoded, or no smaller. */
+enum step { STEP_SKIPPED, STEP_DONE, STEP_NO_GAIN };
 
 /*
  * Recompress cluster idx if it qualifies; the caller checked, without the
@@ -84,7 +85,7 @@ static int recompress_one(struct uzram *dev, struct slot *s, uint64_t idx,
 	cap = old_size - 1 < HUGE_LIMIT(len) ? old_size - 1 : HUGE_LIMIT(len);
 	clen = zcomp_compress(to, t->unit, len, t->cbuf, cap);
 	if (clen == -E2BIG) {
-		ret = STEP_UNCHANGED;
+		ret = STEP_NO_GAIN;
 		goto out;
 	}
 	if (clen < 0) {
