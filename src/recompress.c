@@ -28,7 +28,6 @@
  * called under it.
  */
 #include <errno.h>
-#include <string.h>
 
 #include "uzram.h"
 #include "error.h"
@@ -53,7 +52,6 @@ static int recompress_one(struct uzram *dev, struct slot *s, uint64_t idx,
 	size_t len = unit_len(dev, idx);
 	uint32_t f, old_size, old_handle, handle = 0, cap;
 	enum slot_state state;
-	const void *obj;
 	int ret, clen = 0;
 
 	slot_lock(s);
@@ -68,16 +66,7 @@ static int recompress_one(struct uzram *dev, struct slot *s, uint64_t idx,
 	    old_size < threshold)
 		goto out;
 
-	obj = zpool_map(dev->pool, old_handle);
-	if (state == SLOT_HUGE) {
-		ret = old_size == len ? 0 : -EIO;
-		if (!ret)
-			memcpy(t->unit, obj, len);
-	} else {
-		ret = zcomp_decompress(comp_at(dev, slot_prio(f)), obj,
-				       old_size, t->unit, len);
-	}
-	zpool_unmap(dev->pool, old_handle);
+	ret = slot_decode(dev, s, t->unit, len);
 	if (ret)
 		goto out;
 
@@ -116,17 +105,12 @@ out:
 
 UZRAM_API long uzram_mark_idle(struct uzram *dev)
 {
+	struct slot *s;
 	long pages = 0;
 
 	if (!dev)
 		return uzram_set_error(-EINVAL, "mark_idle: NULL device");
-	for (uint64_t idx = 0; idx < dev->nclusters; idx++) {
-		struct slot *s = slot_peek(dev, idx);
-
-		if (!s) {
-			idx |= CHUNK_SLOTS - 1;   /* a chunk never written */
-			continue;
-		}
+	for (uint64_t idx = 0; (s = slot_next(dev, &idx)); idx++) {
 		if (slot_state(s) == SLOT_EMPTY)
 			continue;
 		slot_lock_shared(s);
@@ -144,6 +128,7 @@ UZRAM_API long uzram_recompress(struct uzram *dev, int prio, unsigned flags,
 				uint32_t threshold)
 {
 	struct store_tls *t;
+	struct slot *s;
 	long pages = 0;
 	int err = 0;
 
@@ -159,16 +144,10 @@ UZRAM_API long uzram_recompress(struct uzram *dev, int prio, unsigned flags,
 	if (!t)
 		return uzram_set_error(-ENOMEM, "recompress: out of memory");
 
-	for (uint64_t idx = 0; idx < dev->nclusters; idx++) {
-		struct slot *s = slot_peek(dev, idx);
-		uint32_t f;
+	for (uint64_t idx = 0; (s = slot_next(dev, &idx)); idx++) {
+		uint32_t f = slot_flags(s);
 		int r;
 
-		if (!s) {
-			idx |= CHUNK_SLOTS - 1;   /* a chunk never written */
-			continue;
-		}
-		f = slot_flags(s);
 		if (((f & SLOT_STATE_MASK) != SLOT_OBJ &&
 		     (f & SLOT_STATE_MASK) != SLOT_HUGE) ||
 		    slot_prio(f) >= (unsigned)prio)

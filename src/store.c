@@ -302,11 +302,7 @@ static int unit_encode(struct uzram *dev, const unsigned char *src,
 	return unit_compress(dev, src, len, unit_tag(src, len), t, c);
 }
 
-/*
- * Decode the unit of len bytes that a slot names into dst. The caller
- * holds the slot lock, shared or exclusive.
- */
-static int slot_decode(struct uzram *dev, const struct slot *s,
+int slot_decode(struct uzram *dev, const struct slot *s,
 		       unsigned char *dst, size_t len)
 {
 	const void *obj;
@@ -391,48 +387,26 @@ static void unit_commit(struct uzram *dev, struct slot *s,
 }
 
 /*
- * Whether the slot already holds exactly the unit src: new contents c
- * classified as same-filled, or not same-filled with the given tag. The
- * tag, read without the lock, rules out almost every changed unit; a match
- * is confirmed byte for byte under the shared lock. A concurrent writer
- * may change the slot right after: this write is then ordered before it.
+ * Whether the slot already holds exactly the unit src, whose tag bits
+ * (slot.h; 0 for a same-filled unit) are `tag`. The tag, read without the
+ * lock, rules out almost every changed unit; a match is confirmed byte for
+ * byte under the shared lock. A concurrent writer may change the slot
+ * right after: this write is then ordered before it.
  */
 static bool unit_unchanged(struct uzram *dev, struct slot *s,
-			   const unsigned char *src, size_t len,
-			   const struct content *c, struct store_tls *t)
+			   const unsigned char *src, size_t len, uint32_t tag,
+			   struct store_tls *t)
 {
-	uint32_t want = c->flags >> SLOT_TAG_SHIFT;
-	const void *obj;
 	bool same = false;
 
-	if (slot_tag(slot_flags(s)) != want || slot_state(s) == SLOT_EMPTY)
+	if (slot_tag(slot_flags(s)) != tag || slot_state(s) == SLOT_EMPTY)
 		return false;
 	slot_lock_shared(s);
-	if (slot_tag(slot_flags(s)) != want)
-		goto out;
-	switch (slot_state(s)) {
-	case SLOT_EMPTY:
-		break;
-	case SLOT_SAME:
-		same = (c->flags & SLOT_STATE_MASK) == SLOT_SAME &&
-		       s->val == c->val;
-		break;
-	case SLOT_OBJ:
-		obj = zpool_map(dev->pool, slot_handle(s));
-		same = !zcomp_decompress(comp_at(dev, slot_prio(slot_flags(s))),
-					 obj, slot_size(s), t->unit, len) &&
-		       !memcmp(t->unit, src, len);
-		zpool_unmap(dev->pool, slot_handle(s));
-		break;
-	case SLOT_HUGE:
-		obj = zpool_map(dev->pool, slot_handle(s));
-		same = slot_size(s) == len && !memcmp(obj, src, len);
-		zpool_unmap(dev->pool, slot_handle(s));
-		break;
-	}
-out:
-	if (same)
+	if (slot_tag(slot_flags(s)) == tag && slot_state(s) != SLOT_EMPTY &&
+	    !slot_decode(dev, s, t->unit, len) && !memcmp(t->unit, src, len)) {
+		same = true;
 		slot_touch(s);
+	}
 	slot_unlock_shared(s);
 	return same;
 }
@@ -452,7 +426,7 @@ static int unit_write_full(struct uzram *dev, uint64_t idx,
 		c.flags = SLOT_SAME;
 	else
 		c.flags = unit_tag(src, len);
-	if (unit_unchanged(dev, s, src, len, &c, t)) {
+	if (unit_unchanged(dev, s, src, len, c.flags >> SLOT_TAG_SHIFT, t)) {
 		stats_add(&dev->stats.pages_unchanged, (int64_t)(len >> PAGE_SHIFT));
 		return 0;
 	}

@@ -78,6 +78,14 @@ struct store_tls {
 /* This thread's buffers, holding at least cap bytes each; NULL: no memory. */
 struct store_tls *store_tls_get(size_t cap);
 
+/*
+ * Decode the unit of len bytes that a slot names into dst, whatever its
+ * state, with the codec that made it. The caller holds the slot lock,
+ * shared or exclusive. 0, -EIO (corrupt) or -ENOMEM.
+ */
+int slot_decode(struct uzram *dev, const struct slot *s, unsigned char *dst,
+		size_t len);
+
 /* Bytes in cluster idx: the cluster size, except maybe for the last one. */
 static inline size_t unit_len(const struct uzram *dev, uint64_t idx)
 {
@@ -94,6 +102,22 @@ static inline struct slot *slot_peek(struct uzram *dev, uint64_t idx)
 						  memory_order_acquire);
 
 	return chunk ? &chunk[idx & (CHUNK_SLOTS - 1)] : NULL;
+}
+
+/*
+ * For walks over the whole table: the first slot at or after cluster *idx
+ * whose chunk was ever written, with *idx moved to it; NULL past the end.
+ */
+static inline struct slot *slot_next(struct uzram *dev, uint64_t *idx)
+{
+	while (*idx < dev->nclusters) {
+		struct slot *s = slot_peek(dev, *idx);
+
+		if (s)
+			return s;
+		*idx = (*idx | (CHUNK_SLOTS - 1)) + 1;
+	}
+	return NULL;
 }
 
 /* The codec of a priority: 0 the device's, 1..3 recompression's. */
