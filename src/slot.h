@@ -16,15 +16,35 @@
  *                      (0: primary; 1..3: recompression's, store.c)
  *          bit  5      idle: set by uzram_mark_idle(), cleared by the
  *                      next read or write of the cluster (recompress.c)
- *          bits 8..15  age, in idle-scan periods
- *          bits 16..31 tag (SLOT_OBJ, _HUGE): 16 bits of the XXH3 hash of
- *                      the cluster's bytes, so that a rewrite can tell
- *                      almost always, without decoding, that the data
+ *          bit  6      shared (dedup): the object is named by several
+ *                      slots; its references are counted by the dedup
+ *                      index, keyed by handle, and it is freed through it
+ *          bit  7      dict: the object was encoded against its codec's
+ *                      dictionary (which one: the codec's current
+ *                      dictionary generation, see zcomp.h when it exists)
+ *          bits 8..15  access stamp: the device's coarse clock (a tick
+ *                      of several seconds) at the last read or write, for
+ *                      idle ages; unused until tiers need it
+ *          bits 16..31 tag (SLOT_OBJ, _HUGE, _BACKED): 16 bits of the XXH3
+ *                      hash of the cluster's bytes, so that a rewrite can
+ *                      tell almost always, without decoding, that the data
  *                      changed (store.c)
  *   val    SLOT_SAME:        the repeated 8-byte value
  *          SLOT_OBJ, _HUGE:  allocator handle (low 32 bits) and object
  *                            size in bytes (high 32 bits: a 64 KiB
  *                            cluster kept raw fits)
+ *          SLOT_BACKED (4):  the object's place on the backing store:
+ *                            offset in 16-byte units (low 44 bits, so
+ *                            256 TiB) and size in bytes (high 20 bits);
+ *                            an object whose size is the cluster's length
+ *                            is raw, any other is compressed by its
+ *                            priority's codec, as in memory
+ *
+ * This one format serves every layer that keeps or moves a cluster: the
+ * write and read paths, recompression, an image (which records each
+ * slot's state, priority, idle bit, stamp and tag with its object's bytes),
+ * writeback (OBJ or HUGE becomes BACKED, keeping the other bits) and dedup
+ * (the shared bit). States 5..7 are free.
  *
  * Lock rules: flags and val are written only with the lock held
  * exclusively, except for the idle bit, which is set and cleared with an
@@ -54,12 +74,17 @@ enum slot_state {
 	SLOT_SAME = 1,  /* one 8-byte value repeated over the cluster */
 	SLOT_OBJ = 2,   /* a compressed object in the allocator */
 	SLOT_HUGE = 3,  /* the cluster kept raw in the allocator */
+	/* 4, SLOT_BACKED, is reserved for the object on a backing store */
 };
 
 #define SLOT_STATE_MASK 0x7u
 #define SLOT_PRIO_SHIFT 3
 #define SLOT_PRIO_MASK (0x3u << SLOT_PRIO_SHIFT)
 #define SLOT_IDLE (1u << 5)
+#define SLOT_SHARED (1u << 6)
+#define SLOT_DICT (1u << 7)
+#define SLOT_STAMP_SHIFT 8
+#define SLOT_STAMP_MASK (0xffu << SLOT_STAMP_SHIFT)
 #define SLOT_TAG_SHIFT 16
 #define SLOT_WRITER (1u << 31)
 
