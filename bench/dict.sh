@@ -34,6 +34,7 @@ head -c $((mib << 20)) "$corpus/heap-python.core" > "$tmp/core"
 cat "$tmp/tar" "$tmp/core" > "$tmp/both"
 
 : > "$tmp/runs.jsonl"
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 for data in tar core both; do
 	for codec in lz4 zstd:1 zstd:3; do
 		for cluster in 4K 16K 32K; do
@@ -51,11 +52,13 @@ for data in tar core both; do
 	done
 done
 
-python3 - "$tmp/runs.jsonl" "$out/dict.json" bench/sections/dict.md "$mib" "$reads" <<'PY'
+python3 - "$tmp/runs.jsonl" "$out/dict.json" bench/sections/dict.md "$mib" "$reads" \
+	"$load_start" "$(cut -d' ' -f1-3 /proc/loadavg)" "$(nproc)" <<'PY'
 import json, sys, datetime
 runs = [json.loads(l) for l in open(sys.argv[1])]
 json.dump(runs, open(sys.argv[2], "w"), indent=1)
 mib, reads = sys.argv[4], sys.argv[5]
+load_start, load_end, cpus = sys.argv[6], sys.argv[7], sys.argv[8]
 key = lambda r: (r["data"], r["codec"], r["cluster_size"])
 by = {}
 for r in runs:
@@ -71,8 +74,9 @@ w("`bench/dict.sh`, run %s UTC: the first %s MiB of files.tar and of heap-python
   "re-encoded with it). Compressed is compr_data_size, the bytes of the objects; memory is "
   "mem_used_total after the training's compaction; a random read is one 4 KiB "
   "`uzram_read` at a random page, the mean of %s; training is the whole step (sampling, ZDICT, the "
-  "measure, re-encoding every cluster, compaction)."
-  % (datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"), mib, reads))
+  "measure, re-encoding every cluster, compaction). Load average (1, 5, 15 min) on %s CPUs: "
+  "%s at the start, %s at the end; compressed sizes do not depend on it, times do."
+  % (datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"), mib, reads, cpus, load_start, load_end))
 w("")
 w("| data | codec | cluster | compressed without | with | change | kept | memory with | 4K read without | with | training |")
 w("|---|---|---|---|---|---|---|---|---|---|---|")
