@@ -53,7 +53,8 @@ static void mount_usage(FILE *f)
 		"  --mem-limit: the file system is made no larger than about M, so that\n"
 		"         it, not the device, reports ENOSPC\n"
 		"  -o: mount options (the kernel's ext4 with --via loop, fuse2fs's)\n"
-		"  --uid, --gid, --mode: of DIR's root (default: the caller's, 0755)\n"
+		"  --uid, --gid, --mode (octal): of DIR's root (default: the caller's,\n"
+		"         0755; 1777 for a /tmp)\n"
 		"  --via loop: the kernel's ext4 on a loop device (root; the default\n"
 		"         as root), fuse: fuse2fs (no root needed)\n"
 		"  uzram umount DIR (or umount / fusermount3 -u) undoes it all\n");
@@ -293,13 +294,13 @@ static int check_system(struct mount_req *m)
 	return m->via == VIA_FUSE ? need("fuse2fs", "fuse2fs") : 0;
 }
 
-static int parse_id(const char *s, unsigned max, unsigned *out)
+static int parse_id(const char *s, int base, unsigned max, unsigned *out)
 {
 	char *end;
 	unsigned long v;
 
 	errno = 0;
-	v = strtoul(s, &end, 0);
+	v = strtoul(s, &end, base);
 	if (errno || end == s || *end || v > max || s[0] == '-')
 		return -1;
 	*out = (unsigned)v;
@@ -360,12 +361,12 @@ static int mount_options(int argc, char **argv, struct mount_req *m)
 			m->opts = optarg;
 			break;
 		case 'u': case 'g':
-			if (parse_id(optarg, UINT32_MAX - 1, &id) < 0)
+			if (parse_id(optarg, 10, UINT32_MAX - 1, &id) < 0)
 				goto bad;
 			*(o == 'u' ? &m->uid : &m->gid) = id;
 			break;
 		case 'M':
-			if (parse_id(optarg, 07777, &id) < 0 || optarg[0] != '0')
+			if (parse_id(optarg, 8, 07777, &id) < 0)
 				goto bad;
 			m->mode = (mode_t)id;
 			m->set_mode = true;

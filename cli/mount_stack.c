@@ -368,10 +368,20 @@ static int build_fuse(struct mount_req *m)
 	mount_path(m, disk, "fuse/disk");
 	if (make_fs(m, disk) < 0)
 		return -1;
-	mount_opts(m, opts, sizeof opts, "fsname=uzram,big_writes");
+	/*
+	 * fakeroot: fuse2fs's own permission checks refuse to open a file
+	 * just created with mode 0 (tar's placeholders do that); the kernel
+	 * makes the usual checks instead (default_permissions).
+	 */
+	mount_opts(m, opts, sizeof opts,
+		   "fsname=uzram,big_writes,fakeroot,default_permissions");
 	m->fuse2fs = spawn(m, argv, -1);
 	for (int t = 0; m->fuse2fs && t < READY_MS; t += 20) {
-		if (mount_point_is(m->dir)) {
+		struct stat sb;
+
+		/* mounted, and fuse2fs answers for the root with its owner */
+		if (mount_point_is(m->dir) && stat(m->dir, &sb) == 0 &&
+		    sb.st_uid == m->uid) {
 			m->mounted = true;
 			return 0;
 		}
@@ -516,7 +526,7 @@ static int write_file(struct mount_req *m, const char *name, const char *text)
 /* Build the stack up to a usable DIR; -1 with a message. */
 static int build(struct mount_req *m)
 {
-	char pid[32];
+	char pid[32], path[PATH_MAX];
 
 	snprintf(pid, sizeof pid, "%d\n", (int)getpid());
 	if (write_file(m, "pid", pid) < 0 || write_file(m, "dir", m->dir) < 0 ||
@@ -528,6 +538,14 @@ static int build(struct mount_req *m)
 		return -1;
 	if (m->set_mode && chmod(m->dir, m->mode) < 0) {
 		fprintf(stderr, "uzram mount: chmod %s: %s\n", m->dir,
+			strerror(errno));
+		return -1;
+	}
+	/* mkfs.ext4 gives lost+found to root whatever root_owner says */
+	if (geteuid() == 0 &&
+	    snprintf(path, sizeof path, "%s/lost+found", m->dir) < PATH_MAX &&
+	    chown(path, m->uid, m->gid) < 0 && errno != ENOENT) {
+		fprintf(stderr, "uzram mount: chown %s: %s\n", path,
 			strerror(errno));
 		return -1;
 	}

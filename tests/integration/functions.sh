@@ -28,6 +28,7 @@
 # Checks (each fails the script with a message): assert_eq, assert_ok,
 # assert_fails, assert_same_data, assert_same_range, assert_zero,
 # assert_zero_bit, wait_for, qio / qio_fails (qemu-io), require.
+# corpus_tar OUT: a valid tar of the corpus tar's complete members.
 #
 # Switching the server under test: server_argv below is the only place
 # that knows the command line. UZRAM_ITEST_SERVER=nbdkit runs nbdkit's
@@ -404,6 +405,28 @@ wait_for()
 		sleep 0.05
 	done
 	fail "timed out after ${secs}s waiting for $what"
+}
+
+# corpus_tar OUT: a valid tar of the complete members of the corpus tar,
+# which is cut at a fixed size (the last member may be incomplete).
+corpus_tar()
+{
+	python3 - "$CORPUS/files.tar" "$1" <<'PY'
+import os, sys, tarfile
+size = os.path.getsize(sys.argv[1])
+n = 0
+with tarfile.open(sys.argv[1]) as src, tarfile.open(sys.argv[2], "w") as dst:
+    try:
+        for m in src:
+            if m.isreg() and m.offset_data + m.size > size:
+                break
+            dst.addfile(m, src.extractfile(m) if m.isreg() else None)
+            n += 1
+    except tarfile.ReadError:
+        pass
+if n < 20:
+    sys.exit("only %d members in the corpus tar" % n)
+PY
 }
 
 # json_get FILE PYTHON-EXPR: evaluate EXPR with `j` bound to the parsed JSON.
