@@ -20,6 +20,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
@@ -27,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -189,14 +191,14 @@ int mount_socket_path(const char *dir, char *out, size_t n)
 	return 0;
 }
 
-/* The keeper's pid from RUN/pid, 0 if there is none. */
-static pid_t keeper_pid(const struct mount_req *m)
+/* The pid in RUN/NAME, 0 if there is none. */
+static pid_t read_pid(const struct mount_req *m, const char *name)
 {
 	char path[PATH_MAX];
 	FILE *f;
 	int pid = 0;
 
-	mount_path(m, path, "pid");
+	mount_path(m, path, name);
 	f = fopen(path, "re");
 	if (!f)
 		return 0;
@@ -425,21 +427,156 @@ static void sizes(struct mount_req *m)
 	m->fs_bytes &= ~4095ull;
 }
 
+/* fusermount3 ARG DIR; 0 if it succeeded (else it said why). */
+static int fusermount(const char *arg, const char *dir)
+{
+	pid_t pid = fork();
+	int ws;
+
+	if (pid == 0) {
+		execlp("fusermount3", "fusermount3", arg, dir, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &ws, 0) < 0 || !WIFEXITED(ws) ||
+	    WEXITSTATUS(ws))
+		return -1;
+	return 0;
+}
+
+static void unmount_lazy(const char *dir)
+{
+	if (geteuid() == 0)
+		umount2(dir, MNT_DETACH);
+	else
+		fusermount("-uz", dir);
+}
+
+/* Wait for a process that is not our child to end; 0, or -1 at timeout. */
+static int wait_gone(pid_t pid, int ms)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+	if (fd >= 0) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		int r = poll(&pf, 1, ms);
+
+		close(fd);
+		return r == 1 ? 0 : -1;
+	}
+	return errno == ESRCH ? 0 : -1;
+}
+
+/*
+ * Whether the keeper of RUN lives: it holds a lock on RUN/pid from before
+ * it starts until RUN is gone, which no reuse of its pid can fake.
+ */
+static bool keeper_alive(const struct mount_req *m)
+{
+	char path[PATH_MAX];
+	bool alive;
+	int fd;
+
+	mount_path(m, path, "pid");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	alive = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+	close(fd);
+	return alive;
+}
+
+/* Whether pid runs (a zombie does not) with RUN in its command line. */
+static bool runs_in(const struct mount_req *m, pid_t pid)
+{
+	char path[64], buf[4096] = "", state = 'Z';
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
+			state = 'Z';
+		fclose(f);
+	}
+	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+	f = pid > 0 && state != 'Z' ? fopen(path, "re") : NULL;
+	if (f) {
+		n = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!buf[i])
+			buf[i] = ' ';
+	buf[n] = '\0';
+	return strstr(buf, m->run) != NULL;
+}
+
+/*
+ * The keeper died (killed, say): unmount what it left lazily, stop its
+ * children, remove RUN.
+ */
+static void clear_dead(struct mount_req *m)
+{
+	char fuse[PATH_MAX];
+	pid_t pid;
+
+	mount_path(m, fuse, "fuse");
+	if (mount_point_is(m->dir))
+		unmount_lazy(m->dir);
+	if (mount_point_is(fuse))
+		unmount_lazy(fuse); /* nbdfuse ends with it */
+	for (int i = 0; i < 2; i++) {
+		pid = read_pid(m, i ? "server.pid" : "nbdfuse.pid");
+		if (runs_in(m, pid) && kill(pid, SIGTERM) == 0 &&
+		    wait_gone(pid, 10000) < 0)
+			fprintf(stderr, "uzram: pid %d does not end\n", (int)pid);
+	}
+	mount_remove_run(m);
+	fprintf(stderr, "uzram: %s: its keeper had died; cleared what it left\n",
+		m->dir);
+}
+
+/* Create RUN/pid and lock it for the keeper (it inherits the lock). */
+static int lock_run(struct mount_req *m)
+{
+	char path[PATH_MAX];
+
+	mount_path(m, path, "pid");
+	m->pid_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (m->pid_fd < 0 || flock(m->pid_fd, LOCK_EX | LOCK_NB) < 0) {
+		fprintf(stderr, "uzram mount: %s: %s\n", path, strerror(errno));
+		if (m->pid_fd >= 0)
+			close(m->pid_fd);
+		unlink(path);
+		rmdir(m->run);
+		return -1;
+	}
+	return 0;
+}
+
 /* RUN, fresh: clear what a dead keeper left; refuse a live one. */
 static int make_run(struct mount_req *m)
 {
 	pid_t pid;
 
 	if (mkdir(m->run, 0700) == 0)
-		return 0;
-	pid = keeper_pid(m);
-	if (errno == EEXIST && pid > 0 && kill(pid, 0) == 0) {
+		return lock_run(m);
+	if (errno != EEXIST) {
+		fprintf(stderr, "uzram mount: mkdir %s: %s\n", m->run,
+			strerror(errno));
+		return -1;
+	}
+	if (keeper_alive(m)) {
+		pid = read_pid(m, "pid");
 		fprintf(stderr, "uzram mount: %s is mounted already (keeper pid %d)\n",
 			m->dir, (int)pid);
 		return -1;
 	}
-	fprintf(stderr, "uzram mount: %s: %s; `uzram umount %s` clears what "
-		"a dead mount left\n", m->run, strerror(errno), m->dir);
+	clear_dead(m);
+	if (mkdir(m->run, 0700) == 0)
+		return lock_run(m);
+	fprintf(stderr, "uzram mount: mkdir %s: %s\n", m->run, strerror(errno));
 	return -1;
 }
 
@@ -467,7 +604,7 @@ int cmd_mount(int argc, char **argv)
 		return mount_keep(&m);
 	if (pipe2(p, O_CLOEXEC) < 0 || (pid = fork()) < 0) {
 		perror("uzram mount");
-		rmdir(m.run);
+		mount_remove_run(&m);
 		return 1;
 	}
 	if (pid == 0) {
@@ -479,6 +616,7 @@ int cmd_mount(int argc, char **argv)
 		_exit(mount_keep(&m));
 	}
 	close(p[1]);
+	close(m.pid_fd); /* the keeper's copy holds the lock */
 	while ((r = (int)read(p[0], &c, 1)) < 0 && errno == EINTR)
 		;
 	close(p[0]);
@@ -489,26 +627,9 @@ int cmd_mount(int argc, char **argv)
 	return WIFEXITED(ws) && WEXITSTATUS(ws) ? WEXITSTATUS(ws) : 1;
 }
 
-/* Wait for a process that is not our child to end; 0, or -1 at timeout. */
-static int wait_gone(pid_t pid, int ms)
-{
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-
-	if (fd >= 0) {
-		struct pollfd pf = { .fd = fd, .events = POLLIN };
-		int r = poll(&pf, 1, ms);
-
-		close(fd);
-		return r == 1 ? 0 : -1;
-	}
-	return errno == ESRCH ? 0 : -1;
-}
 
 static int umount_dir(const struct mount_req *m, const char *via)
 {
-	pid_t pid;
-	int ws;
-
 	if (geteuid() == 0) {
 		if (umount2(m->dir, 0) == 0)
 			return 0;
@@ -520,15 +641,7 @@ static int umount_dir(const struct mount_req *m, const char *via)
 			m->dir);
 		return -1;
 	}
-	pid = fork();
-	if (pid == 0) {
-		execlp("fusermount3", "fusermount3", "-u", m->dir, (char *)NULL);
-		_exit(127);
-	}
-	if (pid < 0 || waitpid(pid, &ws, 0) < 0 || !WIFEXITED(ws) ||
-	    WEXITSTATUS(ws))
-		return -1; /* fusermount3 said why */
-	return 0;
+	return fusermount("-u", m->dir);
 }
 
 int cmd_umount(int argc, char **argv)
@@ -548,8 +661,12 @@ int cmd_umount(int argc, char **argv)
 	}
 	if (runtime_dir(&m, "uzram umount") < 0)
 		return 1;
-	pid = keeper_pid(&m);
-	if (pid <= 0 || kill(pid, 0) < 0) {
+	pid = read_pid(&m, "pid");
+	if (!keeper_alive(&m)) {
+		if (access(m.run, F_OK) == 0) {
+			clear_dead(&m);
+			return 0;
+		}
 		fprintf(stderr, "uzram umount: %s is not mounted by uzram mount\n",
 			argv[1]);
 		return 1;

@@ -35,6 +35,7 @@ struct mount_req {
 
 	/* The keeper's state: what is built, so teardown knows what to undo. */
 	int notify_fd;               /* to the waiting parent, or -1 */
+	int pid_fd;                  /* RUN/pid, flock()ed while the keeper lives */
 	int log_fd;                  /* RUN/log: the children's stderr */
 	pid_t server, nbdfuse, fuse2fs;
 	int loop_fd;                 /* held until ext4 holds the loop */
@@ -47,6 +48,9 @@ void mount_path(const struct mount_req *m, char *out, const char *name);
 
 /* Whether path is a mount point in this mount namespace. */
 bool mount_point_is(const char *path);
+
+/* Remove RUN and the files the keeper makes in it. */
+void mount_remove_run(const struct mount_req *m);
 
 /*
  * The keeper: build the stack, tell notify_fd once DIR is usable, wait for

@@ -465,11 +465,26 @@ static void wait_unmount(struct mount_req *m, int sfd)
 		close(mfd);
 }
 
+void mount_remove_run(const struct mount_req *m)
+{
+	static const char *const files[] = { "nbdfuse.pid", "server.pid", "via",
+					     "pid", "dir", "log" };
+	char path[PATH_MAX];
+
+	mount_path(m, path, "fuse");
+	rmdir(path);
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		mount_path(m, path, files[i]);
+		unlink(path);
+	}
+	if (rmdir(m->run) < 0)
+		fprintf(stderr, "uzram mount: rmdir %s: %s\n", m->run,
+			strerror(errno));
+}
+
 /* Undo what is built, top down. Safe on a half-built stack. */
 static void teardown(struct mount_req *m)
 {
-	static const char *const files[] = { "nbdfuse.pid", "via", "pid",
-					     "dir", "log" };
 	char path[PATH_MAX];
 	char *argv[] = { "fusermount3", "-u", path, NULL };
 
@@ -499,14 +514,7 @@ static void teardown(struct mount_req *m)
 	if (m->server)
 		kill(m->server, SIGTERM);
 	stop_child(&m->server, STOP_MS);
-	rmdir(path);
-	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-		mount_path(m, path, files[i]);
-		unlink(path);
-	}
-	if (rmdir(m->run) < 0)
-		fprintf(stderr, "uzram mount: rmdir %s: %s\n", m->run,
-			strerror(errno));
+	mount_remove_run(m);
 }
 
 static int write_file(struct mount_req *m, const char *name, const char *text)
@@ -528,11 +536,14 @@ static int build(struct mount_req *m)
 {
 	char pid[32], path[PATH_MAX];
 
-	snprintf(pid, sizeof pid, "%d\n", (int)getpid());
-	if (write_file(m, "pid", pid) < 0 || write_file(m, "dir", m->dir) < 0 ||
+	if (dprintf(m->pid_fd, "%d\n", (int)getpid()) < 0 ||
+	    write_file(m, "dir", m->dir) < 0 ||
 	    write_file(m, "via", m->via == VIA_LOOP ? "loop\n" : "fuse\n") < 0)
 		return -1;
-	if (start_server(m) < 0 || start_nbdfuse(m) < 0)
+	if (start_server(m) < 0)
+		return -1;
+	snprintf(pid, sizeof pid, "%d\n", (int)m->server);
+	if (write_file(m, "server.pid", pid) < 0 || start_nbdfuse(m) < 0)
 		return -1;
 	if (m->via == VIA_LOOP ? build_loop(m) < 0 : build_fuse(m) < 0)
 		return -1;

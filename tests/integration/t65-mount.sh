@@ -7,7 +7,8 @@
 # mount, no loop device, no process, no runtime directory or socket.
 # Faults: DIR not empty, not a directory, missing; no FUSE and no loop
 # device (through the test hooks UZRAM_DEV_FUSE and UZRAM_LOOP_CONTROL);
-# --mem-limit reached: ENOSPC to the writer, a clean file system after.
+# --mem-limit reached: ENOSPC to the writer, a clean file system after; the
+# keeper killed: uzram umount clears what it left.
 source "$(dirname "$0")/functions.sh"
 require nbdfuse mkfs.ext4 e2fsck fuse2fs fusermount3 tar setpriv losetup
 real_server || skip_all "uzram mount is a uzram command"
@@ -223,6 +224,21 @@ if ((EUID == 0)); then
 	assert_eq "$(json_get "$T/stat.json" "j['failed_writes']")" 0 \
 		"writes the device refused"
 	fsck_after_umount umount "$T/lim"
+	assert_nothing_left
+
+	step "a keeper killed: uzram umount clears what it left"
+	mkdir "$T/dead"
+	mount_fs "$T/dead" --size 32M
+	kill -KILL "$KEEPER"
+	wait_gone "$KEEPER" || fail "keeper $KEEPER survived SIGKILL"
+	um umount "$T/dead" 2>"$T/umount.err" ||
+		fail "uzram umount after the keeper died: $(cat "$T/umount.err")"
+	grep -q "keeper had died" "$T/umount.err" ||
+		fail "no word of the dead keeper: $(cat "$T/umount.err")"
+	for ((i = 0; i < 100; i++)); do
+		[[ -z $(pgrep -f "$T/" || true) ]] && break
+		sleep 0.1
+	done
 	assert_nothing_left
 
 	step "unprivileged: a user with /dev/fuse and fusermount3"
