@@ -226,6 +226,21 @@ if ((EUID == 0)); then
 	fsck_after_umount umount "$T/lim"
 	assert_nothing_left
 
+	step "-f: in the foreground until uzram umount, then exit status 0"
+	mkdir "$T/fg"
+	"${SANITIZER_RUN[@]}" "$UZRAM" mount "$T/fg" --size 32M -f \
+		2>"$T/fg.err" &
+	fg=$!
+	on_exit _unmount "$T/fg"
+	wait_for 10 "the -f mount" is_mounted "$T/fg"
+	cp "$TAR" "$T/fg/files.tar"
+	cmp "$TAR" "$T/fg/files.tar"
+	um umount "$T/fg"
+	rc=0
+	wait "$fg" || rc=$?
+	((rc == 0)) || fail "uzram mount -f exited $rc: $(cat "$T/fg.err")"
+	assert_nothing_left
+
 	step "a keeper killed: uzram umount clears what it left"
 	mkdir "$T/dead"
 	mount_fs "$T/dead" --size 32M
