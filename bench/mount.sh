@@ -9,8 +9,9 @@
 #
 # the seconds of: untar TAR + sync; `find -type f | xargs cat` after
 # dropping the page cache; rm -rf + sync. And the memory each holds for the
-# files after the untar: tmpfs: df's used; uzram: mem_used_total of
-# `uzram stat --mount`; zram: mem_used_total of mm_stat. Both compressed
+# files after the untar, and after the rm (what discard gave back): tmpfs:
+# df's used; uzram: mem_used_total of `uzram stat --mount`; zram:
+# mem_used_total of mm_stat. Both compressed
 # devices use lz4 and the same ext4 options (no journal, as uzram mount).
 #
 # Run as root (make bench-mount). TAR defaults to the test corpus's
@@ -70,7 +71,7 @@ untar()
 # one NAME DIR MEM-CMD [PREFIX...]: time the three steps on DIR, mounted.
 one()
 {
-	local name=$1 dir=$2 memcmd=$3 t0 t1 t2 t3 t4 mem
+	local name=$1 dir=$2 memcmd=$3 t0 t1 t2 t3 t4 mem mem_rm
 	shift 3
 	t0=$(now)
 	untar "$dir" "$@"
@@ -86,9 +87,11 @@ one()
 		-exec rm -rf {} +
 	"$@" sync
 	t4=$(now)
-	printf '%-12s %8s %8s %8s %10.1f\n' "$name" "$(secs "$t0" "$t1")" \
+	mem_rm=$($memcmd "$dir")
+	printf '%-12s %8s %8s %8s %10.1f %10.1f\n' "$name" "$(secs "$t0" "$t1")" \
 		"$(secs "$t2" "$t3")" "$(secs "$t3" "$t4")" \
-		"$(python3 -c "print($mem / 1048576)")"
+		"$(python3 -c "print($mem / 1048576)")" \
+		"$(python3 -c "print($mem_rm / 1048576)")"
 }
 
 mem_df() { df -B1 --output=used "$1" | tail -n 1; }
@@ -101,7 +104,8 @@ mem_uzram()
 mem_zram() { awk '{print $3}' "/sys/block/$zram/mm_stat"; }
 
 echo "bench/mount.sh: $TAR ($((tar_bytes / 1048576)) MiB), devices of $((SIZE / 1048576)) MiB"
-printf '%-12s %8s %8s %8s %10s\n' "" "untar+s" "cat s" "rm s" "mem MiB"
+printf '%-12s %8s %8s %8s %10s %10s\n' "" "untar+s" "cat s" "rm s" "mem MiB" \
+	"after rm"
 
 mkdir "$W/fs"
 mount -t tmpfs -o size="$SIZE" tmpfs "$W/fs"
