@@ -203,7 +203,25 @@ if ((EUID == 0)); then
 	grep -q "the kernel's ext4 on a loop device" "$T/mount.err" ||
 		fail "the path taken is not named: $(cat "$T/mount.err")"
 
-	step "root: the same, ended by a plain umount"
+	step "root: --mode 1777 lets another user write, read back with O_DIRECT"
+	mkdir "$T/tmp"
+	mount_fs "$T/tmp" --size 32M --mode 1777
+	head -c $((2 * MiB)) "$CORPUS/heap-python.core" >"$T/core2"
+	chmod 644 "$T/core2"
+	chmod 711 "$T"
+	setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		sh -c "cp '$T/core2' '$T/tmp/by-nobody' && sync" ||
+		fail "user nobody cannot write into a --mode 1777 mount"
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		dd if="$T/tmp/by-nobody" iflag=direct bs=64K status=none >"$T/back2"
+	assert_same_data "$T/core2" "$T/back2"
+	assert_eq "$(stat -c %U "$T/tmp/by-nobody")" nobody "owner of the new file"
+	um umount "$T/tmp"
+	assert_nothing_left
+
+	step "root: the same round, ended by a plain umount"
 	the_round "$T/root2" plain
 
 	step "root: --mem-limit: ENOSPC to the writer, then a clean file system"
@@ -271,6 +289,8 @@ if ((EUID == 0)); then
 	UZRAM_RUNTIME_DIR=$T/nb/run
 	as test -x "$UZRAM" || skip_all "user nobody cannot run $UZRAM"
 else
+	[[ -r /dev/fuse && -w /dev/fuse ]] ||
+		skip_all "the unprivileged part needs /dev/fuse read-write"
 	mkdir -m 700 "$T/nb" "$T/nb/run"
 	UZRAM_RUNTIME_DIR=$T/nb/run
 fi
