@@ -41,6 +41,7 @@ struct mount_req {
 	int loop_fd;                 /* held until ext4 holds the loop */
 	char loop_dev[32];
 	bool mounted;                /* DIR is mounted */
+	bool lost;                   /* the device went away under DIR */
 };
 
 /* RUN/NAME into out (PATH_MAX bytes). */

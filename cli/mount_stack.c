@@ -60,7 +60,9 @@ static void msleep(int ms)
 
 /*
  * Start argv[0] (looked up in PATH) with stdin /dev/null, stdout on out_fd
- * (the log if -1), stderr on the log, and default signal handling.
+ * (the log if -1), stderr on the log, and default signal handling, in a
+ * process group of its own: a Ctrl-C meant for `uzram mount -f` must reach
+ * only the keeper, which unmounts before it stops the children.
  * Returns the pid, or 0 with a message.
  */
 static pid_t spawn(struct mount_req *m, char *const argv[], int out_fd)
@@ -80,8 +82,10 @@ static pid_t spawn(struct mount_req *m, char *const argv[], int out_fd)
 	posix_spawnattr_init(&attr);
 	posix_spawnattr_setsigmask(&attr, &none);
 	posix_spawnattr_setsigdefault(&attr, &def);
+	posix_spawnattr_setpgroup(&attr, 0);
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK |
-					POSIX_SPAWN_SETSIGDEF);
+					POSIX_SPAWN_SETSIGDEF |
+					POSIX_SPAWN_SETPGROUP);
 	err = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
 	posix_spawnattr_destroy(&attr);
 	posix_spawn_file_actions_destroy(&fa);
@@ -432,6 +436,7 @@ static void child_ended(struct mount_req *m, pid_t pid, int ws)
 	}
 	fprintf(stderr, "uzram mount: %s ended (status %#x) while %s is mounted; "
 		"its files are lost, unmount it\n", who, ws, m->dir);
+	m->lost = true;
 	*(pid == m->server ? &m->server : &m->nbdfuse) = 0;
 }
 
@@ -617,5 +622,5 @@ int mount_keep(struct mount_req *m)
 	}
 	wait_unmount(m, sfd);
 	close(sfd);
-	return teardown(m) < 0 ? 1 : 0;
+	return teardown(m) < 0 || m->lost ? 1 : 0;
 }

@@ -259,6 +259,18 @@ if ((EUID == 0)); then
 	((rc == 0)) || fail "uzram mount -f exited $rc: $(cat "$T/fg.err")"
 	assert_nothing_left
 
+	step "-f: Ctrl-C (SIGINT to its process group) unmounts and ends it all"
+	setsid "${SANITIZER_RUN[@]}" "$UZRAM" mount "$T/fg" --size 32M -f \
+		2>"$T/fg.err" &
+	fg=$!
+	wait_for 10 "the -f mount" is_mounted "$T/fg"
+	cp "$TAR" "$T/fg/files.tar"
+	kill -INT -- -"$fg"
+	rc=0
+	wait "$fg" || rc=$?
+	((rc == 0)) || fail "uzram mount -f exited $rc after SIGINT: $(cat "$T/fg.err")"
+	assert_nothing_left
+
 	step "a keeper killed: uzram umount clears what it left"
 	mkdir "$T/dead"
 	mount_fs "$T/dead" --size 32M
