@@ -24,7 +24,12 @@ static const struct {
 	  "              [--socket PATH | --tcp HOST:PORT] [--export NAME]\n"
 	  "              [--read-only] [--max-connections N] [--cluster 4K..64K]\n"
 	  "              [--recomp-algorithm ALGO[:LEVEL]]... [--run 'COMMAND']" },
-	{ "stat", cmd_stat, "stat [--socket PATH] [--json]" },
+	{ "mount", cmd_mount,
+	  "mount DIR [--size S] [--algorithm A] [--level N] [--mem-limit M]\n"
+	  "              [--cluster 4K..64K] [--fs ext4] [-o OPTIONS] [--uid U]\n"
+	  "              [--gid G] [--mode M] [--via loop|fuse] [-f]" },
+	{ "umount", cmd_umount, "umount DIR" },
+	{ "stat", cmd_stat, "stat [--socket PATH | --mount DIR] [--json]" },
 	{ "ctl", cmd_ctl,
 	  "ctl [--socket PATH] compact | mem-limit SIZE | reset-max | idle\n"
 	  "            | recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]" },

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,7 +254,7 @@ bad_value:
 
 static void stat_usage(FILE *f)
 {
-	fprintf(f, "usage: uzram stat [--socket PATH] [--json]\n");
+	fprintf(f, "usage: uzram stat [--socket PATH | --mount DIR] [--json]\n");
 }
 
 static void ctl_usage(FILE *f)
@@ -272,14 +273,16 @@ static void ctl_usage(FILE *f)
 }
 
 /*
- * The options of stat and ctl: --socket PATH and --help, and --json where
- * json is not NULL. Returns -1 to go on, or the exit status.
+ * The options of stat and ctl: --socket PATH (or --mount DIR, a directory
+ * of `uzram mount`) and --help, and --json where json is not NULL. Returns
+ * -1 to go on, or the exit status.
  */
 static int client_options(int argc, char **argv, void (*usage)(FILE *),
 			  const char **path, bool *json)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 'S' },
+		{ "mount", required_argument, NULL, 'M' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -289,6 +292,12 @@ static int client_options(int argc, char **argv, void (*usage)(FILE *),
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (o == 'S') {
 			*path = optarg;
+		} else if (o == 'M') {
+			static char sock[PATH_MAX];
+
+			if (mount_socket_path(optarg, sock, sizeof sock) < 0)
+				return 1;
+			*path = sock;
 		} else if (o == 'j' && json) {
 			*json = true;
 		} else if (o == 'h') {
