@@ -21,10 +21,14 @@ static const struct {
 	  "serve [--size 1G] [--algorithm lz4] [--level N] [--mem-limit M]\n"
 	  "              [--socket PATH | --tcp HOST:PORT] [--export NAME]\n"
 	  "              [--read-only] [--max-connections N] [--cluster 4K..64K]\n"
-	  "              [--recomp-algorithm ALGO[:LEVEL]]... [--run 'COMMAND']" },
-	{ "stat", cmd_stat, "stat [--socket PATH] [--json]" },
+	  "              [--recomp-algorithm ALGO[:LEVEL]]... [--run 'COMMAND']\n"
+	  "              [--ctl-socket PATH] [--tls=off|on|require]\n"
+	  "              [--tls-psk FILE | --tls-certificates DIR [--tls-verify-peer]]" },
+	{ "stat", cmd_stat,
+	  "stat [--socket PATH | --tcp [HOST:]PORT | --ctl-socket PATH] [--json]" },
 	{ "ctl", cmd_ctl,
-	  "ctl [--socket PATH] compact | mem-limit SIZE | reset-max | idle\n"
+	  "ctl [--socket PATH | --tcp [HOST:]PORT | --ctl-socket PATH]\n"
+	  "            compact | mem-limit SIZE | reset-max | idle\n"
 	  "            | recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]" },
 };
 
