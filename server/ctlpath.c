@@ -117,12 +117,15 @@ int ctl_path_find(const char *ctl_socket, const char *socket_path,
 	char dir[PATH_MAX];
 	int w;
 
+	if (!ctl_socket && !socket_path && strchr(tcp_port, '/')) {
+		fprintf(stderr, "%s: bad port '%s'\n", who, tcp_port);
+		return -1;
+	}
 	if (ctl_socket)
 		w = snprintf(out, n, "%s", ctl_socket);
 	else if (socket_path)
 		w = snprintf(out, n, "%s.ctl", socket_path);
-	else if (strchr(tcp_port, '/') ||
-		 run_dir(dir, sizeof dir, create, who) < 0)
+	else if (run_dir(dir, sizeof dir, create, who) < 0)
 		return -1;
 	else
 		w = snprintf(out, n, "%s/tcp-%s.ctl", dir, tcp_port);

@@ -439,6 +439,7 @@ static bool loopback(const struct sockaddr *a)
 	return false;
 }
 
+/* plaintext: clients may skip TLS, so warn off loopback. */
 static int listen_tcp(const char *host, const char *port, bool plaintext)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
@@ -464,9 +465,9 @@ static int listen_tcp(const char *host, const char *port, bool plaintext)
 		fd = -1;
 	}
 	if (fd >= 0 && plaintext && !loopback(a->ai_addr))
-		fprintf(stderr, "uzram serve: warning: serving %s:%s without TLS: "
-			"anyone who can reach it can read and write the device "
-			"(see --tls)\n", host, port);
+		fprintf(stderr, "uzram serve: warning: serving %s:%s without "
+			"--tls=require: anyone who can reach it can read and "
+			"write the device\n", host, port);
 	freeaddrinfo(ai);
 	if (fd < 0)
 		fprintf(stderr, "uzram serve: cannot listen on %s:%s: %s\n",
@@ -628,7 +629,8 @@ int nbd_server_run(const struct nbd_server_config *cfg)
 			  cfg->tcp_port, true, "uzram serve", srv.ctl_path,
 			  sizeof srv.ctl_path) < 0)
 		goto out;
-	lfd = tcp ? listen_tcp(cfg->tcp_host, cfg->tcp_port, !cfg->export.tls)
+	lfd = tcp ? listen_tcp(cfg->tcp_host, cfg->tcp_port,
+				     !nbd_tls_required(cfg->export.tls))
 		  : listen_unix(srv.sock_path);
 	if (lfd < 0)
 		goto out;

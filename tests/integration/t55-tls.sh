@@ -8,7 +8,7 @@
 # wrong PSK, an unknown user, a server certificate from another CA and,
 # with --tls-verify-peer, a client certificate from another CA or none are
 # refused, and the server goes on serving; bad --tls options are refused;
-# a TCP server on a non-loopback address without TLS warns.
+# a TCP server on a non-loopback address without --tls=require warns.
 source "$(dirname "$0")/functions.sh"
 require nbdinfo nbdcopy qemu-img psktool certtool python3 unshare
 real_server || skip_all "TLS needs the real server"
@@ -252,12 +252,16 @@ assert_eq "$(nbdinfo --size "nbds+unix://alice@/?socket=${SOCK[u]}&tls-psk-file=
 assert_fails "plaintext on a TLS-only Unix socket" nbdinfo --size "${URI[u]}"
 stop_server u
 
-step "a non-loopback address without TLS warns (in a private network namespace)"
+step "a non-loopback address without --tls=require warns (in a private network namespace)"
 # All interfaces of a fresh namespace: nothing outside it can connect.
 unshare --net "${SANITIZER_RUN[@]}" "$UZRAM" serve --size 1M --tcp 0.0.0.0:15314 --run true \
 	>/dev/null 2>"$T/warn.err" || fail "serve --tcp 0.0.0.0: $(cat "$T/warn.err")"
-grep -q "warning: serving 0.0.0.0:15314 without TLS" "$T/warn.err" ||
+grep -q "warning: serving 0.0.0.0:15314 without --tls=require" "$T/warn.err" ||
 	fail "no warning for 0.0.0.0 without TLS: $(cat "$T/warn.err")"
+unshare --net "${SANITIZER_RUN[@]}" "$UZRAM" serve --size 1M --tcp 0.0.0.0:15314 --run true \
+	--tls=on --tls-psk "$T/psk/keys.psk" >/dev/null 2>"$T/warn.err"
+grep -q "warning: serving 0.0.0.0:15314 without --tls=require" "$T/warn.err" ||
+	fail "no warning for 0.0.0.0 with --tls=on: $(cat "$T/warn.err")"
 unshare --net "${SANITIZER_RUN[@]}" "$UZRAM" serve --size 1M --tcp 0.0.0.0:15314 --run true \
 	--tls=require --tls-psk "$T/psk/keys.psk" >/dev/null 2>"$T/warn.err"
 ! grep -q warning "$T/warn.err" || fail "warned with TLS: $(cat "$T/warn.err")"
