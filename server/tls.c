@@ -23,19 +23,23 @@
  * Large replies: GnuTLS sends at most one record (16 KiB) per
  * gnutls_record_send(). tls_sendv() corks the session, adds the pieces of a
  * reply frame and uncorks every TLS_FLUSH bytes, so a small header goes in
- * the same record as the payload after it, and the session never holds
- * more than about TLS_FLUSH bytes of a 32 MiB reply.
+ * the same record as the payload after it, several records go out in one
+ * writev(), and the session never holds more than about TLS_FLUSH bytes of
+ * a 32 MiB reply. (nbdcopy reading 3 x 256 MiB with PSK, server CPU time,
+ * two runs each on a loaded 2-core VM: flushing every 16 KiB 3.39-3.41 s,
+ * 64 KiB 2.89-3.08 s, 256 KiB 2.93-3.08 s.)
  *
  * Errors are logged on stderr with GnuTLS's message, except a client that
  * simply went away.
  */
 #include <errno.h>
 #include <limits.h>
+#include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <gnutls/gnutls.h>
@@ -43,7 +47,7 @@
 
 #include "server.h"
 
-#define TLS_FLUSH (16u << 10)
+#define TLS_FLUSH (64u << 10)
 #define PSK_PRIORITY "NORMAL:+ECDHE-PSK:+DHE-PSK:+PSK"
 
 struct nbd_tls {
@@ -181,6 +185,24 @@ static int pull_timeout(gnutls_transport_ptr_t p, unsigned int ms)
 	return poll(&pf, 1, ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : (int)ms);
 }
 
+/* Log a TLS failure on c, naming the client's address. */
+static void conn_tls_fail(const struct nbd_conn *c, const char *what, int err)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof ss;
+	char host[NI_MAXHOST] = "a client", port[NI_MAXSERV] = "";
+
+	if (getpeername(c->in_fd, (struct sockaddr *)&ss, &len) == 0 &&
+	    (ss.ss_family == AF_INET || ss.ss_family == AF_INET6))
+		(void)getnameinfo((struct sockaddr *)&ss, len, host, sizeof host,
+				  port, sizeof port,
+				  NI_NUMERICHOST | NI_NUMERICSERV);
+	else if (len && ss.ss_family == AF_UNIX)
+		snprintf(host, sizeof host, "a Unix socket client");
+	fprintf(stderr, "uzram serve: %s with %s%s%s: %s\n", what, host,
+		port[0] ? " port " : "", port, gnutls_strerror(err));
+}
+
 /* A client that closed the connection, as opposed to a TLS failure. */
 static bool client_left(int r)
 {
@@ -236,8 +258,8 @@ int tls_session_start(struct nbd_conn *c)
 	while (r == GNUTLS_E_INTERRUPTED ||
 	       (r < 0 && r != GNUTLS_E_AGAIN && !gnutls_error_is_fatal(r)));
 	if (r < 0) {
-		tls_fail("TLS handshake failed", NULL,
-			 r == GNUTLS_E_AGAIN ? GNUTLS_E_TIMEDOUT : r);
+		conn_tls_fail(c, "TLS handshake failed",
+			      r == GNUTLS_E_AGAIN ? GNUTLS_E_TIMEDOUT : r);
 		gnutls_deinit(s);
 		return -1;
 	}
@@ -259,7 +281,7 @@ ssize_t tls_recv(struct nbd_conn *c, void *dst, size_t n)
 		return -1;
 	}
 	if (!client_left((int)r))
-		tls_fail("TLS receive", NULL, (int)r);
+		conn_tls_fail(c, "TLS receive failed", (int)r);
 	return r == GNUTLS_E_PREMATURE_TERMINATION ? 0 : -1;
 }
 
@@ -269,7 +291,7 @@ static int flush(struct nbd_conn *c)
 
 	if (r < 0) {
 		if (!client_left((int)r))
-			tls_fail("TLS send", NULL, (int)r);
+			conn_tls_fail(c, "TLS send failed", (int)r);
 		return -1;
 	}
 	return 0;
@@ -291,7 +313,8 @@ int tls_sendv(struct nbd_conn *c, const struct iovec *iov, int iovcnt)
 
 			if (r < 0) {
 				(void)gnutls_record_uncork(c->tls, 0);
-				return tls_fail("TLS send", NULL, (int)r);
+				conn_tls_fail(c, "TLS send failed", (int)r);
+				return -1;
 			}
 			p += r;
 			left -= (size_t)r;
