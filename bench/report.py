@@ -464,7 +464,7 @@ def markdown(R, chart_rel):
     w("- software: %s, %s, libnbd %s, lz4 %s, zstd %s, gcc %s, %s (git %s)"
       % (E.get("fio"), E.get("nbdkit"), (E.get("libnbd") or "").replace("libnbd ", ""),
          E.get("lz4"), E.get("zstd"), E.get("gcc"), E.get("uzram"), E.get("git")))
-    w("- data: the corpus of ../shared/bench/make-corpus.sh, all real data: %s MiB of "
+    w("- data: the corpus of scripts/corpus.sh (or make bench CORPUS=DIR), all real data: %s MiB of "
       "files.tar (installed binaries, headers, docs) at device offset 0 and %s MiB of "
       "heap-python.core (a Python process image) right after it, on a 2 GiB device"
       % (E.get("corpus_tar_mib"), E.get("corpus_core_mib")))

@@ -4,13 +4,20 @@
 # allocator in the same run. Prints a table and writes
 # bench/out/cluster.json. About five minutes; the zram row needs root.
 
-CLUSTER_CORPUS ?= $(abspath build/bench-corpus)
+# CORPUS=DIR: a corpus folder of one's own instead (see the Makefile).
 
 .PHONY: bench-cluster
 
-$(CLUSTER_CORPUS)/MANIFEST:
-	bash $(SHARED)/bench/make-corpus.sh $(CLUSTER_CORPUS) 512 >/dev/null
+ifeq ($(CORPUS),)
+CLUSTER_CORPUS := $(abspath build/bench-corpus)
+CLUSTER_READY := $(CLUSTER_CORPUS)/MANIFEST
+$(CLUSTER_READY):
+	bash scripts/corpus.sh $(CLUSTER_CORPUS) 512 >/dev/null
+else
+CLUSTER_CORPUS := $(CORPUS_DIR)
+CLUSTER_READY := $(CORPUS_READY)
+endif
 
-bench-cluster: all deps-bench $(CLUSTER_CORPUS)/MANIFEST
+bench-cluster: all deps-bench $(CLUSTER_READY)
 	bash bench/cluster.sh $(abspath $(BUILD)/uzram) $(CLUSTER_CORPUS) \
 		$(abspath bench/out/cluster.json)
