@@ -153,6 +153,18 @@ corpus-given:
 	done
 endif
 
+# The benchmarks' corpus, 512 MiB of files.tar (bench-cluster, bench-dict;
+# make bench's driver makes the same one itself), or CORPUS=DIR.
+ifeq ($(CORPUS),)
+BENCH_CORPUS_DIR := $(abspath build/bench-corpus)
+BENCH_CORPUS_READY := $(BENCH_CORPUS_DIR)/MANIFEST
+$(BENCH_CORPUS_READY):
+	bash scripts/corpus.sh $(BENCH_CORPUS_DIR) 512 >/dev/null
+else
+BENCH_CORPUS_DIR := $(CORPUS_DIR)
+BENCH_CORPUS_READY := $(CORPUS_READY)
+endif
+
 $(CORPUS_ALT_DIR)/MANIFEST:
 	CORPUS_DIRS="usr/share usr/lib" CORPUS_SEED=11 \
 		bash scripts/corpus.sh $(CORPUS_ALT_DIR) 12 >/dev/null

@@ -20,7 +20,8 @@ static void serve_usage(void)
 		"usage: uzram serve [--size 1G] [--algorithm lz4] [--level N] [--mem-limit M]\n"
 		"                   [--socket PATH | --tcp HOST:PORT] [--export NAME]\n"
 		"                   [--read-only] [--max-connections N] [--cluster 4K..64K]\n"
-		"                   [--recomp-algorithm ALGO[:LEVEL]]... [--run 'COMMAND']\n"
+		"                   [--recomp-algorithm ALGO[:LEVEL][:dict=FILE]]...\n"
+		"                   [--dict FILE] [--run 'COMMAND']\n"
 		"                   [--ctl-socket PATH] [--tls=off|on|require\n"
 		"                   (--tls-psk FILE | --tls-certificates DIR [--tls-verify-peer])]\n"
 		"  --ctl-socket: the control socket for `uzram stat` and `uzram ctl`\n"
@@ -30,6 +31,8 @@ static void serve_usage(void)
 		"         --tls-certificates (ca-cert.pem, server-cert.pem, server-key.pem)\n"
 		"  --recomp-algorithm: a secondary algorithm for `uzram ctl recompress`\n"
 		"         (priority 1, 2, 3 in the order given)\n"
+		"  --dict: a dictionary for the algorithm (lz4, zstd), as zram's\n"
+		"         algorithm_params dict=\n"
 		"  --run: run COMMAND with sh -c once the server listens, with $uri set;\n"
 		"         stop when it exits, with its exit status\n");
 }
@@ -124,6 +127,7 @@ int cmd_serve(int argc, char **argv)
 		{ "tls-certificates", required_argument, NULL, 'K' },
 		{ "tls-psk", required_argument, NULL, 'P' },
 		{ "tls-verify-peer", no_argument, NULL, 'V' },
+		{ "dict", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -137,7 +141,13 @@ int cmd_serve(int argc, char **argv)
 	struct uzram *dev = NULL;
 	unsigned long long v;
 	char desc[256], *tcp = NULL;
-	struct { const char *name; int level; } recomp[UZRAM_MAX_RECOMP];
+	struct {
+		const char *name, *dict;
+		int level;
+	} recomp[UZRAM_MAX_RECOMP];
+	const char *dict_path = NULL;
+	void *dict = NULL;
+	size_t dict_len = 0;
 	int o, r, idx = 0, nrecomp = 0;
 
 	uzram_config_init(&cfg);
@@ -203,8 +213,9 @@ int cmd_serve(int argc, char **argv)
 					"--recomp-algorithm\n", UZRAM_MAX_RECOMP);
 				return 2;
 			}
-			if (parse_algo_level(optarg, &recomp[nrecomp].name,
-					     &recomp[nrecomp].level) < 0)
+			if (parse_algo_spec(optarg, &recomp[nrecomp].name,
+					    &recomp[nrecomp].level,
+					    &recomp[nrecomp].dict) < 0)
 				goto bad_value;
 			nrecomp++;
 			break;
@@ -223,6 +234,9 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case 'V':
 			tc.verify_peer = true;
+			break;
+		case 'D':
+			dict_path = optarg;
 			break;
 		case 'h':
 			serve_usage();
@@ -256,7 +270,16 @@ int cmd_serve(int argc, char **argv)
 	if (tc.mode != NBD_TLS_OFF && !(tls = nbd_tls_new(&tc)))
 		return 1;
 	sc.export.tls = tls;
+	if (dict_path) {
+		if (read_dict("serve", dict_path, &dict, &dict_len)) {
+			nbd_tls_free(tls);
+			return 1;
+		}
+		cfg.dict = dict;
+		cfg.dict_size = dict_len;
+	}
 	r = uzram_open(&cfg, &dev);
+	free(dict);
 	if (r < 0) {
 		fprintf(stderr, "uzram serve: cannot create the device: %s%s%s\n",
 			uzram_strerror(r), *uzram_last_error() ? ": " : "",
@@ -267,6 +290,16 @@ int cmd_serve(int argc, char **argv)
 	for (int i = 0; i < nrecomp; i++) {
 		r = uzram_add_recomp_algorithm(dev, recomp[i].name,
 					       recomp[i].level);
+		if (r > 0 && recomp[i].dict) {
+			if (read_dict("serve", recomp[i].dict, &dict,
+				      &dict_len)) {
+				uzram_close(dev);
+				nbd_tls_free(tls);
+				return 1;
+			}
+			r = uzram_set_dictionary(dev, r, dict, dict_len, 0);
+			free(dict);
+		}
 		if (r < 0) {
 			fprintf(stderr, "uzram serve: --recomp-algorithm: %s\n",
 				uzram_last_error());

@@ -100,9 +100,8 @@ UZRAM_API void uzram_config_init(struct uzram_config *cfg);
  *   -EINVAL  cfg or devp is NULL, cfg->struct_size is not one this library
  *            knows, the size is 0 or above 16 TiB, the cluster size is not
  *            0 or a power of two from 4096 to 65536, the level is out of
- *            the codec's range, or the dictionary is a zstd dictionary
- *            that libzstd refuses;
- *   -ERANGE  the dictionary size is outside 256 B..1 MiB;
+ *            the codec's range, the dictionary size is outside 256 B to
+ *            1 MiB, or it is a zstd dictionary that libzstd refuses;
  *   -EOPNOTSUPP  a dictionary for an algorithm that takes none;
  *   -ENOENT  the algorithm is unknown; uzram_last_error() lists known ones;
  *   -ENOMEM  memory for the page table could not be reserved.
@@ -330,8 +329,8 @@ UZRAM_API long uzram_compact(struct uzram *dev);
  * (NULL, 0). New objects of that priority use it at once.
  * Returns 0, or:
  *   -EINVAL  NULL device, no algorithm of that priority, unknown flags,
- *            or a zstd dictionary that libzstd refuses;
- *   -ERANGE  len is not 0 and outside 256 B..1 MiB;
+ *            len not 0 and outside 256 B..1 MiB, or a zstd dictionary
+ *            that libzstd refuses;
  *   -EOPNOTSUPP  the algorithm takes no dictionary (lz4hc, deflate);
  *   -EBUSY   objects made with the dictionary before the current one are
  *            still stored, and UZRAM_DICT_REENCODE was not given;

@@ -8,16 +8,6 @@
 
 .PHONY: bench-cluster
 
-ifeq ($(CORPUS),)
-CLUSTER_CORPUS := $(abspath build/bench-corpus)
-CLUSTER_READY := $(CLUSTER_CORPUS)/MANIFEST
-$(CLUSTER_READY):
-	bash scripts/corpus.sh $(CLUSTER_CORPUS) 512 >/dev/null
-else
-CLUSTER_CORPUS := $(CORPUS_DIR)
-CLUSTER_READY := $(CORPUS_READY)
-endif
-
-bench-cluster: all deps-bench $(CLUSTER_READY)
-	bash bench/cluster.sh $(abspath $(BUILD)/uzram) $(CLUSTER_CORPUS) \
+bench-cluster: all deps-bench $(BENCH_CORPUS_READY)
+	bash bench/cluster.sh $(abspath $(BUILD)/uzram) $(BENCH_CORPUS_DIR) \
 		$(abspath bench/out/cluster.json)

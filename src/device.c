@@ -64,10 +64,10 @@ int codec_error(const char *what, const char *algorithm, int level,
 	case -EOPNOTSUPP:
 		return uzram_set_error(err, "%s: %s takes no dictionary (lz4 "
 				       "and zstd do)", what, algorithm);
-	case -ERANGE:
-		return uzram_set_error(err, "%s: a dictionary of %zu bytes is "
-				       "outside %u..%u bytes", what, dict_size,
-				       ZCOMP_DICT_MIN, ZCOMP_DICT_MAX);
+	case -ERANGE:   /* zcomp's word for a size out of range */
+		return uzram_set_error(-EINVAL, "%s: a dictionary of %zu bytes "
+				       "is outside %u..%u bytes", what,
+				       dict_size, ZCOMP_DICT_MIN, ZCOMP_DICT_MAX);
 	default:
 		return uzram_set_error(err, "%s: %s at level %d: %s", what,
 				       algorithm, level, uzram_strerror(err));
@@ -121,7 +121,8 @@ UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 				&comp);
 	atomic_store_explicit(&dev->comp[0][0], comp, memory_order_relaxed);
 	if (ret) {
-		codec_error("open", c.algorithm, c.level, c.dict_size, ret);
+		ret = codec_error("open", c.algorithm, c.level, c.dict_size,
+				  ret);
 		goto fail;
 	}
 	/* One object per cluster; a rewrite in flight holds one more until

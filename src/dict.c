@@ -334,7 +334,7 @@ UZRAM_API int uzram_train_dictionary(struct uzram *dev, int prio,
 	if (!dict_size)
 		dict_size = UZRAM_DICT_DEFAULT_SIZE;
 	if (dict_size < ZCOMP_DICT_MIN || dict_size > ZCOMP_DICT_MAX)
-		return uzram_set_error(-ERANGE, "train_dictionary: a dictionary "
+		return uzram_set_error(-EINVAL, "train_dictionary: a dictionary "
 				       "of %zu bytes is outside %u..%u bytes",
 				       dict_size, ZCOMP_DICT_MIN, ZCOMP_DICT_MAX);
 	cur = prio_codec(dev, prio, "train_dictionary");

@@ -35,6 +35,8 @@ UZRAM_API const char *uzram_strerror(int err)
 	case -ENOMEM:	return "out of memory";
 	case -EIO:	return "stored data is corrupt";
 	case -ENOENT:	return "unknown compression algorithm";
+	case -EOPNOTSUPP: return "the algorithm takes no dictionary";
+	case -EBUSY:	return "stored data still uses the previous dictionary";
 	default:	return "unknown error";
 	}
 }
