@@ -173,6 +173,11 @@ bool nbd_tls_required(const struct nbd_tls *tls);
  * NBD_HANDSHAKE_SECS. 0, or -1 after logging why. Sets c->tls.
  */
 int tls_session_start(struct nbd_conn *c);
+/*
+ * Whether c has TLS input decrypted and waiting in its session: poll() on
+ * the socket does not see it, so whoever waits for input must ask first.
+ */
+bool tls_pending(const struct nbd_conn *c);
 /* gnutls_record_recv(): >0 bytes, 0 at the end, -1 on error (logged). */
 ssize_t tls_recv(struct nbd_conn *c, void *dst, size_t n);
 /* Send all iovecs as TLS records; 0 or -1 (logged). Caller serialises. */

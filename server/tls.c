@@ -267,6 +267,11 @@ int tls_session_start(struct nbd_conn *c)
 	return 0;
 }
 
+bool tls_pending(const struct nbd_conn *c)
+{
+	return c->tls && gnutls_record_check_pending(c->tls) > 0;
+}
+
 ssize_t tls_recv(struct nbd_conn *c, void *dst, size_t n)
 {
 	ssize_t r;
