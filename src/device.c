@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "uzram.h"
 #include "error.h"
 #include "store.h"
+#include "tier.h"
 #include "zcomp.h"
 #include "zpool.h"
 
@@ -27,11 +29,13 @@ UZRAM_API void uzram_config_init(struct uzram_config *cfg)
 
 /*
  * The layouts published so far: the first ended with mem_limit, the
- * second (the current one) adds cluster_size. Only these sizes are known.
+ * second adds cluster_size, the third (the current one) the tier's
+ * backing and watermarks. Only these sizes are known.
  */
 #define CONFIG_V1_SIZE \
 	(offsetof(struct uzram_config, mem_limit) + sizeof(uint64_t))
-#define CONFIG_V2_SIZE sizeof(struct uzram_config)
+#define CONFIG_V2_SIZE offsetof(struct uzram_config, backing)
+#define CONFIG_V3_SIZE sizeof(struct uzram_config)
 
 /* log2 of a valid cluster size (0 means one page), or -1. */
 static int cluster_shift(uint32_t bytes)
@@ -55,7 +59,8 @@ UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 		return uzram_set_error(-EINVAL, "open: NULL %s",
 				       cfg ? "device pointer" : "config");
 	if (cfg->struct_size != CONFIG_V1_SIZE &&
-	    cfg->struct_size != CONFIG_V2_SIZE)
+	    cfg->struct_size != CONFIG_V2_SIZE &&
+	    cfg->struct_size != CONFIG_V3_SIZE)
 		return uzram_set_error(-EINVAL,
 			"open: config struct_size %zu is not one this library "
 			"knows (use uzram_config_init)", cfg->struct_size);
@@ -84,6 +89,12 @@ UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 	dev->csize = (size_t)1 << shift;
 	dev->nclusters = (dev->size + dev->csize - 1) >> shift;
 	dev->mem_limit = c.mem_limit;
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+		dev->clock0 = ts.tv_sec;
+	}
 
 	ret = zcomp_create(c.algorithm, c.level, &comp);
 	atomic_store_explicit(&dev->comp[0], comp, memory_order_relaxed);
@@ -116,6 +127,12 @@ UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 			(unsigned long long)dev->nchunks);
 		goto fail;
 	}
+	if (c.backing) {
+		ret = tier_open(dev, c.backing, c.high_watermark,
+				c.low_watermark);
+		if (ret)
+			goto fail;
+	}
 	*devp = dev;
 	return 0;
 
@@ -128,6 +145,7 @@ UZRAM_API void uzram_close(struct uzram *dev)
 {
 	if (!dev)
 		return;
+	tier_close(dev);
 	for (uint64_t i = 0; dev->dir && i < dev->nchunks; i++) {
 		struct slot *chunk = atomic_load_explicit(&dev->dir[i],
 							  memory_order_relaxed);
@@ -165,6 +183,12 @@ UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
 		       atomic_load_explicit(&dev->chunks_used,
 					    memory_order_relaxed) * CHUNK_BYTES,
 		       &full);
+	if (dev->tier) {
+		full.bd_capacity = dev->tier->sp.nsegs << SEG_SHIFT;
+		full.bd_space = space_used(&dev->tier->sp);
+		full.bd_wb_limit = atomic_load(&dev->tier->wb_limit_on) ?
+				   atomic_load(&dev->tier->wb_limit) : 0;
+	}
 	memcpy(st, &full, st_size < sizeof full ? st_size : sizeof full);
 	return 0;
 }

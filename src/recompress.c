@@ -15,6 +15,11 @@
  * ever overwritten by older bytes. Readers of that one cluster wait for
  * the step (tens of microseconds with zstd); everyone else goes on.
  *
+ * A huge cluster that does not shrink stays raw and takes the priority that
+ * failed in its flags (a raw object needs no codec): it is then not tried
+ * again by that priority or a lower one, as zram marks such a page
+ * incompressible, and writeback's "incompressible" type picks it.
+ *
  * The tag bits are kept: the bytes are the same; so is the idle bit. The
  * counters follow the object's size and state (a huge cluster that
  * shrinks is no longer huge).
@@ -34,6 +39,7 @@
 #include "slot.h"
 #include "stats.h"
 #include "store.h"
+#include "tier.h"
 #include "zcomp.h"
 #include "zpool.h"
 
@@ -74,6 +80,11 @@ static int recompress_one(struct uzram *dev, struct slot *s, uint64_t idx,
 	cap = old_size - 1 < HUGE_LIMIT(len) ? old_size - 1 : HUGE_LIMIT(len);
 	clen = zcomp_compress(to, t->unit, len, t->cbuf, cap);
 	if (clen == -E2BIG) {
+		/* a raw cluster needs no codec: its priority bits record the
+		 * strongest one that failed to shrink it (incompressible) */
+		if (state == SLOT_HUGE)
+			slot_set_flags(s, (f & ~SLOT_PRIO_MASK) |
+					  prio << SLOT_PRIO_SHIFT);
 		ret = STEP_NO_GAIN;
 		goto out;
 	}
@@ -127,6 +138,13 @@ UZRAM_API long uzram_mark_idle(struct uzram *dev)
 UZRAM_API long uzram_recompress(struct uzram *dev, int prio, unsigned flags,
 				uint32_t threshold)
 {
+	return recompress_run(dev, prio, flags, threshold, 0);
+}
+
+long recompress_run(struct uzram *dev, int prio, unsigned flags,
+		    uint32_t threshold, unsigned min_age)
+{
+	uint32_t now;
 	struct store_tls *t;
 	struct slot *s;
 	long pages = 0;
@@ -144,13 +162,15 @@ UZRAM_API long uzram_recompress(struct uzram *dev, int prio, unsigned flags,
 	if (!t)
 		return uzram_set_error(-ENOMEM, "recompress: out of memory");
 
+	now = tier_clock(dev);
 	for (uint64_t idx = 0; (s = slot_next(dev, &idx)); idx++) {
 		uint32_t f = slot_flags(s);
 		int r;
 
 		if (((f & SLOT_STATE_MASK) != SLOT_OBJ &&
 		     (f & SLOT_STATE_MASK) != SLOT_HUGE) ||
-		    slot_prio(f) >= (unsigned)prio)
+		    slot_prio(f) >= (unsigned)prio ||
+		    (min_age && slot_age(f, now) < min_age))
 			continue;
 		r = recompress_one(dev, s, idx, (unsigned)prio, flags,
 				   threshold, t);

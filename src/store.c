@@ -84,6 +84,7 @@
 #include "slot.h"
 #include "stats.h"
 #include "store.h"
+#include "tier.h"
 #include "zcomp.h"
 #include "zpool.h"
 
@@ -219,6 +220,10 @@ static void content_account(struct uzram *dev, const struct content *c,
 		stats_add(&st->compr_data_size,
 			  sign * (int64_t)content_handle_size(c));
 		break;
+	case SLOT_BACKED:
+		stats_add(&st->bd_count, pages);
+		stats_add(&st->bd_bytes, sign * (int64_t)backed_size(c->val));
+		break;
 	}
 	stats_add(&st->pages_stored, pages);
 }
@@ -234,16 +239,24 @@ static void content_release(struct uzram *dev, const struct content *old,
 
 	if (state == SLOT_OBJ || state == SLOT_HUGE)
 		zpool_free(dev->pool, (uint32_t)old->val);
+	else if (state == SLOT_BACKED)
+		space_free(dev->tier, backed_off(old->val),
+			   round16(backed_size(old->val)));
 	content_account(dev, old, -1, len);
 }
 
-/* Swap in new contents; the caller holds the slot lock exclusively. */
-static struct content slot_swap(struct slot *s, const struct content *c)
+/*
+ * Swap in new contents, stamped with the access time unless a hole; the
+ * caller holds the slot lock exclusively.
+ */
+static struct content slot_swap(struct uzram *dev, struct slot *s,
+				const struct content *c)
 {
 	struct content old = { slot_flags(s), s->val };
 
 	s->val = c->val;
-	slot_set_flags(s, c->flags);
+	slot_set_flags(s, (c->flags & SLOT_STATE_MASK) == SLOT_EMPTY ? c->flags :
+			  c->flags | tier_clock(dev) << SLOT_STAMP_SHIFT);
 	return old;
 }
 
@@ -284,6 +297,11 @@ static int unit_compress(struct uzram *dev, const unsigned char *src,
 		return clen;
 	}
 	ret = zpool_store(dev->pool, data, (size_t)clen, &handle);
+	if (ret == -ENOSPC && dev->tier) {
+		ret = tier_write_through(dev, data, (uint32_t)clen, len, &c->val);
+		c->flags = SLOT_BACKED | tag;
+		return ret;
+	}
 	if (ret)
 		return ret;
 	c->flags = state | tag;
@@ -305,6 +323,7 @@ static int unit_encode(struct uzram *dev, const unsigned char *src,
 int slot_decode(struct uzram *dev, const struct slot *s,
 		       unsigned char *dst, size_t len)
 {
+	struct store_tls *t;
 	const void *obj;
 	int ret = 0;
 
@@ -328,6 +347,9 @@ int slot_decode(struct uzram *dev, const struct slot *s,
 		memcpy(dst, obj, len);
 		zpool_unmap(dev->pool, slot_handle(s));
 		return 0;
+	case SLOT_BACKED:
+		t = store_tls_get(dev->csize);
+		return t ? tier_read(dev, s, dst, len, t->cbuf) : -ENOMEM;
 	}
 	return -EIO;
 }
@@ -358,11 +380,18 @@ static int slot_read_part(struct uzram *dev, const struct slot *s,
 		zpool_unmap(dev->pool, slot_handle(s));
 		return 0;
 	case SLOT_OBJ:
+	case SLOT_BACKED:
 		break;
 	}
 	t = store_tls_get(dev->csize);
 	if (!t)
 		return -ENOMEM;
+	if (slot_state(s) == SLOT_BACKED) {
+		ret = tier_read(dev, s, t->unit, len, t->cbuf);
+		if (!ret)
+			memcpy(dst, t->unit + uoff, n);
+		return ret;
+	}
 	/* Codecs that decode in order stop after the last byte asked for. */
 	obj = zpool_map(dev->pool, slot_handle(s));
 	ret = zcomp_decompress_prefix(comp_at(dev, slot_prio(slot_flags(s))),
@@ -380,7 +409,7 @@ static void unit_commit(struct uzram *dev, struct slot *s,
 	struct content old;
 
 	slot_lock(s);
-	old = slot_swap(s, c);
+	old = slot_swap(dev, s, c);
 	slot_unlock(s);
 	content_account(dev, c, 1, len);
 	content_release(dev, &old, len);
@@ -405,7 +434,7 @@ static bool unit_unchanged(struct uzram *dev, struct slot *s,
 	if (slot_tag(slot_flags(s)) == tag && slot_state(s) != SLOT_EMPTY &&
 	    !slot_decode(dev, s, t->unit, len) && !memcmp(t->unit, src, len)) {
 		same = true;
-		slot_touch(s);
+		slot_touch_at(s, tier_clock(dev));
 	}
 	slot_unlock_shared(s);
 	return same;
@@ -467,7 +496,7 @@ static int unit_write_part(struct uzram *dev, uint64_t idx, size_t uoff,
 	if (!ret && slot_state(s) != SLOT_EMPTY &&
 	    (src ? !memcmp(t->unit + uoff, src, n)
 		 : mem_is_zero(t->unit + uoff, n))) {
-		slot_touch(s);
+		slot_touch_at(s, tier_clock(dev));
 		slot_unlock(s);
 		stats_add(&dev->stats.pages_unchanged, (int64_t)(len >> PAGE_SHIFT));
 		return 0;
@@ -483,7 +512,7 @@ static int unit_write_part(struct uzram *dev, uint64_t idx, size_t uoff,
 		slot_unlock(s);
 		return ret;
 	}
-	old = slot_swap(s, &c);
+	old = slot_swap(dev, s, &c);
 	slot_unlock(s);
 	content_account(dev, &c, 1, len);
 	content_release(dev, &old, len);
@@ -519,6 +548,7 @@ UZRAM_API int uzram_read(struct uzram *dev, void *buf, size_t len,
 			 uint64_t off)
 {
 	unsigned char *dst = buf;
+	uint32_t now;
 	int ret;
 
 	if (!dev || !buf)
@@ -527,6 +557,7 @@ UZRAM_API int uzram_read(struct uzram *dev, void *buf, size_t len,
 	ret = check_io(dev, "read", off, len);
 	if (ret)
 		return ret;
+	now = tier_clock(dev);
 	for (struct span sp; len; dst += sp.n, off += sp.n, len -= sp.n) {
 		struct slot *s;
 
@@ -537,7 +568,7 @@ UZRAM_API int uzram_read(struct uzram *dev, void *buf, size_t len,
 			continue;
 		}
 		slot_lock_shared(s);
-		slot_touch(s);
+		slot_touch_at(s, now);
 		if (sp.n == sp.ulen)
 			ret = slot_decode(dev, s, dst, sp.ulen);
 		else

@@ -53,6 +53,8 @@ struct uzram {
 	struct zcomp *_Atomic comp[UZRAM_MAX_RECOMP + 1];
 	struct zpool *pool;
 	struct stats stats;
+	struct tier *tier;     /* the second tier (tier.h), or NULL */
+	int64_t clock0;        /* CLOCK_MONOTONIC_COARSE seconds at open */
 };
 
 /*
