@@ -177,6 +177,7 @@ UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
 
 	if (!dev || !st || !st_size)
 		return uzram_set_error(-EINVAL, "stats: NULL argument");
+	memset(&full, 0, sizeof full);
 	stats_snapshot(&dev->stats, dev->pool, dev->size,
 		       atomic_load_explicit(&dev->mem_limit, memory_order_relaxed),
 		       dev->nchunks * sizeof(*dev->dir) +

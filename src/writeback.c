@@ -195,7 +195,8 @@ static int batch_add(struct batch *b, struct slot *s, uint32_t flags,
 	ret = space_alloc(&b->dev->tier->sp, HEAD_WB, len, &off);
 	if (ret)
 		return ret;
-	if (b->n && off != b->start + b->fill) {
+	if (b->n && (off != b->start + b->fill ||
+		     b->fill + len > SEG_BYTES)) {
 		ret = batch_flush(b);
 		if (ret) {
 			space_free(b->dev->tier, off, len);
