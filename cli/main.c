@@ -21,11 +21,14 @@ static const struct {
 	  "serve [--size 1G] [--algorithm lz4] [--level N] [--mem-limit M]\n"
 	  "              [--socket PATH | --tcp HOST:PORT] [--export NAME]\n"
 	  "              [--read-only] [--max-connections N] [--cluster 4K..64K]\n"
-	  "              [--recomp-algorithm ALGO[:LEVEL]]... [--run 'COMMAND']" },
+	  "              [--recomp-algorithm ALGO[:LEVEL]]... [--run 'COMMAND']\n"
+	  "              [--backing TARGET] [--high-watermark PCT] [--low-watermark PCT]" },
 	{ "stat", cmd_stat, "stat [--socket PATH] [--json]" },
 	{ "ctl", cmd_ctl,
 	  "ctl [--socket PATH] compact | mem-limit SIZE | reset-max | idle\n"
-	  "            | recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]" },
+	  "            | recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]\n"
+	  "            | idle SECONDS | writeback [type=TYPE] [pages=LO-HI] [limit=N]\n"
+	  "            | writeback-limit N|off | backing-compact" },
 };
 
 static void usage(FILE *f)

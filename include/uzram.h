@@ -91,7 +91,8 @@ struct uzram_config {
 				  * percentage of mem_limit past which the
 				  * device moves cold clusters out by itself;
 				  * 0: 90 */
-	uint32_t low_watermark;  /* ... down to this percentage; 0: 80 */
+	uint32_t low_watermark;  /* ... down to this percentage; 0: 10
+				  * below the high one */
 };
 
 /*

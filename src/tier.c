@@ -185,7 +185,7 @@ int tier_open(struct uzram *dev, const char *target, unsigned high,
 	pthread_cond_init(&t->cond, NULL);
 	pthread_mutex_init(&t->sp.lock, NULL);
 	t->high = high ? high : 90;
-	t->low = low ? low : 80;
+	t->low = low ? low : t->high > 10 ? t->high - 10 : t->high / 2;
 	if (t->high > 100 || t->low >= t->high)
 		return uzram_set_error(-EINVAL, "open: watermarks %u%% (low) "
 				       "and %u%% (high) of the memory limit are "
