@@ -30,6 +30,7 @@
  * uzram_writeback() does, and the slot locks one at a time.
  */
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 
 #include "uzram.h"
@@ -205,8 +206,14 @@ int tier_policy_start(struct uzram *dev)
 	struct tier *t = dev->tier;
 	int ret;
 
+	sigset_t all, old;
+
 	t->last_aging = tier_clock(dev);
+	/* the library's thread takes no signal: they are the program's */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	ret = pthread_create(&t->thread, NULL, policy_main, dev);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret)
 		return uzram_set_error(-ret, "backing store: cannot start the "
 				       "tier's thread");
