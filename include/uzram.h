@@ -134,8 +134,10 @@ UZRAM_API uint32_t uzram_cluster_size(const struct uzram *dev);
  * Returns 0, or:
  *   -EINVAL  dev or buf is NULL;
  *   -ERANGE  off + len is past the end of the device, or overflows;
- *   -EIO     a stored object failed to decompress (corruption); buf is
- *            undefined, the device is unchanged.
+ *   -EIO     a stored object failed to decompress (corruption), or the
+ *            backing store failed to read a written-back cluster (counted
+ *            in bd_failed_reads; the data stays there for a later read);
+ *            buf is undefined, the device is unchanged.
  * A zero len is valid and does nothing.
  */
 UZRAM_API int uzram_read(struct uzram *dev, void *buf, size_t len, uint64_t off);
@@ -147,9 +149,11 @@ UZRAM_API int uzram_read(struct uzram *dev, void *buf, size_t len, uint64_t off)
  * Returns 0, or:
  *   -EINVAL  dev or buf is NULL;
  *   -ERANGE  off + len is past the end of the device, or overflows;
- *   -ENOSPC  the memory limit (or the allocator's address space) is reached;
+ *   -ENOSPC  the memory limit (or the allocator's address space) is reached,
+ *            and the backing store, if the device has one, is full too;
  *   -ENOMEM  the system is out of memory;
- *   -EIO     a partial page could not be read back for the merge.
+ *   -EIO     a partial page could not be read back for the merge, or memory
+ *            was full and the backing store failed the write-through.
  */
 UZRAM_API int uzram_write(struct uzram *dev, const void *buf, size_t len,
 			  uint64_t off);
@@ -214,7 +218,8 @@ struct uzram_stats {
 	uint64_t huge_pages;      /* pages kept raw because they do not compress */
 	uint64_t pages_stored;    /* pages that are not holes */
 	uint64_t failed_reads;    /* reads that returned -EIO */
-	uint64_t failed_writes;   /* writes that failed for lack of memory */
+	uint64_t failed_writes;   /* writes that failed for lack of memory
+				   * (in both tiers), or with -EIO */
 	uint64_t invalid_io;      /* requests rejected as out of range */
 	uint64_t table_bytes;     /* the page table (16 bytes a cluster, made
 				   * per 16384 clusters on first write), not

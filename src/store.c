@@ -533,10 +533,16 @@ static int check_io(struct uzram *dev, const char *what, uint64_t off,
 	return 0;
 }
 
+/*
+ * Count and explain a failed request. A write that fails with -EIO is a
+ * failed write too (a backing store refused it, or the old bytes of a
+ * partial cluster could not be read for the merge).
+ */
 static int io_failed(struct uzram *dev, const char *what, int ret,
 		     uint64_t off)
 {
-	if (ret == -ENOSPC || ret == -ENOMEM)
+	if (ret == -ENOSPC || ret == -ENOMEM ||
+	    (ret == -EIO && strcmp(what, "read")))
 		stats_inc(&dev->stats.failed_writes);
 	else if (ret == -EIO)
 		stats_inc(&dev->stats.failed_reads);
