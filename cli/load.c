@@ -12,7 +12,9 @@
  * read back and are timed apart: with --cluster each decodes a whole
  * cluster. With --recompress ALGO[:LEVEL], the stored file is re-encoded
  * with that secondary algorithm (timed, then compacted) before it is read
- * back, so the round trip checks the recompressed data.
+ * back, so the round trip checks the recompressed data. With --backing
+ * TARGET (an empty file, a block device or an NBD URI), everything stored
+ * is then written back (timed), so the reads go to the backing store.
  * Figures come from uzram_stats() after the reads (reads do not
  * change them). Exit status: 0 if every byte matched, 1 on a mismatch or a
  * failure, 2 on a usage error. Only the public API (uzram.h) is used.
@@ -44,6 +46,7 @@ struct load_opts {
 	unsigned long long cluster;
 	unsigned long long randread; /* random 4 KiB reads to time */
 	const char *recomp;          /* secondary algorithm, or NULL */
+	const char *backing;         /* backing store, or NULL */
 	int recomp_level;
 	bool json;
 };
@@ -53,7 +56,7 @@ struct load_result {
 	uint64_t dev_size;
 	uint32_t cluster_size;
 	struct uzram_stats st;
-	double write_s, read_s, randread_s, recomp_s;
+	double write_s, read_s, randread_s, recomp_s, wb_s;
 	uint64_t compr_before, mem_before; /* before recompression */
 	bool match;
 	uint64_t mismatch_at; /* first differing byte when !match */
@@ -65,6 +68,7 @@ static void load_usage(FILE *f)
 		   "[--json] [--mem-limit SIZE]\n"
 		   "                 [--cluster SIZE] [--randread N] "
 		   "[--recompress ALGO[:LEVEL]]\n"
+		   "                 [--backing FILE|DEVICE|NBD-URI]\n"
 		   "algorithms: %s\n", uzram_algorithms());
 }
 
@@ -142,6 +146,10 @@ static int parse_args(int argc, char **argv, struct load_opts *o)
 					"for --randread\n", v);
 				return -EINVAL;
 			}
+		} else if ((v = opt_value(argc, argv, &i, "--backing"))) {
+			if (!*v)
+				return -EINVAL;
+			o->backing = v;
 		} else if ((v = opt_value(argc, argv, &i, "--recompress"))) {
 			/* v points into argv[i], which is ours to cut */
 			if (!*v || parse_algo_level(argv[i] + (v - argv[i]),
@@ -289,6 +297,7 @@ static int load(const struct load_opts *o, const unsigned char *map,
 	cfg.level = o->level;
 	cfg.mem_limit = o->mem_limit;
 	cfg.cluster_size = (uint32_t)o->cluster;
+	cfg.backing = o->backing;
 	ret = uzram_open(&cfg, &dev);
 	if (ret) {
 		fprintf(stderr, "uzram load: cannot open a device for %s: %s\n",
@@ -315,6 +324,19 @@ static int load(const struct load_opts *o, const unsigned char *map,
 		ret = recompress(o, dev, r);
 		if (ret)
 			goto out;
+	}
+	if (o->backing) {
+		long n;
+
+		t = now();
+		n = uzram_writeback(dev, 0, 0, UINT64_MAX, 0);
+		r->wb_s = now() - t;
+		if (n < 0) {
+			fprintf(stderr, "uzram load: writeback: %s\n",
+				uzram_last_error());
+			ret = (int)n;
+			goto out;
+		}
 	}
 
 	r->match = true;
@@ -429,6 +451,17 @@ static void print_json(const struct load_opts *o, const struct load_result *r)
 	} else {
 		printf("null,\n");
 	}
+	printf("  \"backing\": ");
+	if (o->backing) {
+		json_string(o->backing);
+		printf(",\n  \"writeback_seconds\": %.6f,\n", r->wb_s);
+		json_u64("bd_count", st->bd_count);
+		json_u64("bd_bytes", st->bd_bytes);
+		json_u64("bd_space", st->bd_space);
+		json_u64("bd_reads", st->bd_reads);
+	} else {
+		printf("null,\n");
+	}
 	printf("  \"write_seconds\": %.6f,\n", r->write_s);
 	printf("  \"read_seconds\": %.6f,\n", r->read_s);
 	printf("  \"write_mb_s\": %.1f,\n", mb_s(r->file_size, r->write_s));
@@ -496,6 +529,13 @@ static void print_table(const struct load_opts *o, const struct load_result *r)
 		       (unsigned long long)st->pages_recompressed, r->recomp_s);
 		row_size("compr before", r->compr_before);
 		row_size("mem_used before", r->mem_before);
+	}
+	if (o->backing) {
+		printf("  %-18s %15.1f MB/s  (%.3f s)\n", "writeback",
+		       mb_s(r->file_size, r->wb_s), r->wb_s);
+		row_count("bd_count", st->bd_count);
+		row_size("bd_bytes", st->bd_bytes);
+		row_size("bd_space", st->bd_space);
 	}
 	printf("  %-18s %15.1f MB/s  (%.3f s)\n", "read",
 	       mb_s(r->dev_size, r->read_s), r->read_s);

@@ -16,7 +16,8 @@ static const struct {
 } commands[] = {
 	{ "load", cmd_load,
 	  "load FILE [--algorithm A] [--level N] [--mem-limit M] [--json]\n"
-	  "             [--cluster 4K..64K] [--randread N] [--recompress ALGO[:LEVEL]]" },
+	  "             [--cluster 4K..64K] [--randread N] [--recompress ALGO[:LEVEL]]\n"
+	  "             [--backing TARGET]" },
 	{ "serve", cmd_serve,
 	  "serve [--size 1G] [--algorithm lz4] [--level N] [--mem-limit M]\n"
 	  "              [--socket PATH | --tcp HOST:PORT] [--export NAME]\n"
