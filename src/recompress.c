@@ -4,7 +4,10 @@
  * one (lz4 then zstd, say).
  *
  * uzram_recompress() walks the page table chunk by chunk, skipping chunks
- * never written. For each cluster that qualifies (an object made by a lower
+ * never written, once per band of object sizes, largest first (store.h's
+ * pp_band(), zram's post-processing buckets), so that a run stopped by the
+ * memory limit has re-encoded the largest objects. For each cluster that
+ * qualifies (an object made by a lower
  * priority, at least `threshold` bytes, huge if asked), it takes the slot
  * lock exclusively, decodes the object with the codec that made it,
  * encodes it with the new one, and if the result is smaller stores it and
@@ -52,7 +55,7 @@ enum step { STEP_SKIPPED, STEP_DONE, STEP_NO_GAIN };
  */
 static int recompress_one(struct uzram *dev, struct slot *s, uint64_t idx,
 			  unsigned prio, unsigned flags, uint32_t threshold,
-			  struct store_tls *t)
+			  uint32_t below, struct store_tls *t)
 {
 	const struct zcomp *to = comp_at(dev, prio);
 	size_t len = unit_len(dev, idx);
@@ -69,7 +72,7 @@ static int recompress_one(struct uzram *dev, struct slot *s, uint64_t idx,
 	if ((state != SLOT_OBJ && state != SLOT_HUGE) || slot_prio(f) >= prio ||
 	    ((flags & UZRAM_RECOMP_HUGE) && state != SLOT_HUGE) ||
 	    ((flags & UZRAM_RECOMP_IDLE) && !(f & SLOT_IDLE)) ||
-	    old_size < threshold)
+	    old_size < threshold || old_size >= below)
 		goto out;
 
 	ret = slot_decode(dev, s, t->unit, len);
@@ -163,25 +166,34 @@ long recompress_run(struct uzram *dev, int prio, unsigned flags,
 		return uzram_set_error(-ENOMEM, "recompress: out of memory");
 
 	now = tier_clock(dev);
-	for (uint64_t idx = 0; (s = slot_next(dev, &idx)); idx++) {
-		uint32_t f = slot_flags(s);
-		int r;
+	for (int k = 0; k < PP_BANDS; k++) {
+		uint32_t lo, hi;
 
-		if (((f & SLOT_STATE_MASK) != SLOT_OBJ &&
-		     (f & SLOT_STATE_MASK) != SLOT_HUGE) ||
-		    slot_prio(f) >= (unsigned)prio ||
-		    (min_age && slot_age(f, now) < min_age))
-			continue;
-		r = recompress_one(dev, s, idx, (unsigned)prio, flags,
-				   threshold, t);
-		if (r == STEP_DONE)
-			pages += (long)(unit_len(dev, idx) >> PAGE_SHIFT);
-		else if (r == -EIO)
-			err = -EIO;    /* corrupt: leave it, go on */
-		else if (r < 0)
-			return uzram_set_error(r, "recompress at cluster %llu: "
-					       "%s", (unsigned long long)idx,
-					       uzram_strerror(r));
+		pp_band(dev->csize, k, PP_BANDS, &lo, &hi);
+		if (hi <= threshold)
+			break;
+		for (uint64_t idx = 0; (s = slot_next(dev, &idx)); idx++) {
+			uint32_t f = slot_flags(s);
+			int r;
+
+			if (((f & SLOT_STATE_MASK) != SLOT_OBJ &&
+			     (f & SLOT_STATE_MASK) != SLOT_HUGE) ||
+			    slot_prio(f) >= (unsigned)prio ||
+			    (min_age && slot_age(f, now) < min_age))
+				continue;
+			r = recompress_one(dev, s, idx, (unsigned)prio, flags,
+					   lo > threshold ? lo : threshold, hi,
+					   t);
+			if (r == STEP_DONE)
+				pages += (long)(unit_len(dev, idx) >> PAGE_SHIFT);
+			else if (r == -EIO)
+				err = -EIO;    /* corrupt: leave it, go on */
+			else if (r < 0)
+				return uzram_set_error(r, "recompress at "
+					"cluster %llu: %s",
+					(unsigned long long)idx,
+					uzram_strerror(r));
+		}
 	}
 	if (err) {
 		stats_inc(&dev->stats.failed_reads);

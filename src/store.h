@@ -122,6 +122,26 @@ static inline struct slot *slot_next(struct uzram *dev, uint64_t *idx)
 	return NULL;
 }
 
+/*
+ * Largest first, as zram's post-processing buckets: recompression and
+ * writeback walk the table once per band of object sizes, band k holding
+ * sizes in [*lo, *hi): raw clusters, then objects from 3/4, 1/2, 1/4 and
+ * 1/8 of a cluster, then the rest. With nbands 1, one band of every size.
+ */
+#define PP_BANDS 6
+static inline void pp_band(size_t csize, int k, int nbands, uint32_t *lo,
+			   uint32_t *hi)
+{
+	const uint32_t lows[PP_BANDS] = {
+		(uint32_t)HUGE_LIMIT(csize) + 1, (uint32_t)(csize * 3 / 4),
+		(uint32_t)(csize / 2), (uint32_t)(csize / 4),
+		(uint32_t)(csize / 8), 0,
+	};
+
+	*lo = nbands == 1 ? 0 : lows[k];
+	*hi = nbands == 1 || k == 0 ? UINT32_MAX : lows[k - 1];
+}
+
 /* The codec of a priority: 0 the device's, 1..3 recompression's. */
 static inline const struct zcomp *comp_at(struct uzram *dev, unsigned prio)
 {

@@ -44,7 +44,6 @@
 #include "zpool.h"
 
 #define BATCH_ITEMS 256
-#define NBANDS 6
 #define MAX_VICTIMS 32
 
 struct wb_item {
@@ -230,23 +229,6 @@ static bool wb_match(uint32_t f, const struct wb_params *p, uint32_t now)
 	return !p->min_age || slot_age(f, now) >= p->min_age;
 }
 
-/*
- * Object sizes of band k, [lo, hi), for clusters of csize bytes: raw, then
- * from 3/4, 1/2, 1/4, 1/8 of a cluster, then the rest; one band if nbands
- * is 1.
- */
-static void band(size_t csize, int k, int nbands, uint32_t *lo, uint32_t *hi)
-{
-	uint32_t lows[NBANDS] = {
-		(uint32_t)HUGE_LIMIT(csize) + 1, (uint32_t)(csize * 3 / 4),
-		(uint32_t)(csize / 2), (uint32_t)(csize / 4),
-		(uint32_t)(csize / 8), 0,
-	};
-
-	*lo = nbands == 1 ? 0 : lows[k];
-	*hi = nbands == 1 || k == 0 ? UINT32_MAX : lows[k - 1];
-}
-
 static bool wb_done(const struct batch *b, const struct wb_params *p)
 {
 	return (p->max_pages && b->pages + b->pending_pages >= p->max_pages) ||
@@ -298,7 +280,7 @@ long writeback_run(struct uzram *dev, const struct wb_params *p)
 	struct tier *t = dev->tier;
 	uint32_t now = tier_clock(dev), lo, hi;
 	int nbands = p->max_pages || p->free_bytes ||
-		     atomic_load(&t->wb_limit_on) ? NBANDS : 1;
+		     atomic_load(&t->wb_limit_on) ? PP_BANDS : 1;
 	struct batch *b = malloc(sizeof *b);
 	int ret = 0, fret;
 	long pages;
@@ -310,7 +292,7 @@ long writeback_run(struct uzram *dev, const struct wb_params *p)
 		return -ENOMEM;
 	}
 	for (int k = 0; k < nbands && !ret && !wb_done(b, p); k++) {
-		band(dev->csize, k, nbands, &lo, &hi);
+		pp_band(dev->csize, k, nbands, &lo, &hi);
 		ret = wb_walk(b, p, lo, hi, now);
 	}
 	fret = batch_flush(b);

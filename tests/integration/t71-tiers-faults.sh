@@ -26,6 +26,37 @@ start_nbdkit()
 }
 _kill_pid_file() { [[ -f $1 ]] && _kill_pid "$(cat "$1")"; }
 
+# write_chunks NAME: 24 writes of 1 MiB of the corpus, one qemu-io each;
+# the MiB acknowledged in ok, the count refused in bad.
+write_chunks()
+{
+	local i
+	ok=() bad=0
+	for ((i = 0; i < 24; i++)); do
+		dd if="$T/data" of="$T/chunk$i" bs=1M skip="$i" count=1 status=none
+		if qemu-io -f raw -c "write -s $T/chunk$i $((i * MiB)) $MiB" \
+			"${URI[$1]}" >"$T/qio.out" 2>&1 &&
+			! grep -qi fail "$T/qio.out"; then
+			ok+=("$i")
+		else
+			bad=$((bad + 1))
+			cp "$T/qio.out" "$T/qio.failed"
+		fi
+	done
+}
+
+# check_chunks NAME: every MiB acknowledged reads back the same.
+check_chunks()
+{
+	local i
+	nbdcopy "${URI[$1]}" "$T/out"
+	for i in "${ok[@]}"; do
+		cmp -i 0:$((i * MiB)) -n $MiB "$T/chunk$i" "$T/out" ||
+			fail "acknowledged MiB $i differs"
+	done
+	echo "   ${#ok[@]} MiB acknowledged and intact, $bad refused"
+}
+
 head -c $((32 * MiB)) "$CORPUS/heap-python.core" >"$T/core"
 cat "$TAR" "$T/core" >"$T/data"
 N=$(stat -c %s "$T/data")
@@ -84,28 +115,14 @@ stop_server b
 step "memory full, backing writes failing: errors, no acknowledged byte lost"
 start_server c --size 64M --mem-limit 1M --backing "$BACKING"
 touch "$T/wfail"
-ok=() bad=0
-for ((i = 0; i < 24; i++)); do
-	head -c $(((i + 1) * MiB)) "$T/data" | tail -c $MiB >"$T/chunk$i"
-	if qemu-io -f raw -c "write -s $T/chunk$i $((i * MiB)) $MiB" "${URI[c]}" \
-		>"$T/qio.out" 2>&1 && ! grep -qi fail "$T/qio.out"; then
-		ok+=("$i")
-	else
-		bad=$((bad + 1))
-	fi
-done
+write_chunks c
 ((bad > 0)) || fail "24 MiB went into 1 MiB of memory with failing writes"
 ((${#ok[@]} > 0)) || fail "no write succeeded"
 (($(field c failed_writes) > 0)) || fail "no failed write counted"
 (($(field c bd_failed_writes) > 0)) || fail "no failed backing write counted"
 assert_alive c
 rm "$T/wfail"
-nbdcopy "${URI[c]}" "$T/out"
-for i in "${ok[@]}"; do
-	cmp -i 0:$((i * MiB)) -n $MiB "$T/chunk$i" "$T/out" ||
-		fail "acknowledged MiB $i differs"
-done
-echo "   ${#ok[@]} MiB acknowledged and intact, $bad refused"
+check_chunks c
 stop_server c
 
 step "a backing file on a 2 MiB tmpfs that fills up"
@@ -121,3 +138,14 @@ grep -q "full" "$T/last-fail.out" || fail "message: $(cat "$T/last-fail.out")"
 nbdcopy "${URI[d]}" "$T/out"
 assert_same_data "$T/d16" "$T/out"
 stop_server d
+
+step "both tiers full: 1 MiB of memory and the full 2 MiB tmpfs: ENOSPC"
+start_server e --size 64M --mem-limit 1M --backing "$T/mnt/back2"
+write_chunks e
+((bad > 0)) || fail "24 MiB fit in 1 MiB of memory and 2 MiB of tmpfs"
+((${#ok[@]} > 0)) || fail "no write succeeded"
+grep -qi "no space" "$T/qio.failed" || fail "qemu-io: $(cat "$T/qio.failed")"
+(($(field e failed_writes) > 0)) || fail "no failed write counted"
+assert_alive e
+check_chunks e
+stop_server e
