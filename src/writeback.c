@@ -424,18 +424,26 @@ static bool needs_compaction(struct uzram *dev)
 	       2 * (uint64_t)(live > 0 ? live : 0) + 4 * SEG_BYTES;
 }
 
+/* 0 if dev has a tier; else the error for the call named what. */
+static int need_tier(struct uzram *dev, const char *what)
+{
+	if (!dev)
+		return uzram_set_error(-EINVAL, "%s: NULL device", what);
+	if (!dev->tier)
+		return uzram_set_error(-ENODEV, "%s: the device has no backing "
+				       "store", what);
+	return 0;
+}
+
 UZRAM_API long uzram_writeback(struct uzram *dev, unsigned flags,
 			       uint64_t first_page, uint64_t last_page,
 			       uint64_t max_pages)
 {
 	struct wb_params p = { .flags = flags, .max_pages = max_pages };
-	long ret;
+	long ret = need_tier(dev, "writeback");
 
-	if (!dev)
-		return uzram_set_error(-EINVAL, "writeback: NULL device");
-	if (!dev->tier)
-		return uzram_set_error(-ENODEV, "writeback: the device has no "
-				       "backing store");
+	if (ret)
+		return ret;
 	if (flags & ~(UZRAM_WB_HUGE | UZRAM_WB_IDLE | UZRAM_WB_INCOMPRESSIBLE))
 		return uzram_set_error(-EINVAL, "writeback: unknown flags %#x",
 				       flags);
@@ -468,11 +476,10 @@ UZRAM_API long uzram_writeback(struct uzram *dev, unsigned flags,
 UZRAM_API int uzram_set_writeback_limit(struct uzram *dev, int enable,
 					uint64_t pages)
 {
-	if (!dev)
-		return uzram_set_error(-EINVAL, "set_writeback_limit: NULL device");
-	if (!dev->tier)
-		return uzram_set_error(-ENODEV, "set_writeback_limit: the device "
-				       "has no backing store");
+	int ret = need_tier(dev, "set_writeback_limit");
+
+	if (ret)
+		return ret;
 	atomic_store(&dev->tier->wb_limit, pages);
 	atomic_store(&dev->tier->wb_limit_on, enable != 0);
 	return 0;
@@ -480,13 +487,10 @@ UZRAM_API int uzram_set_writeback_limit(struct uzram *dev, int enable,
 
 UZRAM_API long uzram_backing_compact(struct uzram *dev)
 {
-	long ret;
+	long ret = need_tier(dev, "backing_compact");
 
-	if (!dev)
-		return uzram_set_error(-EINVAL, "backing_compact: NULL device");
-	if (!dev->tier)
-		return uzram_set_error(-ENODEV, "backing_compact: the device has "
-				       "no backing store");
+	if (ret)
+		return ret;
 	pthread_mutex_lock(&dev->tier->wb_lock);
 	ret = backing_compact_locked(dev, true);
 	pthread_mutex_unlock(&dev->tier->wb_lock);
