@@ -54,7 +54,8 @@ struct uzram {
 	struct zpool *pool;
 	struct stats stats;
 	struct tier *tier;     /* the second tier (tier.h), or NULL */
-	int64_t clock0;        /* CLOCK_MONOTONIC_COARSE seconds at open */
+	_Atomic int64_t clock0; /* CLOCK_MONOTONIC_COARSE seconds at open
+				 * (atomic only so tests may move it) */
 };
 
 /*

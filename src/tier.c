@@ -32,7 +32,8 @@ uint32_t tier_clock(const struct uzram *dev)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint32_t)((ts.tv_sec - dev->clock0) >> TICK_SHIFT) & 0xffu;
+	return (uint32_t)((ts.tv_sec - atomic_load_explicit(&dev->clock0,
+			   memory_order_relaxed)) >> TICK_SHIFT) & 0xffu;
 }
 
 void slot_age_saturate(struct slot *s, uint32_t now)

@@ -148,6 +148,8 @@ struct wb_params {
 };
 long writeback_run(struct uzram *dev, const struct wb_params *p);
 long backing_compact_locked(struct uzram *dev, bool all);
+/* Whether the backing store holds more than about twice the live bytes. */
+bool backing_needs_compaction(struct uzram *dev);
 /* uzram_recompress() of clusters at least min_age ticks old (recompress.c). */
 long recompress_run(struct uzram *dev, int prio, unsigned flags,
 		    uint32_t threshold, unsigned min_age);

@@ -22,6 +22,8 @@
  *      algorithm, if the device has one; compact memory
  *   2. still above the low watermark: write back clusters at least A old,
  *      largest first, until need bytes are out; then any age; compact
+ *   3. compact the backing store if it holds more than twice the live
+ *      bytes (write-through appends without compacting)
  *
  * Every step is counted (policy_runs, policy_recompressed,
  * policy_written_back in the stats).
@@ -163,6 +165,9 @@ void tier_policy_step(struct uzram *dev)
 			break;
 		p.min_age = 0;
 	}
+	/* write-through does not compact the store; this does */
+	if (backing_needs_compaction(dev))
+		(void)backing_compact_locked(dev, false);
 	pthread_mutex_unlock(&t->wb_lock);
 }
 

@@ -415,8 +415,7 @@ long backing_compact_locked(struct uzram *dev, bool all)
 	return before > after ? (long)(before - after) : 0;
 }
 
-/* Whether the backing store holds more than about twice the live bytes. */
-static bool needs_compaction(struct uzram *dev)
+bool backing_needs_compaction(struct uzram *dev)
 {
 	int64_t live = atomic_load(&dev->stats.bd_bytes);
 
@@ -458,7 +457,7 @@ UZRAM_API long uzram_writeback(struct uzram *dev, unsigned flags,
 		 (last_page << PAGE_SHIFT) >> dev->cshift;
 	pthread_mutex_lock(&dev->tier->wb_lock);
 	ret = writeback_run(dev, &p);
-	if (ret >= 0 && needs_compaction(dev)) {
+	if (ret >= 0 && backing_needs_compaction(dev)) {
 		long c = backing_compact_locked(dev, false);
 
 		if (c < 0)
