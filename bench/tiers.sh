@@ -3,8 +3,10 @@
 # bench-tiers; defaults 512 and 128, the issue's sizes):
 #
 #   fill     nbdcopy of SIZE MiB of the corpus (files.tar, then the python
-#            core) into `uzram serve` with no limit, and into `uzram serve
-#            --mem-limit LIMIT --backing FILE` with the policy on: MB/s, the
+#            core) into `uzram serve` with no limit, into `uzram serve
+#            --mem-limit LIMIT --backing FILE` with the policy on, and the
+#            same with nbdkit's memory plugin over a Unix socket as the
+#            backing store: MB/s, the
 #            peak RSS (VmHWM) of the server, what went to the backing store,
 #            and a byte-for-byte read back with nbdcopy
 #   randread 4K random reads of written-back data (`uzram load --backing
@@ -73,6 +75,10 @@ fill() {
 
 fill nolimit
 fill limit --mem-limit "$LIMIT" --backing "$T/backing"
+# the same with nbdkit's memory plugin over a Unix socket as the backing store
+nbdkit -U "$T/nbdkit.sock" -P "$T/nbdkit.pid" memory $((SIZE * 2))
+fill nbd --mem-limit "$LIMIT" --backing "nbd+unix:///?socket=$T/nbdkit.sock"
+kill "$(cat "$T/nbdkit.pid")"
 
 # randread: uzram load --backing, then fio on a file of bd_space bytes
 N=200000
@@ -119,12 +125,15 @@ stop_server
 
 {
 	echo "tiers bench: $((SIZE >> 20)) MiB of the corpus, mem limit $((LIMIT >> 20)) MiB, $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
-	printf '%-44s %12s %12s\n' "" "no limit" "limit+tier"
-	printf '%-44s %12s %12s\n' "fill MB/s (nbdcopy)" "$nolimit_mbs" "$limit_mbs"
-	printf '%-44s %12s %12s\n' "server peak RSS MiB" "$((nolimit_hwm >> 20))" "$((limit_hwm >> 20))"
-	printf '%-44s %12s %12s\n' "mem_used_max MiB" "$((nolimit_memmax >> 20))" "$((limit_memmax >> 20))"
-	printf '%-44s %12s %12s\n' "pages on the backing store" "$nolimit_bd" "$limit_bd"
-	printf '%-44s %12s %12s\n' "failed requests" "$nolimit_errors" "$limit_errors"
+	printf '%-44s %12s %12s %12s\n' "" "no limit" "limit+file" "limit+nbdkit"
+	printf '%-44s %12s %12s %12s\n' "fill MB/s (nbdcopy)" "$nolimit_mbs" "$limit_mbs" "$nbd_mbs"
+	printf '%-44s %12s %12s %12s\n' "server peak RSS MiB" "$((nolimit_hwm >> 20))" \
+		"$((limit_hwm >> 20))" "$((nbd_hwm >> 20))"
+	printf '%-44s %12s %12s %12s\n' "mem_used_max MiB" "$((nolimit_memmax >> 20))" \
+		"$((limit_memmax >> 20))" "$((nbd_memmax >> 20))"
+	printf '%-44s %12s %12s %12s\n' "pages on the backing store" "$nolimit_bd" "$limit_bd" "$nbd_bd"
+	printf '%-44s %12s %12s %12s\n' "failed requests" "$nolimit_errors" "$limit_errors" \
+		"$nbd_errors"
 	printf '%-44s %12s\n' "4K random reads of written-back data, IOPS" "$tier_iops"
 	printf '%-44s %12s\n' "fio psync 4K random reads of the file, IOPS" "$fio_iops"
 	printf '%-44s %12.2f\n' "tier / fio" "$(echo "$tier_iops / $fio_iops" | bc -l)"

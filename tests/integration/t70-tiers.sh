@@ -44,6 +44,8 @@ bd=$(json_get "$T/snap.json" "j['bd_count']")
 max=$(field a mem_used_max)
 ((max <= LIMIT + 64 * 1024)) || fail "mem_used_max $max for a limit of $LIMIT"
 rss=$(($(ps -o rss= -p "${PID[a]}") * 1024))
+# near the limit: the rest is the page table, buffers and the program
+((rss < LIMIT + 24 * MiB)) || fail "RSS $rss for a limit of $LIMIT"
 echo "   $N bytes ($compr compressed) in $LIMIT of memory: mem_used_max $max," \
 	"RSS $rss, $(field a bd_count) pages on the backing store"
 
