@@ -269,7 +269,9 @@ UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
  * limit. A limit below what the device holds now is accepted: writes that
  * need more memory then fail with -ENOSPC and keep the old bytes, while
  * discards, same-filled pages and rewrites of unchanged data still
- * succeed, until discards and uzram_compact() bring it under.
+ * succeed, until discards and uzram_compact() bring it under. With a
+ * backing store, the device's policy moves cold clusters out at once
+ * instead (see uzram_writeback()).
  * Returns 0 or -EINVAL (NULL device).
  */
 UZRAM_API int uzram_set_mem_limit(struct uzram *dev, uint64_t bytes);

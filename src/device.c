@@ -200,6 +200,8 @@ UZRAM_API int uzram_set_mem_limit(struct uzram *dev, uint64_t bytes)
 		return uzram_set_error(-EINVAL, "set_mem_limit: NULL device");
 	atomic_store_explicit(&dev->mem_limit, bytes, memory_order_relaxed);
 	zpool_set_limit(dev->pool, bytes);
+	if (dev->tier && bytes)
+		tier_kick(dev->tier);   /* the policy looks at the new limit now */
 	return 0;
 }
 

@@ -359,6 +359,33 @@ static void test_write_through(void **state)
 	done(dev, ref);
 }
 
+/* A limit lowered under what the device holds: the policy moves it out. */
+static void test_lower_limit(void **state)
+{
+	uint8_t *ref;
+	struct uzram *dev = filled(&ref);
+	struct uzram_stats st = get_stats(dev);
+	const uint64_t limit = st.mem_used_total / 2;
+
+	(void)state;
+	assert_int_equal(uzram_set_mem_limit(dev, limit), 0);
+	/* a wait of at most 30 s, not a timing: the thread is woken at once */
+	for (int i = 0; i < 1500; i++) {
+		st = get_stats(dev);
+		if (st.mem_used_total <= limit / 100 * 90)
+			break;
+		usleep(20000);
+	}
+	if (st.mem_used_total > limit / 100 * 90)
+		fail_msg("mem_used_total %llu stays above 90%% of the lowered "
+			 "limit %llu", (unsigned long long)st.mem_used_total,
+			 (unsigned long long)limit);
+	assert_true(st.policy_runs > 0);
+	assert_true(st.policy_written_back > 0);
+	check_dev(dev, ref, "after the policy");
+	done(dev, ref);
+}
+
 static void test_idle_ages(void **state)
 {
 	uint8_t *ref;
@@ -521,6 +548,7 @@ int main(void)
 		cmocka_unit_test(test_largest_first),
 		cmocka_unit_test(test_churn_and_compaction),
 		cmocka_unit_test(test_write_through),
+		cmocka_unit_test(test_lower_limit),
 		cmocka_unit_test(test_idle_ages),
 		cmocka_unit_test(test_faults),
 		cmocka_unit_test(test_bad_backing),
