@@ -25,7 +25,9 @@
  * types (all, huge, idle, after an occasional uzram_mark_idle()) and
  * compacts the backing store, so reads, rewrites, partial writes and
  * discards of written-back clusters race with writeback and with the
- * moving of backed objects.
+ * moving of backed objects. One seed in four also has a memory limit of
+ * 1 MiB, so the device's policy thread writes back by itself and writes
+ * that find memory full go through to the backing file.
  *
  * One seed in three uses a device of 72 MiB and aims every operation at the
  * 8 MiB around 64 MiB, where the store's page table passes from one chunk
@@ -488,6 +490,8 @@ static void run_seed(uint64_t seed, uint64_t ops, const char *algo)
 		assert_true(fd >= 0);
 		close(fd);
 		cfg.backing = path;
+		if (seed % 4 == 2)
+			cfg.mem_limit = 1u << 20;
 	}
 	assert_int_equal(uzram_open(&cfg, &r.dev), 0);
 	if (r.tier)
@@ -510,9 +514,11 @@ static void run_seed(uint64_t seed, uint64_t ops, const char *algo)
 	assert_non_null(r.state);
 	assert_non_null(r.buf);
 	printf("== seed %llu: %llu ops on %llu bytes (from byte %llu) with "
-	       "%s\n", (unsigned long long)seed, (unsigned long long)ops,
+	       "%s%s%s\n", (unsigned long long)seed, (unsigned long long)ops,
 	       (unsigned long long)r.size,
-	       (unsigned long long)(r.win_lo * PG), algo);
+	       (unsigned long long)(r.win_lo * PG), algo,
+	       r.tier ? ", a backing file" : "",
+	       cfg.mem_limit ? " and a 1 MiB memory limit" : "");
 	fflush(stdout);
 	assert_int_equal(pthread_create(&th, NULL, compactor, &r), 0);
 
