@@ -7,11 +7,13 @@
  *
  * Model
  *   A device is an array of `size` bytes, split into pages of 4096 bytes.
- *   Each page is in one of four states:
+ *   Each page is in one of five states:
  *     - unwritten (a hole): reads as zeros, costs no memory;
  *     - same-filled: one 8-byte value repeated, kept in the page table;
  *     - compressed: an object in the device's allocator;
- *     - huge: a page that did not compress, kept raw in the allocator.
+ *     - huge: a page that did not compress, kept raw in the allocator;
+ *     - written back: its object moved to the device's backing store
+ *       (cfg.backing; see uzram_writeback()).
  *   Reads and writes take any byte offset and length inside the device;
  *   partial pages are read-modify-written.
  *
@@ -86,7 +88,8 @@ struct uzram_config {
 	const char *backing;   /* the backing store: a path (a block device,
 				* or a regular file, created if missing and
 				* then empty) or an nbd:// or nbd+unix:// URI;
-				* NULL (the default) for none. Copied. */
+				* NULL (the default) for none. Read only by
+				* uzram_open(). */
 	uint32_t high_watermark; /* with mem_limit and a backing store, the
 				  * percentage of mem_limit past which the
 				  * device moves cold clusters out by itself;

@@ -36,7 +36,9 @@ cc=${CC:-cc}
 # Shared: as the README says, cc example.c $(pkg-config --cflags --libs uzram)
 # shellcheck disable=SC2046
 $cc -o "$tmp/example-shared" "$tmp/example.c" $(pkg-config --cflags --libs uzram)
-LD_LIBRARY_PATH=$lib ldd "$tmp/example-shared" | grep -q "$soname => $lib/" ||
+# grep reads all of ldd's output (no -q): an early exit would kill ldd
+# with SIGPIPE and fail the pipeline under pipefail
+LD_LIBRARY_PATH=$lib ldd "$tmp/example-shared" | grep "$soname => $lib/" >/dev/null ||
 	fail "the shared example does not load $lib/$soname"
 LD_LIBRARY_PATH=$lib "$tmp/example-shared" > "$tmp/shared.out" ||
 	fail "the shared example failed: $(cat "$tmp/shared.out")"
