@@ -19,7 +19,11 @@
  *   A    = the highest age such that the objects at least A old hold
  *          need bytes (a histogram of the objects' bytes by age)
  *   1. recompress clusters at least A old with the strongest secondary
- *      algorithm, if the device has one; compact memory
+ *      algorithm, if the device has one; compact memory. The pool's limit
+ *      is raised meanwhile to 1/64 of the limit (at least 64 KiB) above
+ *      what it holds (or above the limit), since a new object is stored
+ *      before the old one is freed: writers may use that room too, the
+ *      only overshoot the policy allows
  *   2. still above the low watermark: write back clusters at least A old,
  *      largest first, until need bytes are out; then any age; compact
  *   3. compact the backing store if it holds more than twice the live
@@ -148,9 +152,15 @@ void tier_policy_step(struct uzram *dev)
 	pthread_mutex_lock(&t->wb_lock);
 	p.min_age = cold_age(dev, used - low);
 	if (prio) {
-		n = recompress_run(dev, prio, 0, 0, p.min_age);
-		if (n > 0)
-			stats_addu(&dev->stats.policy_recomp, (uint64_t)n);
+		/* room for each new object before its old one is freed */
+		int64_t before = atomic_load(&dev->stats.pages_recompressed);
+		uint64_t room = limit / 64 > (64u << 10) ? limit / 64 : 64u << 10;
+
+		zpool_set_limit(dev->pool, (used > limit ? used : limit) + room);
+		(void)recompress_run(dev, prio, 0, 0, p.min_age);
+		zpool_set_limit(dev->pool, atomic_load(&dev->mem_limit));
+		stats_addu(&dev->stats.policy_recomp, (uint64_t)
+			   (atomic_load(&dev->stats.pages_recompressed) - before));
 		zpool_compact(dev->pool);
 		used = mem_used(dev);
 	}

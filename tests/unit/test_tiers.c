@@ -359,15 +359,19 @@ static void test_write_through(void **state)
 	done(dev, ref);
 }
 
-/* A limit lowered under what the device holds: the policy moves it out. */
-static void test_lower_limit(void **state)
+/*
+ * A limit lowered under what the device holds: the policy moves it out,
+ * recompressing first when the device has a secondary algorithm.
+ */
+static void lower_limit(const char *recomp)
 {
 	uint8_t *ref;
 	struct uzram *dev = filled(&ref);
 	struct uzram_stats st = get_stats(dev);
 	const uint64_t limit = st.mem_used_total / 2;
 
-	(void)state;
+	if (recomp)
+		assert_int_equal(uzram_add_recomp_algorithm(dev, recomp, 0), 1);
 	assert_int_equal(uzram_set_mem_limit(dev, limit), 0);
 	/* a wait of at most 30 s, not a timing: the thread is woken at once */
 	for (int i = 0; i < 1500; i++) {
@@ -382,8 +386,18 @@ static void test_lower_limit(void **state)
 			 (unsigned long long)limit);
 	assert_true(st.policy_runs > 0);
 	assert_true(st.policy_written_back > 0);
+	if (recomp)
+		assert_true(st.policy_recompressed > 0);
+	assert_int_equal(st.policy_recompressed, st.pages_recompressed);
 	check_dev(dev, ref, "after the policy");
 	done(dev, ref);
+}
+
+static void test_lower_limit(void **state)
+{
+	(void)state;
+	lower_limit(NULL);
+	lower_limit("zstd");
 }
 
 static void test_idle_ages(void **state)
