@@ -40,7 +40,7 @@ else
 $(error SANITIZE must be empty, address or thread)
 endif
 
-DEPS_PKGS := liblz4 libzstd libdeflate
+DEPS_PKGS := liblz4 libzstd libdeflate libnbd
 DEPS_CFLAGS = $(shell pkg-config --cflags $(DEPS_PKGS) 2>/dev/null)
 DEPS_LIBS = $(shell pkg-config --libs $(DEPS_PKGS) 2>/dev/null)
 

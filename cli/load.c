@@ -15,7 +15,9 @@
  * back, so the round trip checks the recompressed data. --dict FILE gives
  * the algorithm a dictionary; --train-dict[=SIZE] trains one from the
  * stored file, keeps it if it pays, and re-encodes with it (timed, then
- * compacted), before any recompression.
+ * compacted), before any recompression. With --backing
+ * TARGET (an empty file, a block device or an NBD URI), everything stored
+ * is then written back (timed), so the reads go to the backing store.
  * Figures come from uzram_stats() after the reads (reads do not
  * change them). Exit status: 0 if every byte matched, 1 on a mismatch or a
  * failure, 2 on a usage error. Only the public API (uzram.h) is used.
@@ -47,6 +49,7 @@ struct load_opts {
 	unsigned long long cluster;
 	unsigned long long randread; /* random 4 KiB reads to time */
 	const char *recomp;          /* secondary algorithm, or NULL */
+	const char *backing;         /* backing store, or NULL */
 	int recomp_level;
 	const char *dict;            /* dictionary file for the algorithm */
 	const char *recomp_dict;     /* and for the secondary one */
@@ -59,7 +62,7 @@ struct load_result {
 	uint64_t dev_size;
 	uint32_t cluster_size;
 	struct uzram_stats st;
-	double write_s, read_s, randread_s, recomp_s, train_s;
+	double write_s, read_s, randread_s, recomp_s, train_s, wb_s;
 	uint64_t compr_before, mem_before; /* before recompression */
 	uint64_t train_compr_before, train_mem_before; /* before training */
 	struct uzram_train_report train;
@@ -74,6 +77,7 @@ static void load_usage(FILE *f)
 		   "                 [--cluster SIZE] [--randread N] "
 		   "[--recompress ALGO[:LEVEL][:dict=FILE]]\n"
 		   "                 [--dict FILE] [--train-dict[=SIZE]]\n"
+		   "                 [--backing FILE|DEVICE|NBD-URI]\n"
 		   "algorithms: %s\n", uzram_algorithms());
 }
 
@@ -151,6 +155,10 @@ static int parse_args(int argc, char **argv, struct load_opts *o)
 					"for --randread\n", v);
 				return -EINVAL;
 			}
+		} else if ((v = opt_value(argc, argv, &i, "--backing"))) {
+			if (!*v)
+				return -EINVAL;
+			o->backing = v;
 		} else if ((v = opt_value(argc, argv, &i, "--recompress"))) {
 			/* v points into argv[i], which is ours to cut */
 			if (!*v || parse_algo_spec(argv[i] + (v - argv[i]),
@@ -365,6 +373,7 @@ static int load(const struct load_opts *o, const unsigned char *map,
 			goto out;
 		cfg.dict = dict;
 	}
+	cfg.backing = o->backing;
 	ret = uzram_open(&cfg, &dev);
 	free(dict);
 	if (ret) {
@@ -397,6 +406,19 @@ static int load(const struct load_opts *o, const unsigned char *map,
 		ret = recompress(o, dev, r);
 		if (ret)
 			goto out;
+	}
+	if (o->backing) {
+		long n;
+
+		t = now();
+		n = uzram_writeback(dev, 0, 0, UINT64_MAX, 0);
+		r->wb_s = now() - t;
+		if (n < 0) {
+			fprintf(stderr, "uzram load: writeback: %s\n",
+				uzram_last_error());
+			ret = (int)n;
+			goto out;
+		}
 	}
 
 	r->match = true;
@@ -539,6 +561,17 @@ static void print_json(const struct load_opts *o, const struct load_result *r)
 	} else {
 		printf("null,\n");
 	}
+	printf("  \"backing\": ");
+	if (o->backing) {
+		json_string(o->backing);
+		printf(",\n  \"writeback_seconds\": %.6f,\n", r->wb_s);
+		json_u64("bd_count", st->bd_count);
+		json_u64("bd_bytes", st->bd_bytes);
+		json_u64("bd_space", st->bd_space);
+		json_u64("bd_reads", st->bd_reads);
+	} else {
+		printf("null,\n");
+	}
 	printf("  \"write_seconds\": %.6f,\n", r->write_s);
 	printf("  \"read_seconds\": %.6f,\n", r->read_s);
 	printf("  \"write_mb_s\": %.1f,\n", mb_s(r->file_size, r->write_s));
@@ -621,6 +654,13 @@ static void print_table(const struct load_opts *o, const struct load_result *r)
 		       (unsigned long long)t->pages_reencoded, r->train_s);
 		row_size("compr before", r->train_compr_before);
 		row_size("mem_used before", r->train_mem_before);
+	}
+	if (o->backing) {
+		printf("  %-18s %15.1f MB/s  (%.3f s)\n", "writeback",
+		       mb_s(r->file_size, r->wb_s), r->wb_s);
+		row_count("bd_count", st->bd_count);
+		row_size("bd_bytes", st->bd_bytes);
+		row_size("bd_space", st->bd_space);
 	}
 	printf("  %-18s %15.1f MB/s  (%.3f s)\n", "read",
 	       mb_s(r->dev_size, r->read_s), r->read_s);

@@ -18,14 +18,16 @@ static const struct {
 } commands[] = {
 	{ "load", cmd_load,
 	  "load FILE [--algorithm A] [--level N] [--mem-limit M] [--json]\n"
-	  "             [--cluster 4K..64K] [--randread N] [--recompress ALGO[:LEVEL]]" },
+	  "             [--cluster 4K..64K] [--randread N] [--recompress ALGO[:LEVEL]]\n"
+	  "             [--backing TARGET]" },
 	{ "serve", cmd_serve,
 	  "serve [--size 1G] [--algorithm lz4] [--level N] [--mem-limit M]\n"
 	  "              [--socket PATH | --tcp HOST:PORT] [--export NAME]\n"
 	  "              [--read-only] [--max-connections N] [--cluster 4K..64K]\n"
 	  "              [--recomp-algorithm ALGO[:LEVEL][:dict=FILE]]... [--dict FILE]\n"
 	  "              [--run 'COMMAND'] [--ctl-socket PATH] [--tls=off|on|require]\n"
-	  "              [--tls-psk FILE | --tls-certificates DIR [--tls-verify-peer]]" },
+	  "              [--tls-psk FILE | --tls-certificates DIR [--tls-verify-peer]]\n"
+	  "              [--backing TARGET] [--high-watermark PCT] [--low-watermark PCT]" },
 	{ "mount", cmd_mount,
 	  "mount DIR [--size S] [--algorithm A] [--level N] [--mem-limit M]\n"
 	  "              [--cluster 4K..64K] [--fs ext4] [-o OPTIONS] [--uid U]\n"
@@ -37,7 +39,9 @@ static const struct {
 	{ "ctl", cmd_ctl,
 	  "ctl [--socket PATH | --tcp [HOST:]PORT | --ctl-socket PATH]\n"
 	  "            compact | mem-limit SIZE | reset-max | idle\n"
-	  "            | recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]" },
+	  "            | recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]\n"
+	  "            | idle SECONDS | writeback [type=TYPE] [pages=LO-HI] [limit=N]\n"
+	  "            | writeback-limit N|off | backing-compact" },
 };
 
 static void usage(FILE *f)

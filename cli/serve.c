@@ -22,6 +22,8 @@ static void serve_usage(void)
 		"                   [--read-only] [--max-connections N] [--cluster 4K..64K]\n"
 		"                   [--recomp-algorithm ALGO[:LEVEL][:dict=FILE]]...\n"
 		"                   [--dict FILE] [--run 'COMMAND']\n"
+		"                   [--backing FILE|DEVICE|NBD-URI] [--high-watermark PCT]\n"
+		"                   [--low-watermark PCT]\n"
 		"                   [--ctl-socket PATH] [--tls=off|on|require\n"
 		"                   (--tls-psk FILE | --tls-certificates DIR [--tls-verify-peer])]\n"
 		"  --ctl-socket: the control socket for `uzram stat` and `uzram ctl`\n"
@@ -33,6 +35,10 @@ static void serve_usage(void)
 		"         (priority 1, 2, 3 in the order given)\n"
 		"  --dict: a dictionary for the algorithm (lz4, zstd), as zram's\n"
 		"         algorithm_params dict=\n"
+		"  --backing: a second tier for `uzram ctl writeback`; with --mem-limit,\n"
+		"         cold clusters move there by themselves past the high watermark\n"
+		"         (90%% of the limit) down to the low one (80%%), and writes that\n"
+		"         find memory full go there\n"
 		"  --run: run COMMAND with sh -c once the server listens, with $uri set;\n"
 		"         stop when it exits, with its exit status\n");
 }
@@ -128,6 +134,9 @@ int cmd_serve(int argc, char **argv)
 		{ "tls-psk", required_argument, NULL, 'P' },
 		{ "tls-verify-peer", no_argument, NULL, 'V' },
 		{ "dict", required_argument, NULL, 'D' },
+		{ "backing", required_argument, NULL, 'B' },
+		{ "high-watermark", required_argument, NULL, 'H' },
+		{ "low-watermark", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -238,6 +247,16 @@ int cmd_serve(int argc, char **argv)
 		case 'D':
 			dict_path = optarg;
 			break;
+		case 'B':
+			cfg.backing = optarg;
+			break;
+		case 'H':
+		case 'L':
+			if (parse_uint(optarg, 100, &v) < 0 || v == 0)
+				goto bad_value;
+			*(o == 'H' ? &cfg.high_watermark : &cfg.low_watermark) =
+				(uint32_t)v;
+			break;
 		case 'h':
 			serve_usage();
 			return 0;
@@ -335,8 +354,11 @@ static void stat_usage(FILE *f)
 static void ctl_usage(FILE *f)
 {
 	fprintf(f, "usage: uzram ctl [--socket PATH | --tcp [HOST:]PORT | --ctl-socket PATH]\n"
-		"                 compact | mem-limit SIZE | reset-max | idle\n"
+		"                 compact | mem-limit SIZE | reset-max | idle [SECONDS]\n"
 		"                 | recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]\n"
+		"                 | writeback [type=huge|idle|huge_idle|incompressible] [pages=LO-HI]\n"
+		"                             [limit=N]\n"
+		"                 | writeback-limit N|off | backing-compact\n"
 		"  compact      move objects out of sparse allocator pages, give back\n"
 		"               what is empty (zram's compact)\n"
 		"  mem-limit    change the memory limit; 0 removes it (zram's mem_limit)\n"
@@ -345,7 +367,15 @@ static void ctl_usage(FILE *f)
 		"               written (zram's idle)\n"
 		"  recompress   re-encode stored pages with a --recomp-algorithm of the\n"
 		"               server (priority 1 by default), all or only huge or idle ones,\n"
-		"               at least threshold bytes compressed (zram's recompress)\n");
+		"               at least threshold bytes compressed (zram's recompress)\n"
+		"  idle SECONDS mark idle only what was not read or written for that long\n"
+		"  writeback    move stored pages to the backing store, largest first: all,\n"
+		"               huge, idle, both, or huge ones recompression could not shrink;\n"
+		"               pages LO to HI only; at most N pages (zram's writeback)\n"
+		"  writeback-limit  let writeback write at most N more pages, or no limit\n"
+		"               (zram's writeback_limit and writeback_limit_enable)\n"
+		"  backing-compact  move the live objects of mostly dead backing store\n"
+		"               segments together and give the rest back\n");
 }
 
 /*
@@ -452,6 +482,55 @@ static int recompress_request(int argc, char **argv, char *req, size_t n)
 	return 0;
 }
 
+/* "writeback [type=...] [pages=LO-HI] [limit=N]"; pages fit 32 bits */
+static int writeback_request(int argc, char **argv, char *req, size_t n)
+{
+	static const struct { const char *name; unsigned flags; } types[] = {
+		{ "type=huge", UZRAM_WB_HUGE }, { "type=idle", UZRAM_WB_IDLE },
+		{ "type=huge_idle", UZRAM_WB_HUGE | UZRAM_WB_IDLE },
+		{ "type=incompressible", UZRAM_WB_INCOMPRESSIBLE },
+	};
+	unsigned long long limit = 0, lo = 0, hi = 0;
+	bool range = false;
+	unsigned flags = 0;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		char *dash;
+		size_t t;
+
+		for (t = 0; t < sizeof types / sizeof types[0]; t++)
+			if (!strcmp(a, types[t].name))
+				break;
+		if (t < sizeof types / sizeof types[0]) {
+			flags |= types[t].flags;
+		} else if (!strncmp(a, "limit=", 6) &&
+			   !parse_uint(a + 6, UINT32_MAX, &limit)) {
+			;
+		} else if (!strncmp(a, "pages=", 6) &&
+			   (dash = strchr(a + 6, '-'))) {
+			char lo_s[24];
+
+			if ((size_t)(dash - (a + 6)) >= sizeof lo_s)
+				return -1;
+			memcpy(lo_s, a + 6, (size_t)(dash - (a + 6)));
+			lo_s[dash - (a + 6)] = '\0';
+			if (parse_uint(lo_s, UINT32_MAX, &lo) ||
+			    parse_uint(dash + 1, UINT32_MAX, &hi) || lo > hi)
+				return -1;
+			range = true;
+		} else {
+			return -1;
+		}
+	}
+	if (range)
+		snprintf(req, n, "writeback %u %llu %llu %llu\n", flags, limit,
+			 lo, hi);
+	else
+		snprintf(req, n, "writeback %u %llu\n", flags, limit);
+	return 0;
+}
+
 int cmd_ctl(int argc, char **argv)
 {
 	char path[PATH_MAX], req[64];
@@ -468,6 +547,28 @@ int cmd_ctl(int argc, char **argv)
 		snprintf(req, sizeof req, "reset-max\n");
 	} else if (argc == 1 && !strcmp(argv[0], "idle")) {
 		snprintf(req, sizeof req, "idle\n");
+	} else if (argc == 2 && !strcmp(argv[0], "idle")) {
+		if (parse_uint(argv[1], UINT32_MAX, &v) < 0) {
+			fprintf(stderr, "uzram ctl: bad seconds '%s'\n", argv[1]);
+			return 2;
+		}
+		snprintf(req, sizeof req, "idle %llu\n", v);
+	} else if (argc >= 1 && !strcmp(argv[0], "writeback")) {
+		if (writeback_request(argc, argv, req, sizeof req) < 0) {
+			ctl_usage(stderr);
+			return 2;
+		}
+	} else if (argc == 2 && !strcmp(argv[0], "writeback-limit")) {
+		if (!strcmp(argv[1], "off"))
+			snprintf(req, sizeof req, "writeback-limit 0 0\n");
+		else if (!parse_uint(argv[1], UINT32_MAX, &v))
+			snprintf(req, sizeof req, "writeback-limit 1 %llu\n", v);
+		else {
+			fprintf(stderr, "uzram ctl: bad page count '%s'\n", argv[1]);
+			return 2;
+		}
+	} else if (argc == 1 && !strcmp(argv[0], "backing-compact")) {
+		snprintf(req, sizeof req, "backing-compact\n");
 	} else if (argc >= 1 && !strcmp(argv[0], "recompress")) {
 		if (recompress_request(argc, argv, req, sizeof req) < 0) {
 			ctl_usage(stderr);

@@ -7,11 +7,13 @@
  *
  * Model
  *   A device is an array of `size` bytes, split into pages of 4096 bytes.
- *   Each page is in one of four states:
+ *   Each page is in one of five states:
  *     - unwritten (a hole): reads as zeros, costs no memory;
  *     - same-filled: one 8-byte value repeated, kept in the page table;
  *     - compressed: an object in the device's allocator;
- *     - huge: a page that did not compress, kept raw in the allocator.
+ *     - huge: a page that did not compress, kept raw in the allocator;
+ *     - written back: its object moved to the device's backing store
+ *       (cfg.backing; see uzram_writeback()).
  *   Reads and writes take any byte offset and length inside the device;
  *   partial pages are read-modify-written.
  *
@@ -82,10 +84,23 @@ struct uzram_config {
 				* clusters, "page" in the states above and in
 				* holes, discard, block status and the failure
 				* rules below means cluster. */
+	/* Since 0.2: */
 	const void *dict;      /* a dictionary for the algorithm (lz4, zstd),
 				* as zram's algorithm_params dict=; NULL for
 				* none. Copied by uzram_open(). */
 	size_t dict_size;      /* its bytes: 0, or 256 to 1 MiB */
+	/* The tier; see uzram_writeback(): */
+	const char *backing;   /* the backing store: a path (a block device,
+				* or a regular file, created if missing and
+				* then empty) or an nbd:// or nbd+unix:// URI;
+				* NULL (the default) for none. Read only by
+				* uzram_open(). */
+	uint32_t high_watermark; /* with mem_limit and a backing store, the
+				  * percentage of mem_limit past which the
+				  * device moves cold clusters out by itself;
+				  * 0: 90 */
+	uint32_t low_watermark;  /* ... down to this percentage; 0: 10
+				  * below the high one */
 };
 
 /*
@@ -129,8 +144,10 @@ UZRAM_API uint32_t uzram_cluster_size(const struct uzram *dev);
  * Returns 0, or:
  *   -EINVAL  dev or buf is NULL;
  *   -ERANGE  off + len is past the end of the device, or overflows;
- *   -EIO     a stored object failed to decompress (corruption); buf is
- *            undefined, the device is unchanged.
+ *   -EIO     a stored object failed to decompress (corruption), or the
+ *            backing store failed to read a written-back cluster (counted
+ *            in bd_failed_reads; the data stays there for a later read);
+ *            buf is undefined, the device is unchanged.
  * A zero len is valid and does nothing.
  */
 UZRAM_API int uzram_read(struct uzram *dev, void *buf, size_t len, uint64_t off);
@@ -142,9 +159,11 @@ UZRAM_API int uzram_read(struct uzram *dev, void *buf, size_t len, uint64_t off)
  * Returns 0, or:
  *   -EINVAL  dev or buf is NULL;
  *   -ERANGE  off + len is past the end of the device, or overflows;
- *   -ENOSPC  the memory limit (or the allocator's address space) is reached;
+ *   -ENOSPC  the memory limit (or the allocator's address space) is reached,
+ *            and the backing store, if the device has one, is full too;
  *   -ENOMEM  the system is out of memory;
- *   -EIO     a partial page could not be read back for the merge.
+ *   -EIO     a partial page could not be read back for the merge, or memory
+ *            was full and the backing store failed the write-through.
  */
 UZRAM_API int uzram_write(struct uzram *dev, const void *buf, size_t len,
 			  uint64_t off);
@@ -209,7 +228,8 @@ struct uzram_stats {
 	uint64_t huge_pages;      /* pages kept raw because they do not compress */
 	uint64_t pages_stored;    /* pages that are not holes */
 	uint64_t failed_reads;    /* reads that returned -EIO */
-	uint64_t failed_writes;   /* writes that failed for lack of memory */
+	uint64_t failed_writes;   /* writes that failed for lack of memory
+				   * (in both tiers), or with -EIO */
 	uint64_t invalid_io;      /* requests rejected as out of range */
 	uint64_t table_bytes;     /* the page table (16 bytes a cluster, made
 				   * per 16384 clusters on first write), not
@@ -221,6 +241,28 @@ struct uzram_stats {
 				   * total) */
 	uint64_t pages_recompressed; /* pages re-encoded smaller by
 				      * uzram_recompress() (a running total) */
+	/* The backing store (zram's bd_stat and more), since 0.2: */
+	uint64_t bd_capacity;     /* bytes the tier may use on it */
+	uint64_t bd_count;        /* pages whose data is on it */
+	uint64_t bd_bytes;        /* bytes of their objects (live) */
+	uint64_t bd_space;        /* bytes of it in use: segments holding
+				   * objects, live or dead */
+	uint64_t bd_reads;        /* pages read from it (a running total) */
+	uint64_t bd_writes;       /* pages written to it (a running total) */
+	uint64_t bd_failed_reads; /* reads of it that failed */
+	uint64_t bd_failed_writes; /* writes to it that failed */
+	uint64_t bd_wb_limit;     /* pages writeback may still write while
+				   * the writeback limit is enabled */
+	uint64_t bd_compacted;    /* bytes of live objects moved by backing
+				   * store compaction (a running total) */
+	uint64_t pages_written_back; /* pages moved by writeback, by hand or
+				      * by the policy (a running total) */
+	uint64_t pages_written_through; /* pages written straight to it
+				      * because memory was full */
+	uint64_t policy_runs;     /* times the policy found memory past the
+				   * high watermark */
+	uint64_t policy_recompressed; /* pages it re-encoded */
+	uint64_t policy_written_back; /* pages it wrote back */
 };
 
 /*
@@ -237,7 +279,9 @@ UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
  * limit. A limit below what the device holds now is accepted: writes that
  * need more memory then fail with -ENOSPC and keep the old bytes, while
  * discards, same-filled pages and rewrites of unchanged data still
- * succeed, until discards and uzram_compact() bring it under.
+ * succeed, until discards and uzram_compact() bring it under. With a
+ * backing store, the device's policy moves cold clusters out at once
+ * instead (see uzram_writeback()).
  * Returns 0 or -EINVAL (NULL device).
  */
 UZRAM_API int uzram_set_mem_limit(struct uzram *dev, uint64_t bytes);
@@ -281,8 +325,10 @@ UZRAM_API long uzram_mark_idle(struct uzram *dev);
  * UZRAM_RECOMP_IDLE only those idle since uzram_mark_idle(). A cluster is
  * replaced, and its old object freed, only if the new object is smaller.
  * Runs alongside reads and writes: each cluster is locked while it is
- * re-encoded, as a partial write locks it. Clusters that do not shrink are
- * tried again by the next call.
+ * re-encoded, as a partial write locks it. Compressed clusters that do not
+ * shrink are tried again by the next call; huge ones that do not are marked
+ * incompressible for that priority (see UZRAM_WB_INCOMPRESSIBLE) and not
+ * tried again by it.
  * Returns the number of pages re-encoded (>= 0), or:
  *   -EINVAL  NULL device, no algorithm of that priority, unknown flags;
  *   -ENOSPC, -ENOMEM  no memory for a new object: what was re-encoded
@@ -398,6 +444,71 @@ UZRAM_API const char *uzram_last_error(void);
  * e.g. "lz4 lz4hc zstd deflate".
  */
 UZRAM_API const char *uzram_algorithms(void);
+
+/*
+ * The tier: a device opened with cfg.backing keeps a second store on the
+ * backing target, as zram's backing_dev. A cluster written back leaves
+ * memory only once its object is on the backing store, written as it was
+ * in memory (compressed, or raw if huge) and packed at 16-byte alignment
+ * in 1 MiB segments; reading it is one read of the backing store; a
+ * rewrite or discard frees its place there. Segments whose objects died are
+ * reused, and the live objects of mostly dead ones are moved together
+ * (uzram_backing_compact(), also run by writeback), so the backing store
+ * holds about the live compressed bytes, not 4 KiB per page.
+ */
+
+/* uzram_writeback() types, as zram's writeback file */
+#define UZRAM_WB_HUGE 1u  /* only clusters kept raw (huge) */
+#define UZRAM_WB_IDLE 2u  /* only clusters marked idle */
+/* Only huge clusters that recompression failed to shrink (tried by
+ * uzram_recompress() with every priority up to the one that failed). */
+#define UZRAM_WB_INCOMPRESSIBLE 4u
+
+/*
+ * Write back stored clusters in pages [first_page, last_page] (inclusive;
+ * 0 and UINT64_MAX for all) that match every type flag given (none: any
+ * compressed or huge cluster), largest objects first, at most max_pages
+ * pages (0: no limit) and no more than the writeback limit allows. Writes
+ * go out in batches of up to 1 MiB. Runs alongside reads and writes: a
+ * cluster rewritten while its batch was being written stays in memory.
+ * Returns the number of pages written back (>= 0), or:
+ *   -EINVAL  NULL device, unknown flags, first_page > last_page;
+ *   -ENODEV  the device has no backing store;
+ *   -ENOSPC  the backing store is full, -EIO a write to it failed: what was
+ *            written before stays written back, the rest stays in memory,
+ *            and bd_failed_writes counts the failure.
+ */
+UZRAM_API long uzram_writeback(struct uzram *dev, unsigned flags,
+			       uint64_t first_page, uint64_t last_page,
+			       uint64_t max_pages);
+
+/*
+ * zram's writeback_limit_enable and writeback_limit: while enabled,
+ * writeback (by hand and by the policy) writes at most `pages` more pages,
+ * counted down in stats.bd_wb_limit. Returns 0, -EINVAL or -ENODEV.
+ */
+UZRAM_API int uzram_set_writeback_limit(struct uzram *dev, int enable,
+					uint64_t pages);
+
+/*
+ * Move the live objects of backing store segments that are mostly dead
+ * into fresh ones and give the emptied segments back (a hole in a file, a
+ * trim on NBD). Returns the bytes of backing store freed (>= 0), -EINVAL,
+ * -ENODEV, or -EIO/-ENOSPC from the backing store (nothing is lost: an
+ * object moves only after its new copy is written).
+ */
+UZRAM_API long uzram_backing_compact(struct uzram *dev);
+
+/*
+ * Mark idle the stored clusters not read or written for at least `seconds`
+ * (zram's idle file with CONFIG_ZRAM_TRACK_ENTRY_ACTIME). Each cluster
+ * keeps its last access on a coarse clock of 4-second ticks, exact up to
+ * 508 seconds; older ages saturate there while some table walk (this call,
+ * writeback, the tier's background thread) passes within every 8 minutes.
+ * seconds 0 marks everything, as uzram_mark_idle(). Returns the number of
+ * pages marked, or -EINVAL.
+ */
+UZRAM_API long uzram_mark_idle_age(struct uzram *dev, uint32_t seconds);
 
 #ifdef __cplusplus
 }

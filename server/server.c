@@ -120,6 +120,21 @@ static int format_stats(struct server *srv, bool json, char *out, size_t n)
 		{ "table_bytes", st.table_bytes },
 		{ "pages_unchanged", st.pages_unchanged },
 		{ "pages_recompressed", st.pages_recompressed },
+		{ "bd_capacity", st.bd_capacity },
+		{ "bd_count", st.bd_count },
+		{ "bd_bytes", st.bd_bytes },
+		{ "bd_space", st.bd_space },
+		{ "bd_reads", st.bd_reads },
+		{ "bd_writes", st.bd_writes },
+		{ "bd_failed_reads", st.bd_failed_reads },
+		{ "bd_failed_writes", st.bd_failed_writes },
+		{ "bd_wb_limit", st.bd_wb_limit },
+		{ "bd_compacted", st.bd_compacted },
+		{ "pages_written_back", st.pages_written_back },
+		{ "pages_written_through", st.pages_written_through },
+		{ "policy_runs", st.policy_runs },
+		{ "policy_recompressed", st.policy_recompressed },
+		{ "policy_written_back", st.policy_written_back },
 		{ "connections_current", atomic_load(&c->conns_current) },
 		{ "connections_total", atomic_load(&c->conns_total) },
 		{ "connections_refused", atomic_load(&c->conns_refused) },
@@ -157,6 +172,62 @@ static int format_stats(struct server *srv, bool json, char *out, size_t n)
 	}
 #undef OUT
 	return len < n ? 0 : -1;
+}
+
+/*
+ * The tier's requests: "idle SECONDS" (mark idle what is that old),
+ * "writeback FLAGS LIMIT [LO HI]" (pages LO..HI, all without them; LIMIT
+ * pages at most, 0 for none), "writeback-limit ENABLE PAGES" and
+ * "backing-compact", as zram's idle, writeback, writeback_limit_enable and
+ * writeback_limit files.
+ */
+static void tier_request(struct uzram *dev, const char *req, char *out,
+			 size_t n)
+{
+	unsigned long long a, b, lo = 0, hi = UINT64_MAX;
+	unsigned flags;
+	int used = 0, k;
+	long r;
+
+	if (sscanf(req, "idle %llu%n", &a, &used) == 1 && !req[used] &&
+	    a <= UINT32_MAX) {
+		r = uzram_mark_idle_age(dev, (uint32_t)a);
+		snprintf(out, n, "ok: %ld pages marked idle\n", r);
+		return;
+	}
+	if (!strcmp(req, "backing-compact")) {
+		r = uzram_backing_compact(dev);
+		if (r < 0)
+			snprintf(out, n, "error: %s\n", uzram_last_error());
+		else
+			snprintf(out, n, "ok: %ld bytes of backing store freed\n", r);
+		return;
+	}
+	if (sscanf(req, "writeback-limit %llu %llu%n", &a, &b, &used) == 2 &&
+	    !req[used]) {
+		if (uzram_set_writeback_limit(dev, a != 0, b) < 0)
+			snprintf(out, n, "error: %s\n", uzram_last_error());
+		else if (a)
+			snprintf(out, n, "ok: writeback limited to %llu pages\n", b);
+		else
+			snprintf(out, n, "ok: writeback not limited\n");
+		return;
+	}
+	k = sscanf(req, "writeback %u %llu %llu %llu%n", &flags, &a, &lo, &hi,
+		   &used);
+	if (k == 2)
+		k = sscanf(req, "writeback %u %llu%n", &flags, &a, &used) == 2 ? 4 : 0;
+	if (k != 4 || req[used]) {
+		snprintf(out, n, "error: unknown request '%.40s' (tier: idle "
+			 "SECONDS, writeback FLAGS LIMIT [LO HI], writeback-limit "
+			 "ENABLE PAGES, backing-compact)\n", req);
+		return;
+	}
+	r = uzram_writeback(dev, flags, lo, hi, a);
+	if (r < 0)
+		snprintf(out, n, "error: %s\n", uzram_last_error());
+	else
+		snprintf(out, n, "ok: %ld pages written back\n", r);
 }
 
 /*
@@ -215,6 +286,9 @@ static void ctl_request(struct server *srv, char *req, char *out, size_t n)
 	} else if (!strcmp(req, "idle")) {
 		snprintf(out, n, "ok: %ld pages marked idle\n",
 			 uzram_mark_idle(dev));
+	} else if (!strncmp(req, "idle ", 5) || !strncmp(req, "writeback", 9) ||
+		   !strcmp(req, "backing-compact")) {
+		tier_request(dev, req, out, n);
 	} else if (!strcmp(req, "reset-max")) {
 		struct uzram_stats st;
 

@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "uzram.h"
 #include "error.h"
 #include "store.h"
+#include "tier.h"
 #include "zcomp.h"
 #include "zpool.h"
 
@@ -27,8 +29,8 @@ UZRAM_API void uzram_config_init(struct uzram_config *cfg)
 
 /*
  * The layouts published so far: the first ended with mem_limit, the
- * second adds cluster_size, the third (the current one) the dictionary.
- * Only these sizes are known.
+ * second adds cluster_size, the third (the current one) the dictionary,
+ * the tier's backing store and its watermarks. Only these sizes are known.
  */
 #define CONFIG_V1_SIZE \
 	(offsetof(struct uzram_config, mem_limit) + sizeof(uint64_t))
@@ -115,6 +117,12 @@ UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 	dev->csize = (size_t)1 << shift;
 	dev->nclusters = (dev->size + dev->csize - 1) >> shift;
 	dev->mem_limit = c.mem_limit;
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+		dev->clock0 = ts.tv_sec;
+	}
 
 	pthread_mutex_init(&dev->dict_lock, NULL);
 	ret = zcomp_create_dict(c.algorithm, c.level, c.dict, c.dict_size,
@@ -143,6 +151,12 @@ UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 			(unsigned long long)dev->nchunks);
 		goto fail;
 	}
+	if (c.backing) {
+		ret = tier_open(dev, c.backing, c.high_watermark,
+				c.low_watermark);
+		if (ret)
+			goto fail;
+	}
 	*devp = dev;
 	return 0;
 
@@ -155,6 +169,7 @@ UZRAM_API void uzram_close(struct uzram *dev)
 {
 	if (!dev)
 		return;
+	tier_close(dev);
 	for (uint64_t i = 0; dev->dir && i < dev->nchunks; i++) {
 		struct slot *chunk = atomic_load_explicit(&dev->dir[i],
 							  memory_order_relaxed);
@@ -189,12 +204,19 @@ UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
 
 	if (!dev || !st || !st_size)
 		return uzram_set_error(-EINVAL, "stats: NULL argument");
+	memset(&full, 0, sizeof full);
 	stats_snapshot(&dev->stats, dev->pool, dev->size,
 		       atomic_load_explicit(&dev->mem_limit, memory_order_relaxed),
 		       dev->nchunks * sizeof(*dev->dir) +
 		       atomic_load_explicit(&dev->chunks_used,
 					    memory_order_relaxed) * CHUNK_BYTES,
 		       &full);
+	if (dev->tier) {
+		full.bd_capacity = dev->tier->sp.nsegs << SEG_SHIFT;
+		full.bd_space = space_used(&dev->tier->sp);
+		full.bd_wb_limit = atomic_load(&dev->tier->wb_limit_on) ?
+				   atomic_load(&dev->tier->wb_limit) : 0;
+	}
 	memcpy(st, &full, st_size < sizeof full ? st_size : sizeof full);
 	return 0;
 }
@@ -205,6 +227,8 @@ UZRAM_API int uzram_set_mem_limit(struct uzram *dev, uint64_t bytes)
 		return uzram_set_error(-EINVAL, "set_mem_limit: NULL device");
 	atomic_store_explicit(&dev->mem_limit, bytes, memory_order_relaxed);
 	zpool_set_limit(dev->pool, bytes);
+	if (dev->tier && bytes)
+		tier_kick(dev->tier);   /* the policy looks at the new limit now */
 	return 0;
 }
 

@@ -20,12 +20,17 @@
  *
  * Step 1 is what keeps it safe without a lock on the write path: a
  * writer compresses with the codec of the place current when it started,
- * and checks under the slot lock, before it stores, that the place is
- * still current (store.c's unit_commit); the count of step 1 takes every
- * slot's lock, so a writer either stored before the count saw it, or
- * finds its place stale and compresses again. A codec taken out of a place
+ * and checks under the slot lock, before it stores, that this codec is
+ * still the current one (store.c's codec_current(): the codec itself, not
+ * only its place, which may have been refilled and made current again in
+ * between); the count of step 1 takes every slot's lock, so a writer
+ * either stored before the count saw it, or finds its codec stale and
+ * compresses again. A codec taken out of a place
  * is kept on the retired list until close: a writer may still be
  * compressing with it. Changes of place are serialized by dict_lock.
+ * Objects written back to the tier (SLOT_BACKED) keep their place bit;
+ * re-encoding does not fetch them, so a change that would empty a place
+ * some of them still name is refused (-EBUSY) until they are rewritten.
  *
  * Training (uzram_train_dictionary()): a sample of the stored clusters,
  * taken evenly over the table, is decoded and given to libzstd's
@@ -47,6 +52,7 @@
 #include "recompress.h"
 #include "slot.h"
 #include "store.h"
+#include "tier.h"
 #include "zcomp.h"
 
 /* The most a training decodes: to train on, and to measure with. */
@@ -70,22 +76,46 @@ void dict_retired_free(struct uzram *dev)
 }
 
 /*
- * Pages whose object priority prio made in place `place`, each slot looked
- * at under its lock (see the top of the file for why).
+ * Whether a slot with flags f (and val) holds an object that priority prio
+ * encoded in place `place`: in memory, or compressed on the backing store
+ * (a raw object there needs no codec). The caller holds the slot lock.
  */
-static uint64_t place_pages(struct uzram *dev, unsigned prio, unsigned place)
+static bool made_in(struct uzram *dev, uint64_t idx, uint32_t f, uint64_t val,
+		    unsigned prio, unsigned place)
+{
+	enum slot_state state = (enum slot_state)(f & SLOT_STATE_MASK);
+
+	if (slot_prio(f) != prio || slot_place(f) != place)
+		return false;
+	return state == SLOT_OBJ ||
+	       (state == SLOT_BACKED && backed_size(val) != unit_len(dev, idx));
+}
+
+/*
+ * Pages whose object priority prio made in place `place`, in memory and,
+ * in *backed, on the backing store; each slot looked at under its lock
+ * (see the top of the file for why).
+ */
+static uint64_t place_pages(struct uzram *dev, unsigned prio, unsigned place,
+			    uint64_t *backed)
 {
 	uint64_t pages = 0;
 	struct slot *s;
 
+	*backed = 0;
 	for (uint64_t idx = 0; (s = slot_next(dev, &idx)); idx++) {
+		uint64_t val;
 		uint32_t f;
 
 		slot_lock_shared(s);
 		f = slot_flags(s);
+		val = s->val;
 		slot_unlock_shared(s);
-		if ((f & SLOT_STATE_MASK) == SLOT_OBJ && slot_prio(f) == prio &&
-		    slot_place(f) == place)
+		if (!made_in(dev, idx, f, val, prio, place))
+			continue;
+		if ((f & SLOT_STATE_MASK) == SLOT_BACKED)
+			*backed += unit_len(dev, idx) >> PAGE_SHIFT;
+		else
 			pages += unit_len(dev, idx) >> PAGE_SHIFT;
 	}
 	return pages;
@@ -102,8 +132,8 @@ static int dict_install(struct uzram *dev, unsigned prio, struct zcomp *zc,
 {
 	const struct recomp_pass pass = { .prio = prio, .reencode = true };
 	struct zcomp_retired *r = malloc(sizeof(*r));
+	uint64_t left, backed;
 	unsigned t;
-	uint64_t left;
 	long n;
 	int ret = 0;
 
@@ -113,7 +143,14 @@ static int dict_install(struct uzram *dev, unsigned prio, struct zcomp *zc,
 	}
 	pthread_mutex_lock(&dev->dict_lock);
 	t = !atomic_load_explicit(&dev->cur[prio], memory_order_relaxed);
-	left = place_pages(dev, prio, t);
+	left = place_pages(dev, prio, t, &backed);
+	if (backed) {
+		ret = uzram_set_error(-EBUSY, "dictionary: %llu pages of "
+			"priority %u on the backing store are encoded with the "
+			"dictionary before the current one; rewrite or discard "
+			"them first", (unsigned long long)backed, prio);
+		goto out;
+	}
 	if (left && (flags & UZRAM_DICT_REENCODE)) {
 		n = recompress_pass(dev, &pass);
 		if (n < 0) {
@@ -121,7 +158,7 @@ static int dict_install(struct uzram *dev, unsigned prio, struct zcomp *zc,
 			goto out;
 		}
 		*pages += (uint64_t)n;
-		left = place_pages(dev, prio, t);
+		left = place_pages(dev, prio, t, &backed);
 	}
 	if (left) {
 		ret = uzram_set_error(-EBUSY, "dictionary: %llu pages of "
@@ -208,14 +245,16 @@ UZRAM_API int uzram_dict_info(struct uzram *dev, int prio,
 	zcomp_dict(cur, &info->dict_size);
 	place = atomic_load_explicit(&dev->cur[prio], memory_order_relaxed);
 	for (uint64_t idx = 0; (s = slot_next(dev, &idx)); idx++) {
-		uint32_t f = slot_flags(s);
+		uint64_t val;
+		uint32_t f;
 
-		if ((f & SLOT_STATE_MASK) != SLOT_OBJ ||
-		    slot_prio(f) != (unsigned)prio)
-			continue;
-		if (slot_place(f) == place)
+		slot_lock_shared(s);
+		f = slot_flags(s);
+		val = s->val;
+		slot_unlock_shared(s);
+		if (made_in(dev, idx, f, val, (unsigned)prio, place))
 			info->pages += unit_len(dev, idx) >> PAGE_SHIFT;
-		else
+		else if (made_in(dev, idx, f, val, (unsigned)prio, !place))
 			info->pages_previous += unit_len(dev, idx) >> PAGE_SHIFT;
 	}
 	return 0;

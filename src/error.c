@@ -31,12 +31,14 @@ UZRAM_API const char *uzram_strerror(int err)
 	case 0:		return "success";
 	case -EINVAL:	return "invalid argument";
 	case -ERANGE:	return "request outside the device";
-	case -ENOSPC:	return "memory limit reached";
+	case -ENOSPC:	return "memory limit reached (and the backing store full, if any)";
 	case -ENOMEM:	return "out of memory";
-	case -EIO:	return "stored data is corrupt";
+	case -EIO:	return "stored data is corrupt, or the backing store failed";
 	case -ENOENT:	return "unknown compression algorithm";
 	case -EOPNOTSUPP: return "the algorithm takes no dictionary";
 	case -EBUSY:	return "stored data still uses the previous dictionary";
+	case -ENODEV:	return "the device has no backing store";
+	case -EEXIST:	return "the backing file is not empty";
 	default:	return "unknown error";
 	}
 }

@@ -4,8 +4,11 @@
  * one (lz4 then zstd, say).
  *
  * uzram_recompress() walks the page table chunk by chunk, skipping chunks
- * never written. For each cluster that qualifies (an object made by a lower
- * priority, at least `threshold` bytes, huge if asked), it takes the slot
+ * never written, once per band of object sizes, largest first (store.h's
+ * pp_band(), zram's post-processing buckets), so that a run stopped by the
+ * memory limit has re-encoded the largest objects. For each cluster that
+ * qualifies (an object made by a lower priority, at least `threshold`
+ * bytes, huge if asked, old enough for the tier's policy), it takes the slot
  * lock exclusively, decodes the object with the codec that made it,
  * encodes it with the new one, and if the result is smaller stores it and
  * swaps it in with the new priority in the slot's flags; the old object is
@@ -14,6 +17,11 @@
  * slot cannot change between the decode and the swap, so no rewrite is
  * ever overwritten by older bytes. Readers of that one cluster wait for
  * the step (tens of microseconds with zstd); everyone else goes on.
+ *
+ * A huge cluster that does not shrink stays raw and takes the priority that
+ * failed in its flags (a raw object needs no codec): it is then not tried
+ * again by that priority or a lower one, as zram marks such a page
+ * incompressible, and writeback's "incompressible" type picks it.
  *
  * The tag bits are kept: the bytes are the same; so is the idle bit. The
  * counters follow the object's size and state (a huge cluster that
@@ -40,6 +48,7 @@
 #include "slot.h"
 #include "stats.h"
 #include "store.h"
+#include "tier.h"
 #include "zcomp.h"
 #include "zpool.h"
 
@@ -53,7 +62,7 @@ enum step { STEP_SKIPPED, STEP_DONE, STEP_NO_GAIN };
  * UINT32_MAX) and again under it.
  */
 static bool pass_takes(const struct recomp_pass *p, uint32_t f, uint32_t size,
-		       unsigned cur)
+		       unsigned cur, uint32_t now)
 {
 	enum slot_state state = (enum slot_state)(f & SLOT_STATE_MASK);
 
@@ -64,17 +73,20 @@ static bool pass_takes(const struct recomp_pass *p, uint32_t f, uint32_t size,
 	       slot_prio(f) < p->prio &&
 	       (!(p->flags & UZRAM_RECOMP_HUGE) || state == SLOT_HUGE) &&
 	       (!(p->flags & UZRAM_RECOMP_IDLE) || (f & SLOT_IDLE)) &&
+	       (!p->min_age || slot_age(f, now) >= p->min_age) &&
 	       size >= p->threshold;
 }
 
 /*
- * Re-encode cluster idx if the pass takes it. A recompression keeps the
- * new object only if it is smaller; a re-encode keeps it whatever its
- * size (raw if it does not compress), so that no object is left in the
- * place it leaves. Returns a step or a negative errno.
+ * Re-encode cluster idx if the pass takes it and its object's size is in
+ * [lo, hi) (the band of the walk). A recompression keeps the new object
+ * only if it is smaller; a re-encode keeps it whatever its size (raw if it
+ * does not compress), so that no object is left in the place it leaves.
+ * Returns a step or a negative errno.
  */
 static int recompress_one(struct uzram *dev, struct slot *s, uint64_t idx,
-			  const struct recomp_pass *p, struct store_tls *t)
+			  const struct recomp_pass *p, uint32_t lo, uint32_t hi,
+			  uint32_t now, struct store_tls *t)
 {
 	size_t len = unit_len(dev, idx);
 	uint32_t f, old_size, old_handle, handle = 0, cap, place;
@@ -90,7 +102,8 @@ static int recompress_one(struct uzram *dev, struct slot *s, uint64_t idx,
 	old_size = slot_size(s);
 	old_handle = slot_handle(s);
 	ret = STEP_SKIPPED;
-	if (!pass_takes(p, f, old_size, place ? 1 : 0))
+	if (!pass_takes(p, f, old_size, place ? 1 : 0, now) ||
+	    old_size < lo || old_size >= hi)
 		goto out;
 
 	ret = slot_decode(dev, s, t->unit, len);
@@ -108,6 +121,9 @@ static int recompress_one(struct uzram *dev, struct slot *s, uint64_t idx,
 		new_state = SLOT_HUGE;
 		place = 0;
 	} else if (clen == -E2BIG) {
+		if (state == SLOT_HUGE)   /* incompressible: see the top */
+			slot_set_flags(s, (f & ~SLOT_PRIO_MASK) |
+					  p->prio << SLOT_PRIO_SHIFT);
 		ret = STEP_NO_GAIN;
 		goto out;
 	} else if (clen < 0) {
@@ -137,31 +153,55 @@ out:
 	return ret;
 }
 
-long recompress_pass(struct uzram *dev, const struct recomp_pass *p)
+/* One walk of the table, over the objects of sizes [lo, hi). */
+static long pass_band(struct uzram *dev, const struct recomp_pass *p,
+		      uint32_t lo, uint32_t hi, struct store_tls *t, int *err)
 {
-	struct store_tls *t = store_tls_get(dev->csize);
+	uint32_t now = tier_clock(dev);
 	struct slot *s;
 	long pages = 0;
-	int err = 0;
 
-	if (!t)
-		return uzram_set_error(-ENOMEM, "recompress: out of memory");
 	for (uint64_t idx = 0; (s = slot_next(dev, &idx)); idx++) {
 		unsigned cur = atomic_load_explicit(&dev->cur[p->prio],
 						    memory_order_relaxed);
 		int r;
 
-		if (!pass_takes(p, slot_flags(s), UINT32_MAX, cur))
+		if (!pass_takes(p, slot_flags(s), UINT32_MAX, cur, now))
 			continue;
-		r = recompress_one(dev, s, idx, p, t);
+		r = recompress_one(dev, s, idx, p, lo, hi, now, t);
 		if (r == STEP_DONE)
 			pages += (long)(unit_len(dev, idx) >> PAGE_SHIFT);
 		else if (r == -EIO)
-			err = -EIO;    /* corrupt: leave it, go on */
+			*err = -EIO;    /* corrupt: leave it, go on */
 		else if (r < 0)
 			return uzram_set_error(r, "recompress at cluster %llu: "
 					       "%s", (unsigned long long)idx,
 					       uzram_strerror(r));
+	}
+	return pages;
+}
+
+long recompress_pass(struct uzram *dev, const struct recomp_pass *p)
+{
+	struct store_tls *t = store_tls_get(dev->csize);
+	/* a re-encode must take everything: one walk, no bands */
+	int nbands = p->reencode ? 1 : PP_BANDS, err = 0;
+	long pages = 0;
+
+	if (!t)
+		return uzram_set_error(-ENOMEM, "recompress: out of memory");
+	for (int k = 0; k < nbands; k++) {
+		uint32_t lo, hi;
+		long n;
+
+		pp_band(dev->csize, k, nbands, &lo, &hi);
+		if (hi <= p->threshold)
+			break;
+		n = pass_band(dev, p, lo > p->threshold ? lo : p->threshold, hi,
+			      t, &err);
+		if (n < 0)
+			return n;
+		pages += n;
 	}
 	if (err) {
 		stats_inc(&dev->stats.failed_reads);
@@ -195,7 +235,15 @@ UZRAM_API long uzram_mark_idle(struct uzram *dev)
 UZRAM_API long uzram_recompress(struct uzram *dev, int prio, unsigned flags,
 				uint32_t threshold)
 {
-	struct recomp_pass p = { .flags = flags, .threshold = threshold };
+	return recompress_run(dev, prio, flags, threshold, 0);
+}
+
+long recompress_run(struct uzram *dev, int prio, unsigned flags,
+		    uint32_t threshold, unsigned min_age)
+{
+	struct recomp_pass p = {
+		.flags = flags, .threshold = threshold, .min_age = min_age,
+	};
 
 	if (!dev)
 		return uzram_set_error(-EINVAL, "recompress: NULL device");

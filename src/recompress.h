@@ -15,6 +15,7 @@ struct recomp_pass {
 	unsigned prio;       /* encode with this priority's current codec */
 	unsigned flags;      /* UZRAM_RECOMP_*: which clusters of lower ones */
 	uint32_t threshold;  /* objects of at least this many bytes */
+	unsigned min_age;    /* clusters at least this many ticks old (tier.h) */
 	/*
 	 * Instead: every object of prio itself made in its other codec
 	 * place, kept whatever its new size (a dictionary change).
@@ -23,7 +24,8 @@ struct recomp_pass {
 };
 
 /*
- * Run the pass alongside reads and writes, one slot lock at a time.
+ * Run the pass alongside reads and writes, one slot lock at a time,
+ * largest objects first (but for a re-encode, which takes them all).
  * Returns the pages re-encoded, or a negative errno with
  * uzram_last_error() set (-EIO once the walk is over if an object was
  * corrupt, which is left as it is).

@@ -48,9 +48,10 @@
  * (the shared bit), dictionaries (the place bit). States 5..7 are free.
  *
  * Lock rules: flags and val are written only with the lock held
- * exclusively, except for the idle bit, which is set and cleared with an
- * atomic OR or AND under the shared lock (no writer can be inside then, and
- * those who share the lock only ever flip that bit); val is read only with
+ * exclusively, except for the idle bit and the access stamp, which are
+ * changed with an atomic OR, AND or compare-and-swap under the shared lock
+ * (no writer can be inside then, and those who share the lock only ever
+ * change those bits); val is read only with
  * the lock held. flags is atomic so
  * that a reader may look at the state without the lock: a hole needs no
  * lock to read as zeros, and taking one would write to (and so fault in)
@@ -75,7 +76,7 @@ enum slot_state {
 	SLOT_SAME = 1,  /* one 8-byte value repeated over the cluster */
 	SLOT_OBJ = 2,   /* a compressed object in the allocator */
 	SLOT_HUGE = 3,  /* the cluster kept raw in the allocator */
-	/* 4, SLOT_BACKED, is reserved for the object on a backing store */
+	SLOT_BACKED = 4, /* the object on the backing store (tier.h) */
 };
 
 #define SLOT_STATE_MASK 0x7u

@@ -38,4 +38,18 @@ void stats_snapshot(const struct stats *st, struct zpool *pool,
 	out->table_bytes = table_bytes;
 	out->pages_unchanged = nonneg(&st->pages_unchanged);
 	out->pages_recompressed = nonneg(&st->pages_recompressed);
+	out->bd_count = nonneg(&st->bd_count);
+	out->bd_bytes = nonneg(&st->bd_bytes);
+#define LOAD(f) atomic_load_explicit(&st->f, memory_order_relaxed)
+	out->bd_reads = LOAD(bd_reads);
+	out->bd_writes = LOAD(bd_writes);
+	out->bd_failed_reads = LOAD(bd_failed_reads);
+	out->bd_failed_writes = LOAD(bd_failed_writes);
+	out->bd_compacted = LOAD(bd_compacted);
+	out->pages_written_back = LOAD(wb_pages);
+	out->pages_written_through = LOAD(wt_pages);
+	out->policy_runs = LOAD(policy_runs);
+	out->policy_recompressed = LOAD(policy_recomp);
+	out->policy_written_back = LOAD(policy_wb);
+#undef LOAD
 }

@@ -27,7 +27,20 @@ struct stats {
 	_Atomic uint64_t failed_reads;
 	_Atomic uint64_t failed_writes;
 	_Atomic uint64_t invalid_io;
+	/* the tier (tier.h) */
+	_Atomic int64_t bd_count;        /* pages on the backing store */
+	_Atomic int64_t bd_bytes;        /* bytes of their objects */
+	_Atomic uint64_t bd_reads, bd_writes;   /* pages */
+	_Atomic uint64_t bd_failed_reads, bd_failed_writes;
+	_Atomic uint64_t bd_compacted;
+	_Atomic uint64_t wb_pages, wt_pages;
+	_Atomic uint64_t policy_runs, policy_recomp, policy_wb;
 };
+
+static inline void stats_addu(_Atomic uint64_t *c, uint64_t delta)
+{
+	atomic_fetch_add_explicit(c, delta, memory_order_relaxed);
+}
 
 static inline void stats_add(_Atomic int64_t *c, int64_t delta)
 {
@@ -40,7 +53,10 @@ static inline void stats_inc(_Atomic uint64_t *c)
 	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
 }
 
-/* Fill a public snapshot from the counters and the allocator's figures. */
+/*
+ * Fill a public snapshot from the counters and the allocator's figures;
+ * the tier's own figures are added by device.c.
+ */
 void stats_snapshot(const struct stats *st, struct zpool *pool,
 		    uint64_t disksize, uint64_t mem_limit, uint64_t table_bytes,
 		    struct uzram_stats *out);

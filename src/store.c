@@ -84,6 +84,7 @@
 #include "slot.h"
 #include "stats.h"
 #include "store.h"
+#include "tier.h"
 #include "zcomp.h"
 #include "zpool.h"
 
@@ -95,6 +96,9 @@
 struct content {
 	uint32_t flags;
 	uint64_t val;
+	int place;      /* the codec place of prio 0 that made the object
+			 * (store.h), or -1 if none did: see unit_commit() */
+	const struct zcomp *codec; /* the codec that was in that place */
 };
 
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
@@ -219,6 +223,10 @@ static void content_account(struct uzram *dev, const struct content *c,
 		stats_add(&st->compr_data_size,
 			  sign * (int64_t)content_handle_size(c));
 		break;
+	case SLOT_BACKED:
+		stats_add(&st->bd_count, pages);
+		stats_add(&st->bd_bytes, sign * (int64_t)backed_size(c->val));
+		break;
 	}
 	stats_add(&st->pages_stored, pages);
 }
@@ -227,23 +235,39 @@ static void content_account(struct uzram *dev, const struct content *c,
  * Give back what the old contents of a unit of len bytes held; called
  * after the slot is unlocked.
  */
+/* Free what contents hold, in the allocator or on the backing store. */
+static void content_free(struct uzram *dev, const struct content *c)
+{
+	enum slot_state state = (enum slot_state)(c->flags & SLOT_STATE_MASK);
+
+	if (state == SLOT_OBJ || state == SLOT_HUGE)
+		zpool_free(dev->pool, (uint32_t)c->val);
+	else if (state == SLOT_BACKED)
+		space_free(dev->tier, backed_off(c->val),
+			   round16(backed_size(c->val)));
+}
+
 static void content_release(struct uzram *dev, const struct content *old,
 			    size_t len)
 {
-	enum slot_state state = (enum slot_state)(old->flags & SLOT_STATE_MASK);
-
-	if (state == SLOT_OBJ || state == SLOT_HUGE)
-		zpool_free(dev->pool, (uint32_t)old->val);
+	content_free(dev, old);
 	content_account(dev, old, -1, len);
 }
 
-/* Swap in new contents; the caller holds the slot lock exclusively. */
-static struct content slot_swap(struct slot *s, const struct content *c)
+/*
+ * Swap in new contents, stamped with the access time unless a hole; the
+ * caller holds the slot lock exclusively.
+ */
+static struct content slot_swap(struct uzram *dev, struct slot *s,
+				const struct content *c)
 {
-	struct content old = { slot_flags(s), s->val };
+	struct content old = {
+		.flags = slot_flags(s), .val = s->val, .place = -1,
+	};
 
 	s->val = c->val;
-	slot_set_flags(s, c->flags);
+	slot_set_flags(s, (c->flags & SLOT_STATE_MASK) == SLOT_EMPTY ? c->flags :
+			  c->flags | tier_clock(dev) << SLOT_STAMP_SHIFT);
 	return old;
 }
 
@@ -271,13 +295,12 @@ static int unit_compress(struct uzram *dev, const unsigned char *src,
 {
 	const void *data = t->cbuf;
 	enum slot_state state = SLOT_OBJ;
-	uint32_t handle;
+	uint32_t place_flag;
+	const struct zcomp *zc = comp_at(dev, 0, &place_flag);
+	uint32_t handle, place = place_flag;
 	int clen, ret;
 
-	uint32_t place;
-
-	clen = zcomp_compress(comp_at(dev, 0, &place), src, len, t->cbuf,
-			      HUGE_LIMIT(len));
+	clen = zcomp_compress(zc, src, len, t->cbuf, HUGE_LIMIT(len));
 	if (clen == -E2BIG) {
 		data = src;
 		clen = (int)len;
@@ -287,6 +310,13 @@ static int unit_compress(struct uzram *dev, const unsigned char *src,
 		return clen;
 	}
 	ret = zpool_store(dev->pool, data, (size_t)clen, &handle);
+	c->place = state == SLOT_OBJ ? (place ? 1 : 0) : -1;
+	c->codec = zc;
+	if (ret == -ENOSPC && dev->tier) {
+		ret = tier_write_through(dev, data, (uint32_t)clen, len, &c->val);
+		c->flags = SLOT_BACKED | tag | place;
+		return ret;
+	}
 	if (ret)
 		return ret;
 	c->flags = state | tag | place;
@@ -300,6 +330,7 @@ static int unit_encode(struct uzram *dev, const unsigned char *src,
 {
 	if (unit_same(src, len, &c->val)) {
 		c->flags = SLOT_SAME;
+		c->place = -1;
 		return 0;
 	}
 	return unit_compress(dev, src, len, unit_tag(src, len), t, c);
@@ -308,6 +339,7 @@ static int unit_encode(struct uzram *dev, const unsigned char *src,
 int slot_decode(struct uzram *dev, const struct slot *s,
 		       unsigned char *dst, size_t len)
 {
+	struct store_tls *t;
 	const void *obj;
 	int ret = 0;
 
@@ -331,6 +363,9 @@ int slot_decode(struct uzram *dev, const struct slot *s,
 		memcpy(dst, obj, len);
 		zpool_unmap(dev->pool, slot_handle(s));
 		return 0;
+	case SLOT_BACKED:
+		t = store_tls_get(dev->csize);
+		return t ? tier_read(dev, s, dst, len, t->cbuf) : -ENOMEM;
 	}
 	return -EIO;
 }
@@ -361,11 +396,18 @@ static int slot_read_part(struct uzram *dev, const struct slot *s,
 		zpool_unmap(dev->pool, slot_handle(s));
 		return 0;
 	case SLOT_OBJ:
+	case SLOT_BACKED:
 		break;
 	}
 	t = store_tls_get(dev->csize);
 	if (!t)
 		return -ENOMEM;
+	if (slot_state(s) == SLOT_BACKED) {
+		ret = tier_read(dev, s, t->unit, len, t->cbuf);
+		if (!ret)
+			memcpy(dst, t->unit + uoff, n);
+		return ret;
+	}
 	/* Codecs that decode in order stop after the last byte asked for. */
 	obj = zpool_map(dev->pool, slot_handle(s));
 	ret = zcomp_decompress_prefix(comp_of(dev, slot_flags(s)),
@@ -378,10 +420,28 @@ static int slot_read_part(struct uzram *dev, const struct slot *s,
 }
 
 /*
+ * Whether the codec that made contents c is still the one new objects
+ * take. The place alone would not do: between a writer's compression and
+ * its commit, the place can be refilled with another dictionary and made
+ * current again (dict.c); codecs are never freed while the device is
+ * open, so the pointer names one codec. The caller holds the slot lock.
+ */
+static bool codec_current(struct uzram *dev, const struct content *c)
+{
+	unsigned cur;
+
+	if (c->place < 0)
+		return true;
+	cur = atomic_load_explicit(&dev->cur[0], memory_order_acquire);
+	return (unsigned)c->place == cur &&
+	       atomic_load_explicit(&dev->comp[0][cur], memory_order_acquire) ==
+		       c->codec;
+}
+
+/*
  * Swap in contents made outside the lock. Returns false, having changed
- * nothing, if the object was made in a codec place that its priority has
- * left since (a dictionary change, dict.c): the caller frees it and
- * compresses again.
+ * nothing, if the object was made by a codec that is no longer current (a
+ * dictionary change, dict.c): the caller frees it and compresses again.
  */
 static bool unit_commit(struct uzram *dev, struct slot *s,
 			const struct content *c, size_t len)
@@ -389,11 +449,11 @@ static bool unit_commit(struct uzram *dev, struct slot *s,
 	struct content old;
 
 	slot_lock(s);
-	if (!place_current(dev, c->flags)) {
+	if (!codec_current(dev, c)) {
 		slot_unlock(s);
 		return false;
 	}
-	old = slot_swap(s, c);
+	old = slot_swap(dev, s, c);
 	slot_unlock(s);
 	content_account(dev, c, 1, len);
 	content_release(dev, &old, len);
@@ -419,7 +479,7 @@ static bool unit_unchanged(struct uzram *dev, struct slot *s,
 	if (slot_tag(slot_flags(s)) == tag && slot_state(s) != SLOT_EMPTY &&
 	    !slot_decode(dev, s, t->unit, len) && !memcmp(t->unit, src, len)) {
 		same = true;
-		slot_touch(s);
+		slot_touch_at(s, tier_clock(dev));
 	}
 	slot_unlock_shared(s);
 	return same;
@@ -430,7 +490,7 @@ static int unit_write_full(struct uzram *dev, uint64_t idx,
 {
 	struct slot *s = slot_get(dev, idx);
 	struct store_tls *t = store_tls_get(dev->csize);
-	struct content c;
+	struct content c = { .place = -1 };
 	int ret;
 
 	if (!s || !t)
@@ -454,7 +514,7 @@ static int unit_write_full(struct uzram *dev, uint64_t idx,
 			return ret;
 		if (unit_commit(dev, s, &c, len))
 			return 0;
-		zpool_free(dev->pool, (uint32_t)c.val);
+		content_free(dev, &c);
 	}
 }
 
@@ -486,7 +546,7 @@ static int unit_write_part(struct uzram *dev, uint64_t idx, size_t uoff,
 	if (!ret && slot_state(s) != SLOT_EMPTY &&
 	    (src ? !memcmp(t->unit + uoff, src, n)
 		 : mem_is_zero(t->unit + uoff, n))) {
-		slot_touch(s);
+		slot_touch_at(s, tier_clock(dev));
 		slot_unlock(s);
 		stats_add(&dev->stats.pages_unchanged, (int64_t)(len >> PAGE_SHIFT));
 		return 0;
@@ -502,7 +562,7 @@ static int unit_write_part(struct uzram *dev, uint64_t idx, size_t uoff,
 		slot_unlock(s);
 		return ret;
 	}
-	old = slot_swap(s, &c);
+	old = slot_swap(dev, s, &c);
 	slot_unlock(s);
 	content_account(dev, &c, 1, len);
 	content_release(dev, &old, len);
@@ -523,10 +583,16 @@ static int check_io(struct uzram *dev, const char *what, uint64_t off,
 	return 0;
 }
 
+/*
+ * Count and explain a failed request. A write that fails with -EIO is a
+ * failed write too (a backing store refused it, or the old bytes of a
+ * partial cluster could not be read for the merge).
+ */
 static int io_failed(struct uzram *dev, const char *what, int ret,
 		     uint64_t off)
 {
-	if (ret == -ENOSPC || ret == -ENOMEM)
+	if (ret == -ENOSPC || ret == -ENOMEM ||
+	    (ret == -EIO && strcmp(what, "read")))
 		stats_inc(&dev->stats.failed_writes);
 	else if (ret == -EIO)
 		stats_inc(&dev->stats.failed_reads);
@@ -538,6 +604,7 @@ UZRAM_API int uzram_read(struct uzram *dev, void *buf, size_t len,
 			 uint64_t off)
 {
 	unsigned char *dst = buf;
+	uint32_t now;
 	int ret;
 
 	if (!dev || !buf)
@@ -546,6 +613,7 @@ UZRAM_API int uzram_read(struct uzram *dev, void *buf, size_t len,
 	ret = check_io(dev, "read", off, len);
 	if (ret)
 		return ret;
+	now = tier_clock(dev);
 	for (struct span sp; len; dst += sp.n, off += sp.n, len -= sp.n) {
 		struct slot *s;
 
@@ -556,7 +624,7 @@ UZRAM_API int uzram_read(struct uzram *dev, void *buf, size_t len,
 			continue;
 		}
 		slot_lock_shared(s);
-		slot_touch(s);
+		slot_touch_at(s, now);
 		if (sp.n == sp.ulen)
 			ret = slot_decode(dev, s, dst, sp.ulen);
 		else
@@ -595,7 +663,7 @@ UZRAM_API int uzram_write(struct uzram *dev, const void *buf, size_t len,
 static int zero_range(struct uzram *dev, const char *what, uint64_t len,
 		      uint64_t off, enum slot_state whole)
 {
-	const struct content c = { whole, 0 };
+	const struct content c = { .flags = whole, .place = -1 };
 	const uint64_t chunk_span = CHUNK_SLOTS << dev->cshift;
 	int ret = check_io(dev, what, off, len);
 

@@ -56,7 +56,7 @@ struct uzram {
 	 * the place new objects of that priority take. A place is filled only
 	 * while no object names it, under dict_lock (dict.c), and the codec
 	 * it held is kept on the retired list until close, as a writer may
-	 * still be compressing with it (it then finds its place stale under
+	 * still be compressing with it (it then finds its codec stale under
 	 * the slot lock and starts again).
 	 */
 	struct zcomp *_Atomic comp[UZRAM_MAX_RECOMP + 1][2];
@@ -65,6 +65,9 @@ struct uzram {
 	struct zcomp_retired *retired;
 	struct zpool *pool;
 	struct stats stats;
+	struct tier *tier;     /* the second tier (tier.h), or NULL */
+	_Atomic int64_t clock0; /* CLOCK_MONOTONIC_COARSE seconds at open
+				 * (atomic only so tests may move it) */
 };
 
 /*
@@ -139,6 +142,26 @@ static inline struct slot *slot_next(struct uzram *dev, uint64_t *idx)
 }
 
 /*
+ * Largest first, as zram's post-processing buckets: recompression and
+ * writeback walk the table once per band of object sizes, band k holding
+ * sizes in [*lo, *hi): raw clusters, then objects from 3/4, 1/2, 1/4 and
+ * 1/8 of a cluster, then the rest. With nbands 1, one band of every size.
+ */
+#define PP_BANDS 6
+static inline void pp_band(size_t csize, int k, int nbands, uint32_t *lo,
+			   uint32_t *hi)
+{
+	const uint32_t lows[PP_BANDS] = {
+		(uint32_t)HUGE_LIMIT(csize) + 1, (uint32_t)(csize * 3 / 4),
+		(uint32_t)(csize / 2), (uint32_t)(csize / 4),
+		(uint32_t)(csize / 8), 0,
+	};
+
+	*lo = nbands == 1 ? 0 : lows[k];
+	*hi = nbands == 1 || k == 0 ? UINT32_MAX : lows[k - 1];
+}
+
+/*
  * The codec new objects of a priority take (0 the device's, 1..3
  * recompression's), and its place for their slot's flags.
  */
@@ -159,19 +182,6 @@ static inline const struct zcomp *comp_of(struct uzram *dev, uint32_t flags)
 {
 	return atomic_load_explicit(&dev->comp[slot_prio(flags)][slot_place(flags)],
 				    memory_order_acquire);
-}
-
-/*
- * Whether contents with these flags may be stored now: anything but an
- * object, or an object made in its priority's current place. Checked
- * under the slot lock by writers that compressed before taking it.
- */
-static inline bool place_current(struct uzram *dev, uint32_t flags)
-{
-	return (flags & SLOT_STATE_MASK) != SLOT_OBJ ||
-	       slot_place(flags) ==
-		       atomic_load_explicit(&dev->cur[slot_prio(flags)],
-					    memory_order_acquire);
 }
 
 #endif

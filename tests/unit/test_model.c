@@ -20,7 +20,14 @@
  * random bytes, so every page state and every transition is reached.
  *
  * Meanwhile a second thread runs uzram_compact() in a loop, so objects move
- * under the readers and writers.
+ * under the readers and writers. On three seeds in four the device also has
+ * a backing file, and that thread writes back random page ranges of random
+ * types (all, huge, idle, after an occasional uzram_mark_idle()) and
+ * compacts the backing store, so reads, rewrites, partial writes and
+ * discards of written-back clusters race with writeback and with the
+ * moving of backed objects. One seed in four also has a memory limit of
+ * 1 MiB, so the device's policy thread writes back by itself and writes
+ * that find memory full go through to the backing file.
  *
  * One seed in three uses a device of 72 MiB and aims every operation at the
  * 8 MiB around 64 MiB, where the store's page table passes from one chunk
@@ -33,6 +40,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -62,6 +70,8 @@ struct run {
 	_Atomic int stop;
 	_Atomic long compact_err;
 	_Atomic uint64_t compactions;
+	int tier;                    /* the device has a backing file */
+	_Atomic uint64_t written_back;
 };
 
 static int load_corpus(void **state)
@@ -393,27 +403,56 @@ static void check_counters(struct run *r)
 	assert_int_equal(st.failed_reads, 0);
 	assert_int_equal(st.failed_writes, 0);
 	assert_int_equal(st.invalid_io, 0);
+	assert_int_equal(st.bd_failed_reads + st.bd_failed_writes, 0);
+	assert_true(st.bd_count <= st.pages_stored - st.same_pages);
+	assert_true(st.bd_bytes <= st.bd_count * PG);
+	assert_true(st.bd_space >= st.bd_bytes);
 	assert_true(st.mem_used_total >= st.compr_data_size);
 	assert_true(st.mem_used_max >= st.mem_used_total);
 	printf("   pages stored %llu (same %llu, huge %llu), %llu -> %llu "
-	       "bytes, mem_used_total %llu, pages_compacted %llu\n",
+	       "bytes, mem_used_total %llu, pages_compacted %llu, backed %llu "
+	       "(%llu bytes in %llu)\n",
 	       (unsigned long long)st.pages_stored,
 	       (unsigned long long)st.same_pages,
 	       (unsigned long long)st.huge_pages,
 	       (unsigned long long)st.orig_data_size,
 	       (unsigned long long)st.compr_data_size,
 	       (unsigned long long)st.mem_used_total,
-	       (unsigned long long)st.pages_compacted);
+	       (unsigned long long)st.pages_compacted,
+	       (unsigned long long)st.bd_count,
+	       (unsigned long long)st.bd_bytes,
+	       (unsigned long long)st.bd_space);
+}
+
+/* One step of the tier's work: a writeback or a compaction of it. */
+static long tier_step(struct run *r, uint64_t *rng, uint64_t i)
+{
+	static const unsigned types[] = { 0, 0, UZRAM_WB_HUGE, UZRAM_WB_IDLE };
+	uint64_t lo = tu_rand(rng) % r->npages, n = 1 + tu_rand(rng) % 4096;
+	long ret;
+
+	if (i % 16 == 15)
+		return uzram_backing_compact(r->dev);
+	if (i % 64 == 7)
+		(void)uzram_mark_idle(r->dev);
+	ret = uzram_writeback(r->dev, types[tu_rand(rng) % 4], lo,
+			      lo + n - 1, tu_rand(rng) % 2 ? 0 : n / 2);
+	if (ret > 0)
+		atomic_fetch_add(&r->written_back, (uint64_t)ret);
+	return ret;
 }
 
 static void *compactor(void *arg)
 {
 	struct run *r = arg;
 	const struct timespec pause = { 0, 1000000 };
+	uint64_t rng = r->seed | 1;
 	long n;
 
-	while (!atomic_load(&r->stop)) {
+	for (uint64_t i = 0; !atomic_load(&r->stop); i++) {
 		n = uzram_compact(r->dev);
+		if (n >= 0 && r->tier)
+			n = tier_step(r, &rng, i);
 		if (n < 0)
 			atomic_store(&r->compact_err, n);
 		atomic_fetch_add(&r->compactions, 1);
@@ -441,7 +480,22 @@ static void run_seed(uint64_t seed, uint64_t ops, const char *algo)
 	cfg.size = ((seed % 3 == 0 ? 72 : 8 + seed % 9) << 20) +
 		   (seed % 5) * PG + 1 + seed % 4000;
 	cfg.algorithm = algo;
+	r.tier = seed % 4 != 1;
+	if (r.tier) {
+		static char path[] = "/tmp/uzram-model-XXXXXX";
+		int fd;
+
+		memcpy(path + sizeof path - 7, "XXXXXX", 6);
+		fd = mkstemp(path);
+		assert_true(fd >= 0);
+		close(fd);
+		cfg.backing = path;
+		if (seed % 4 == 2)
+			cfg.mem_limit = 1u << 20;
+	}
 	assert_int_equal(uzram_open(&cfg, &r.dev), 0);
+	if (r.tier)
+		unlink(cfg.backing);
 	r.size = uzram_size(r.dev);
 	assert_int_equal(uzram_stats(r.dev, &st, sizeof(st)), 0);
 	mem0 = st.mem_used_total;
@@ -460,9 +514,11 @@ static void run_seed(uint64_t seed, uint64_t ops, const char *algo)
 	assert_non_null(r.state);
 	assert_non_null(r.buf);
 	printf("== seed %llu: %llu ops on %llu bytes (from byte %llu) with "
-	       "%s\n", (unsigned long long)seed, (unsigned long long)ops,
+	       "%s%s%s\n", (unsigned long long)seed, (unsigned long long)ops,
 	       (unsigned long long)r.size,
-	       (unsigned long long)(r.win_lo * PG), algo);
+	       (unsigned long long)(r.win_lo * PG), algo,
+	       r.tier ? ", a backing file" : "",
+	       cfg.mem_limit ? " and a 1 MiB memory limit" : "");
 	fflush(stdout);
 	assert_int_equal(pthread_create(&th, NULL, compactor, &r), 0);
 
@@ -486,7 +542,7 @@ static void run_seed(uint64_t seed, uint64_t ops, const char *algo)
 			verify_all(&r);
 		}
 		if (atomic_load(&r.compact_err))
-			fail_msg("seed %llu: uzram_compact returned %ld",
+			fail_msg("seed %llu: uzram_compact or the tier returned %ld",
 				 (unsigned long long)seed,
 				 atomic_load(&r.compact_err));
 	}
@@ -496,8 +552,9 @@ static void run_seed(uint64_t seed, uint64_t ops, const char *algo)
 	r.op = ops;
 	verify_all(&r);
 	check_counters(&r);
-	printf("   %llu compactions ran meanwhile, %ld s\n",
-	       (unsigned long long)atomic_load(&r.compactions),
+	printf("   %llu compactions ran meanwhile, %llu pages written back, "
+	       "%ld s\n", (unsigned long long)atomic_load(&r.compactions),
+	       (unsigned long long)atomic_load(&r.written_back),
 	       (long)(time(NULL) - t0));
 	/* The last word: everything discarded reads as zeros, costs nothing. */
 	assert_int_equal(uzram_discard(r.dev, r.size, 0), 0);
@@ -505,6 +562,13 @@ static void run_seed(uint64_t seed, uint64_t ops, const char *algo)
 	verify_all(&r);
 	check_counters(&r);
 	assert_true(uzram_compact(r.dev) >= 0);
+	assert_int_equal(uzram_stats(r.dev, &st, sizeof(st)), 0);
+	assert_int_equal(st.bd_count, 0);
+	assert_int_equal(st.bd_bytes, 0);
+	if (st.bd_space > 2u << 20)  /* at most the two open heads */
+		fail_msg("seed %llu: %llu bytes of backing store held when "
+			 "nothing is on it", (unsigned long long)seed,
+			 (unsigned long long)st.bd_space);
 	assert_int_equal(uzram_stats(r.dev, &st, sizeof(st)), 0);
 	/* The handle and frame tables keep their high-water mark. */
 	if (st.mem_used_total > mem0 + (256u << 10))

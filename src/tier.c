@@ -1,0 +1,233 @@
+/*
+ * tier.c - the second tier's space and its I/O on the store's paths: the
+ * segments of the backing store (the layout is drawn in tier.h), the read
+ * of a backed cluster, the write-through of a cluster when memory is full,
+ * and the tier's lifetime.
+ *
+ * Reading a backed cluster is one read of its object, under the slot lock
+ * held shared by the caller, so a rewrite cannot free the place while it
+ * is read; a raw object is read straight into the destination, a
+ * compressed one into the thread's scratch and decoded with the codec of
+ * the slot's priority. A failed read fails that request only: the object
+ * stays where it is.
+ *
+ * Write-through is the policy's last resort, taken by a writer whose
+ * object the allocator refused for the memory limit: the object (already
+ * compressed) is appended on head 1 with one write and the slot names it
+ * directly; the background thread is woken to make room in memory.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "uzram.h"
+#include "error.h"
+#include "stats.h"
+#include "store.h"
+#include "tier.h"
+#include "zcomp.h"
+
+uint32_t tier_clock(const struct uzram *dev)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint32_t)((ts.tv_sec - atomic_load_explicit(&dev->clock0,
+			   memory_order_relaxed)) >> TICK_SHIFT) & 0xffu;
+}
+
+void slot_age_saturate(struct slot *s, uint32_t now)
+{
+	uint32_t f = atomic_load_explicit(&s->flags, memory_order_relaxed);
+	uint32_t want;
+
+	while (slot_age(f, now) > AGE_MAX) {
+		want = (f & ~SLOT_STAMP_MASK) |
+		       ((now - AGE_MAX) & 0xffu) << SLOT_STAMP_SHIFT;
+		if (atomic_compare_exchange_weak_explicit(&s->flags, &f, want,
+				memory_order_relaxed, memory_order_relaxed))
+			return;
+	}
+}
+
+/* The lowest free segment, made OPEN; -ENOSPC if none. Under sp->lock. */
+static int seg_take(struct space *sp, uint64_t *seg)
+{
+	for (uint64_t i = 0; i < sp->nsegs; i++) {
+		if (sp->state[i] == SEG_FREE) {
+			sp->state[i] = SEG_OPEN;
+			sp->used++;
+			*seg = i;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+int space_alloc(struct space *sp, unsigned head, uint32_t len, uint64_t *off)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&sp->lock);
+	if (!sp->open[head] || sp->fill[head] + len > SEG_BYTES) {
+		uint64_t seg;
+
+		ret = seg_take(sp, &seg);
+		if (ret)
+			goto out;
+		if (sp->open[head]) {
+			/* a segment left with nothing live is freed by the
+			 * space_free() that takes its last byte; an empty one
+			 * never held anything */
+			uint64_t old = sp->head[head];
+
+			sp->state[old] = SEG_FULL;
+			if (!sp->live[old]) {
+				sp->state[old] = SEG_FREE;
+				sp->used--;
+			}
+		}
+		sp->head[head] = seg;
+		sp->fill[head] = 0;
+		sp->open[head] = true;
+	}
+	*off = (sp->head[head] << SEG_SHIFT) + sp->fill[head];
+	sp->fill[head] += len;
+	sp->live[sp->head[head]] += len;
+out:
+	pthread_mutex_unlock(&sp->lock);
+	return ret;
+}
+
+void space_free(struct tier *t, uint64_t off, uint32_t len)
+{
+	struct space *sp = &t->sp;
+	uint64_t seg = off >> SEG_SHIFT;
+
+	pthread_mutex_lock(&sp->lock);
+	sp->live[seg] -= len;
+	if (!sp->live[seg] && sp->state[seg] == SEG_FULL) {
+		/* the discard runs under the lock: once the segment is free
+		 * a head may take it, and must not lose bytes to a late hole */
+		backing_discard(t->b, SEG_BYTES, seg << SEG_SHIFT);
+		sp->state[seg] = SEG_FREE;
+		sp->used--;
+	}
+	pthread_mutex_unlock(&sp->lock);
+}
+
+uint64_t space_used(struct space *sp)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&sp->lock);
+	n = sp->used;
+	pthread_mutex_unlock(&sp->lock);
+	return n << SEG_SHIFT;
+}
+
+int tier_read(struct uzram *dev, const struct slot *s, unsigned char *dst,
+	      size_t len, unsigned char *scratch)
+{
+	uint32_t size = backed_size(s->val);
+	uint64_t off = backed_off(s->val);
+	int ret;
+
+	if (size > len || !size)
+		return -EIO;
+	ret = backing_pread(dev->tier->b, size == len ? dst : scratch, size,
+			    off);
+	if (ret) {
+		stats_inc(&dev->stats.bd_failed_reads);
+		return -EIO;
+	}
+	stats_addu(&dev->stats.bd_reads, len >> PAGE_SHIFT);
+	if (size == len)
+		return 0;
+	return zcomp_decompress(comp_of(dev, slot_flags(s)),
+				scratch, size, dst, len);
+}
+
+int tier_write_through(struct uzram *dev, const void *obj, uint32_t size,
+		       size_t len, uint64_t *val)
+{
+	struct tier *t = dev->tier;
+	uint64_t off;
+	int ret;
+
+	ret = space_alloc(&t->sp, HEAD_THROUGH, round16(size), &off);
+	if (ret)
+		return ret;     /* both tiers are full */
+	ret = backing_pwrite(t->b, obj, size, off);
+	if (ret) {
+		space_free(t, off, round16(size));
+		stats_inc(&dev->stats.bd_failed_writes);
+		return ret;
+	}
+	*val = backed_val(off, size);
+	stats_addu(&dev->stats.bd_writes, len >> PAGE_SHIFT);
+	stats_addu(&dev->stats.wt_pages, len >> PAGE_SHIFT);
+	tier_kick(t);
+	return 0;
+}
+
+int tier_open(struct uzram *dev, const char *target, unsigned high,
+	      unsigned low)
+{
+	struct tier *t = calloc(1, sizeof *t);
+	struct space *sp;
+	int ret;
+
+	if (!t)
+		return uzram_set_error(-ENOMEM, "backing store: out of memory");
+	dev->tier = t;
+	pthread_mutex_init(&t->wb_lock, NULL);
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_cond_init(&t->cond, NULL);
+	pthread_mutex_init(&t->sp.lock, NULL);
+	t->high = high ? high : 90;
+	t->low = low ? low : t->high > 10 ? t->high - 10 : t->high / 2;
+	if (t->high > 100 || t->low >= t->high)
+		return uzram_set_error(-EINVAL, "open: watermarks %u%% (low) "
+				       "and %u%% (high) of the memory limit are "
+				       "not in order", t->low, t->high);
+	/* a file: room for every cluster raw, and a spare segment per head
+	 * and for compaction */
+	ret = backing_open(target, ((dev->size + SEG_BYTES - 1) & ~(SEG_BYTES - 1)) +
+			   (TIER_HEADS + 2) * SEG_BYTES, &t->b);
+	if (ret)
+		return ret;
+	sp = &t->sp;
+	sp->nsegs = t->b->capacity >> SEG_SHIFT;
+	if (sp->nsegs > (UINT64_C(1) << (BACKED_OFF_BITS + 4 - SEG_SHIFT)))
+		sp->nsegs = UINT64_C(1) << (BACKED_OFF_BITS + 4 - SEG_SHIFT);
+	if (sp->nsegs < TIER_HEADS + 1)
+		return uzram_set_error(-ENOSPC, "backing store %s has %llu "
+				       "bytes; the tier needs at least %llu",
+				       target, (unsigned long long)t->b->capacity,
+				       (unsigned long long)((TIER_HEADS + 1) *
+							    SEG_BYTES));
+	sp->live = calloc(sp->nsegs, sizeof *sp->live);
+	sp->state = calloc(sp->nsegs, sizeof *sp->state);
+	if (!sp->live || !sp->state)
+		return uzram_set_error(-ENOMEM, "backing store: out of memory");
+	return tier_policy_start(dev);
+}
+
+void tier_close(struct uzram *dev)
+{
+	struct tier *t = dev->tier;
+
+	if (!t)
+		return;
+	tier_policy_stop(dev);
+	backing_close(t->b);
+	free(t->sp.live);
+	free(t->sp.state);
+	pthread_mutex_destroy(&t->sp.lock);
+	pthread_cond_destroy(&t->cond);
+	pthread_mutex_destroy(&t->lock);
+	pthread_mutex_destroy(&t->wb_lock);
+	free(t);
+	dev->tier = NULL;
+}

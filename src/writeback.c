@@ -1,0 +1,500 @@
+/*
+ * writeback.c - moving clusters to the backing store (zram's writeback)
+ * and compacting the backing store.
+ *
+ * Writeback walks the page table (store.h's slot_next), largest objects
+ * first when the run is bounded (zram's post-processing buckets: one walk
+ * per size band, raw clusters first, then objects of 3/4, 1/2, 1/4, 1/8 of
+ * a cluster and the rest), and gathers qualifying objects into a batch:
+ *
+ *   slot (shared lock) --copy--> staging --append--> batch buffer, 1 MiB
+ *   at most, one contiguous range of the open segment of head 0
+ *   batch --one pwrite--> backing store
+ *   then per object: slot (exclusive lock): still the object written?
+ *        yes: OBJ/HUGE -> BACKED (other flag bits kept), free the memory
+ *        no:  leave it, give the backing space back
+ *
+ * So a cluster leaves memory only after its write completed, and a write
+ * that fails leaves every cluster of its batch in memory. "Still the
+ * object written" compares the state, priority, tag, handle and size and
+ * then the bytes: a handle freed and reused for the same slot between the
+ * copy and the switch cannot pass for the old object.
+ *
+ * Compaction takes segments at most half live (those below 3/4 when asked
+ * by hand), marks them CLEAN (tier.h), finds their live objects by one walk
+ * of the table, copies each through the same batch to head 0 and switches
+ * the slot if it still names the old place. Afterwards every segment but
+ * the heads is at least half live, so the backing store holds at most
+ * about twice the live compressed bytes plus two segments; writeback runs
+ * it by itself when the store passes that.
+ *
+ * Lock rules: the caller of writeback_run() and backing_compact_locked()
+ * holds tier->wb_lock; at most one slot lock is held at a time, and none
+ * across I/O.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "uzram.h"
+#include "error.h"
+#include "stats.h"
+#include "store.h"
+#include "tier.h"
+#include "zpool.h"
+
+#define BATCH_ITEMS 256
+#define MAX_VICTIMS 32
+
+struct wb_item {
+	struct slot *s;
+	uint32_t flags;    /* as copied */
+	uint64_t val;
+	uint64_t boff;     /* its new place */
+	uint32_t size;
+	uint32_t pages;
+};
+
+struct batch {
+	struct uzram *dev;
+	bool from_backing;         /* compaction: the source is a place */
+	unsigned char *buf;        /* SEG_BYTES */
+	unsigned char *stage;      /* one object */
+	uint64_t start;
+	size_t fill;
+	unsigned n;
+	uint64_t pages, freed;     /* moved so far */
+	uint64_t pending_pages, pending_bytes;
+	struct wb_item it[BATCH_ITEMS];
+};
+
+static int batch_init(struct batch *b, struct uzram *dev, bool from_backing)
+{
+	memset(b, 0, sizeof *b);
+	b->dev = dev;
+	b->from_backing = from_backing;
+	b->buf = malloc(SEG_BYTES);
+	b->stage = malloc(dev->csize);
+	return b->buf && b->stage ? 0 : -ENOMEM;
+}
+
+static void batch_free(struct batch *b)
+{
+	free(b->buf);
+	free(b->stage);
+}
+
+static bool wb_limit_take(struct tier *t, uint64_t pages)
+{
+	uint64_t left;
+
+	if (!atomic_load(&t->wb_limit_on))
+		return true;
+	left = atomic_load(&t->wb_limit);
+	do {
+		if (left < pages)
+			return false;
+	} while (!atomic_compare_exchange_weak(&t->wb_limit, &left,
+					       left - pages));
+	return true;
+}
+
+/* Switch one written object's slot, if it still holds what was copied. */
+static bool commit_one(struct batch *b, const struct wb_item *it)
+{
+	struct uzram *dev = b->dev;
+	struct slot *s = it->s;
+	const uint32_t keep = SLOT_STATE_MASK | SLOT_PRIO_MASK |
+			      (0xffffu << SLOT_TAG_SHIFT);
+	uint32_t f;
+	bool same;
+
+	slot_lock(s);
+	f = slot_flags(s);
+	if (b->from_backing)
+		same = (f & SLOT_STATE_MASK) == SLOT_BACKED;
+	else
+		same = !((f ^ it->flags) & keep);
+	same = same && s->val == it->val;
+	if (same && !b->from_backing) {
+		const void *obj = zpool_map(dev->pool, slot_handle(s));
+
+		same = !memcmp(obj, b->buf + (it->boff - b->start), it->size);
+		zpool_unmap(dev->pool, slot_handle(s));
+	}
+	if (same) {
+		s->val = backed_val(it->boff, it->size);
+		slot_set_flags(s, (f & ~SLOT_STATE_MASK) | SLOT_BACKED);
+	}
+	slot_unlock(s);
+	if (!same) {
+		space_free(dev->tier, it->boff, round16(it->size));
+		return false;
+	}
+	if (b->from_backing) {
+		space_free(dev->tier, backed_off(it->val), round16(it->size));
+		stats_addu(&dev->stats.bd_compacted, it->size);
+		return true;
+	}
+	zpool_free(dev->pool, (uint32_t)it->val);
+	stats_add(&dev->stats.compr_data_size, -(int64_t)it->size);
+	if ((it->flags & SLOT_STATE_MASK) == SLOT_HUGE)
+		stats_add(&dev->stats.huge_pages, -(int64_t)it->pages);
+	stats_add(&dev->stats.bd_count, it->pages);
+	stats_add(&dev->stats.bd_bytes, it->size);
+	stats_addu(&dev->stats.bd_writes, it->pages);
+	stats_addu(&dev->stats.wb_pages, it->pages);
+	return true;
+}
+
+/* Write the batch out and switch its slots. 0 or the write's error. */
+static int batch_flush(struct batch *b)
+{
+	struct tier *t = b->dev->tier;
+	int ret = 0;
+
+	if (!b->n)
+		return 0;
+	ret = backing_pwrite(t->b, b->buf, b->fill, b->start);
+	for (unsigned i = 0; i < b->n; i++) {
+		const struct wb_item *it = &b->it[i];
+
+		if (ret) {
+			space_free(t, it->boff, round16(it->size));
+			if (atomic_load(&t->wb_limit_on))
+				atomic_fetch_add(&t->wb_limit, it->pages);
+		} else if (commit_one(b, it)) {
+			b->pages += it->pages;
+			b->freed += it->size;
+		} else if (atomic_load(&t->wb_limit_on)) {
+			atomic_fetch_add(&t->wb_limit, it->pages);
+		}
+	}
+	if (ret)
+		stats_inc(&b->dev->stats.bd_failed_writes);
+	b->n = 0;
+	b->fill = 0;
+	b->pending_pages = b->pending_bytes = 0;
+	return ret;
+}
+
+/* Append the staged object that slot s held as (flags, val). */
+static int batch_add(struct batch *b, struct slot *s, uint32_t flags,
+		     uint64_t val, uint32_t size, uint32_t pages)
+{
+	uint32_t len = round16(size);
+	uint64_t off;
+	int ret;
+
+	if (b->n == BATCH_ITEMS) {
+		ret = batch_flush(b);
+		if (ret)
+			return ret;
+	}
+	ret = space_alloc(&b->dev->tier->sp, HEAD_WB, len, &off);
+	if (ret)
+		return ret;
+	if (b->n && (off != b->start + b->fill ||
+		     b->fill + len > SEG_BYTES)) {
+		ret = batch_flush(b);
+		if (ret) {
+			space_free(b->dev->tier, off, len);
+			return ret;
+		}
+	}
+	if (!b->n)
+		b->start = off;
+	memcpy(b->buf + b->fill, b->stage, size);
+	memset(b->buf + b->fill + size, 0, len - size);
+	b->fill += len;
+	b->it[b->n++] = (struct wb_item){ s, flags, val, off, size, pages };
+	b->pending_pages += pages;
+	b->pending_bytes += size;
+	return 0;
+}
+
+static bool wb_match(uint32_t f, const struct wb_params *p, uint32_t now)
+{
+	unsigned state = f & SLOT_STATE_MASK;
+
+	if (state != SLOT_OBJ && state != SLOT_HUGE)
+		return false;
+	if ((p->flags & (UZRAM_WB_HUGE | UZRAM_WB_INCOMPRESSIBLE)) &&
+	    state != SLOT_HUGE)
+		return false;
+	if ((p->flags & UZRAM_WB_INCOMPRESSIBLE) && !slot_prio(f))
+		return false;
+	if ((p->flags & UZRAM_WB_IDLE) && !(f & SLOT_IDLE))
+		return false;
+	return !p->min_age || slot_age(f, now) >= p->min_age;
+}
+
+static bool wb_done(const struct batch *b, const struct wb_params *p)
+{
+	return (p->max_pages && b->pages + b->pending_pages >= p->max_pages) ||
+	       (p->free_bytes && b->freed + b->pending_bytes >= p->free_bytes);
+}
+
+/* One walk over band [lo, hi); stops early when done. */
+static int wb_walk(struct batch *b, const struct wb_params *p, uint32_t lo,
+		   uint32_t hi, uint32_t now)
+{
+	struct uzram *dev = b->dev;
+	struct slot *s;
+	int ret;
+
+	for (uint64_t idx = p->first; (s = slot_next(dev, &idx)) &&
+				      idx <= p->last; idx++) {
+		uint32_t f, size, pages = (uint32_t)(unit_len(dev, idx) >> PAGE_SHIFT);
+		uint64_t val;
+
+		if (wb_done(b, p))
+			return 0;
+		if (!wb_match(slot_flags(s), p, now))
+			continue;
+		slot_lock_shared(s);
+		f = slot_flags(s);
+		size = slot_size(s);
+		val = s->val;
+		if (!wb_match(f, p, now) || size < lo || size >= hi) {
+			slot_unlock_shared(s);
+			continue;
+		}
+		memcpy(b->stage, zpool_map(dev->pool, slot_handle(s)), size);
+		zpool_unmap(dev->pool, slot_handle(s));
+		slot_unlock_shared(s);
+		if (!wb_limit_take(dev->tier, pages))
+			return 1;
+		ret = batch_add(b, s, f, val, size, pages);
+		if (ret) {
+			if (atomic_load(&dev->tier->wb_limit_on))
+				atomic_fetch_add(&dev->tier->wb_limit, pages);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+long writeback_run(struct uzram *dev, const struct wb_params *p)
+{
+	struct tier *t = dev->tier;
+	uint32_t now = tier_clock(dev), lo, hi;
+	int nbands = p->max_pages || p->free_bytes ||
+		     atomic_load(&t->wb_limit_on) ? PP_BANDS : 1;
+	struct batch *b = malloc(sizeof *b);
+	int ret = 0, fret;
+	long pages;
+
+	if (!b || batch_init(b, dev, false)) {
+		if (b)
+			batch_free(b);
+		free(b);
+		return -ENOMEM;
+	}
+	for (int k = 0; k < nbands && !ret && !wb_done(b, p); k++) {
+		pp_band(dev->csize, k, nbands, &lo, &hi);
+		ret = wb_walk(b, p, lo, hi, now);
+	}
+	fret = batch_flush(b);
+	if (ret >= 0 && fret)
+		ret = fret;
+	pages = (long)b->pages;
+	batch_free(b);
+	free(b);
+	return ret < 0 ? ret : pages;
+}
+
+/* Victims: FULL segments live at most max bytes, made CLEAN. */
+static unsigned pick_victims(struct space *sp, uint32_t max, uint64_t *v)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&sp->lock);
+	for (uint64_t i = 0; i < sp->nsegs && n < MAX_VICTIMS; i++) {
+		if (sp->state[i] == SEG_FULL && sp->live[i] <= max) {
+			sp->state[i] = SEG_CLEAN;
+			v[n++] = i;
+		}
+	}
+	pthread_mutex_unlock(&sp->lock);
+	return n;
+}
+
+static void release_victims(struct tier *t, const uint64_t *v, unsigned n)
+{
+	struct space *sp = &t->sp;
+
+	pthread_mutex_lock(&sp->lock);
+	for (unsigned i = 0; i < n; i++) {
+		sp->state[v[i]] = SEG_FULL;
+		if (!sp->live[v[i]]) {
+			backing_discard(t->b, SEG_BYTES, v[i] << SEG_SHIFT);
+			sp->state[v[i]] = SEG_FREE;
+			sp->used--;
+		}
+	}
+	pthread_mutex_unlock(&sp->lock);
+}
+
+static bool is_victim(const uint64_t *v, unsigned n, uint64_t seg)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (v[i] == seg)
+			return true;
+	return false;
+}
+
+/* Move the live objects of the victims; 0 or a negative errno. */
+static int move_victims(struct batch *b, const uint64_t *v, unsigned nv)
+{
+	struct uzram *dev = b->dev;
+	struct slot *s;
+	int ret;
+
+	for (uint64_t idx = 0; (s = slot_next(dev, &idx)); idx++) {
+		uint32_t size;
+		uint64_t val;
+
+		if (slot_state(s) != SLOT_BACKED)
+			continue;
+		slot_lock_shared(s);
+		val = s->val;
+		size = backed_size(val);
+		if (slot_state(s) != SLOT_BACKED ||
+		    !is_victim(v, nv, backed_off(val) >> SEG_SHIFT) ||
+		    size > dev->csize) {
+			slot_unlock_shared(s);
+			continue;
+		}
+		slot_unlock_shared(s);
+		/* a CLEAN segment is not reused: the bytes stay even if the
+		 * slot lets go of them now */
+		ret = backing_pread(dev->tier->b, b->stage, size,
+				    backed_off(val));
+		if (ret) {
+			stats_inc(&dev->stats.bd_failed_reads);
+			return ret;
+		}
+		ret = batch_add(b, s, SLOT_BACKED, val, size, 0);
+		if (ret)
+			return ret;
+	}
+	return batch_flush(b);
+}
+
+long backing_compact_locked(struct uzram *dev, bool all)
+{
+	struct tier *t = dev->tier;
+	uint64_t v[MAX_VICTIMS], before = space_used(&t->sp), after;
+	struct batch *b = malloc(sizeof *b);
+	unsigned nv;
+	int ret = 0;
+
+	if (!b || batch_init(b, dev, true)) {
+		if (b)
+			batch_free(b);
+		free(b);
+		return -ENOMEM;
+	}
+	/* until nothing qualifies, or a pass frees nothing (objects that
+	 * cannot move: corrupt slots, failing reads) */
+	for (uint64_t used = before, prev = UINT64_MAX; !ret && used < prev;
+	     prev = used, used = space_used(&t->sp)) {
+		nv = pick_victims(&t->sp, all ? SEG_BYTES * 3 / 4 : SEG_BYTES / 2,
+				  v);
+		if (!nv)
+			break;
+		ret = move_victims(b, v, nv);
+		release_victims(t, v, nv);
+	}
+	batch_free(b);
+	free(b);
+	after = space_used(&t->sp);
+	if (ret)
+		return ret;
+	return before > after ? (long)(before - after) : 0;
+}
+
+bool backing_needs_compaction(struct uzram *dev)
+{
+	int64_t live = atomic_load(&dev->stats.bd_bytes);
+
+	return space_used(&dev->tier->sp) >
+	       2 * (uint64_t)(live > 0 ? live : 0) + 4 * SEG_BYTES;
+}
+
+/* 0 if dev has a tier; else the error for the call named what. */
+static int need_tier(struct uzram *dev, const char *what)
+{
+	if (!dev)
+		return uzram_set_error(-EINVAL, "%s: NULL device", what);
+	if (!dev->tier)
+		return uzram_set_error(-ENODEV, "%s: the device has no backing "
+				       "store", what);
+	return 0;
+}
+
+UZRAM_API long uzram_writeback(struct uzram *dev, unsigned flags,
+			       uint64_t first_page, uint64_t last_page,
+			       uint64_t max_pages)
+{
+	struct wb_params p = { .flags = flags, .max_pages = max_pages };
+	long ret = need_tier(dev, "writeback");
+
+	if (ret)
+		return ret;
+	if (flags & ~(UZRAM_WB_HUGE | UZRAM_WB_IDLE | UZRAM_WB_INCOMPRESSIBLE))
+		return uzram_set_error(-EINVAL, "writeback: unknown flags %#x",
+				       flags);
+	if (first_page > last_page || first_page >= dev->size >> PAGE_SHIFT)
+		return uzram_set_error(-EINVAL, "writeback: pages %llu-%llu are "
+				       "not a range of the device's %llu",
+				       (unsigned long long)first_page,
+				       (unsigned long long)last_page,
+				       (unsigned long long)(dev->size >> PAGE_SHIFT));
+	p.first = (first_page << PAGE_SHIFT) >> dev->cshift;
+	p.last = last_page >= dev->size >> PAGE_SHIFT ? dev->nclusters - 1 :
+		 (last_page << PAGE_SHIFT) >> dev->cshift;
+	pthread_mutex_lock(&dev->tier->wb_lock);
+	ret = writeback_run(dev, &p);
+	if (ret >= 0 && backing_needs_compaction(dev)) {
+		long c = backing_compact_locked(dev, false);
+
+		if (c < 0)
+			ret = c;
+	}
+	pthread_mutex_unlock(&dev->tier->wb_lock);
+	if (ret < 0)
+		return uzram_set_error((int)ret, "writeback: %s",
+				       ret == -ENOSPC ? "the backing store is full" :
+				       ret == -EIO ? "a write to the backing store failed" :
+				       uzram_strerror((int)ret));
+	return ret;
+}
+
+UZRAM_API int uzram_set_writeback_limit(struct uzram *dev, int enable,
+					uint64_t pages)
+{
+	int ret = need_tier(dev, "set_writeback_limit");
+
+	if (ret)
+		return ret;
+	atomic_store(&dev->tier->wb_limit, pages);
+	atomic_store(&dev->tier->wb_limit_on, enable != 0);
+	return 0;
+}
+
+UZRAM_API long uzram_backing_compact(struct uzram *dev)
+{
+	long ret = need_tier(dev, "backing_compact");
+
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&dev->tier->wb_lock);
+	ret = backing_compact_locked(dev, true);
+	pthread_mutex_unlock(&dev->tier->wb_lock);
+	if (ret < 0)
+		return uzram_set_error((int)ret, "backing_compact: %s",
+				       uzram_strerror((int)ret));
+	return ret;
+}
