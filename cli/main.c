@@ -23,7 +23,9 @@ static const struct {
 	  "serve [--size 1G] [--algorithm lz4] [--level N] [--mem-limit M]\n"
 	  "              [--socket PATH | --tcp HOST:PORT] [--export NAME]\n"
 	  "              [--read-only] [--max-connections N] [--cluster 4K..64K]\n"
-	  "              [--recomp-algorithm ALGO[:LEVEL]]... [--run 'COMMAND']" },
+	  "              [--recomp-algorithm ALGO[:LEVEL]]... [--run 'COMMAND']\n"
+	  "              [--buffer-limit SIZE] [--timeout SECONDS]\n"
+	  "              [--handshake-timeout SECONDS]" },
 	{ "stat", cmd_stat, "stat [--socket PATH] [--json]" },
 	{ "ctl", cmd_ctl,
 	  "ctl [--socket PATH] compact | mem-limit SIZE | reset-max | idle\n"
@@ -116,9 +118,15 @@ int parse_size(const char *s, unsigned long long *out)
 	char *end;
 	double v;
 
+	/* Plain decimals only: strtod would also take " -1", "+5", "0x10",
+	 * "1e3" and "nan". */
+	size_t digits = strspn(s, "0123456789.");
+
+	if (digits == 0)
+		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || end == s || v < 0)
+	if (errno || end != s + digits || v < 0)
 		return -EINVAL;
 	switch (*end) {
 	case 'k': case 'K': v *= 1024.0; end++; break;

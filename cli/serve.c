@@ -21,6 +21,13 @@ static void serve_usage(void)
 		"                   [--read-only] [--max-connections N] [--cluster 4K..64K]\n"
 		"                   [--recomp-algorithm ALGO[:LEVEL][:dict=FILE]]...\n"
 		"                   [--dict FILE] [--run 'COMMAND']\n"
+		"                   [--buffer-limit SIZE] [--timeout SECONDS]\n"
+		"                   [--handshake-timeout SECONDS]\n"
+		"  --buffer-limit: request and reply buffers of all clients together\n"
+		"         (default 1/16 of RAM, 64M to 1G); requests wait for room\n"
+		"  --max-connections: default buffer-limit / 8M, from 4 to 128\n"
+		"  --timeout: drop a client idle this long (default: never)\n"
+		"  --handshake-timeout: the whole handshake (default 30)\n"
 		"  --recomp-algorithm: a secondary algorithm for `uzram ctl recompress`\n"
 		"         (priority 1, 2, 3 in the order given)\n"
 		"  --dict: a dictionary for the algorithm (lz4, zstd), as zram's\n"
@@ -62,9 +69,11 @@ static int parse_uint(const char *s, unsigned long long max,
 {
 	char *end;
 
+	if (*s < '0' || *s > '9') /* strtoull would take " -1" and "+5" */
+		return -1;
 	errno = 0;
 	*out = strtoull(s, &end, 10);
-	return errno || end == s || *end || *out > max || s[0] == '-' ? -1 : 0;
+	return errno || *end || *out > max ? -1 : 0;
 }
 
 int cmd_serve(int argc, char **argv)
@@ -83,13 +92,17 @@ int cmd_serve(int argc, char **argv)
 		{ "run", required_argument, NULL, 'R' },
 		{ "recomp-algorithm", required_argument, NULL, 'A' },
 		{ "dict", required_argument, NULL, 'D' },
+		{ "buffer-limit", required_argument, NULL, 'B' },
+		{ "timeout", required_argument, NULL, 'T' },
+		{ "handshake-timeout", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct nbd_server_config sc = {
 		.export = { .name = "" },
-		.max_connections = 128,
+		.max_connections = 0, /* from the buffer limit unless given */
 	};
+	bool max_given = false;
 	struct uzram_config cfg;
 	struct uzram *dev = NULL;
 	unsigned long long v;
@@ -151,6 +164,23 @@ int cmd_serve(int argc, char **argv)
 			if (parse_uint(optarg, 1u << 20, &v) < 0)
 				goto bad_value;
 			sc.max_connections = (unsigned)v;
+			max_given = true;
+			break;
+		case 'B':
+			if (parse_size(optarg, &v) < 0 || v < (1u << 20) ||
+			    v > SIZE_MAX / 2)
+				goto bad_value;
+			sc.buffer_limit = (size_t)v;
+			break;
+		case 'T':
+			if (parse_uint(optarg, 1u << 30, &v) < 0)
+				goto bad_value;
+			sc.idle_secs = (unsigned)v;
+			break;
+		case 'H':
+			if (parse_uint(optarg, 1u << 30, &v) < 0 || v == 0)
+				goto bad_value;
+			sc.handshake_secs = (unsigned)v;
 			break;
 		case 'C':
 			if (parse_size(optarg, &v) < 0 || v > UINT32_MAX)
@@ -208,6 +238,11 @@ int cmd_serve(int argc, char **argv)
 		cfg.dict = dict;
 		cfg.dict_size = dict_len;
 	}
+	if (!sc.buffer_limit)
+		sc.buffer_limit = nbd_default_buffer_limit();
+	if (!max_given)
+		sc.max_connections = nbd_default_max_connections(sc.buffer_limit);
+
 	r = uzram_open(&cfg, &dev);
 	free(dict);
 	if (r < 0) {

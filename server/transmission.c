@@ -48,11 +48,19 @@
  * already run in parallel, and more chunks would only cost the client
  * more system calls.
  *
- * Bounds: a request holds at most NBD_MAX_BLOCK bytes of buffer; the leader
- * waits before reading a payload or starting a read if the connection
- * already holds NBD_INFLIGHT_BYTES, so a client that sends faster than we
- * reply is paused by the socket's flow control. Each thread keeps its buffer for
- * reuse (up to KEEP_BUF bytes) and its reply scratch in struct worker.
+ * Bounds: a request holds at most max_block bytes of buffer (the maximum
+ * block size we advertise); the leader waits before reading a payload or
+ * starting a read if the connection already holds conn_inflight bytes, or
+ * if the server's buffer budget (limits.c) is spent, so a client that
+ * sends faster than we reply is paused by the socket's flow control. Each
+ * thread keeps its buffer for reuse (up to KEEP_BUF bytes) while busy, and
+ * gives it back to the budget once idle for IDLE_RELEASE_MS: an idle
+ * connection holds no buffer. Buffers are mapped, not malloc()ed, so that
+ * what is given back leaves the process at once.
+ *
+ * Shutdown: a request read once the server's stopping flag is set is
+ * answered with NBD_ESHUTDOWN (its payload skipped), as the spec asks;
+ * requests read before run normally.
  *
  * Locks (see struct nbd_conn): c->lock guards the leader/thread/inflight
  * state and the read job's claims; c->send_lock orders whole reply frames
@@ -64,7 +72,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "server.h"
@@ -77,6 +87,7 @@
 #define MIN_BUF      (128u << 10)
 #define KEEP_BUF     (4u << 20)
 #define THREAD_STACK (256u << 10)
+#define IDLE_RELEASE_MS 250        /* idle this long: give the buffer back */
 
 struct nbd_request {
 	uint16_t flags;
@@ -119,6 +130,22 @@ struct worker {
 };
 
 static void *thread_main(void *arg);
+static void buf_release(struct worker *w);
+
+/* Wait on cv for at most ms milliseconds (cv uses CLOCK_REALTIME). */
+static int timed_wait(pthread_cond_t *cv, pthread_mutex_t *m, int ms)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (t.tv_nsec >= 1000000000) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000;
+	}
+	return pthread_cond_timedwait(cv, m, &t);
+}
 
 /* ---- leadership and the in-flight budget (c->lock) ---- */
 
@@ -153,7 +180,14 @@ static bool lead(struct worker *w)
 		if (help_locked(w))
 			continue;
 		c->idle++;
-		pthread_cond_wait(&c->lead_cv, &c->lock);
+		if (!w->buf) {
+			pthread_cond_wait(&c->lead_cv, &c->lock);
+		} else if (timed_wait(&c->lead_cv, &c->lock, IDLE_RELEASE_MS) ==
+			   ETIMEDOUT) {
+			pthread_mutex_unlock(&c->lock);
+			buf_release(w);
+			pthread_mutex_lock(&c->lock);
+		}
 		c->idle--;
 	}
 	ok = !c->closing;
@@ -202,7 +236,8 @@ static void stop_reading(struct nbd_conn *c)
 static void budget_take(struct nbd_conn *c, size_t n)
 {
 	pthread_mutex_lock(&c->lock);
-	while (c->inflight > 0 && c->inflight + n > NBD_INFLIGHT_BYTES)
+	while (c->inflight > 0 &&
+	       c->inflight + n > c->exp->shared->conn_inflight)
 		pthread_cond_wait(&c->budget_cv, &c->lock);
 	c->inflight += n;
 	pthread_mutex_unlock(&c->lock);
@@ -253,27 +288,49 @@ static bool run_inline(struct nbd_conn *c, struct nbd_request *rq,
 	}
 }
 
+/* Give the thread's buffer back to the budget (and the system). */
+static void buf_release(struct worker *w)
+{
+	if (!w->buf)
+		return;
+	munmap(w->buf, w->cap);
+	nbd_budget_put(w->c->exp->shared, w->cap);
+	w->buf = NULL;
+	w->cap = 0;
+}
+
+/*
+ * A buffer of at least n bytes, taken from the server's budget: may wait
+ * for other connections to give buffers back. 0 or -1.
+ */
 static int buf_reserve(struct worker *w, size_t n)
 {
-	if (n <= w->cap)
+	struct nbd_shared *sh = w->c->exp->shared;
+	size_t cap = n < MIN_BUF ? MIN_BUF : (n + 4095) & ~(size_t)4095;
+	void *p;
+
+	if (n == 0 || n <= w->cap)
 		return 0;
-	free(w->buf);
-	w->cap = n < MIN_BUF ? MIN_BUF : n;
-	w->buf = malloc(w->cap);
-	if (!w->buf) {
-		w->cap = 0;
+	buf_release(w);
+	if (cap > sh->buf_limit)
+		cap = n;
+	if (nbd_budget_get(sh, cap) < 0)
+		return -1;
+	p = mmap(NULL, cap, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		nbd_budget_put(sh, cap);
 		return -1;
 	}
+	w->buf = p;
+	w->cap = cap;
 	return 0;
 }
 
 static void buf_trim(struct worker *w)
 {
-	if (w->cap > KEEP_BUF) {
-		free(w->buf);
-		w->buf = NULL;
-		w->cap = 0;
-	}
+	if (w->cap > KEEP_BUF)
+		buf_release(w);
 }
 
 /* ---- replies ---- */
@@ -542,7 +599,7 @@ static void do_read(struct worker *w, const struct nbd_request *rq)
 		do_read_structured(w, rq);
 		return;
 	}
-	r = uzram_read(w->c->exp->dev, w->buf, rq->len, rq->off);
+	r = rq->len ? uzram_read(w->c->exp->dev, w->buf, rq->len, rq->off) : 0;
 	if (r == 0)
 		ctr_add(&w->c->ctr->bytes_read, rq->len);
 	reply_simple(w->c, rq, nbd_err(r), w->buf, rq->len);
@@ -612,7 +669,8 @@ static void execute(struct worker *w, const struct nbd_request *rq,
 		do_block_status(w, rq);
 		return;
 	case NBD_CMD_WRITE:
-		r = uzram_write(dev, w->buf, rq->len, rq->off);
+		if (rq->len)
+			r = uzram_write(dev, w->buf, rq->len, rq->off);
 		if (r == 0)
 			ctr_add(&c->ctr->bytes_written, rq->len);
 		break;
@@ -644,12 +702,13 @@ static uint32_t check_request(const struct nbd_conn *c,
 	case NBD_CMD_READ:
 		if (c->structured)
 			ok |= NBD_CMD_FLAG_DF;
-		if (rq->len > NBD_MAX_BLOCK)
-			return NBD_EOVERFLOW;
+		/* EOVERFLOW only where the spec allows it: structured replies */
+		if (rq->len > e->shared->max_block)
+			return c->structured ? NBD_EOVERFLOW : NBD_EINVAL;
 		break;
 	case NBD_CMD_WRITE:
 		modifies = true;
-		if (rq->len > NBD_MAX_BLOCK)
+		if (rq->len > e->shared->max_block)
 			return NBD_EINVAL;
 		break;
 	case NBD_CMD_TRIM:
@@ -676,7 +735,8 @@ static uint32_t check_request(const struct nbd_conn *c,
 		return NBD_EPERM;
 	if (rq->type != NBD_CMD_FLUSH &&
 	    (rq->off > e->size || rq->len > e->size - rq->off))
-		return modifies ? NBD_ENOSPC : NBD_EINVAL;
+		return rq->type == NBD_CMD_WRITE ||
+		       rq->type == NBD_CMD_WRITE_ZEROES ? NBD_ENOSPC : NBD_EINVAL;
 	return 0;
 }
 
@@ -709,6 +769,9 @@ static int read_request(struct worker *w, struct nbd_request *rq,
 		return -1;
 
 	*err = check_request(c, rq);
+	if (!*err && atomic_load_explicit(&c->exp->shared->stopping,
+					  memory_order_relaxed))
+		*err = NBD_ESHUTDOWN;
 	if (rq->type != NBD_CMD_WRITE && rq->type != NBD_CMD_READ)
 		return 0;
 	if (*err == 0) {
@@ -724,13 +787,62 @@ static int read_request(struct worker *w, struct nbd_request *rq,
 	return conn_recv(c, w->buf, rq->len);
 }
 
+static long long ms_since(const struct timespec *t0)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (long long)(now.tv_sec - t0->tv_sec) * 1000 +
+	       (now.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/*
+ * Before the leader reads a request: if none is there yet, give the
+ * thread's buffer back after IDLE_RELEASE_MS, and with --timeout end the
+ * connection once it has been idle (nothing in flight) that long. 0 to
+ * read the request, -1 to stop.
+ */
+static int wait_request(struct worker *w)
+{
+	struct nbd_conn *c = w->c;
+	const long long idle_ms = (long long)c->exp->shared->idle_secs * 1000;
+	struct timespec t0;
+	long long waited;
+	bool busy;
+	int ms;
+
+	if (!w->buf && !idle_ms)
+		return 0; /* nothing to time: block in read() */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		waited = ms_since(&t0);
+		ms = -1;
+		if (w->buf)
+			ms = waited < IDLE_RELEASE_MS ?
+			     (int)(IDLE_RELEASE_MS - waited) : 0;
+		else if (idle_ms)
+			ms = waited < idle_ms ? (int)(idle_ms - waited) : 0;
+		if (conn_wait_input(c, ms) > 0)
+			return 0;
+		buf_release(w);
+		if (!idle_ms || ms_since(&t0) < idle_ms)
+			continue;
+		pthread_mutex_lock(&c->lock);
+		busy = c->running > 0;
+		pthread_mutex_unlock(&c->lock);
+		if (!busy)
+			return -1;
+		clock_gettime(CLOCK_MONOTONIC, &t0); /* replies still going out */
+	}
+}
+
 static void serve(struct nbd_conn *c)
 {
 	struct worker *w = calloc(1, sizeof *w);
 	struct nbd_request rq;
 	bool leading = false, handed_off;
 	uint32_t err;
-	size_t held;
+	size_t held = 0;
 
 	if (!w) {
 		stop_reading(c);
@@ -741,7 +853,8 @@ static void serve(struct nbd_conn *c)
 		if (!leading && !lead(w))
 			break;
 		leading = true;
-		if (read_request(w, &rq, &err, &held) < 0) {
+		if (wait_request(w) < 0 ||
+		    read_request(w, &rq, &err, &held) < 0) {
 			budget_give(c, held, false);
 			stop_reading(c);
 			break;
@@ -755,7 +868,7 @@ static void serve(struct nbd_conn *c)
 		budget_give(c, held, handed_off);
 		buf_trim(w);
 	}
-	free(w->buf);
+	buf_release(w);
 	free(w);
 }
 

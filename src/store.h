@@ -103,6 +103,19 @@ int codec_error(const char *what, const char *algorithm, int level,
 		size_t dict_size, int err);
 /* dict.c: free the codecs taken out of their places, at close */
 void dict_retired_free(struct uzram *dev);
+/* Bytes of the page table: the directory and the chunks made so far. */
+static inline uint64_t table_bytes(struct uzram *dev)
+{
+	return dev->nchunks * sizeof(*dev->dir) +
+	       atomic_load_explicit(&dev->chunks_used, memory_order_relaxed) *
+	       CHUNK_BYTES;
+}
+
+/*
+ * Give the allocator what mem_limit leaves after the table (device.c);
+ * called when either changes.
+ */
+void table_limit_apply(struct uzram *dev);
 
 /* Bytes in cluster idx: the cluster size, except maybe for the last one. */
 static inline size_t unit_len(const struct uzram *dev, uint64_t idx)
