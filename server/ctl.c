@@ -53,6 +53,12 @@ static int take_numbers(const char *s, const char *end, int count,
 	return s == end ? 0 : -1;
 }
 
+/* How much of [s, end) to quote in a message (the line has no NUL). */
+static int shown(const char *s, const char *end)
+{
+	return end - s < 40 ? (int)(end - s) : 40;
+}
+
 static bool word_is(const char *s, size_t len, const char *w)
 {
 	return len == strlen(w) && !memcmp(s, w, len);
@@ -95,8 +101,9 @@ int nbd_ctl_parse(const char *line, size_t len, struct nbd_ctl_req *rq,
 			return 0;
 		}
 		snprintf(err, n, "error: mem-limit wants a byte count in decimal "
-			 "digits (0 to %llu), got '%.40s'\n",
-			 (unsigned long long)UINT64_MAX, sp + 1);
+			 "digits (0 to %llu), got '%.*s'\n",
+			 (unsigned long long)UINT64_MAX, shown(sp + 1, end),
+			 sp + 1);
 		return -1;
 	}
 	if (sp && word_is(line, (size_t)(sp - line), "recompress")) {
@@ -110,12 +117,12 @@ int nbd_ctl_parse(const char *line, size_t len, struct nbd_ctl_req *rq,
 			return 0;
 		}
 		snprintf(err, n, "error: recompress wants PRIORITY (0 to %d) FLAGS "
-			 "THRESHOLD in decimal digits, got '%.40s'\n",
-			 UZRAM_MAX_RECOMP, sp + 1);
+			 "THRESHOLD in decimal digits, got '%.*s'\n",
+			 UZRAM_MAX_RECOMP, shown(sp + 1, end), sp + 1);
 		return -1;
 	}
 	snprintf(err, n, "error: unknown request '%.*s' (" KNOWN ")\n",
-		 (int)(len < 40 ? len : 40), line);
+		 shown(line, end), line);
 	return -1;
 }
 

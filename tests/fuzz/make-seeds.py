@@ -91,6 +91,18 @@ def seeds():
                                struct.pack(">QII", IHAVEOPT, OPT["INFO"], 70000) +
                                b"\0" * 1000)
     yield "bad-magic", b"\0" + hello() + struct.pack(">QII", 0x1234, 7, 0)
+    yield "shutdown-io", b"\4" + hello() + structured + sio
+    # byte 0 bit 1: one control channel request line (ctl.c)
+    for name, line in (("ctl-json", b"json\n"), ("ctl-compact", b"compact\n"),
+                       ("ctl-mem-limit", b"mem-limit 1048576\n"),
+                       ("ctl-mem-limit-bad", b"mem-limit  -1\n"),
+                       ("ctl-mem-limit-plus", b"mem-limit +5\r\n"),
+                       ("ctl-mem-limit-big", b"mem-limit 18446744073709551616"),
+                       ("ctl-recompress", b"recompress 1 3 2048\n"),
+                       ("ctl-recompress-bad", b"recompress 1 0 4294967296 \n"),
+                       ("ctl-idle", b"idle\n"), ("ctl-reset-max", b"reset-max"),
+                       ("ctl-junk", b"idle\0junk\n")):
+        yield name, b"\2" + line
 
 
 def main():
