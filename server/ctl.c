@@ -110,13 +110,13 @@ int nbd_ctl_parse(const char *line, size_t len, struct nbd_ctl_req *rq,
 		const uint64_t max[3] = { UZRAM_MAX_RECOMP, UINT32_MAX, UINT32_MAX };
 
 		rq->op = NBD_CTL_RECOMPRESS;
-		if (take_numbers(sp + 1, end, 3, max, v) == 0) {
+		if (take_numbers(sp + 1, end, 3, max, v) == 0 && v[0] > 0) {
 			rq->prio = (unsigned)v[0];
 			rq->flags = (unsigned)v[1];
 			rq->threshold = (uint32_t)v[2];
 			return 0;
 		}
-		snprintf(err, n, "error: recompress wants PRIORITY (0 to %d) FLAGS "
+		snprintf(err, n, "error: recompress wants PRIORITY (1 to %d) FLAGS "
 			 "THRESHOLD in decimal digits, got '%.*s'\n",
 			 UZRAM_MAX_RECOMP, shown(sp + 1, end), sp + 1);
 		return -1;

@@ -57,7 +57,7 @@
 
 #define DRAIN_SECS 10  /* how long in-flight requests may take at exit */
 #define CTL_WAIT_MS 1000
-#define CTL_MAX 4      /* control requests served at once */
+#define CTL_MAX 16     /* control requests served at once */
 
 struct client {
 	struct server *srv;
