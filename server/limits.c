@@ -19,7 +19,7 @@
  * size and answers larger requests with an error (transmission.c). A
  * waiting leader pauses only its own connection; the socket's flow control
  * then pauses its client. Threads give their buffers back when idle for a
- * moment, so an idle server holds no budget at all.
+ * moment, so an idle connection holds at most one small buffer (128 KiB).
  */
 #include <unistd.h>
 

@@ -54,9 +54,10 @@
  * if the server's buffer budget (limits.c) is spent, so a client that
  * sends faster than we reply is paused by the socket's flow control. Each
  * thread keeps its buffer for reuse (up to KEEP_BUF bytes) while busy, and
- * gives it back to the budget once idle for IDLE_RELEASE_MS: an idle
- * connection holds no buffer. Buffers are mapped, not malloc()ed, so that
- * what is given back leaves the process at once.
+ * gives it back to the budget once idle for IDLE_RELEASE_MS; only the
+ * leader keeps a buffer of MIN_BUF or less while it waits for a request,
+ * so an idle connection holds at most MIN_BUF. Buffers are mapped, not
+ * malloc()ed, so that what is given back leaves the process at once.
  *
  * Shutdown: a request read once the server's stopping flag is set is
  * answered with NBD_ESHUTDOWN (its payload skipped), as the spec asks;
@@ -811,20 +812,26 @@ static int wait_request(struct worker *w)
 	bool busy;
 	int ms;
 
-	if (!w->buf && !idle_ms)
-		return 0; /* nothing to time: block in read() */
+	/*
+	 * A small buffer is kept while the leader blocks in read(): a client
+	 * at queue depth 1 sends its next request only after our reply, so
+	 * timing every wait would cost two more system calls per request.
+	 */
+	if (w->cap <= MIN_BUF && !idle_ms)
+		return 0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		waited = ms_since(&t0);
 		ms = -1;
-		if (w->buf)
+		if (w->cap > MIN_BUF)
 			ms = waited < IDLE_RELEASE_MS ?
 			     (int)(IDLE_RELEASE_MS - waited) : 0;
 		else if (idle_ms)
 			ms = waited < idle_ms ? (int)(idle_ms - waited) : 0;
 		if (conn_wait_input(c, ms) > 0)
 			return 0;
-		buf_release(w);
+		if (w->cap > MIN_BUF)
+			buf_release(w);
 		if (!idle_ms || ms_since(&t0) < idle_ms)
 			continue;
 		pthread_mutex_lock(&c->lock);

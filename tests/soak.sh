@@ -64,8 +64,11 @@ writer()
 		((round % 2)) && img=$T/B
 		nbdcopy -C 4 --flush "$img" "${URI[s]}" ||
 			{ echo "writer round $round: nbdcopy failed"; return 1; }
-		nbdcopy -C 4 "${URI[s]}" - | head -c $REGION | cmp -s - "$img" ||
-			{ echo "writer round $round: read back differs"; return 1; }
+		nbdcopy -C 4 "${URI[s]}" "$T/back" ||
+			{ echo "writer round $round: read back failed"; return 1; }
+		cmp -n $REGION "$T/back" "$img" >"$T/cmp.out" 2>&1 ||
+			{ echo "writer round $round: read back differs:" \
+				"$(cat "$T/cmp.out")"; return 1; }
 		echo "$img" >"$T/last-image"
 		round=$((round + 1))
 	done
@@ -142,7 +145,8 @@ assert_alive s
 
 step "the last image reads back whole"
 [[ -s $T/last-image ]] || fail "no writer round finished"
-nbdcopy "${URI[s]}" - | head -c $REGION | cmp - "$(cat "$T/last-image")" ||
+nbdcopy "${URI[s]}" "$T/back"
+cmp -n $REGION "$T/back" "$(cat "$T/last-image")" ||
 	fail "final read differs from $(cat "$T/last-image")"
 
 step "the threads go back to the main one once the clients are gone"

@@ -31,11 +31,21 @@ bad()
 		fail "nbd_bad_client.py $case failed (see above)"
 }
 
+# TSan's shadow memory grows with every byte the server touches, several
+# times over: RSS says nothing about the server there, so the two RSS
+# checks run only in the plain and ASan builds (the rest of each step runs).
+rss_checks=1
+if ldd "$UZRAM" 2>/dev/null | grep libtsan >/dev/null; then rss_checks=0; fi
+
 step "buffer budget: 8 clients with unread 32 MiB reads stay within --buffer-limit 64M"
 start_server b --size 128M --buffer-limit 64M
 head -c $((4 * MiB)) "$CORPUS/files.tar" >"$T/pattern"
 qemu-io -f raw -c "write -s $T/pattern $((100 * MiB)) $((4 * MiB))" "${URI[b]}" >/dev/null
-bad b buffer-attack --limit $((64 * MiB))
+if ((rss_checks)); then
+	bad b buffer-attack --limit $((64 * MiB))
+else
+	echo "  TSan build: RSS not checked"
+fi
 
 step "the budget came back: a fresh client reads the data"
 wait_for 30 "the attackers to be gone" \
@@ -46,7 +56,7 @@ stop_server b
 
 step "idle connections give their buffers back (default budget)"
 start_server i --size 128M
-bad i idle-buffers
+if ((rss_checks)); then bad i idle-buffers; fi
 stop_server i
 
 step "a handshake sent one byte a second is cut off at --handshake-timeout"
@@ -107,7 +117,7 @@ stop_server k
 
 step "the page table counts in --mem-limit: NO_HOLE zeroing of 16 GiB under 1M"
 start_server z --size 16G --mem-limit 1M
-bad z table-limit
+if ((rss_checks)); then bad z table-limit; else bad z table-limit --no-rss; fi
 table=$(stat_field z table_bytes)
 used=$(stat_field z mem_used_total)
 ((table + used <= MiB)) || fail "table $table + memory $used over the 1 MiB limit"
