@@ -9,7 +9,8 @@
  *   conn.c          one client connection: buffered input, reply output
  *      |  runs the handshake, then the transmission phase
  *   handshake.c     option negotiation (fixed newstyle only)
- *   transmission.c  requests: parse, check, execute on the device, reply
+ *   transmission.c  requests: threads, reading and checking them
+ *   commands.c      requests run on the device, replies
  *
  * Only include/uzram.h is used to reach the device. nbd_conn_serve() works
  * on any pair of file descriptors, which lets the fuzzer feed a connection
