@@ -15,12 +15,18 @@
  *   gone) --> nbd_budget_put: used -= n, wake the waiters
  *
  * A request that can never fit is refused before it gets here: the server
- * advertises max_block = min(NBD_MAX_BLOCK, limit) as its maximum block
- * size and answers larger requests with an error (transmission.c). A
+ * advertises max_block = min(NBD_MAX_BLOCK, limit / 2) as its maximum
+ * block size and answers larger requests with an error (transmission.c). A
  * waiting leader pauses only its own connection; the socket's flow control
  * then pauses its client. Threads give their buffers back when idle for a
- * moment, so an idle connection holds at most one small buffer (128 KiB).
+ * moment, except that a connection waiting for its next request keeps one
+ * of NBD_IDLE_BUF (so a client at queue depth 1 costs no system call to
+ * time the wait). Those take at most half the budget, because the server
+ * refuses more connections than nbd_max_connections_for() allows; so a
+ * request, at most half the budget, waits only for requests in flight,
+ * never for idle clients.
  */
+#include <limits.h>
 #include <unistd.h>
 
 #include "server.h"
@@ -48,6 +54,13 @@ unsigned nbd_default_max_connections(size_t buf_limit)
 	return n < 4 ? 4 : n > 128 ? 128 : (unsigned)n;
 }
 
+unsigned nbd_max_connections_for(size_t buf_limit)
+{
+	size_t n = buf_limit / (2 * NBD_IDLE_BUF);
+
+	return n > UINT_MAX ? UINT_MAX : (unsigned)n;
+}
+
 int nbd_shared_init(struct nbd_shared *sh, size_t buf_limit,
 		    unsigned handshake_secs, unsigned idle_secs)
 {
@@ -55,13 +68,14 @@ int nbd_shared_init(struct nbd_shared *sh, size_t buf_limit,
 		return -1;
 	sh->buf_limit = buf_limit;
 	sh->buf_used = 0;
-	sh->max_block = buf_limit < NBD_MAX_BLOCK ? (uint32_t)buf_limit
-						  : NBD_MAX_BLOCK;
+	sh->max_block = buf_limit / 2 < NBD_MAX_BLOCK ? (uint32_t)(buf_limit / 2)
+						      : NBD_MAX_BLOCK;
 	/* One connection may hold half the budget, and at least a request. */
-	sh->conn_inflight = buf_limit / 2 < sh->max_block ? sh->max_block
-							  : buf_limit / 2;
+	sh->conn_inflight = buf_limit / 2;
 	if (sh->conn_inflight > NBD_INFLIGHT_BYTES)
 		sh->conn_inflight = NBD_INFLIGHT_BYTES;
+	if (sh->conn_inflight < sh->max_block)
+		sh->conn_inflight = sh->max_block;
 	sh->handshake_secs = handshake_secs ? handshake_secs
 					    : NBD_HANDSHAKE_SECS;
 	sh->idle_secs = idle_secs;

@@ -603,6 +603,17 @@ int nbd_server_run(const struct nbd_server_config *cfg)
 			cfg->buffer_limit);
 		return 1;
 	}
+	if (!cfg->max_connections ||
+	    cfg->max_connections > nbd_max_connections_for(cfg->buffer_limit)) {
+		fprintf(stderr, "uzram serve: a buffer limit of %zu bytes serves "
+			"at most %u connections (%u KiB each, for what an idle "
+			"one keeps, in half the budget): lower --max-connections "
+			"or raise --buffer-limit\n", cfg->buffer_limit,
+			nbd_max_connections_for(cfg->buffer_limit),
+			2 * NBD_IDLE_BUF >> 10);
+		nbd_shared_destroy(&srv.shared);
+		return 2;
+	}
 	srv.export.shared = &srv.shared;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* immune to clock steps */

@@ -41,6 +41,7 @@
 #define NBD_IBUF_SIZE       (64u << 10) /* connection input buffer */
 #define NBD_UNIX_SNDBUF     (4 << 20)   /* SO_SNDBUF of a Unix socket client */
 #define NBD_META_ID_ALLOC   1           /* our id for base:allocation */
+#define NBD_IDLE_BUF        (128u << 10) /* buffer an idle connection keeps */
 
 /*
  * What every connection of one server shares and may change: the budget
@@ -65,6 +66,11 @@ struct nbd_shared {
 size_t nbd_default_buffer_limit(void);
 /* The default --max-connections for a budget: 8 MiB each, 4 to 128. */
 unsigned nbd_default_max_connections(size_t buf_limit);
+/*
+ * The most connections a budget can serve without starving: the buffers
+ * idle connections keep (NBD_IDLE_BUF each) take at most half of it.
+ */
+unsigned nbd_max_connections_for(size_t buf_limit);
 /* Set up *sh; buf_limit must be at least 1 MiB. 0 or -1. */
 int nbd_shared_init(struct nbd_shared *sh, size_t buf_limit,
 		    unsigned handshake_secs, unsigned idle_secs);

@@ -14,7 +14,7 @@
 #define INLINE_MAX   (64u << 10)   /* requests the leader may run itself */
 #define SPLIT_MIN    (256u << 10)  /* reads cut into pieces when idle */
 #define PIECE        (128u << 10)  /* bytes per piece of a cut read */
-#define MIN_BUF      (128u << 10)
+#define MIN_BUF      NBD_IDLE_BUF  /* smallest buffer, kept while waiting */
 #define KEEP_BUF     (4u << 20)
 #define THREAD_STACK (256u << 10)
 #define IDLE_RELEASE_MS 250        /* idle this long: give the buffer back */

@@ -1009,6 +1009,23 @@ def case_idle_buffers(a):
         c.disconnect()
 
 
+def case_idle_starve(a):
+    """Connections idle after a small read keep a small buffer each; a
+    request of the maximum block size on another connection must still be
+    served (run with a tiny --buffer-limit and as many connections as it
+    allows)."""
+    idle = [Conn(a.socket).open(a.export) for _ in range(a.conns - 1)]
+    for c in idle:
+        c.read(0, 4096)
+    c = Conn(a.socket).open(a.export)
+    data = c.read(0, c.max_block)
+    check(len(data) == c.max_block, "short read")
+    print("  read of %d bytes beside %d idle connections" %
+          (c.max_block, len(idle)))
+    for x in idle + [c]:
+        x.disconnect()
+
+
 def case_table_limit(a):
     """Issue 13, item 5: WRITE_ZEROES with NO_HOLE over a large device
     with a tiny --mem-limit fails with ENOSPC instead of growing the page
@@ -1127,6 +1144,7 @@ CASES = {
     "buffer-attack": case_buffer_attack,
     "idle-buffers": case_idle_buffers,
     "table-limit": case_table_limit,
+    "idle-starve": case_idle_starve,
     "slow-handshake": case_slow_handshake,
     "partial-write": case_partial_write,
 }
@@ -1145,6 +1163,8 @@ def main():
                    help="export-name: the export size")
     p.add_argument("--limit", type=int, default=0,
                    help="buffer-attack: the server's --buffer-limit")
+    p.add_argument("--conns", type=int, default=4,
+                   help="idle-starve: connections the server allows")
     p.add_argument("--no-rss", action="store_true",
                    help="table-limit: skip the RSS check (TSan builds)")
     p.add_argument("--deadline", type=int, default=0,

@@ -59,6 +59,13 @@ start_server i --size 128M
 if ((rss_checks)); then bad i idle-buffers; fi
 stop_server i
 
+step "idle clients never starve a large request (--buffer-limit 1M, 4 connections)"
+start_server q --size 16M --buffer-limit 1M --max-connections 4
+bad q idle-starve --conns 4
+assert_fails "more connections than the budget serves" \
+	uzram serve --socket "$T/q2.sock" --buffer-limit 1M --max-connections 5
+stop_server q
+
 step "a handshake sent one byte a second is cut off at --handshake-timeout"
 start_server h --size 16M --handshake-timeout 3
 bad h slow-handshake --deadline 3
