@@ -10,6 +10,6 @@ SOAK_TIME ?= 600
 
 .PHONY: soak
 
-soak: deps-test all $(CORPUS_DIR)/MANIFEST
+soak: deps-test all $(CORPUS_READY)
 	UZRAM=$(abspath $(BUILD)/uzram) UZRAM_TEST_CORPUS=$(CORPUS_DIR) \
 		SOAK_TIME=$(SOAK_TIME) bash tests/soak.sh
