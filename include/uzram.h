@@ -216,7 +216,8 @@ struct uzram_stats {
 	uint64_t failed_writes;   /* writes that failed for lack of memory */
 	uint64_t invalid_io;      /* requests rejected as out of range */
 	uint64_t table_bytes;     /* the page table (16 bytes a cluster, made
-				   * per 16384 clusters on first write), not
+				   * per 16384 clusters on first write, the
+				   * device's last ones in whole pages), not
 				   * counted in mem_used_total but counted
 				   * against mem_limit: a write (even of
 				   * zeros) that needs a new piece of table

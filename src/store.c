@@ -161,8 +161,8 @@ static inline struct span span_at(const struct uzram *dev, uint64_t off,
 	return sp;
 }
 
-/* Whether one more chunk keeps the allocator and the table in the limit. */
-static bool table_fits(struct uzram *dev)
+/* Whether chunk i keeps the allocator and the table in the limit. */
+static bool table_fits(struct uzram *dev, uint64_t i)
 {
 	uint64_t limit = atomic_load_explicit(&dev->mem_limit,
 					      memory_order_relaxed);
@@ -171,7 +171,7 @@ static bool table_fits(struct uzram *dev)
 	if (!limit)
 		return true;
 	zpool_stats(dev->pool, &zs);
-	return zs.mem_used + table_bytes(dev) + CHUNK_BYTES <= limit;
+	return zs.mem_used + table_bytes(dev) + chunk_bytes(dev, i) <= limit;
 }
 
 /*
@@ -187,7 +187,7 @@ static struct slot *slot_get(struct uzram *dev, uint64_t idx, int *err)
 	if (__builtin_expect(chunk != NULL, 1))
 		return &chunk[idx & (CHUNK_SLOTS - 1)];
 	*err = -ENOSPC;
-	if (!table_fits(dev))
+	if (!table_fits(dev, idx >> CHUNK_SHIFT))
 		return NULL;
 	*err = -ENOMEM;
 	/* Anonymous memory is zeroed, and a zero slot is an unlocked hole. */
