@@ -16,20 +16,24 @@ real_server || skip_all "uzram-only control channel"
 MiB=$((1024 * 1024))
 
 # silent CTL-PATH N SECONDS: N control clients that connect and say nothing
-# for SECONDS, in the background; their pid in $silent_pid.
+# for SECONDS, in the background; their pid in $silent_pid. Returns once
+# all of them are connected.
 silent()
 {
-	python3 - "$@" <<'PY' &
+	rm -f "$T/silent.ready"
+	python3 - "$@" "$T/silent.ready" <<'PY' &
 import socket, sys, time
 conns = []
 for _ in range(int(sys.argv[2])):
     s = socket.socket(socket.AF_UNIX)
     s.connect(sys.argv[1])
     conns.append(s)
+open(sys.argv[4], "w").write("ready")
 time.sleep(float(sys.argv[3]))
 PY
 	silent_pid=$!
 	on_exit quiet_kill "$silent_pid"
+	wait_for 10 "$2 silent control clients" test -s "$T/silent.ready"
 }
 quiet_kill() { kill "$1" 2>/dev/null || true; }
 
@@ -55,7 +59,6 @@ unset "PID[h]"
 step "20 silent control clients delay neither new NBD clients nor stat"
 start_server s --size 16M
 silent "${SOCK[s]}.ctl" 20 30
-sleep 0.5
 assert_ok "3 nbdinfo while control clients are silent" timeout 8 bash -c \
 	'for i in 1 2 3; do nbdinfo --size "$0" >/dev/null || exit 1; done' \
 	"${URI[s]}"
@@ -65,7 +68,6 @@ assert_ok "uzram stat while control clients are silent" timeout 8 bash -c \
 
 step "SIGTERM with silent control clients connected ends the server in time"
 silent "${SOCK[s]}.ctl" 20 30
-sleep 0.5
 stop_server s
 
 step "strict parsing: signs, blanks, overflow and junk are refused"
