@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +22,15 @@ static void serve_usage(void)
 		"                   [--read-only] [--max-connections N] [--cluster 4K..64K]\n"
 		"                   [--recomp-algorithm ALGO[:LEVEL][:dict=FILE]]...\n"
 		"                   [--dict FILE] [--run 'COMMAND']\n"
+		"                   [--ctl-socket PATH] [--tls=off|on|require\n"
+		"                   (--tls-psk FILE | --tls-certificates DIR [--tls-verify-peer])]\n"
 		"                   [--buffer-limit SIZE] [--timeout SECONDS]\n"
 		"                   [--handshake-timeout SECONDS]\n"
+		"  --ctl-socket: the control socket for `uzram stat` and `uzram ctl`\n"
+		"         (default: SOCKET.ctl, or $XDG_RUNTIME_DIR/uzram/tcp-PORT.ctl)\n"
+		"  --tls: on offers TLS (NBD_OPT_STARTTLS), require refuses clients\n"
+		"         without it; keys from --tls-psk (psktool's format) or\n"
+		"         --tls-certificates (ca-cert.pem, server-cert.pem, server-key.pem)\n"
 		"  --buffer-limit: request and reply buffers of all clients together\n"
 		"         (default 1/16 of RAM, 64M to 1G); requests wait for room\n"
 		"  --max-connections: default buffer-limit / 8M, from 4 to 128;\n"
@@ -77,6 +85,38 @@ static int parse_uint(const char *s, unsigned long long max,
 	return errno || *end || *out > max ? -1 : 0;
 }
 
+static int parse_tls_mode(const char *s, enum nbd_tls_mode *mode)
+{
+	static const char *const names[] = { "off", "on", "require" };
+
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(s, names[i])) {
+			*mode = (enum nbd_tls_mode)i;
+			return 0;
+		}
+	return -1;
+}
+
+/* The --tls options fit together; 0, or -1 after a message. */
+static int check_tls_options(const struct nbd_tls_config *tc)
+{
+	const char *msg = NULL;
+
+	if (tc->mode == NBD_TLS_OFF &&
+	    (tc->certificates || tc->psk_file || tc->verify_peer))
+		msg = "--tls-certificates, --tls-psk and --tls-verify-peer need "
+		      "--tls=on or --tls=require";
+	else if (tc->mode != NBD_TLS_OFF && !tc->certificates == !tc->psk_file)
+		msg = "--tls needs exactly one of --tls-certificates DIR and "
+		      "--tls-psk FILE";
+	else if (tc->verify_peer && !tc->certificates)
+		msg = "--tls-verify-peer checks X.509 client certificates "
+		      "(--tls-certificates); a PSK authenticates the client itself";
+	if (msg)
+		fprintf(stderr, "uzram serve: %s\n", msg);
+	return msg ? -1 : 0;
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -92,13 +132,20 @@ int cmd_serve(int argc, char **argv)
 		{ "cluster", required_argument, NULL, 'C' },
 		{ "run", required_argument, NULL, 'R' },
 		{ "recomp-algorithm", required_argument, NULL, 'A' },
+		{ "ctl-socket", required_argument, NULL, 'X' },
+		{ "tls", required_argument, NULL, 'T' },
+		{ "tls-certificates", required_argument, NULL, 'K' },
+		{ "tls-psk", required_argument, NULL, 'P' },
+		{ "tls-verify-peer", no_argument, NULL, 'V' },
 		{ "dict", required_argument, NULL, 'D' },
 		{ "buffer-limit", required_argument, NULL, 'B' },
-		{ "timeout", required_argument, NULL, 'T' },
+		{ "timeout", required_argument, NULL, 'I' },
 		{ "handshake-timeout", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct nbd_tls_config tc = { .mode = NBD_TLS_OFF };
+	struct nbd_tls *tls = NULL;
 	struct nbd_server_config sc = {
 		.export = { .name = "" },
 		.max_connections = 0, /* from the buffer limit unless given */
@@ -173,7 +220,7 @@ int cmd_serve(int argc, char **argv)
 				goto bad_value;
 			sc.buffer_limit = (size_t)v;
 			break;
-		case 'T':
+		case 'I':
 			if (parse_uint(optarg, 1u << 30, &v) < 0)
 				goto bad_value;
 			sc.idle_secs = (unsigned)v;
@@ -203,6 +250,22 @@ int cmd_serve(int argc, char **argv)
 				goto bad_value;
 			nrecomp++;
 			break;
+		case 'X':
+			sc.ctl_socket = optarg;
+			break;
+		case 'T':
+			if (parse_tls_mode(optarg, &tc.mode) < 0)
+				goto bad_value;
+			break;
+		case 'K':
+			tc.certificates = optarg;
+			break;
+		case 'P':
+			tc.psk_file = optarg;
+			break;
+		case 'V':
+			tc.verify_peer = true;
+			break;
 		case 'D':
 			dict_path = optarg;
 			break;
@@ -214,6 +277,8 @@ int cmd_serve(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (check_tls_options(&tc) < 0)
+		return 2;
 	if (optind != argc) {
 		fprintf(stderr, "uzram serve: unexpected argument '%s'\n", argv[optind]);
 		serve_usage();
@@ -233,9 +298,14 @@ int cmd_serve(int argc, char **argv)
 		sc.socket_path = "uzram.sock";
 	}
 
+	if (tc.mode != NBD_TLS_OFF && !(tls = nbd_tls_new(&tc)))
+		return 1;
+	sc.export.tls = tls;
 	if (dict_path) {
-		if (read_dict("serve", dict_path, &dict, &dict_len))
+		if (read_dict("serve", dict_path, &dict, &dict_len)) {
+			nbd_tls_free(tls);
 			return 1;
+		}
 		cfg.dict = dict;
 		cfg.dict_size = dict_len;
 	}
@@ -250,6 +320,7 @@ int cmd_serve(int argc, char **argv)
 		fprintf(stderr, "uzram serve: cannot create the device: %s%s%s\n",
 			uzram_strerror(r), *uzram_last_error() ? ": " : "",
 			uzram_last_error());
+		nbd_tls_free(tls);
 		return 1;
 	}
 	for (int i = 0; i < nrecomp; i++) {
@@ -259,6 +330,7 @@ int cmd_serve(int argc, char **argv)
 			if (read_dict("serve", recomp[i].dict, &dict,
 				      &dict_len)) {
 				uzram_close(dev);
+				nbd_tls_free(tls);
 				return 1;
 			}
 			r = uzram_set_dictionary(dev, r, dict, dict_len, 0);
@@ -268,6 +340,7 @@ int cmd_serve(int argc, char **argv)
 			fprintf(stderr, "uzram serve: --recomp-algorithm: %s\n",
 				uzram_last_error());
 			uzram_close(dev);
+			nbd_tls_free(tls);
 			return 1;
 		}
 	}
@@ -277,8 +350,10 @@ int cmd_serve(int argc, char **argv)
 	snprintf(desc, sizeof desc, "uzram %s device", cfg.algorithm);
 	sc.export.description = desc;
 	r = nbd_server_run(&sc);
-	if (r == 0)
+	if (r == 0) {
 		uzram_close(dev); /* else a stuck client thread may still use it */
+		nbd_tls_free(tls);
+	}
 	return r;
 
 bad_value:
@@ -289,12 +364,14 @@ bad_value:
 
 static void stat_usage(FILE *f)
 {
-	fprintf(f, "usage: uzram stat [--socket PATH] [--json]\n");
+	fprintf(f, "usage: uzram stat [--socket PATH | --tcp [HOST:]PORT | --ctl-socket PATH\n"
+		"                   | --mount DIR] [--json]\n");
 }
 
 static void ctl_usage(FILE *f)
 {
-	fprintf(f, "usage: uzram ctl [--socket PATH] compact | mem-limit SIZE | reset-max | idle\n"
+	fprintf(f, "usage: uzram ctl [--socket PATH | --tcp [HOST:]PORT | --ctl-socket PATH]\n"
+		"                 compact | mem-limit SIZE | reset-max | idle\n"
 		"                 | recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]\n"
 		"  compact      move objects out of sparse allocator pages, give back\n"
 		"               what is empty (zram's compact)\n"
@@ -308,23 +385,44 @@ static void ctl_usage(FILE *f)
 }
 
 /*
- * The options of stat and ctl: --socket PATH and --help, and --json where
- * json is not NULL. Returns -1 to go on, or the exit status.
+ * The options of stat and ctl: where the server is (--socket PATH, --tcp
+ * [HOST:]PORT, --ctl-socket PATH, or --mount DIR, a directory of `uzram
+ * mount`; ./uzram.sock by default), --help, and --json where json is not
+ * NULL. Puts the control socket's path in path (PATH_MAX bytes). Returns
+ * -1 to go on, or the exit status.
  */
 static int client_options(int argc, char **argv, void (*usage)(FILE *),
-			  const char **path, bool *json)
+			  const char *who, char *path, bool *json)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 'S' },
+		{ "mount", required_argument, NULL, 'M' },
+		{ "tcp", required_argument, NULL, 't' },
+		{ "ctl-socket", required_argument, NULL, 'X' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *sock = NULL, *ctl = NULL, *host, *port = NULL;
 	int o;
 
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (o == 'S') {
-			*path = optarg;
+			sock = optarg;
+		} else if (o == 'M') {
+			static char msock[PATH_MAX];
+
+			if (mount_socket_path(optarg, msock, sizeof msock) < 0)
+				return 1;
+			sock = msock;
+		} else if (o == 'X') {
+			ctl = optarg;
+		} else if (o == 't') {
+			if (split_hostport(optarg, &host, &port) < 0) {
+				fprintf(stderr, "%s: bad --tcp '%s', want "
+					"[HOST:]PORT\n", who, optarg);
+				return 2;
+			}
 		} else if (o == 'j' && json) {
 			*json = true;
 		} else if (o == 'h') {
@@ -335,14 +433,23 @@ static int client_options(int argc, char **argv, void (*usage)(FILE *),
 			return 2;
 		}
 	}
-	return -1;
+	if (!!sock + !!ctl + !!port > 1) {
+		fprintf(stderr, "%s: --socket (or --mount), --tcp and "
+			"--ctl-socket are exclusive\n", who);
+		return 2;
+	}
+	if (!sock && !ctl && !port)
+		sock = "uzram.sock";
+	return ctl_path_find(ctl, sock, port, false, who, path, PATH_MAX) < 0
+		? 1 : -1;
 }
 
 int cmd_stat(int argc, char **argv)
 {
-	const char *path = NULL;
+	char path[PATH_MAX];
 	bool json = false;
-	int r = client_options(argc, argv, stat_usage, &path, &json);
+	int r = client_options(argc, argv, stat_usage, "uzram stat", path,
+			       &json);
 
 	if (r >= 0)
 		return r;
@@ -383,10 +490,9 @@ static int recompress_request(int argc, char **argv, char *req, size_t n)
 
 int cmd_ctl(int argc, char **argv)
 {
-	const char *path = NULL;
+	char path[PATH_MAX], req[64];
 	unsigned long long v;
-	char req[64];
-	int r = client_options(argc, argv, ctl_usage, &path, NULL);
+	int r = client_options(argc, argv, ctl_usage, "uzram ctl", path, NULL);
 
 	if (r >= 0)
 		return r;

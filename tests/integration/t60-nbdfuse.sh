@@ -41,19 +41,25 @@ dd if="$T/mnt/nbd" of="$T/tar.back" bs=1M count=$(((TARSZ + MiB - 1) / MiB)) \
 	status=none
 assert_same_data "$TAR" "$T/tar.back" "$TARSZ"
 
-step "dd through the mount: 4 MiB at 16 MiB, and 99 unaligned 999-byte blocks"
+# After the tar, whatever its size: 4 MiB at the first whole MiB past it,
+# then 99 blocks of 999 bytes from a 999-byte boundary a MiB further on.
+at=$(((TARSZ + MiB - 1) / MiB))
+ublk=$(((at + 5) * MiB / 999 + 1))
+ud=$((999 * ublk))
+step "dd through the mount: 4 MiB at $at MiB, and 99 unaligned 999-byte blocks"
 head -c $((4 * MiB)) "$CORPUS/heap-python.core" >"$T/core4"
-dd if="$T/core4" of="$T/mnt/nbd" bs=1M seek=16 conv=notrunc,fsync status=none
-dd if="$T/core4" of="$T/mnt/nbd" bs=999 skip=7 count=99 seek=30001 \
+dd if="$T/core4" of="$T/mnt/nbd" bs=1M seek="$at" conv=notrunc,fsync status=none
+dd if="$T/core4" of="$T/mnt/nbd" bs=999 skip=7 count=99 seek="$ublk" \
 	conv=notrunc,fsync status=none
-dd if="$T/mnt/nbd" of="$T/back16" bs=1M skip=16 count=4 status=none
-assert_same_data "$T/core4" "$T/back16"
+dd if="$T/mnt/nbd" of="$T/back4" bs=1M skip="$at" count=4 status=none
+assert_same_data "$T/core4" "$T/back4"
 
 step "a fresh client (nbdcopy) sees what dd wrote"
 nbdcopy "${URI[a]}" "$T/all"
 assert_same_data "$TAR" "$T/all" "$TARSZ"
-assert_same_range "$T/core4" 0 "$T/all" $((16 * MiB)) $((4 * MiB))
-ud=$((999 * 30001))
+assert_zero "$T/all" "$TARSZ" $((at * MiB - TARSZ))
+assert_same_range "$T/core4" 0 "$T/all" $((at * MiB)) $((4 * MiB))
+assert_zero "$T/all" $(((at + 4) * MiB)) $((ud - (at + 4) * MiB))
 assert_same_range "$T/core4" $((999 * 7)) "$T/all" $ud $((999 * 99))
 assert_zero "$T/all" $((ud + 999 * 99)) $((64 * MiB - ud - 999 * 99))
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t55-spec-errors.sh - the answers doc/proto.md asks for (issue 13, items 6
+# t57-spec-errors.sh - the answers doc/proto.md asks for (issue 13, items 6
 # and 9), with the raw-protocol client nbd_bad_client.py:
 #   - zero-length READ and WRITE succeed as the first request of a
 #     connection; a simple-reply READ over the maximum block size gets
