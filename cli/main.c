@@ -27,7 +27,9 @@ static const struct {
 	  "              [--recomp-algorithm ALGO[:LEVEL][:dict=FILE]]... [--dict FILE]\n"
 	  "              [--run 'COMMAND'] [--ctl-socket PATH] [--tls=off|on|require]\n"
 	  "              [--tls-psk FILE | --tls-certificates DIR [--tls-verify-peer]]\n"
-	  "              [--backing TARGET] [--high-watermark PCT] [--low-watermark PCT]" },
+	  "              [--backing TARGET] [--high-watermark PCT] [--low-watermark PCT]\n"
+	  "              [--buffer-limit SIZE] [--timeout SECONDS]\n"
+	  "              [--handshake-timeout SECONDS]" },
 	{ "mount", cmd_mount,
 	  "mount DIR [--size S] [--algorithm A] [--level N] [--mem-limit M]\n"
 	  "              [--cluster 4K..64K] [--fs ext4] [-o OPTIONS] [--uid U]\n"
@@ -130,9 +132,15 @@ int parse_size(const char *s, unsigned long long *out)
 	char *end;
 	double v;
 
+	/* Plain decimals only: strtod would also take " -1", "+5", "0x10",
+	 * "1e3" and "nan". */
+	size_t digits = strspn(s, "0123456789.");
+
+	if (digits == 0)
+		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || end == s || v < 0)
+	if (errno || end != s + digits || v < 0)
 		return -EINVAL;
 	switch (*end) {
 	case 'k': case 'K': v *= 1024.0; end++; break;

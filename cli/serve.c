@@ -26,11 +26,19 @@ static void serve_usage(void)
 		"                   [--low-watermark PCT]\n"
 		"                   [--ctl-socket PATH] [--tls=off|on|require\n"
 		"                   (--tls-psk FILE | --tls-certificates DIR [--tls-verify-peer])]\n"
+		"                   [--buffer-limit SIZE] [--timeout SECONDS]\n"
+		"                   [--handshake-timeout SECONDS]\n"
 		"  --ctl-socket: the control socket for `uzram stat` and `uzram ctl`\n"
 		"         (default: SOCKET.ctl, or $XDG_RUNTIME_DIR/uzram/tcp-PORT.ctl)\n"
 		"  --tls: on offers TLS (NBD_OPT_STARTTLS), require refuses clients\n"
 		"         without it; keys from --tls-psk (psktool's format) or\n"
 		"         --tls-certificates (ca-cert.pem, server-cert.pem, server-key.pem)\n"
+		"  --buffer-limit: request and reply buffers of all clients together\n"
+		"         (default 1/16 of RAM, 64M to 1G); requests wait for room\n"
+		"  --max-connections: default buffer-limit / 8M, from 4 to 128;\n"
+		"         at most buffer-limit / 256K\n"
+		"  --timeout: drop a client idle this long (default: never)\n"
+		"  --handshake-timeout: the whole handshake (default 30)\n"
 		"  --recomp-algorithm: a secondary algorithm for `uzram ctl recompress`\n"
 		"         (priority 1, 2, 3 in the order given)\n"
 		"  --dict: a dictionary for the algorithm (lz4, zstd), as zram's\n"
@@ -76,9 +84,11 @@ static int parse_uint(const char *s, unsigned long long max,
 {
 	char *end;
 
+	if (*s < '0' || *s > '9') /* strtoull would take " -1" and "+5" */
+		return -1;
 	errno = 0;
 	*out = strtoull(s, &end, 10);
-	return errno || end == s || *end || *out > max || s[0] == '-' ? -1 : 0;
+	return errno || *end || *out > max ? -1 : 0;
 }
 
 static int parse_tls_mode(const char *s, enum nbd_tls_mode *mode)
@@ -134,9 +144,12 @@ int cmd_serve(int argc, char **argv)
 		{ "tls-psk", required_argument, NULL, 'P' },
 		{ "tls-verify-peer", no_argument, NULL, 'V' },
 		{ "dict", required_argument, NULL, 'D' },
-		{ "backing", required_argument, NULL, 'B' },
-		{ "high-watermark", required_argument, NULL, 'H' },
-		{ "low-watermark", required_argument, NULL, 'L' },
+		{ "backing", required_argument, NULL, 'b' },
+		{ "high-watermark", required_argument, NULL, 'W' },
+		{ "low-watermark", required_argument, NULL, 'w' },
+		{ "buffer-limit", required_argument, NULL, 'B' },
+		{ "timeout", required_argument, NULL, 'I' },
+		{ "handshake-timeout", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -144,8 +157,9 @@ int cmd_serve(int argc, char **argv)
 	struct nbd_tls *tls = NULL;
 	struct nbd_server_config sc = {
 		.export = { .name = "" },
-		.max_connections = 128,
+		.max_connections = 0, /* from the buffer limit unless given */
 	};
+	bool max_given = false;
 	struct uzram_config cfg;
 	struct uzram *dev = NULL;
 	unsigned long long v;
@@ -207,6 +221,23 @@ int cmd_serve(int argc, char **argv)
 			if (parse_uint(optarg, 1u << 20, &v) < 0)
 				goto bad_value;
 			sc.max_connections = (unsigned)v;
+			max_given = true;
+			break;
+		case 'B':
+			if (parse_size(optarg, &v) < 0 || v < (1u << 20) ||
+			    v > SIZE_MAX / 2)
+				goto bad_value;
+			sc.buffer_limit = (size_t)v;
+			break;
+		case 'I':
+			if (parse_uint(optarg, 1u << 30, &v) < 0)
+				goto bad_value;
+			sc.idle_secs = (unsigned)v;
+			break;
+		case 'H':
+			if (parse_uint(optarg, 1u << 30, &v) < 0 || v == 0)
+				goto bad_value;
+			sc.handshake_secs = (unsigned)v;
 			break;
 		case 'C':
 			if (parse_size(optarg, &v) < 0 || v > UINT32_MAX)
@@ -247,14 +278,14 @@ int cmd_serve(int argc, char **argv)
 		case 'D':
 			dict_path = optarg;
 			break;
-		case 'B':
+		case 'b':
 			cfg.backing = optarg;
 			break;
-		case 'H':
-		case 'L':
+		case 'W':
+		case 'w':
 			if (parse_uint(optarg, 100, &v) < 0 || v == 0)
 				goto bad_value;
-			*(o == 'H' ? &cfg.high_watermark : &cfg.low_watermark) =
+			*(o == 'W' ? &cfg.high_watermark : &cfg.low_watermark) =
 				(uint32_t)v;
 			break;
 		case 'h':
@@ -297,6 +328,11 @@ int cmd_serve(int argc, char **argv)
 		cfg.dict = dict;
 		cfg.dict_size = dict_len;
 	}
+	if (!sc.buffer_limit)
+		sc.buffer_limit = nbd_default_buffer_limit();
+	if (!max_given)
+		sc.max_connections = nbd_default_max_connections(sc.buffer_limit);
+
 	r = uzram_open(&cfg, &dev);
 	free(dict);
 	if (r < 0) {
@@ -359,6 +395,7 @@ static void ctl_usage(FILE *f)
 		"                 | writeback [type=huge|idle|huge_idle|incompressible] [pages=LO-HI]\n"
 		"                             [limit=N]\n"
 		"                 | writeback-limit N|off | backing-compact\n"
+		"                 | train-dict [priority=N] [size=SIZE]\n"
 		"  compact      move objects out of sparse allocator pages, give back\n"
 		"               what is empty (zram's compact)\n"
 		"  mem-limit    change the memory limit; 0 removes it (zram's mem_limit)\n"
@@ -375,7 +412,10 @@ static void ctl_usage(FILE *f)
 		"  writeback-limit  let writeback write at most N more pages, or no limit\n"
 		"               (zram's writeback_limit and writeback_limit_enable)\n"
 		"  backing-compact  move the live objects of mostly dead backing store\n"
-		"               segments together and give the rest back\n");
+		"               segments together and give the rest back\n"
+		"  train-dict   train a dictionary (64 KiB by default) for the algorithm\n"
+		"               of a priority (0: the device's) from the stored data, keep\n"
+		"               it if it saves 2%% on a second sample, re-encode with it\n");
 }
 
 /*
@@ -531,6 +571,30 @@ static int writeback_request(int argc, char **argv, char *req, size_t n)
 	return 0;
 }
 
+/* "train-dict [priority=N] [size=SIZE]" */
+static int train_request(int argc, char **argv, char *req, size_t n)
+{
+	unsigned long long prio = 0, size = UZRAM_DICT_DEFAULT_SIZE;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strncmp(a, "priority=", 9) &&
+		    !parse_uint(a + 9, UZRAM_MAX_RECOMP, &prio))
+			;
+		else if (!strncmp(a, "size=", 5) && !parse_size(a + 5, &size) &&
+			 size <= (1u << 20))
+			;
+		else {
+			fprintf(stderr, "uzram ctl: bad train-dict argument "
+				"'%s'\n", a);
+			return -1;
+		}
+	}
+	snprintf(req, n, "train-dict %llu %llu\n", prio, size);
+	return 0;
+}
+
 int cmd_ctl(int argc, char **argv)
 {
 	char path[PATH_MAX], req[64];
@@ -569,6 +633,11 @@ int cmd_ctl(int argc, char **argv)
 		}
 	} else if (argc == 1 && !strcmp(argv[0], "backing-compact")) {
 		snprintf(req, sizeof req, "backing-compact\n");
+	} else if (argc >= 1 && !strcmp(argv[0], "train-dict")) {
+		if (train_request(argc, argv, req, sizeof req) < 0) {
+			ctl_usage(stderr);
+			return 2;
+		}
 	} else if (argc >= 1 && !strcmp(argv[0], "recompress")) {
 		if (recompress_request(argc, argv, req, sizeof req) < 0) {
 			ctl_usage(stderr);

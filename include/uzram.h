@@ -73,7 +73,10 @@ struct uzram_config {
 	uint64_t size;         /* device size in bytes (required, > 0) */
 	const char *algorithm; /* "lz4" (default), "lz4hc", "zstd", "deflate" */
 	int level;             /* codec level; 0 selects the codec's default */
-	uint64_t mem_limit;    /* max bytes of compressed memory; 0: no limit */
+	uint64_t mem_limit;    /* max bytes of memory: the allocator's
+				* (stats.mem_used_total) and the page
+				* table's (stats.table_bytes) together;
+				* 0: no limit */
 	uint32_t cluster_size; /* bytes per compression unit: 0 or 4096 (the
 				* default) compresses each page alone, as zram
 				* does; a power of two up to 65536 compresses
@@ -155,7 +158,8 @@ UZRAM_API int uzram_read(struct uzram *dev, void *buf, size_t len, uint64_t off)
 /*
  * Write len bytes from buf at byte offset off. Pages are written one by one;
  * a failure leaves the failing page and all later pages with their old bytes,
- * and earlier pages written.
+ * and earlier pages written: each page holds all its old bytes or all its
+ * new ones, never a mix.
  * Returns 0, or:
  *   -EINVAL  dev or buf is NULL;
  *   -ERANGE  off + len is past the end of the device, or overflows;
@@ -232,8 +236,12 @@ struct uzram_stats {
 				   * (in both tiers), or with -EIO */
 	uint64_t invalid_io;      /* requests rejected as out of range */
 	uint64_t table_bytes;     /* the page table (16 bytes a cluster, made
-				   * per 16384 clusters on first write), not
-				   * counted in mem_used_total */
+				   * per 16384 clusters on first write, the
+				   * device's last ones in whole pages), not
+				   * counted in mem_used_total but counted
+				   * against mem_limit: a write (even of
+				   * zeros) that needs a new piece of table
+				   * past the limit fails with -ENOSPC */
 	uint64_t pages_unchanged; /* pages written with the bytes they already
 				   * held, found by a 16-bit hash kept in the
 				   * page table and a byte compare: nothing
@@ -279,7 +287,9 @@ UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
  * limit. A limit below what the device holds now is accepted: writes that
  * need more memory then fail with -ENOSPC and keep the old bytes, while
  * discards, same-filled pages and rewrites of unchanged data still
- * succeed, until discards and uzram_compact() bring it under. With a
+ * succeed (unless they need a new piece of page table: the limit covers
+ * mem_used_total + table_bytes), until discards and uzram_compact() bring
+ * it under. With a
  * backing store, the device's policy moves cold clusters out at once
  * instead (see uzram_writeback()).
  * Returns 0 or -EINVAL (NULL device).

@@ -8,7 +8,7 @@ pkgs_build="gcc g++ make pkg-config liblz4-dev libzstd-dev libdeflate-dev libxxh
             libgnutls28-dev libnbd-dev"
 pkgs_test="libcmocka-dev libxxhash-dev clang libclang-rt-14-dev qemu-utils libnbd-bin fio
            nbdkit gdb python3 e2fsprogs util-linux procps mount tar fuse3
-           fuse2fs gnutls-bin"
+           fuse2fs gnutls-bin iproute2 coreutils"
 pkgs_bench="fio nbdkit gnuplot-nox gdb python3 dpkg-dev linux-perf procps libnbd-dev bc qemu-utils
             libnbd-bin"
 pkgs_run="gdb python3 libnbd-bin e2fsprogs fuse2fs fuse3 util-linux mount"

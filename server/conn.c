@@ -9,12 +9,20 @@
  * writev() are used, so the same code serves a socket, or a memfd and
  * /dev/null in the fuzzer. SIGPIPE is ignored by the server.
  *
+ * Time limits: while c->deadline is set (the handshake, which must end
+ * within handshake_secs of the accept however slowly the client trickles
+ * its bytes in), every read first waits in poll() for what is left of it.
+ * After the handshake, conn_wait_input() lets the request loop wait with a
+ * timeout (to give idle buffers back, and for --timeout) without costing a
+ * system call when the next request is already there.
+ *
  * After NBD_OPT_STARTTLS the same functions go through the connection's
  * TLS session instead (tls.c); without TLS that costs one test of c->tls
  * per system call, and none on the buffered path.
  */
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -37,6 +45,50 @@ static ssize_t read_some(struct nbd_conn *c, void *dst, size_t n)
 	return r;
 }
 
+/* Wait for input until c->deadline, if set; 0, or -1 when it passed. */
+static int wait_deadline(struct nbd_conn *c)
+{
+	struct pollfd p = { .fd = c->in_fd, .events = POLLIN };
+	struct timespec now;
+	long long ms;
+	int r;
+
+	if (!c->deadline.tv_sec || tls_pending(c))
+		return 0;
+	do {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		ms = (long long)(c->deadline.tv_sec - now.tv_sec) * 1000 +
+		     (c->deadline.tv_nsec - now.tv_nsec) / 1000000;
+		if (ms <= 0)
+			return -1;
+		r = poll(&p, 1, ms > INT_MAX ? INT_MAX : (int)ms);
+	} while (r < 0 && errno == EINTR);
+	return r == 0 ? -1 : 0;
+}
+
+int conn_wait_input(struct nbd_conn *c, int ms)
+{
+	struct pollfd p = { .fd = c->in_fd, .events = POLLIN };
+	ssize_t r;
+
+	if (c->ipos < c->iend || tls_pending(c))
+		return 1;
+	/* with TLS the socket holds records, for the session to read */
+	r = c->tls ? -1 : recv(c->in_fd, c->ibuf, NBD_IBUF_SIZE, MSG_DONTWAIT);
+	if (r > 0) {
+		c->ipos = 0;
+		c->iend = (size_t)r;
+		return 1;
+	}
+	if (!c->tls && (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK &&
+				   errno != EINTR)))
+		return 1; /* EOF, an error, or not a socket: read() tells */
+	do
+		r = poll(&p, 1, ms);
+	while (r < 0 && errno == EINTR);
+	return r != 0;
+}
+
 int conn_recv(struct nbd_conn *c, void *dst, size_t n)
 {
 	unsigned char *d = dst;
@@ -55,6 +107,8 @@ int conn_recv(struct nbd_conn *c, void *dst, size_t n)
 	n -= have;
 	c->ipos = c->iend = 0;
 	while (n >= DIRECT_READ_MIN) {
+		if (wait_deadline(c) < 0)
+			return -1;
 		r = read_some(c, d, n);
 		if (r <= 0)
 			return -1;
@@ -62,6 +116,8 @@ int conn_recv(struct nbd_conn *c, void *dst, size_t n)
 		n -= (size_t)r;
 	}
 	while (n > 0) {
+		if (wait_deadline(c) < 0)
+			return -1;
 		r = read_some(c, c->ibuf, NBD_IBUF_SIZE);
 		if (r <= 0)
 			return -1;
@@ -86,6 +142,8 @@ int conn_skip(struct nbd_conn *c, uint64_t n)
 	n -= have;
 	c->ipos = c->iend = 0;
 	while (n > 0) {
+		if (wait_deadline(c) < 0)
+			return -1;
 		r = read_some(c, c->ibuf, NBD_IBUF_SIZE);
 		if (r <= 0)
 			return -1;
@@ -130,6 +188,14 @@ static void set_recv_timeout(int fd, int secs)
 	struct timeval tv = { .tv_sec = secs };
 
 	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
+/* A client that stops reading our handshake replies is cut off too. */
+static void set_send_timeout(int fd, int secs)
+{
+	struct timeval tv = { .tv_sec = secs };
+
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
 static void conn_free(struct nbd_conn *c)
@@ -180,7 +246,12 @@ int nbd_conn_serve(const struct nbd_export *exp, struct nbd_counters *ctr,
 	if (!c)
 		return -1;
 	set_recv_timeout(in_fd, NBD_HANDSHAKE_SECS);
+	set_send_timeout(out_fd, (int)exp->shared->handshake_secs);
+	clock_gettime(CLOCK_MONOTONIC, &c->deadline);
+	c->deadline.tv_sec += exp->shared->handshake_secs;
 	r = nbd_handshake(c);
+	c->deadline = (struct timespec){ 0 };
+	set_send_timeout(out_fd, 0);
 	if (r > 0) {
 		set_recv_timeout(in_fd, 0);
 		nbd_transmission(c);

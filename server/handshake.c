@@ -171,7 +171,7 @@ static int opt_info_go(struct nbd_conn *c, uint32_t opt,
 	put32(buf, 1);
 	/* requests of whole clusters avoid a read-modify-write */
 	put32(buf + 4, uzram_cluster_size(c->exp->dev));
-	put32(buf + 8, NBD_MAX_BLOCK);
+	put32(buf + 8, c->exp->shared->max_block);
 	if (send_info(c, opt, NBD_INFO_BLOCK_SIZE, buf, 12) < 0)
 		return -1;
 	if (want_name && send_info(c, opt, NBD_INFO_NAME, c->exp->name,
@@ -220,6 +220,8 @@ static int opt_meta(struct nbd_conn *c, uint32_t opt, const unsigned char *d,
 	uint32_t namelen, nq, qlen;
 	bool match = false;
 
+	if (set)
+		c->meta_alloc = false; /* a failed SET selects nothing */
 	if (set && !c->structured)
 		return send_reply(c, opt, NBD_REP_ERR_INVALID, NULL, 0);
 	if (take_string(&r, &name, &namelen) < 0 || take32(&r, &nq) < 0 ||

@@ -8,17 +8,30 @@
  * Each accepted client gets a detached thread running nbd_conn_serve(),
  * which may start more threads for that client (see transmission.c).
  *
- *   SIGINT/SIGTERM  stop accepting, shut the read side of every client so
- *                   its leader sees end of input; requests in flight finish
- *                   and their replies go out; then remove the sockets
+ *   SIGINT/SIGTERM/SIGHUP  stop accepting, set the shared stopping flag
+ *                   (requests read from now on get NBD_ESHUTDOWN), shut the
+ *                   read side of every client so its leader sees end of
+ *                   input; requests in flight finish and their replies go
+ *                   out; then remove the sockets
  *   SIGUSR1         print the figures to stderr
  *   SIGCHLD         (--run) the command exited: stop as for SIGTERM
  *   PATH.ctl        `uzram stat` connects, sends "json\n" or "text\n" and
- *                   gets the same figures back (where it is: ctlpath.c)
+ *                   gets the same figures back (where it is: ctlpath.c);
+ *                   `uzram ctl` sends commands (ctl.c)
  *
- * Lock rule: srv->lock guards the client list and is taken only when a
- * client comes or goes and at shutdown, never on the request path; the
- * counters are atomics (struct nbd_counters).
+ * The main thread only accepts on the control socket: each control client
+ * is served by a detached thread of its own (at most CTL_MAX at once; more
+ * get "error: busy"), which waits up to CTL_WAIT_MS for the request line
+ * and runs it. So a silent control client, or a compact or recompress
+ * that runs for seconds, never delays new NBD clients or a signal. At
+ * shutdown, control threads still running count as requests in flight:
+ * the server waits for them as for clients before it lets go of the
+ * device.
+ *
+ * Lock rule: srv->lock guards the client list and the count of control
+ * threads, and is taken only when a client or control thread comes or
+ * goes and at shutdown, never on the request path and never while a
+ * control request runs; the counters are atomics (struct nbd_counters).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,6 +57,7 @@
 
 #define DRAIN_SECS 10  /* how long in-flight requests may take at exit */
 #define CTL_WAIT_MS 1000
+#define CTL_MAX 16     /* control requests served at once */
 
 struct client {
 	struct server *srv;
@@ -53,6 +67,9 @@ struct client {
 
 struct server {
 	const struct nbd_server_config *cfg;
+	struct nbd_export export; /* cfg's, with the shared state */
+	struct nbd_shared shared;
+	unsigned ctl_running;     /* control threads, under lock */
 	struct nbd_counters ctr;
 	time_t started;
 	pthread_mutex_t lock;
@@ -174,155 +191,95 @@ static int format_stats(struct server *srv, bool json, char *out, size_t n)
 	return len < n ? 0 : -1;
 }
 
-/*
- * The tier's requests: "idle SECONDS" (mark idle what is that old),
- * "writeback FLAGS LIMIT [LO HI]" (pages LO..HI, all without them; LIMIT
- * pages at most, 0 for none), "writeback-limit ENABLE PAGES" and
- * "backing-compact", as zram's idle, writeback, writeback_limit_enable and
- * writeback_limit files.
- */
-static void tier_request(struct uzram *dev, const char *req, char *out,
-			 size_t n)
+/* One request line of len bytes from the control socket; the reply in out. */
+static void ctl_request(struct server *srv, const char *req, size_t len,
+			char *out, size_t n)
 {
-	unsigned long long a, b, lo = 0, hi = UINT64_MAX;
-	unsigned flags;
-	int used = 0, k;
-	long r;
+	struct nbd_ctl_req rq;
 
-	if (sscanf(req, "idle %llu%n", &a, &used) == 1 && !req[used] &&
-	    a <= UINT32_MAX) {
-		r = uzram_mark_idle_age(dev, (uint32_t)a);
-		snprintf(out, n, "ok: %ld pages marked idle\n", r);
+	if (nbd_ctl_parse(req, len, &rq, out, n) < 0)
 		return;
-	}
-	if (!strcmp(req, "backing-compact")) {
-		r = uzram_backing_compact(dev);
-		if (r < 0)
-			snprintf(out, n, "error: %s\n", uzram_last_error());
-		else
-			snprintf(out, n, "ok: %ld bytes of backing store freed\n", r);
-		return;
-	}
-	if (sscanf(req, "writeback-limit %llu %llu%n", &a, &b, &used) == 2 &&
-	    !req[used]) {
-		if (uzram_set_writeback_limit(dev, a != 0, b) < 0)
-			snprintf(out, n, "error: %s\n", uzram_last_error());
-		else if (a)
-			snprintf(out, n, "ok: writeback limited to %llu pages\n", b);
-		else
-			snprintf(out, n, "ok: writeback not limited\n");
-		return;
-	}
-	k = sscanf(req, "writeback %u %llu %llu %llu%n", &flags, &a, &lo, &hi,
-		   &used);
-	if (k == 2)
-		k = sscanf(req, "writeback %u %llu%n", &flags, &a, &used) == 2 ? 4 : 0;
-	if (k != 4 || req[used]) {
-		snprintf(out, n, "error: unknown request '%.40s' (tier: idle "
-			 "SECONDS, writeback FLAGS LIMIT [LO HI], writeback-limit "
-			 "ENABLE PAGES, backing-compact)\n", req);
-		return;
-	}
-	r = uzram_writeback(dev, flags, lo, hi, a);
-	if (r < 0)
-		snprintf(out, n, "error: %s\n", uzram_last_error());
+	if (rq.op == NBD_CTL_JSON || rq.op == NBD_CTL_TEXT)
+		format_stats(srv, rq.op == NBD_CTL_JSON, out, n);
 	else
-		snprintf(out, n, "ok: %ld pages written back\n", r);
+		nbd_ctl_execute(srv->cfg->export.dev, &rq, out, n);
 }
 
-/*
- * One request on the control socket, a line: "json" or "text" (the
- * figures), "compact", "mem-limit BYTES" (0: none), "reset-max", "idle"
- * or "recompress PRIORITY FLAGS THRESHOLD", as zram's compact, mem_limit,
- * mem_used_max, idle and recompress files. The reply starts with "ok" or
- * "error:" for the commands. They run on the main thread: a recompress of
- * a large device delays new connections (not the connected clients) until
- * it is done.
- */
-static void ctl_request(struct server *srv, char *req, char *out, size_t n)
+struct ctl_client {
+	struct server *srv;
+	int fd;
+};
+
+static void *ctl_main(void *arg)
 {
-	struct uzram *dev = srv->cfg->export.dev;
-	unsigned long long v;
-	char *end;
+	struct ctl_client *cc = arg;
+	struct server *srv = cc->srv;
+	struct pollfd p = { .fd = cc->fd, .events = POLLIN };
+	char req[256], out[4096];
+	ssize_t r;
 
-	req[strcspn(req, "\r\n")] = '\0';
-	if (!strcmp(req, "json") || !strcmp(req, "text")) {
-		format_stats(srv, req[0] == 'j', out, n);
-	} else if (!strcmp(req, "compact")) {
-		long r = uzram_compact(dev);
-
-		if (r < 0)
-			snprintf(out, n, "error: compact: %s\n",
-				 uzram_strerror((int)r));
-		else
-			snprintf(out, n, "ok: %ld pages given back\n", r);
-	} else if (!strncmp(req, "mem-limit ", 10)) {
-		errno = 0;
-		v = strtoull(req + 10, &end, 10);
-		if (errno || end == req + 10 || *end || req[10] == '-')
-			snprintf(out, n, "error: mem-limit wants a byte count, "
-				 "got '%.40s'\n", req + 10);
-		else if (uzram_set_mem_limit(dev, v) < 0)
-			snprintf(out, n, "error: mem-limit: %s\n",
-				 uzram_last_error());
-		else
-			snprintf(out, n, "ok: mem_limit %llu\n", v);
-	} else if (!strncmp(req, "recompress ", 11)) {
-		unsigned prio, flags, threshold;
-		int used = 0;
-		long r;
-
-		if (sscanf(req + 11, "%u %u %u%n", &prio, &flags, &threshold,
-			   &used) != 3 || req[11 + used] != '\0') {
-			snprintf(out, n, "error: recompress wants PRIORITY FLAGS "
-				 "THRESHOLD\n");
-			return;
+	if (poll(&p, 1, CTL_WAIT_MS) == 1) {
+		r = recv(cc->fd, req, sizeof req, MSG_DONTWAIT);
+		if (r > 0) {
+			ctl_request(srv, req, (size_t)r, out, sizeof out);
+			(void)send(cc->fd, out, strlen(out),
+				   MSG_NOSIGNAL | MSG_DONTWAIT);
 		}
-		r = uzram_recompress(dev, (int)prio, flags, threshold);
-		if (r < 0)
-			snprintf(out, n, "error: %s\n", uzram_last_error());
-		else
-			snprintf(out, n, "ok: %ld pages re-encoded\n", r);
-	} else if (!strcmp(req, "idle")) {
-		snprintf(out, n, "ok: %ld pages marked idle\n",
-			 uzram_mark_idle(dev));
-	} else if (!strncmp(req, "idle ", 5) || !strncmp(req, "writeback", 9) ||
-		   !strcmp(req, "backing-compact")) {
-		tier_request(dev, req, out, n);
-	} else if (!strcmp(req, "reset-max")) {
-		struct uzram_stats st;
-
-		(void)uzram_reset_mem_used_max(dev);
-		(void)uzram_stats(dev, &st, sizeof st);
-		snprintf(out, n, "ok: mem_used_max %llu\n",
-			 (unsigned long long)st.mem_used_max);
-	} else {
-		snprintf(out, n, "error: unknown request '%.40s' (known: json, "
-			 "text, compact, mem-limit BYTES, reset-max, idle, "
-			 "recompress PRIORITY FLAGS THRESHOLD)\n", req);
 	}
+	close(cc->fd);
+	free(cc);
+	pthread_mutex_lock(&srv->lock);
+	srv->ctl_running--;
+	pthread_cond_broadcast(&srv->gone_cv);
+	pthread_mutex_unlock(&srv->lock);
+	return NULL;
 }
 
+/* Accept one control client and hand it to a thread of its own. */
 static void serve_ctl(struct server *srv, int lfd)
 {
-	char req[64], out[4096];
-	struct pollfd p;
-	ssize_t r;
+	static const char busy[] = "error: busy, try again\n";
+	struct ctl_client *cc;
+	pthread_attr_t attr;
+	pthread_t tid;
+	bool started = false;
 	int fd;
 
 	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
-	p = (struct pollfd){ .fd = fd, .events = POLLIN };
-	if (poll(&p, 1, CTL_WAIT_MS) == 1) {
-		r = recv(fd, req, sizeof req - 1, MSG_DONTWAIT);
-		if (r > 0) {
-			req[r] = '\0';
-			ctl_request(srv, req, out, sizeof out);
-			(void)send(fd, out, strlen(out), MSG_NOSIGNAL | MSG_DONTWAIT);
-		}
+	cc = malloc(sizeof *cc);
+	pthread_mutex_lock(&srv->lock);
+	if (cc && srv->ctl_running < CTL_MAX) {
+		*cc = (struct ctl_client){ srv, fd };
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(&attr, 256u << 10);
+		started = !pthread_create(&tid, &attr, ctl_main, cc);
+		pthread_attr_destroy(&attr);
+		srv->ctl_running += started;
 	}
-	close(fd);
+	pthread_mutex_unlock(&srv->lock);
+	if (!started) {
+		(void)send(fd, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+		close(fd);
+		free(cc);
+	}
+}
+
+/* Wait (at most DRAIN_SECS) for control requests still running. */
+static void drain_ctl(struct server *srv)
+{
+	struct timespec deadline;
+
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += DRAIN_SECS;
+	pthread_mutex_lock(&srv->lock);
+	while (srv->ctl_running > 0 &&
+	       pthread_cond_timedwait(&srv->gone_cv, &srv->lock,
+				      &deadline) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&srv->lock);
 }
 
 /* ---- clients ---- */
@@ -332,7 +289,7 @@ static void *client_main(void *arg)
 	struct client *cl = arg;
 	struct server *srv = cl->srv;
 
-	(void)nbd_conn_serve(&srv->cfg->export, &srv->ctr, cl->fd, cl->fd);
+	(void)nbd_conn_serve(&srv->export, &srv->ctr, cl->fd, cl->fd);
 	pthread_mutex_lock(&srv->lock);
 	if (cl->prev)
 		cl->prev->next = cl->next;
@@ -379,6 +336,8 @@ static void accept_client(struct server *srv, int lfd, bool tcp)
 	}
 	if (tcp) {
 		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		/* a client whose host vanished does not hold its slot forever */
+		(void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
 	} else {
 		/*
 		 * A Unix socket holds only sndbuf bytes of replies (212 KiB by
@@ -666,7 +625,8 @@ static bool command_exited(struct server *srv, int *status)
 
 int nbd_server_run(const struct nbd_server_config *cfg)
 {
-	struct server srv = { .cfg = cfg, .started = time(NULL) };
+	struct server srv = { .cfg = cfg, .started = time(NULL),
+			      .export = cfg->export };
 	struct signalfd_siginfo si;
 	struct pollfd pf[3];
 	sigset_t mask;
@@ -675,6 +635,24 @@ int nbd_server_run(const struct nbd_server_config *cfg)
 	pthread_condattr_t ca;
 	char out[4096];
 
+	if (nbd_shared_init(&srv.shared, cfg->buffer_limit, cfg->handshake_secs,
+			    cfg->idle_secs) < 0) {
+		fprintf(stderr, "uzram serve: bad buffer limit %zu\n",
+			cfg->buffer_limit);
+		return 1;
+	}
+	if (!cfg->max_connections ||
+	    cfg->max_connections > nbd_max_connections_for(cfg->buffer_limit)) {
+		fprintf(stderr, "uzram serve: a buffer limit of %zu bytes serves "
+			"at most %u connections (%u KiB each, for what an idle "
+			"one keeps, in half the budget): lower --max-connections "
+			"or raise --buffer-limit\n", cfg->buffer_limit,
+			nbd_max_connections_for(cfg->buffer_limit),
+			2 * NBD_IDLE_BUF >> 10);
+		nbd_shared_destroy(&srv.shared);
+		return 2;
+	}
+	srv.export.shared = &srv.shared;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* immune to clock steps */
 	pthread_mutex_init(&srv.lock, NULL);
@@ -684,6 +662,7 @@ int nbd_server_run(const struct nbd_server_config *cfg)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
 	sigaddset(&mask, SIGUSR1);
 	if (cfg->run)
 		sigaddset(&mask, SIGCHLD);
@@ -715,6 +694,8 @@ int nbd_server_run(const struct nbd_server_config *cfg)
 			unlink(srv.sock_path);
 		goto out;
 	}
+	if (cfd >= 0) /* accept() must never block the main thread */
+		(void)fcntl(cfd, F_SETFL, fcntl(cfd, F_GETFL) | O_NONBLOCK);
 
 	make_uri(&srv);
 	if (!cfg->run)
@@ -753,6 +734,7 @@ int nbd_server_run(const struct nbd_server_config *cfg)
 		break;
 	}
 stop:
+	atomic_store(&srv.shared.stopping, true);
 	close(lfd);
 	if (!tcp)
 		unlink(srv.sock_path);
@@ -761,17 +743,21 @@ stop:
 		close(cfd);
 		unlink(srv.ctl_path);
 	}
+	drain_ctl(&srv);
 	/* A client that ignored both shutdowns still holds the device. */
 	pthread_mutex_lock(&srv.lock);
-	status = srv.nclients ? 1 : 0;
+	status = srv.nclients || srv.ctl_running ? 1 : 0;
 	pthread_mutex_unlock(&srv.lock);
 	if (status)
-		fprintf(stderr, "uzram serve: clients did not finish in time\n");
+		fprintf(stderr, "uzram serve: %s did not finish in time\n",
+			srv.nclients ? "clients" : "control requests");
 	else if (cfg->run)
 		status = run_status;
 out:
 	if (sfd >= 0)
 		close(sfd);
+	if (!status) /* else a stuck thread may still use it */
+		nbd_shared_destroy(&srv.shared);
 	return status;
 }
 

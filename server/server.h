@@ -3,12 +3,16 @@
  *
  *   server.c        sockets, signals, the control channel, statistics
  *      |  accepts a client, then calls nbd_conn_serve() in a new thread
+ *   ctl.c           control requests: strict parsing, device commands
+ *   limits.c        what all connections share: the buffer budget,
+ *      |            timeouts, the shutdown flag (struct nbd_shared)
  *   conn.c          one client connection: buffered input, reply output
  *      |  runs the handshake, then the transmission phase
  *   handshake.c     option negotiation (fixed newstyle only)
  *      |  NBD_OPT_STARTTLS: the byte transport goes through GnuTLS
  *   tls.c           credentials, one TLS session per connection
- *   transmission.c  requests: parse, check, execute on the device, reply
+ *   transmission.c  requests: threads, reading and checking them
+ *   commands.c      requests run on the device, replies
  *   ctlpath.c       where the control socket lives, and whether it is safe
  *
  * Only include/uzram.h is used to reach the device. nbd_conn_serve() works
@@ -25,6 +29,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include "uzram.h"
 #include "nbd-proto.h"
@@ -40,6 +45,46 @@
 #define NBD_IBUF_SIZE       (64u << 10) /* connection input buffer */
 #define NBD_UNIX_SNDBUF     (4 << 20)   /* SO_SNDBUF of a Unix socket client */
 #define NBD_META_ID_ALLOC   1           /* our id for base:allocation */
+#define NBD_IDLE_BUF        (128u << 10) /* buffer an idle connection keeps */
+
+/*
+ * What every connection of one server shares and may change: the budget
+ * of request and reply buffers (limits.c), the timeouts, and the flag that
+ * says shutdown has begun. Lock rule: lock guards buf_used only, and is
+ * never held while waiting for anything but buf_cv; nothing else is taken
+ * under it. The other fields are set by nbd_shared_init() and then read.
+ */
+struct nbd_shared {
+	pthread_mutex_t lock;
+	pthread_cond_t buf_cv;    /* buffers came back */
+	size_t buf_limit;         /* bytes of buffers, all connections */
+	size_t buf_used;          /* under lock */
+	size_t conn_inflight;     /* payload bytes one connection may hold */
+	uint32_t max_block;       /* largest READ/WRITE payload, advertised */
+	unsigned handshake_secs;  /* whole handshake, from accept */
+	unsigned idle_secs;       /* --timeout: no request for this long, 0 off */
+	_Atomic bool stopping;    /* shutdown began: answer NBD_ESHUTDOWN */
+};
+
+/* The default --buffer-limit: 1/16 of physical memory, in [64M, 1G]. */
+size_t nbd_default_buffer_limit(void);
+/* The default --max-connections for a budget: 8 MiB each, 4 to 128. */
+unsigned nbd_default_max_connections(size_t buf_limit);
+/*
+ * The most connections a budget can serve without starving: the buffers
+ * idle connections keep (NBD_IDLE_BUF each) take at most half of it.
+ */
+unsigned nbd_max_connections_for(size_t buf_limit);
+/* Set up *sh; buf_limit must be at least 1 MiB. 0 or -1. */
+int nbd_shared_init(struct nbd_shared *sh, size_t buf_limit,
+		    unsigned handshake_secs, unsigned idle_secs);
+void nbd_shared_destroy(struct nbd_shared *sh);
+/*
+ * Take n bytes of the buffer budget, waiting for other connections to give
+ * some back if needed. -1 at once if n can never fit (above buf_limit).
+ */
+int nbd_budget_get(struct nbd_shared *sh, size_t n);
+void nbd_budget_put(struct nbd_shared *sh, size_t n);
 
 struct nbd_tls;
 struct gnutls_session_int; /* gnutls_session_t, without gnutls.h */
@@ -51,6 +96,7 @@ struct nbd_export {
 	const char *name;        /* clients may also ask for "" */
 	const char *description;
 	bool read_only;
+	struct nbd_shared *shared; /* the server's; never NULL */
 	const struct nbd_tls *tls; /* NULL: NBD_OPT_STARTTLS is unsupported */
 };
 
@@ -116,6 +162,9 @@ struct nbd_conn {
 	int running;               /* requests handed off and not yet done */
 	size_t inflight;           /* buffer bytes held by requests */
 	pthread_t threads[NBD_MAX_THREADS];
+
+	/* Input must arrive before this (CLOCK_MONOTONIC); 0: no deadline. */
+	struct timespec deadline;
 };
 
 /* conn.c */
@@ -134,6 +183,13 @@ int conn_recv(struct nbd_conn *c, void *dst, size_t n);
 int conn_skip(struct nbd_conn *c, uint64_t n);
 /* Write all iovecs (modified in place); 0 or -1. Caller serialises. */
 int conn_send(struct nbd_conn *c, struct iovec *iov, int iovcnt);
+/*
+ * Wait at most ms milliseconds (-1: no limit) for input: 1 when some is
+ * buffered or the next read will not block (data, EOF or an error to
+ * report), 0 on timeout. Reads what is there into the input buffer first,
+ * so a client with a request waiting costs no extra system call.
+ */
+int conn_wait_input(struct nbd_conn *c, int ms);
 
 /* handshake.c */
 
@@ -200,11 +256,14 @@ struct nbd_server_config {
 	unsigned max_connections;
 	const char *algorithm;    /* shown in the statistics */
 	const char *run;          /* captive mode: a shell command, or NULL */
+	size_t buffer_limit;      /* request/reply buffers, all clients */
+	unsigned handshake_secs;  /* whole handshake; 0: NBD_HANDSHAKE_SECS */
+	unsigned idle_secs;       /* --timeout; 0: none */
 	const char *ctl_socket;   /* --ctl-socket, or NULL: see ctlpath.c */
 };
 
 /*
- * Listen, print how to connect, serve until SIGINT or SIGTERM, then drain
+ * Listen, print how to connect, serve until SIGINT, SIGTERM or SIGHUP, then drain
  * and clean up. Returns the exit status.
  *
  * With cfg->run, print nothing and instead run the command with sh -c once
@@ -240,5 +299,36 @@ int ctl_path_find(const char *ctl_socket, const char *socket_path,
  * must not be writable by others unless sticky. 0, or -1 after a message.
  */
 int ctl_path_check(const char *path, const char *who);
+
+/* ctl.c */
+
+enum nbd_ctl_op {
+	NBD_CTL_JSON, NBD_CTL_TEXT, NBD_CTL_COMPACT, NBD_CTL_MEM_LIMIT,
+	NBD_CTL_RESET_MAX, NBD_CTL_IDLE, NBD_CTL_RECOMPRESS,
+	NBD_CTL_IDLE_AGE, NBD_CTL_WRITEBACK, NBD_CTL_WRITEBACK_LIMIT,
+	NBD_CTL_BACKING_COMPACT, NBD_CTL_TRAIN_DICT,
+};
+
+struct nbd_ctl_req {
+	enum nbd_ctl_op op;
+	uint64_t bytes;           /* mem-limit; writeback's and
+				   * writeback-limit's pages; train-dict's
+				   * dictionary size */
+	unsigned prio, flags;     /* recompress, writeback, writeback-limit's
+				   * enable, train-dict */
+	uint32_t threshold;       /* recompress; idle's seconds */
+	uint64_t first, last;     /* writeback's pages (all: 0, UINT64_MAX) */
+};
+
+/*
+ * Parse one control request of len bytes (a line, its "\n" or "\r\n"
+ * optional): 0, or -1 with a message for the client ("error: ...\n") in
+ * err. Numbers are decimal digits only: no sign, no blank, no overflow.
+ */
+int nbd_ctl_parse(const char *line, size_t len, struct nbd_ctl_req *rq,
+		  char *err, size_t n);
+/* Run a parsed request other than json/text on dev; the reply in out. */
+void nbd_ctl_execute(struct uzram *dev, const struct nbd_ctl_req *rq,
+		     char *out, size_t n);
 
 #endif /* UZRAM_SERVER_H */

@@ -48,11 +48,20 @@
  * already run in parallel, and more chunks would only cost the client
  * more system calls.
  *
- * Bounds: a request holds at most NBD_MAX_BLOCK bytes of buffer; the leader
- * waits before reading a payload or starting a read if the connection
- * already holds NBD_INFLIGHT_BYTES, so a client that sends faster than we
- * reply is paused by the socket's flow control. Each thread keeps its buffer for
- * reuse (up to KEEP_BUF bytes) and its reply scratch in struct worker.
+ * Bounds: a request holds at most max_block bytes of buffer (the maximum
+ * block size we advertise); the leader waits before reading a payload or
+ * starting a read if the connection already holds conn_inflight bytes, or
+ * if the server's buffer budget (limits.c) is spent, so a client that
+ * sends faster than we reply is paused by the socket's flow control. Each
+ * thread keeps its buffer for reuse (up to KEEP_BUF bytes) while busy, and
+ * gives it back to the budget once idle for IDLE_RELEASE_MS; only the
+ * leader keeps a buffer of MIN_BUF or less while it waits for a request,
+ * so an idle connection holds at most MIN_BUF. Buffers are mapped, not
+ * malloc()ed, so that what is given back leaves the process at once.
+ *
+ * Shutdown: a request read once the server's stopping flag is set is
+ * answered with NBD_ESHUTDOWN (its payload skipped), as the spec asks;
+ * requests read before run normally.
  *
  * Locks (see struct nbd_conn): c->lock guards the leader/thread/inflight
  * state and the read job's claims; c->send_lock orders whole reply frames
@@ -60,72 +69,36 @@
  * The input buffer belongs to whoever leads. Never take c->lock while
  * holding c->send_lock.
  */
-#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "server.h"
-
-#define MAX_CHUNKS   64            /* structured read reply chunks */
-#define MAX_DESC     1024          /* block status descriptors per reply */
-#define INLINE_MAX   (64u << 10)   /* requests the leader may run itself */
-#define SPLIT_MIN    (256u << 10)  /* reads cut into pieces when idle */
-#define PIECE        (128u << 10)  /* bytes per piece of a cut read */
-#define MIN_BUF      (128u << 10)
-#define KEEP_BUF     (4u << 20)
-#define THREAD_STACK (256u << 10)
-
-struct nbd_request {
-	uint16_t flags;
-	uint16_t type;
-	uint64_t cookie;
-	uint64_t off;
-	uint32_t len;
-	bool split;      /* a read cut into pieces (see the top) */
-};
-
-/*
- * A read cut into pieces; lives on the leader's stack while it runs, and
- * is reachable from c->job only then.
- */
-struct read_job {
-	const struct nbd_request *rq;
-	unsigned char *buf;  /* rq->len bytes: the leader's request buffer */
-	int npieces;
-	int next;            /* under c->lock: first unclaimed piece */
-	int unfinished;      /* under c->lock: pieces claimed or not, not done */
-	int unsent;          /* under c->send_lock: pieces not yet sent */
-	uint32_t err;        /* under c->send_lock: first error, 0 if none */
-};
-
-struct chunk {
-	uint64_t off;
-	uint64_t len;
-	bool zero;
-};
-
-/* Per-thread scratch, allocated once when the thread starts. */
-struct worker {
-	struct nbd_conn *c;
-	unsigned char *buf;
-	size_t cap;
-	struct chunk ch[MAX_CHUNKS];
-	unsigned char hdr[MAX_CHUNKS][32];
-	struct iovec iov[2 * MAX_CHUNKS];
-	unsigned char desc[4 + 8 * MAX_DESC];
-};
+#include "transmission.h"
 
 static void *thread_main(void *arg);
+static void buf_release(struct worker *w);
+
+/* Wait on cv for at most ms milliseconds (cv uses CLOCK_REALTIME). */
+static int timed_wait(pthread_cond_t *cv, pthread_mutex_t *m, int ms)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (t.tv_nsec >= 1000000000) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000;
+	}
+	return pthread_cond_timedwait(cv, m, &t);
+}
 
 /* ---- leadership and the in-flight budget (c->lock) ---- */
 
-static void read_piece(struct worker *w, struct read_job *j, int i);
-
 /* Help with the read job's pieces, if any; called and returns with c->lock. */
-static bool help_locked(struct worker *w)
+bool tx_help_locked(struct worker *w)
 {
 	struct nbd_conn *c = w->c;
 	struct read_job *j = c->job;
@@ -135,7 +108,7 @@ static bool help_locked(struct worker *w)
 		return false;
 	i = j->next++;
 	pthread_mutex_unlock(&c->lock);
-	read_piece(w, j, i);
+	tx_read_piece(w, j, i);
 	pthread_mutex_lock(&c->lock);
 	if (--j->unfinished == 0)
 		pthread_cond_signal(&c->job_cv);
@@ -150,10 +123,17 @@ static bool lead(struct worker *w)
 
 	pthread_mutex_lock(&c->lock);
 	while (c->leader_busy && !c->closing) {
-		if (help_locked(w))
+		if (tx_help_locked(w))
 			continue;
 		c->idle++;
-		pthread_cond_wait(&c->lead_cv, &c->lock);
+		if (!w->buf) {
+			pthread_cond_wait(&c->lead_cv, &c->lock);
+		} else if (timed_wait(&c->lead_cv, &c->lock, IDLE_RELEASE_MS) ==
+			   ETIMEDOUT) {
+			pthread_mutex_unlock(&c->lock);
+			buf_release(w);
+			pthread_mutex_lock(&c->lock);
+		}
 		c->idle--;
 	}
 	ok = !c->closing;
@@ -163,7 +143,7 @@ static bool lead(struct worker *w)
 	return ok;
 }
 
-static void spawn_locked(struct nbd_conn *c)
+void tx_spawn_locked(struct nbd_conn *c)
 {
 	pthread_attr_t attr;
 
@@ -185,7 +165,7 @@ static void unlead(struct nbd_conn *c)
 	if (c->idle > 0)
 		pthread_cond_signal(&c->lead_cv);
 	else if (!c->closing && c->nspawned < NBD_MAX_THREADS)
-		spawn_locked(c);
+		tx_spawn_locked(c);
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -202,7 +182,8 @@ static void stop_reading(struct nbd_conn *c)
 static void budget_take(struct nbd_conn *c, size_t n)
 {
 	pthread_mutex_lock(&c->lock);
-	while (c->inflight > 0 && c->inflight + n > NBD_INFLIGHT_BYTES)
+	while (c->inflight > 0 &&
+	       c->inflight + n > c->exp->shared->conn_inflight)
 		pthread_cond_wait(&c->budget_cv, &c->lock);
 	c->inflight += n;
 	pthread_mutex_unlock(&c->lock);
@@ -253,381 +234,49 @@ static bool run_inline(struct nbd_conn *c, struct nbd_request *rq,
 	}
 }
 
+/* Give the thread's buffer back to the budget (and the system). */
+static void buf_release(struct worker *w)
+{
+	if (!w->buf)
+		return;
+	munmap(w->buf, w->cap);
+	nbd_budget_put(w->c->exp->shared, w->cap);
+	w->buf = NULL;
+	w->cap = 0;
+}
+
+/*
+ * A buffer of at least n bytes, taken from the server's budget: may wait
+ * for other connections to give buffers back. 0 or -1.
+ */
 static int buf_reserve(struct worker *w, size_t n)
 {
-	if (n <= w->cap)
+	struct nbd_shared *sh = w->c->exp->shared;
+	size_t cap = n < MIN_BUF ? MIN_BUF : (n + 4095) & ~(size_t)4095;
+	void *p;
+
+	if (n == 0 || n <= w->cap)
 		return 0;
-	free(w->buf);
-	w->cap = n < MIN_BUF ? MIN_BUF : n;
-	w->buf = malloc(w->cap);
-	if (!w->buf) {
-		w->cap = 0;
+	buf_release(w);
+	if (cap > sh->buf_limit)
+		cap = n;
+	if (nbd_budget_get(sh, cap) < 0)
+		return -1;
+	p = mmap(NULL, cap, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		nbd_budget_put(sh, cap);
 		return -1;
 	}
+	w->buf = p;
+	w->cap = cap;
 	return 0;
 }
 
 static void buf_trim(struct worker *w)
 {
-	if (w->cap > KEEP_BUF) {
-		free(w->buf);
-		w->buf = NULL;
-		w->cap = 0;
-	}
-}
-
-/* ---- replies ---- */
-
-static void send_locked(struct nbd_conn *c, struct iovec *iov, int n)
-{
-	if (!c->send_failed && conn_send(c, iov, n) < 0) {
-		c->send_failed = true;
-		(void)shutdown(c->in_fd, SHUT_RD); /* wake the reading leader */
-	}
-}
-
-static void send_frame(struct nbd_conn *c, struct iovec *iov, int n)
-{
-	pthread_mutex_lock(&c->send_lock);
-	send_locked(c, iov, n);
-	pthread_mutex_unlock(&c->send_lock);
-}
-
-static void reply_simple(struct nbd_conn *c, const struct nbd_request *rq,
-			 uint32_t err, void *data, size_t len)
-{
-	unsigned char hdr[NBD_SIMPLE_REPLY_SIZE];
-	struct iovec iov[2] = { { hdr, sizeof hdr }, { data, len } };
-
-	put32(hdr, NBD_SIMPLE_REPLY_MAGIC);
-	put32(hdr + 4, err);
-	put64(hdr + 8, rq->cookie);
-	if (err)
-		ctr_add(&c->ctr->errors, 1);
-	send_frame(c, iov, err || !len ? 1 : 2);
-}
-
-static void put_chunk_hdr(unsigned char *p, const struct nbd_request *rq,
-			  uint16_t flags, uint16_t type, uint32_t len)
-{
-	put32(p, NBD_STRUCTURED_REPLY_MAGIC);
-	put16(p + 4, flags);
-	put16(p + 6, type);
-	put64(p + 8, rq->cookie);
-	put32(p + 16, len);
-}
-
-#define ERROR_CHUNK_SIZE (NBD_CHUNK_HDR_SIZE + 6)
-
-/* The final ERROR chunk of a structured reply, without a message. */
-static void put_error_chunk(struct nbd_conn *c, unsigned char *p,
-			    const struct nbd_request *rq, uint32_t err)
-{
-	put_chunk_hdr(p, rq, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR, 6);
-	put32(p + NBD_CHUNK_HDR_SIZE, err);
-	put16(p + NBD_CHUNK_HDR_SIZE + 4, 0);
-	ctr_add(&c->ctr->errors, 1);
-}
-
-/* Errors of READ and BLOCK_STATUS need a structured chunk once negotiated. */
-static void reply_error(struct nbd_conn *c, const struct nbd_request *rq,
-			uint32_t err)
-{
-	unsigned char p[ERROR_CHUNK_SIZE];
-	struct iovec iov = { p, sizeof p };
-
-	if (!c->structured || (rq->type != NBD_CMD_READ &&
-			       rq->type != NBD_CMD_BLOCK_STATUS)) {
-		reply_simple(c, rq, err, NULL, 0);
-		return;
-	}
-	put_error_chunk(c, p, rq, err);
-	send_frame(c, &iov, 1);
-}
-
-static uint32_t nbd_err(int r)
-{
-	switch (r) {
-	case 0:
-		return 0;
-	case -ENOSPC:
-		return NBD_ENOSPC;
-	case -ENOMEM:
-		return NBD_ENOMEM;
-	case -EINVAL:
-	case -ERANGE:
-		return NBD_EINVAL;
-	default:
-		return NBD_EIO;
-	}
-}
-
-/* ---- commands ---- */
-
-/* Split [pos, end) into data and zero runs in w->ch, at most MAX_CHUNKS. */
-static int map_range(struct worker *w, uint64_t pos, uint64_t end)
-{
-	struct uzram *dev = w->c->exp->dev;
-	uint64_t run;
-	unsigned fl;
-	bool zero;
-	int n = 0;
-
-	while (pos < end) {
-		if (n >= MAX_CHUNKS - 1 ||
-		    uzram_block_status(dev, pos, end - pos, &run, &fl) < 0) {
-			run = end - pos;
-			zero = false;
-		} else {
-			zero = fl & (UZRAM_STATUS_HOLE | UZRAM_STATUS_ZERO);
-		}
-		if (n > 0 && w->ch[n - 1].zero == zero) {
-			w->ch[n - 1].len += run;
-		} else {
-			w->ch[n] = (struct chunk){ pos, run, zero };
-			n++;
-		}
-		pos += run;
-	}
-	return n;
-}
-
-/*
- * Read [off, off+len) of rq into buf (rq's buffer, indexed from rq->off)
- * and build its reply chunks in w->iov, none flagged DONE; *last is the
- * header of the final one. Returns the iovec count, or 0 with *err set.
- */
-static int build_chunks(struct worker *w, const struct nbd_request *rq,
-			unsigned char *buf, uint64_t off, uint64_t len,
-			uint32_t *err, unsigned char **last)
-{
-	struct nbd_conn *c = w->c;
-	int n, iovcnt = 0, r;
-
-	if (rq->flags & NBD_CMD_FLAG_DF) {
-		w->ch[0] = (struct chunk){ off, len, false };
-		n = 1;
-	} else {
-		n = map_range(w, off, off + len);
-	}
-	for (int i = 0; i < n; i++) {
-		const struct chunk *ch = &w->ch[i];
-		unsigned char *h = w->hdr[i];
-		unsigned char *dst = buf + (ch->off - rq->off);
-
-		*last = h;
-		if (ch->zero) {
-			put_chunk_hdr(h, rq, 0, NBD_REPLY_TYPE_OFFSET_HOLE, 12);
-			put64(h + 20, ch->off);
-			put32(h + 28, (uint32_t)ch->len);
-			w->iov[iovcnt++] = (struct iovec){ h, 32 };
-			continue;
-		}
-		r = uzram_read(c->exp->dev, dst, ch->len, ch->off);
-		if (r < 0) {
-			*err = nbd_err(r);
-			return 0;
-		}
-		put_chunk_hdr(h, rq, 0, NBD_REPLY_TYPE_OFFSET_DATA,
-			      (uint32_t)(8 + ch->len));
-		put64(h + 20, ch->off);
-		w->iov[iovcnt++] = (struct iovec){ h, 28 };
-		w->iov[iovcnt++] = (struct iovec){ dst, ch->len };
-	}
-	return iovcnt;
-}
-
-static void do_read_structured(struct worker *w, const struct nbd_request *rq)
-{
-	struct nbd_conn *c = w->c;
-	unsigned char *last = w->hdr[0];
-	uint32_t err = 0;
-	int iovcnt;
-
-	if (rq->len == 0) {
-		put_chunk_hdr(w->hdr[0], rq, NBD_REPLY_FLAG_DONE,
-			      NBD_REPLY_TYPE_NONE, 0);
-		w->iov[0] = (struct iovec){ w->hdr[0], NBD_CHUNK_HDR_SIZE };
-		send_frame(c, w->iov, 1);
-		return;
-	}
-	iovcnt = build_chunks(w, rq, w->buf, rq->off, rq->len, &err, &last);
-	if (err) {
-		reply_error(c, rq, err);
-		return;
-	}
-	put16(last + 4, NBD_REPLY_FLAG_DONE);
-	ctr_add(&c->ctr->bytes_read, rq->len);
-	send_frame(c, w->iov, iovcnt);
-}
-
-/*
- * Piece i of a cut read, by its leader or a helper: decode, then send at
- * once. The piece sent last ends the reply: with DONE on its final chunk,
- * or, if any piece failed, with one ERROR chunk in its place.
- */
-static void read_piece(struct worker *w, struct read_job *j, int i)
-{
-	struct nbd_conn *c = w->c;
-	const struct nbd_request *rq = j->rq;
-	uint64_t off = rq->off + (uint64_t)i * PIECE;
-	uint64_t len = rq->off + rq->len - off;
-	unsigned char *last = w->hdr[0];
-	uint32_t err = 0;
-	int iovcnt;
-
-	if (len > PIECE)
-		len = PIECE;
-	iovcnt = build_chunks(w, rq, j->buf, off, len, &err, &last);
-	pthread_mutex_lock(&c->send_lock);
-	if (err && !j->err)
-		j->err = err;
-	if (--j->unsent == 0) {
-		if (j->err) {
-			put_error_chunk(c, w->hdr[0], rq, j->err);
-			w->iov[0] = (struct iovec){ w->hdr[0], ERROR_CHUNK_SIZE };
-			iovcnt = 1;
-		} else {
-			put16(last + 4, NBD_REPLY_FLAG_DONE);
-		}
-	}
-	if (iovcnt > 0)
-		send_locked(c, w->iov, iovcnt);
-	pthread_mutex_unlock(&c->send_lock);
-}
-
-/*
- * The leader's side of a cut read: publish the job, wake idle threads to
- * help (starting one if none is idle), take pieces until none is left,
- * then wait for the helpers' pieces before the buffer is released.
- */
-static void do_read_split(struct worker *w, const struct nbd_request *rq)
-{
-	struct nbd_conn *c = w->c;
-	struct read_job j = {
-		.rq = rq,
-		.buf = w->buf,
-		.npieces = (int)((rq->len + PIECE - 1) / PIECE),
-	};
-	int want;
-
-	j.unfinished = j.unsent = j.npieces;
-	want = j.npieces - 1 < c->helpers ? j.npieces - 1 : c->helpers;
-	pthread_mutex_lock(&c->lock);
-	assert(!c->job);
-	c->job = &j;
-	for (int i = 0; i < want && i < c->idle; i++)
-		pthread_cond_signal(&c->lead_cv);
-	if (c->idle < want && !c->closing && c->nspawned < NBD_MAX_THREADS)
-		spawn_locked(c);
-	while (help_locked(w))
-		;
-	while (j.unfinished > 0)
-		pthread_cond_wait(&c->job_cv, &c->lock);
-	c->job = NULL;
-	pthread_mutex_unlock(&c->lock);
-	if (!j.err)
-		ctr_add(&c->ctr->bytes_read, rq->len);
-}
-
-static void do_read(struct worker *w, const struct nbd_request *rq)
-{
-	int r;
-
-	if (rq->split) {
-		do_read_split(w, rq);
-		return;
-	}
-	if (w->c->structured) {
-		do_read_structured(w, rq);
-		return;
-	}
-	r = uzram_read(w->c->exp->dev, w->buf, rq->len, rq->off);
-	if (r == 0)
-		ctr_add(&w->c->ctr->bytes_read, rq->len);
-	reply_simple(w->c, rq, nbd_err(r), w->buf, rq->len);
-}
-
-static uint32_t nbd_state(unsigned fl)
-{
-	return (fl & UZRAM_STATUS_HOLE ? NBD_STATE_HOLE : 0) |
-	       (fl & UZRAM_STATUS_ZERO ? NBD_STATE_ZERO : 0);
-}
-
-/* base:allocation extents, merged, at most MAX_DESC (one with REQ_ONE). */
-static void do_block_status(struct worker *w, const struct nbd_request *rq)
-{
-	struct uzram *dev = w->c->exp->dev;
-	uint64_t pos = rq->off, end = rq->off + rq->len, run;
-	unsigned char *d = w->desc + 4, h[NBD_CHUNK_HDR_SIZE];
-	struct iovec iov[2] = { { h, sizeof h }, { w->desc, 0 } };
-	uint32_t st, prev = 0;
-	unsigned fl;
-	int n = 0;
-
-	while (pos < end) {
-		if (uzram_block_status(dev, pos, end - pos, &run, &fl) < 0)
-			break;
-		st = nbd_state(fl);
-		if (n > 0 && st == prev) {
-			put32(d + 8 * (n - 1), get32(d + 8 * (n - 1)) + (uint32_t)run);
-		} else {
-			if (n == MAX_DESC ||
-			    (n == 1 && (rq->flags & NBD_CMD_FLAG_REQ_ONE)))
-				break;
-			put32(d + 8 * n, (uint32_t)run);
-			put32(d + 8 * n + 4, st);
-			prev = st;
-			n++;
-		}
-		pos += run;
-	}
-	if (n == 0) {
-		reply_error(w->c, rq, NBD_EIO);
-		return;
-	}
-	put_chunk_hdr(h, rq, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_BLOCK_STATUS,
-		      (uint32_t)(4 + 8 * n));
-	put32(w->desc, NBD_META_ID_ALLOC);
-	iov[1].iov_len = 4 + 8u * n;
-	send_frame(w->c, iov, 2);
-}
-
-static void execute(struct worker *w, const struct nbd_request *rq,
-		    uint32_t err)
-{
-	struct nbd_conn *c = w->c;
-	struct uzram *dev = c->exp->dev;
-	int r = 0;
-
-	if (err) {
-		reply_error(c, rq, err);
-		return;
-	}
-	switch (rq->type) {
-	case NBD_CMD_READ:
-		do_read(w, rq);
-		return;
-	case NBD_CMD_BLOCK_STATUS:
-		do_block_status(w, rq);
-		return;
-	case NBD_CMD_WRITE:
-		r = uzram_write(dev, w->buf, rq->len, rq->off);
-		if (r == 0)
-			ctr_add(&c->ctr->bytes_written, rq->len);
-		break;
-	case NBD_CMD_TRIM:
-		r = uzram_discard(dev, rq->len, rq->off);
-		break;
-	case NBD_CMD_WRITE_ZEROES:
-		r = uzram_write_zeroes(dev, rq->len, rq->off,
-				       rq->flags & NBD_CMD_FLAG_NO_HOLE ?
-				       UZRAM_ZERO_NO_HOLE : 0);
-		break;
-	default: /* FLUSH, CACHE: the data is in memory already */
-		break;
-	}
-	reply_simple(c, rq, nbd_err(r), NULL, 0);
+	if (w->cap > KEEP_BUF)
+		buf_release(w);
 }
 
 /* ---- reading requests (leader only) ---- */
@@ -644,12 +293,13 @@ static uint32_t check_request(const struct nbd_conn *c,
 	case NBD_CMD_READ:
 		if (c->structured)
 			ok |= NBD_CMD_FLAG_DF;
-		if (rq->len > NBD_MAX_BLOCK)
-			return NBD_EOVERFLOW;
+		/* EOVERFLOW only where the spec allows it: structured replies */
+		if (rq->len > e->shared->max_block)
+			return c->structured ? NBD_EOVERFLOW : NBD_EINVAL;
 		break;
 	case NBD_CMD_WRITE:
 		modifies = true;
-		if (rq->len > NBD_MAX_BLOCK)
+		if (rq->len > e->shared->max_block)
 			return NBD_EINVAL;
 		break;
 	case NBD_CMD_TRIM:
@@ -676,7 +326,8 @@ static uint32_t check_request(const struct nbd_conn *c,
 		return NBD_EPERM;
 	if (rq->type != NBD_CMD_FLUSH &&
 	    (rq->off > e->size || rq->len > e->size - rq->off))
-		return modifies ? NBD_ENOSPC : NBD_EINVAL;
+		return rq->type == NBD_CMD_WRITE ||
+		       rq->type == NBD_CMD_WRITE_ZEROES ? NBD_ENOSPC : NBD_EINVAL;
 	return 0;
 }
 
@@ -709,6 +360,9 @@ static int read_request(struct worker *w, struct nbd_request *rq,
 		return -1;
 
 	*err = check_request(c, rq);
+	if (!*err && atomic_load_explicit(&c->exp->shared->stopping,
+					  memory_order_relaxed))
+		*err = NBD_ESHUTDOWN;
 	if (rq->type != NBD_CMD_WRITE && rq->type != NBD_CMD_READ)
 		return 0;
 	if (*err == 0) {
@@ -724,13 +378,68 @@ static int read_request(struct worker *w, struct nbd_request *rq,
 	return conn_recv(c, w->buf, rq->len);
 }
 
+static long long ms_since(const struct timespec *t0)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (long long)(now.tv_sec - t0->tv_sec) * 1000 +
+	       (now.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/*
+ * Before the leader reads a request: if none is there yet, give the
+ * thread's buffer back after IDLE_RELEASE_MS, and with --timeout end the
+ * connection once it has been idle (nothing in flight) that long. 0 to
+ * read the request, -1 to stop.
+ */
+static int wait_request(struct worker *w)
+{
+	struct nbd_conn *c = w->c;
+	const long long idle_ms = (long long)c->exp->shared->idle_secs * 1000;
+	struct timespec t0;
+	long long waited;
+	bool busy;
+	int ms;
+
+	/*
+	 * A small buffer is kept while the leader blocks in read(): a client
+	 * at queue depth 1 sends its next request only after our reply, so
+	 * timing every wait would cost two more system calls per request.
+	 */
+	if (w->cap <= MIN_BUF && !idle_ms)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		waited = ms_since(&t0);
+		ms = -1;
+		if (w->cap > MIN_BUF)
+			ms = waited < IDLE_RELEASE_MS ?
+			     (int)(IDLE_RELEASE_MS - waited) : 0;
+		else if (idle_ms)
+			ms = waited < idle_ms ? (int)(idle_ms - waited) : 0;
+		if (conn_wait_input(c, ms) > 0)
+			return 0;
+		if (w->cap > MIN_BUF)
+			buf_release(w);
+		if (!idle_ms || ms_since(&t0) < idle_ms)
+			continue;
+		pthread_mutex_lock(&c->lock);
+		busy = c->running > 0;
+		pthread_mutex_unlock(&c->lock);
+		if (!busy)
+			return -1;
+		clock_gettime(CLOCK_MONOTONIC, &t0); /* replies still going out */
+	}
+}
+
 static void serve(struct nbd_conn *c)
 {
 	struct worker *w = calloc(1, sizeof *w);
 	struct nbd_request rq;
 	bool leading = false, handed_off;
 	uint32_t err;
-	size_t held;
+	size_t held = 0;
 
 	if (!w) {
 		stop_reading(c);
@@ -741,7 +450,8 @@ static void serve(struct nbd_conn *c)
 		if (!leading && !lead(w))
 			break;
 		leading = true;
-		if (read_request(w, &rq, &err, &held) < 0) {
+		if (wait_request(w) < 0 ||
+		    read_request(w, &rq, &err, &held) < 0) {
 			budget_give(c, held, false);
 			stop_reading(c);
 			break;
@@ -751,11 +461,11 @@ static void serve(struct nbd_conn *c)
 			unlead(c);
 			leading = false;
 		}
-		execute(w, &rq, err);
+		tx_execute(w, &rq, err);
 		budget_give(c, held, handed_off);
 		buf_trim(w);
 	}
-	free(w->buf);
+	buf_release(w);
 	free(w);
 }
 

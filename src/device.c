@@ -141,9 +141,8 @@ UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 				uzram_strerror(ret));
 		goto fail;
 	}
-	zpool_set_limit(dev->pool, c.mem_limit);
-
 	dev->nchunks = (dev->nclusters + CHUNK_SLOTS - 1) >> CHUNK_SHIFT;
+	table_limit_apply(dev);
 	dev->dir = calloc(dev->nchunks, sizeof(*dev->dir));
 	if (!dev->dir) {
 		ret = uzram_set_error(-ENOMEM,
@@ -207,10 +206,7 @@ UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
 	memset(&full, 0, sizeof full);
 	stats_snapshot(&dev->stats, dev->pool, dev->size,
 		       atomic_load_explicit(&dev->mem_limit, memory_order_relaxed),
-		       dev->nchunks * sizeof(*dev->dir) +
-		       atomic_load_explicit(&dev->chunks_used,
-					    memory_order_relaxed) * CHUNK_BYTES,
-		       &full);
+		       table_bytes(dev), &full);
 	if (dev->tier) {
 		full.bd_capacity = dev->tier->sp.nsegs << SEG_SHIFT;
 		full.bd_space = space_used(&dev->tier->sp);
@@ -226,10 +222,25 @@ UZRAM_API int uzram_set_mem_limit(struct uzram *dev, uint64_t bytes)
 	if (!dev)
 		return uzram_set_error(-EINVAL, "set_mem_limit: NULL device");
 	atomic_store_explicit(&dev->mem_limit, bytes, memory_order_relaxed);
-	zpool_set_limit(dev->pool, bytes);
+	table_limit_apply(dev);
 	if (dev->tier && bytes)
 		tier_kick(dev->tier);   /* the policy looks at the new limit now */
 	return 0;
+}
+
+/*
+ * mem_limit covers the allocator and the page table together. Two threads
+ * racing here (a new chunk and a new limit) may leave the older figure for
+ * a moment; the next chunk or limit change corrects it.
+ */
+void table_limit_apply(struct uzram *dev)
+{
+	uint64_t limit = atomic_load_explicit(&dev->mem_limit,
+					      memory_order_relaxed);
+	uint64_t table = table_bytes(dev);
+
+	/* 0 would mean "no limit" to the pool: 1 byte lets nothing in */
+	zpool_set_limit(dev->pool, !limit ? 0 : limit > table ? limit - table : 1);
 }
 
 UZRAM_API int uzram_reset_mem_used_max(struct uzram *dev)

@@ -31,7 +31,12 @@
  * reading never-written memory faults pages in on some kernels, so a
  * reader, block status or discard of a hole must not touch the table.
  * A chunk is created by the first write into its range, published with a
- * compare-and-swap, and kept until the device is closed.
+ * compare-and-swap, and kept until the device is closed. The table counts
+ * against mem_limit: a chunk that would take mem_used_total + table_bytes
+ * past the limit is not made, and the write needing it fails with -ENOSPC
+ * (otherwise zeroing a large device with NO_HOLE grew the table, 16 bytes
+ * a cluster, outside any limit). The allocator's own limit is kept at
+ * mem_limit minus the table (table_limit_apply()).
  *
  * Writing a cluster. A whole cluster is classified and compressed into the
  * thread's own buffer and stored in the allocator before the slot is even
@@ -160,8 +165,24 @@ static inline struct span span_at(const struct uzram *dev, uint64_t off,
 	return sp;
 }
 
-/* The slot of cluster idx, creating its chunk if needed; NULL: no memory. */
-static struct slot *slot_get(struct uzram *dev, uint64_t idx)
+/* Whether chunk i keeps the allocator and the table in the limit. */
+static bool table_fits(struct uzram *dev, uint64_t i)
+{
+	uint64_t limit = atomic_load_explicit(&dev->mem_limit,
+					      memory_order_relaxed);
+	struct zpool_stats zs;
+
+	if (!limit)
+		return true;
+	zpool_stats(dev->pool, &zs);
+	return zs.mem_used + table_bytes(dev) + chunk_bytes(dev, i) <= limit;
+}
+
+/*
+ * The slot of cluster idx, creating its chunk if needed; NULL with *err
+ * -ENOSPC (the limit) or -ENOMEM.
+ */
+static struct slot *slot_get(struct uzram *dev, uint64_t idx, int *err)
 {
 	struct slot *_Atomic *entry = &dev->dir[idx >> CHUNK_SHIFT];
 	struct slot *chunk = atomic_load_explicit(entry, memory_order_acquire);
@@ -169,6 +190,10 @@ static struct slot *slot_get(struct uzram *dev, uint64_t idx)
 
 	if (__builtin_expect(chunk != NULL, 1))
 		return &chunk[idx & (CHUNK_SLOTS - 1)];
+	*err = -ENOSPC;
+	if (!table_fits(dev, idx >> CHUNK_SHIFT))
+		return NULL;
+	*err = -ENOMEM;
 	/* Anonymous memory is zeroed, and a zero slot is an unlocked hole. */
 	chunk = mmap(NULL, CHUNK_BYTES, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -179,6 +204,7 @@ static struct slot *slot_get(struct uzram *dev, uint64_t idx)
 						    memory_order_acquire)) {
 		atomic_fetch_add_explicit(&dev->chunks_used, 1,
 					  memory_order_relaxed);
+		table_limit_apply(dev);
 	} else {
 		munmap(chunk, CHUNK_BYTES);
 		chunk = expected;
@@ -488,12 +514,14 @@ static bool unit_unchanged(struct uzram *dev, struct slot *s,
 static int unit_write_full(struct uzram *dev, uint64_t idx,
 			   const unsigned char *src, size_t len)
 {
-	struct slot *s = slot_get(dev, idx);
+	int ret = -ENOMEM;
+	struct slot *s = slot_get(dev, idx, &ret);
 	struct store_tls *t = store_tls_get(dev->csize);
 	struct content c = { .place = -1 };
-	int ret;
 
-	if (!s || !t)
+	if (!s)
+		return ret;
+	if (!t)
 		return -ENOMEM;
 	/* SLOT_SAME, or the tag alone until unit_compress() adds the state */
 	if (unit_same(src, len, &c.val))
@@ -527,13 +555,15 @@ static bool mem_is_zero(const unsigned char *p, size_t n)
 static int unit_write_part(struct uzram *dev, uint64_t idx, size_t uoff,
 			   size_t n, const unsigned char *src)
 {
-	struct slot *s = slot_get(dev, idx);
+	int ret = -ENOMEM;
+	struct slot *s = slot_get(dev, idx, &ret);
 	struct store_tls *t = store_tls_get(dev->csize);
 	size_t len = unit_len(dev, idx);
 	struct content c, old;
-	int ret;
 
-	if (!s || !t)
+	if (!s)
+		return ret;
+	if (!t)
 		return -ENOMEM;
 	slot_lock(s);
 	if (!src && (slot_state(s) == SLOT_EMPTY ||
@@ -682,9 +712,9 @@ static int zero_range(struct uzram *dev, const char *what, uint64_t len,
 		} else if (whole == SLOT_EMPTY && slot_state(s) == SLOT_EMPTY) {
 			/* nothing to drop, and no table page to fault in */
 		} else if (n == sp.ulen) {
-			s = slot_get(dev, sp.idx);
+			s = slot_get(dev, sp.idx, &ret);
 			if (!s)
-				return io_failed(dev, what, -ENOMEM, off);
+				return io_failed(dev, what, ret, off);
 			unit_commit(dev, s, &c, sp.ulen);
 		} else {
 			ret = unit_write_part(dev, sp.idx, sp.uoff, sp.n, NULL);

@@ -106,6 +106,37 @@ int codec_error(const char *what, const char *algorithm, int level,
 		size_t dict_size, int err);
 /* dict.c: free the codecs taken out of their places, at close */
 void dict_retired_free(struct uzram *dev);
+/*
+ * Bytes chunk i of the table can ever touch: all of it, except for the
+ * device's last chunk, which holds only the clusters left (in whole pages).
+ */
+static inline uint64_t chunk_bytes(const struct uzram *dev, uint64_t i)
+{
+	uint64_t slots = dev->nclusters - i * CHUNK_SLOTS;
+
+	if (slots >= CHUNK_SLOTS)
+		return CHUNK_BYTES;
+	return (slots * sizeof(struct slot) + PAGE_MASK) & ~PAGE_MASK;
+}
+
+/* Bytes of the page table: the directory and the chunks made so far. */
+static inline uint64_t table_bytes(struct uzram *dev)
+{
+	uint64_t used = atomic_load_explicit(&dev->chunks_used,
+					     memory_order_relaxed);
+	uint64_t last = dev->nchunks - 1;
+	uint64_t bytes = dev->nchunks * sizeof(*dev->dir);
+
+	if (used && atomic_load_explicit(&dev->dir[last], memory_order_relaxed))
+		return bytes + (used - 1) * CHUNK_BYTES + chunk_bytes(dev, last);
+	return bytes + used * CHUNK_BYTES;
+}
+
+/*
+ * Give the allocator what mem_limit leaves after the table (device.c);
+ * called when either changes.
+ */
+void table_limit_apply(struct uzram *dev);
 
 /* Bytes in cluster idx: the cluster size, except maybe for the last one. */
 static inline size_t unit_len(const struct uzram *dev, uint64_t idx)

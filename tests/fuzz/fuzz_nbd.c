@@ -4,8 +4,13 @@
  * transmission requests, served against a real 1 MiB device.
  *
  * Input layout: byte 0 picks the export (bit 0: read-only; bits 1-2: TLS
- * off, on, require, require), the rest is the client's byte stream. It is placed in a memfd that the connection reads
- * like a socket; replies go to /dev/null. The connection code is the one
+ * off, on, require, require) and the mode, the rest is the client's byte
+ * stream. It is placed in a memfd that the connection reads like a socket;
+ * replies go to /dev/null. Bit 4 serves the connection as if shutdown had
+ * begun (every request gets NBD_ESHUTDOWN). Bit 3 instead feeds the rest
+ * to the control channel's parser (ctl.c) as one request line, and runs
+ * what parses on the device (the limit is put back afterwards). The
+ * connection code is the one
  * the server runs (nbd_conn_serve), threads included, so the handshake
  * parser, the request checks and every command path are covered. The
  * sanitizers (ASan, UBSan) and the device's own checks are the oracle,
@@ -34,6 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct nbd_export exports[8];
 static struct nbd_counters counters;
+static struct nbd_shared shared;
 static int in_fd = -1, null_fd = -1;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -55,6 +61,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		fprintf(stderr, "fuzz_nbd: cannot open a device\n");
 		abort();
 	}
+	if (nbd_shared_init(&shared, 4u << 20, 30, 0) < 0)
+		abort();
 	psk_fd = memfd_create("nbd-psk", MFD_CLOEXEC);
 	if (psk_fd < 0 || write(psk_fd, psk, strlen(psk)) != (ssize_t)strlen(psk))
 		abort();
@@ -74,6 +82,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 			.description = "fuzz device",
 			.read_only = i & 1,
 			.tls = tls[i >> 1],
+			.shared = &shared,
 		};
 	in_fd = memfd_create("nbd-input", MFD_CLOEXEC);
 	null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
@@ -82,10 +91,33 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+static void fuzz_ctl(const uint8_t *data, size_t size)
+{
+	struct nbd_ctl_req rq;
+	char out[4096];
+
+	if (nbd_ctl_parse((const char *)data, size, &rq, out, sizeof out) < 0) {
+		if (strncmp(out, "error: ", 7))
+			abort();
+		return;
+	}
+	if (rq.op == NBD_CTL_JSON || rq.op == NBD_CTL_TEXT)
+		return;
+	nbd_ctl_execute(exports[0].dev, &rq, out, sizeof out);
+	if (strncmp(out, "ok", 2) && strncmp(out, "error: ", 7))
+		abort();
+	(void)uzram_set_mem_limit(exports[0].dev, 256u << 10);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
+	if (data[0] & 8) {
+		fuzz_ctl(data + 1, size - 1);
+		return 0;
+	}
+	atomic_store(&shared.stopping, (data[0] & 16) != 0);
 	if (ftruncate(in_fd, 0) < 0 ||
 	    pwrite(in_fd, data + 1, size - 1, 0) != (ssize_t)(size - 1) ||
 	    lseek(in_fd, 0, SEEK_SET) != 0)

@@ -112,6 +112,18 @@ def seeds():
     yield "tls-starttls-end", tls_require + hello() + opt(OPT["STARTTLS"])
     yield "tls-on-plain", (tls_on + hello() + opt(OPT["STARTTLS"], b"xy") +
                            structured + sio + req("DISC"))
+    yield "shutdown-io", b"\x10" + hello() + structured + sio
+    # byte 0 bit 3: one control channel request line (ctl.c)
+    for name, line in (("ctl-json", b"json\n"), ("ctl-compact", b"compact\n"),
+                       ("ctl-mem-limit", b"mem-limit 1048576\n"),
+                       ("ctl-mem-limit-bad", b"mem-limit  -1\n"),
+                       ("ctl-mem-limit-plus", b"mem-limit +5\r\n"),
+                       ("ctl-mem-limit-big", b"mem-limit 18446744073709551616"),
+                       ("ctl-recompress", b"recompress 1 3 2048\n"),
+                       ("ctl-recompress-bad", b"recompress 1 0 4294967296 \n"),
+                       ("ctl-idle", b"idle\n"), ("ctl-reset-max", b"reset-max"),
+                       ("ctl-junk", b"idle\0junk\n")):
+        yield name, b"\x08" + line
 
 
 def main():

@@ -41,10 +41,13 @@ NBD_OPT_LIST = 3
 NBD_OPT_STARTTLS = 5
 NBD_OPT_INFO = 6
 NBD_OPT_GO = 7
+NBD_OPT_STRUCTURED_REPLY = 8
+NBD_OPT_SET_META_CONTEXT = 10
 
 NBD_REP_ACK = 1
 NBD_REP_SERVER = 2
 NBD_REP_INFO = 3
+NBD_REP_META_CONTEXT = 4
 NBD_REP_FLAG_ERROR = 1 << 31
 NBD_REP_ERR_UNSUP = NBD_REP_FLAG_ERROR | 1
 NBD_REP_ERR_POLICY = NBD_REP_FLAG_ERROR | 2
@@ -53,6 +56,7 @@ NBD_REP_ERR_UNKNOWN = NBD_REP_FLAG_ERROR | 6
 NBD_REP_ERR_TOO_BIG = NBD_REP_FLAG_ERROR | 9
 
 NBD_INFO_EXPORT = 0
+NBD_INFO_BLOCK_SIZE = 3
 
 # Transmission flags.
 NBD_FLAG_READ_ONLY = 1 << 1
@@ -91,10 +95,12 @@ NBD_EINVAL = 22
 NBD_ENOSPC = 28
 NBD_EOVERFLOW = 75
 NBD_ENOTSUP = 95
+NBD_ESHUTDOWN = 108
 
 ERRNAMES = {0: "OK", NBD_EPERM: "EPERM", NBD_EIO: "EIO", NBD_ENOMEM: "ENOMEM",
             NBD_EINVAL: "EINVAL", NBD_ENOSPC: "ENOSPC",
-            NBD_EOVERFLOW: "EOVERFLOW", NBD_ENOTSUP: "ENOTSUP"}
+            NBD_EOVERFLOW: "EOVERFLOW", NBD_ENOTSUP: "ENOTSUP",
+            NBD_ESHUTDOWN: "ESHUTDOWN"}
 
 MiB = 1024 * 1024
 TIMEOUT = 10.0
@@ -129,6 +135,7 @@ class Conn:
         self.no_zeroes = False
         self.size = None
         self.tflags = None
+        self.max_block = None
         self.next_handle = 1
 
     def close(self):
@@ -226,6 +233,8 @@ class Conn:
             check(rtype == NBD_REP_INFO, "unexpected reply type %#x" % rtype)
             check(len(data) >= 2, "short NBD_REP_INFO")
             (itype,) = struct.unpack(">H", data[:2])
+            if itype == NBD_INFO_BLOCK_SIZE and len(data) == 14:
+                self.max_block = struct.unpack(">III", data[2:])[2]
             if itype == NBD_INFO_EXPORT:
                 check(len(data) == 12,
                       "NBD_INFO_EXPORT of %d bytes" % len(data))
@@ -254,6 +263,21 @@ class Conn:
         check(h == handle, "reply handle %d, expected %d" % (h, handle))
         data = self.recv(read_len) if err == 0 and read_len else b""
         return err, data
+
+    def structured_reply(self, handle):
+        """Read structured reply chunks to `handle` until one has the DONE
+        flag; returns the error of an error chunk, or 0."""
+        err = 0
+        while True:
+            magic, flags, rtype, h, n = struct.unpack(">IHHQI", self.recv(20))
+            check(magic == NBD_STRUCTURED_REPLY_MAGIC,
+                  "structured reply magic %#x" % magic)
+            check(h == handle, "reply handle %d, expected %d" % (h, handle))
+            body = self.recv(n)
+            if rtype & 0x8000:
+                err = struct.unpack(">I", body[:4])[0]
+            if flags & 1:
+                return err
 
     def reply_any(self):
         """Read one simple reply without data, to any request; replies may
@@ -797,6 +821,308 @@ def case_subpage_race(a):
               if lost else "")
 
 
+def case_spec_errors(a):
+    """The answers doc/proto.md asks for (issue 13, item 6), each checked
+    even when an earlier one failed: zero-length READ and WRITE succeed on a
+    new connection; a READ over the maximum block size with simple replies
+    gets EINVAL (EOVERFLOW is for structured replies only); TRIM past the
+    end gets EINVAL; a failed SET_META_CONTEXT clears the context an earlier
+    one selected."""
+    failed = []
+    for part in (_spec_zero_length, _spec_read_max, _spec_trim, _spec_meta):
+        try:
+            part(a)
+        except (Failure, Closed) as e:
+            failed.append("%s: %s" % (part.__name__[6:], e))
+    check(not failed, "; ".join(failed))
+
+
+def _spec_zero_length(a):
+    for cmd, name in ((NBD_CMD_READ, "read"), (NBD_CMD_WRITE, "write")):
+        c = Conn(a.socket).open(a.export)
+        err, _ = c.cmd(cmd, 4096, 0)
+        expect_err("zero-length %s as the first request" % name, err, (0,))
+        in_sync(c, "zero-length " + name)
+        c.disconnect()
+
+
+def _spec_read_max(a):
+    c = Conn(a.socket).open(a.export)
+    check(c.max_block, "no NBD_INFO_BLOCK_SIZE in the reply to NBD_OPT_GO")
+    check(c.size > c.max_block, "export too small for this case")
+    err, _ = c.cmd(NBD_CMD_READ, 0, c.max_block + 1)
+    expect_err("simple-reply read of max block size + 1 (%d)" %
+               (c.max_block + 1), err, (NBD_EINVAL,))
+    in_sync(c, "read over the maximum block size")
+    c.disconnect()
+
+
+def _spec_trim(a):
+    c = Conn(a.socket).open(a.export)
+    for off, n in ((c.size - 4096, 8192), (c.size, 4096),
+                   ((1 << 64) - 4096, 8192)):
+        err, _ = c.cmd(NBD_CMD_TRIM, off, n)
+        expect_err("trim of %d at %d (size %d)" % (n, off, c.size), err,
+                   (NBD_EINVAL,))
+        in_sync(c, "trim past the end")
+    c.disconnect()
+
+
+def _spec_meta(a):
+    ctx = b"base:allocation"
+    good = struct.pack(">I", 0) + struct.pack(">I", 1) + \
+        struct.pack(">I", len(ctx)) + ctx
+    c = Conn(a.socket)
+    c.start()
+    c.send_opt(NBD_OPT_STRUCTURED_REPLY)
+    rtype, _ = c.opt_reply(NBD_OPT_STRUCTURED_REPLY)
+    check(rtype == NBD_REP_ACK, "NBD_OPT_STRUCTURED_REPLY refused")
+    c.send_opt(NBD_OPT_SET_META_CONTEXT, good)
+    rtype, _ = c.opt_reply(NBD_OPT_SET_META_CONTEXT)
+    check(rtype == NBD_REP_META_CONTEXT, "base:allocation not selected")
+    rtype, _ = c.opt_reply(NBD_OPT_SET_META_CONTEXT)
+    check(rtype == NBD_REP_ACK, "SET_META_CONTEXT not acknowledged")
+    c.send_opt(NBD_OPT_SET_META_CONTEXT, good[:-3])  # truncated: invalid
+    rtype, _ = c.opt_reply(NBD_OPT_SET_META_CONTEXT)
+    check(rtype & NBD_REP_FLAG_ERROR,
+          "a truncated SET_META_CONTEXT got reply %#x, not an error" % rtype)
+    r = c.go(a.export)
+    check(r == 0, "NBD_OPT_GO failed with %#x" % r)
+    h = c.request(NBD_CMD_BLOCK_STATUS, 0, 4096)
+    err = c.structured_reply(h)
+    expect_err("block status after a failed SET_META_CONTEXT", err,
+               (NBD_EINVAL,))
+    c.disconnect()
+
+
+def _stopped(path):
+    """Whether the server stopped listening (its shutdown began)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(path)
+        return False
+    except OSError:
+        return True
+    finally:
+        s.close()
+
+
+def case_eshutdown(a):
+    """Requests read after the server's shutdown began get NBD_ESHUTDOWN.
+    Two 32 MiB reads whose replies we do not read yet fill the connection's
+    in-flight budget, so the server cannot read what follows; SIGTERM; once
+    the server stops listening, the replies are read: the large reads
+    complete, the small reads queued behind them get ESHUTDOWN, then the
+    server closes the connection. Ends the server."""
+    import signal
+    check(a.pid, "--pid is required")
+    big = 32 * MiB
+    c = Conn(a.socket, rcvbuf=4096).open(a.export)
+    check(c.size >= 3 * big, "export too small for this case")
+    bigs = [c.request(NBD_CMD_READ, i * big, big) for i in range(3)]
+    smalls = [c.request(NBD_CMD_READ, i * 4096, 4096) for i in range(4)]
+    time.sleep(0.5)  # let the server read what it can; any order is fine
+    os.kill(a.pid, signal.SIGTERM)
+    deadline = time.monotonic() + TIMEOUT
+    while not _stopped(a.socket):
+        check(time.monotonic() < deadline, "the server kept listening "
+              "after SIGTERM")
+        time.sleep(0.05)
+    got = {}
+    for _ in bigs + smalls:
+        h, err = c.reply_any()
+        check(h in bigs + smalls and h not in got, "reply to handle %d" % h)
+        got[h] = err
+        if err == 0:
+            c.recv(big if h in bigs else 4096)
+    for h in bigs[:2]:
+        expect_err("32 MiB read sent before SIGTERM", got[h], (0,))
+    expect_err("third 32 MiB read", got[bigs[2]], (0, NBD_ESHUTDOWN))
+    for h in smalls:
+        expect_err("read the server took in after SIGTERM", got[h],
+                   (NBD_ESHUTDOWN,))
+    c.expect_close("after the replies, shutting down")
+    c.close()
+
+
+def _rss_attack(a, conns, reads, size, read_replies):
+    out = []
+    for _ in range(conns):
+        c = Conn(a.socket, rcvbuf=None if read_replies else 4096)
+        out.append(c.open(a.export))
+    for c in out:
+        hs = [c.request(NBD_CMD_READ, (i * size) % (c.size - size), size)
+              for i in range(reads)]
+        # Replies come in any order; one connection's are all read before
+        # the next one's requests go out, as a client reading every
+        # connection at once would do.
+        for _ in hs if read_replies else ():
+            h, err = c.reply_any()
+            check(h in hs and err == 0, "read of %d failed with %s" %
+                  (size, errname(err)))
+            c.recv(size)
+    return out
+
+
+def case_buffer_attack(a):
+    """Issue 13, item 3: 8 connections each send three 32 MiB reads and
+    never read the replies. The server's RSS must stay within its buffer
+    budget (--buffer-limit, given here as --limit) plus a fixed allowance
+    for everything else; without a budget it grew by about 500 MiB."""
+    check(a.pid and a.limit, "--pid and --limit are required")
+    mem = MemWatch(a.pid)
+    conns = _rss_attack(a, 8, 3, 32 * MiB, False)
+    end = time.monotonic() + 3.0
+    while time.monotonic() < end:
+        mem.sample()
+        time.sleep(0.05)
+    allow = a.limit // MiB + 24
+    print("  budget %d MiB, allowed growth %d MiB" % (a.limit // MiB, allow))
+    mem.check("8 clients x three unread 32 MiB reads", rss_mib=allow,
+              vsz_mib=1 << 20)
+    for c in conns:
+        c.close()
+
+
+def case_idle_buffers(a):
+    """Issue 13, item 3: 4 connections each make sixteen 4 MiB reads, then
+    sit idle, still connected. Their buffers must go back: within 10 s the
+    server's RSS is back within 16 MiB of where it started (it held about
+    140 MiB for good before)."""
+    check(a.pid, "--pid is required")
+    rss0 = vm_kb(a.pid, "VmRSS")
+    conns = _rss_attack(a, 4, 16, 4 * MiB, True)
+    peak = vm_kb(a.pid, "VmRSS")
+    deadline = time.monotonic() + 10.0
+    while True:
+        rss = vm_kb(a.pid, "VmRSS")
+        if rss - rss0 < 16 * 1024:
+            break
+        check(time.monotonic() < deadline, "4 idle connections still hold "
+              "%d KiB more than before their reads (peak %d KiB)" %
+              (rss - rss0, peak - rss0))
+        time.sleep(0.1)
+    print("  VmRSS %d KiB before, %d after the reads, %d idle" %
+          (rss0, peak, rss))
+    for c in conns:
+        in_sync(c, "idle connection after its buffers went back")
+        c.disconnect()
+
+
+def case_idle_starve(a):
+    """Connections idle after a small read keep a small buffer each; a
+    request of the maximum block size on another connection must still be
+    served (run with a tiny --buffer-limit and as many connections as it
+    allows)."""
+    idle = [Conn(a.socket).open(a.export) for _ in range(a.conns - 1)]
+    for c in idle:
+        c.read(0, 4096)
+    c = Conn(a.socket).open(a.export)
+    data = c.read(0, c.max_block)
+    check(len(data) == c.max_block, "short read")
+    print("  read of %d bytes beside %d idle connections" %
+          (c.max_block, len(idle)))
+    for x in idle + [c]:
+        x.disconnect()
+
+
+def case_table_limit(a):
+    """Issue 13, item 5: WRITE_ZEROES with NO_HOLE over a large device
+    with a tiny --mem-limit fails with ENOSPC instead of growing the page
+    table without bound; data written before stays."""
+    check(a.pid, "--pid is required")
+    c = Conn(a.socket).open(a.export)
+    tail = os.urandom(65536)
+    err = c.write(c.size - len(tail), tail)
+    check(err == 0, "write of 64 KiB at the end failed: %s" % errname(err))
+    mem = MemWatch(a.pid)
+    step = (4 << 30) - 65536
+    offs = list(range(0, c.size - step, step)) + [c.size - step]
+    errs = []
+    for off in offs:
+        err, _ = c.cmd(NBD_CMD_WRITE_ZEROES, off, step,
+                       flags=NBD_CMD_FLAG_NO_HOLE)
+        errs.append(err)
+        mem.sample()
+    print("  WRITE_ZEROES NO_HOLE of %d bytes at %s: %s" %
+          (step, offs, [errname(e) for e in errs]))
+    check(errs[0] == NBD_ENOSPC, "WRITE_ZEROES over 4 GiB under a 1 MiB "
+          "limit: got %s, expected ENOSPC" % errname(errs[0]))
+    check(all(e in (0, NBD_ENOSPC) for e in errs), "unexpected error")
+    if not a.no_rss:
+        mem.check("NO_HOLE zeroing of the device", rss_mib=8)
+    check(c.read(c.size - len(tail), len(tail)) == tail,
+          "data at the end changed")
+    c.disconnect()
+
+
+def case_slow_handshake(a):
+    """Issue 13, item 4: a client that sends one byte of its handshake
+    every second is cut off at the handshake deadline (--deadline, the
+    server's --handshake-timeout), not kept forever."""
+    check(a.deadline, "--deadline is required")
+    c = Conn(a.socket)
+    c.greeting()
+    stream = struct.pack(">I", NBD_FLAG_C_FIXED_NEWSTYLE) + \
+        struct.pack(">QII", IHAVEOPT, NBD_OPT_LIST, 0) * 8
+    t0 = time.monotonic()
+    sent = 0
+    try:
+        for b in stream[:a.deadline * 3 + 10]:
+            c.s.sendall(bytes([b]))
+            sent += 1
+            c.s.settimeout(1.0)
+            try:
+                if c.s.recv(65536) == b"":
+                    break
+            except socket.timeout:
+                pass
+        else:
+            raise Failure("still connected after %d bytes at one a second "
+                          "(deadline %d s)" % (sent, a.deadline))
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    print("  cut off after %d bytes, %.1f s" % (sent, time.monotonic() - t0))
+    c.close()
+
+
+def case_partial_write(a):
+    """Issue 13, item 9: a 1 MiB write that fails at the memory limit
+    leaves every 4 KiB cluster either all old or all new bytes; clusters
+    written before the failure may hold the new data, as the spec allows."""
+    check(a.mem_limit, "--mem-limit is required")
+    c = Conn(a.socket).open(a.export)
+    old = os.urandom(256 * 1024) + bytes(768 * 1024)
+    base = a.start
+    err = 0
+    off = base
+    while off + len(old) <= c.size:     # fill until the limit refuses
+        err = c.write(off, os.urandom(len(old)))
+        if err:
+            break
+        off += len(old)
+    check(err == NBD_ENOSPC, "no ENOSPC filling the device: %s" % errname(err))
+    # Room for about what the old bytes' zeros leave: the new write then
+    # fails part-way (or, with luck, just fits).
+    err, _ = c.cmd(NBD_CMD_TRIM, base, MiB)
+    check(err == 0, "trim failed")
+    err = c.write(base, old)
+    check(err == 0, "could not write the old bytes back after a trim")
+    new = os.urandom(MiB)
+    err = c.write(base, new)
+    got = c.read(base, MiB)
+    mixed = [i for i in range(256)
+             if got[i*4096:(i+1)*4096] not in (old[i*4096:(i+1)*4096],
+                                               new[i*4096:(i+1)*4096])]
+    check(not mixed, "clusters holding neither old nor new bytes: %s" % mixed)
+    nnew = sum(got[i*4096:(i+1)*4096] == new[i*4096:(i+1)*4096]
+               for i in range(256))
+    print("  1 MiB write: %s, %d of 256 clusters new" % (errname(err), nnew))
+    if err == 0:
+        check(nnew == 256, "write succeeded but not all clusters are new")
+    c.disconnect()
+
+
 CASES = {
     "export-name": case_export_name,
     "commands": case_commands,
@@ -813,6 +1139,14 @@ CASES = {
     "half-write": case_half_write,
     "vanish": case_vanish,
     "mem-limit": case_mem_limit,
+    "spec-errors": case_spec_errors,
+    "eshutdown": case_eshutdown,
+    "buffer-attack": case_buffer_attack,
+    "idle-buffers": case_idle_buffers,
+    "table-limit": case_table_limit,
+    "idle-starve": case_idle_starve,
+    "slow-handshake": case_slow_handshake,
+    "partial-write": case_partial_write,
 }
 
 
@@ -827,6 +1161,14 @@ def main():
     p.add_argument("--expect", help="export-name: file with the data")
     p.add_argument("--size", type=int, default=0,
                    help="export-name: the export size")
+    p.add_argument("--limit", type=int, default=0,
+                   help="buffer-attack: the server's --buffer-limit")
+    p.add_argument("--conns", type=int, default=4,
+                   help="idle-starve: connections the server allows")
+    p.add_argument("--no-rss", action="store_true",
+                   help="table-limit: skip the RSS check (TSan builds)")
+    p.add_argument("--deadline", type=int, default=0,
+                   help="slow-handshake: the server's --handshake-timeout")
     p.add_argument("case", choices=sorted(CASES))
     a = p.parse_args()
     try:

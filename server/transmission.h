@@ -1,0 +1,72 @@
+/*
+ * transmission.h - what the two halves of the transmission phase share:
+ * transmission.c (threads, leadership, reading requests, the request
+ * loop) and commands.c (running a request on the device and replying).
+ * Private to server/.
+ */
+#ifndef UZRAM_TRANSMISSION_H
+#define UZRAM_TRANSMISSION_H
+
+#include "server.h"
+
+#define MAX_CHUNKS   64            /* structured read reply chunks */
+#define MAX_DESC     1024          /* block status descriptors per reply */
+#define INLINE_MAX   (64u << 10)   /* requests the leader may run itself */
+#define SPLIT_MIN    (256u << 10)  /* reads cut into pieces when idle */
+#define PIECE        (128u << 10)  /* bytes per piece of a cut read */
+#define MIN_BUF      NBD_IDLE_BUF  /* smallest buffer, kept while waiting */
+#define KEEP_BUF     (4u << 20)
+#define THREAD_STACK (256u << 10)
+#define IDLE_RELEASE_MS 250        /* idle this long: give the buffer back */
+
+struct nbd_request {
+	uint16_t flags;
+	uint16_t type;
+	uint64_t cookie;
+	uint64_t off;
+	uint32_t len;
+	bool split;      /* a read cut into pieces (transmission.c) */
+};
+
+/*
+ * A read cut into pieces; lives on the leader's stack while it runs, and
+ * is reachable from c->job only then.
+ */
+struct read_job {
+	const struct nbd_request *rq;
+	unsigned char *buf;  /* rq->len bytes: the leader's request buffer */
+	int npieces;
+	int next;            /* under c->lock: first unclaimed piece */
+	int unfinished;      /* under c->lock: pieces claimed or not, not done */
+	int unsent;          /* under c->send_lock: pieces not yet sent */
+	uint32_t err;        /* under c->send_lock: first error, 0 if none */
+};
+
+struct chunk {
+	uint64_t off;
+	uint64_t len;
+	bool zero;
+};
+
+/* Per-thread scratch, allocated once when the thread starts. */
+struct worker {
+	struct nbd_conn *c;
+	unsigned char *buf;
+	size_t cap;
+	struct chunk ch[MAX_CHUNKS];
+	unsigned char hdr[MAX_CHUNKS][32];
+	struct iovec iov[2 * MAX_CHUNKS];
+	unsigned char desc[4 + 8 * MAX_DESC];
+};
+
+/* transmission.c: help with the read job (see there); c->lock held. */
+bool tx_help_locked(struct worker *w);
+/* transmission.c: start one more thread for c; c->lock held. */
+void tx_spawn_locked(struct nbd_conn *c);
+
+/* commands.c: run rq (or answer it with err, if not 0) and reply. */
+void tx_execute(struct worker *w, const struct nbd_request *rq, uint32_t err);
+/* commands.c: piece i of a cut read: decode it and send it. */
+void tx_read_piece(struct worker *w, struct read_job *j, int i);
+
+#endif /* UZRAM_TRANSMISSION_H */
