@@ -1,7 +1,8 @@
 /*
  * device.c - a device's lifetime and configuration: the config struct and
  * its published layouts, uzram_open() and uzram_close(), and the calls that
- * only read the device's figures. The I/O path is in store.c.
+ * only read the device's figures. The I/O path is in store.c; opening from
+ * an image is image_load.c's, which creates the device here.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 
 #include "uzram.h"
 #include "error.h"
+#include "image.h"
 #include "store.h"
 #include "zcomp.h"
 #include "zpool.h"
@@ -27,11 +29,13 @@ UZRAM_API void uzram_config_init(struct uzram_config *cfg)
 
 /*
  * The layouts published so far: the first ended with mem_limit, the
- * second (the current one) adds cluster_size. Only these sizes are known.
+ * second added cluster_size, the third (the current one) image. Only these
+ * sizes are known.
  */
 #define CONFIG_V1_SIZE \
 	(offsetof(struct uzram_config, mem_limit) + sizeof(uint64_t))
-#define CONFIG_V2_SIZE sizeof(struct uzram_config)
+#define CONFIG_V2_SIZE offsetof(struct uzram_config, image)
+#define CONFIG_V3_SIZE sizeof(struct uzram_config)
 
 /* log2 of a valid cluster size (0 means one page), or -1. */
 static int cluster_shift(uint32_t bytes)
@@ -47,21 +51,31 @@ static int cluster_shift(uint32_t bytes)
 UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 {
 	struct uzram_config c;
-	struct zcomp *comp = NULL;
-	struct uzram *dev;
-	int ret, shift;
 
 	if (!cfg || !devp)
 		return uzram_set_error(-EINVAL, "open: NULL %s",
 				       cfg ? "device pointer" : "config");
 	if (cfg->struct_size != CONFIG_V1_SIZE &&
-	    cfg->struct_size != CONFIG_V2_SIZE)
+	    cfg->struct_size != CONFIG_V2_SIZE &&
+	    cfg->struct_size != CONFIG_V3_SIZE)
 		return uzram_set_error(-EINVAL,
 			"open: config struct_size %zu is not one this library "
 			"knows (use uzram_config_init)", cfg->struct_size);
 	/* Fields past an older caller's struct_size keep their defaults. */
 	uzram_config_init(&c);
 	memcpy(&c, cfg, cfg->struct_size);
+	if (c.image)
+		return image_open(&c, devp);
+	return device_create(&c, devp);
+}
+
+int device_create(const struct uzram_config *cfg, struct uzram **devp)
+{
+	struct uzram_config c = *cfg;
+	struct zcomp *comp = NULL;
+	struct uzram *dev;
+	int ret, shift;
+
 	if (c.size == 0 || c.size > MAX_PAGES * PAGE)
 		return uzram_set_error(-EINVAL,
 			"open: size %llu is not between 1 and %llu bytes",
@@ -227,4 +241,14 @@ UZRAM_API long uzram_compact(struct uzram *dev)
 UZRAM_API const char *uzram_algorithms(void)
 {
 	return zcomp_known();
+}
+
+UZRAM_API const char *uzram_algorithm(const struct uzram *dev, int prio)
+{
+	const struct zcomp *zc;
+
+	if (!dev || prio < 0 || prio > UZRAM_MAX_RECOMP)
+		return NULL;
+	zc = atomic_load_explicit(&dev->comp[prio], memory_order_acquire);
+	return zc ? zcomp_name(zc) : NULL;
 }

@@ -35,6 +35,8 @@ UZRAM_API const char *uzram_strerror(int err)
 	case -ENOMEM:	return "out of memory";
 	case -EIO:	return "stored data is corrupt";
 	case -ENOENT:	return "unknown compression algorithm";
+	case -EBADMSG:	return "image is corrupt or truncated";
+	case -EBUSY:	return "a save is already in progress";
 	default:	return "unknown error";
 	}
 }

@@ -81,6 +81,7 @@
 
 #include "uzram.h"
 #include "error.h"
+#include "image.h"
 #include "slot.h"
 #include "stats.h"
 #include "store.h"
@@ -90,12 +91,6 @@
 /* xxhash's functions compiled in here, inlined and private to the library. */
 #define XXH_INLINE_ALL
 #include <xxhash.h>
-
-/* The new (or old) contents of a slot, outside the table. */
-struct content {
-	uint32_t flags;
-	uint64_t val;
-};
 
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
 static pthread_key_t tls_key;
@@ -156,8 +151,7 @@ static inline struct span span_at(const struct uzram *dev, uint64_t off,
 	return sp;
 }
 
-/* The slot of cluster idx, creating its chunk if needed; NULL: no memory. */
-static struct slot *slot_get(struct uzram *dev, uint64_t idx)
+struct slot *slot_get(struct uzram *dev, uint64_t idx)
 {
 	struct slot *_Atomic *entry = &dev->dir[idx >> CHUNK_SHIFT];
 	struct slot *chunk = atomic_load_explicit(entry, memory_order_acquire);
@@ -199,9 +193,8 @@ static uint64_t content_handle_size(const struct content *c)
 	return c->val >> 32;
 }
 
-/* Count contents that hold (sign 1) or held (sign -1) `pages` pages. */
-static void content_account(struct uzram *dev, const struct content *c,
-			    int64_t sign, size_t len)
+void content_account(struct uzram *dev, const struct content *c,
+		     int64_t sign, size_t len)
 {
 	struct stats *st = &dev->stats;
 	int64_t pages = sign * (int64_t)(len >> PAGE_SHIFT);
@@ -223,12 +216,8 @@ static void content_account(struct uzram *dev, const struct content *c,
 	stats_add(&st->pages_stored, pages);
 }
 
-/*
- * Give back what the old contents of a unit of len bytes held; called
- * after the slot is unlocked.
- */
-static void content_release(struct uzram *dev, const struct content *old,
-			    size_t len)
+void content_release(struct uzram *dev, const struct content *old,
+		     size_t len)
 {
 	enum slot_state state = (enum slot_state)(old->flags & SLOT_STATE_MASK);
 
@@ -374,16 +363,34 @@ static int slot_read_part(struct uzram *dev, const struct slot *s,
 	return ret;
 }
 
-static void unit_commit(struct uzram *dev, struct slot *s,
-			const struct content *c, size_t len)
+/*
+ * Swap new contents into cluster idx, whose slot the caller has locked
+ * exclusively, and unlock it. The old contents are released, unless a save
+ * in progress has not copied the cluster yet: then they are handed to it
+ * (image_save.c), which writes them and releases them afterwards.
+ */
+static void unit_swap_unlock(struct uzram *dev, struct slot *s, uint64_t idx,
+			     const struct content *c, size_t len)
 {
-	struct content old;
+	struct content old = slot_swap(s, c);
+	struct image_save *sv = NULL;
 
-	slot_lock(s);
-	old = slot_swap(s, c);
+	if (__builtin_expect(atomic_load_explicit(&dev->save,
+						  memory_order_relaxed) != NULL, 0))
+		sv = image_save_enter(dev, idx);
 	slot_unlock(s);
 	content_account(dev, c, 1, len);
-	content_release(dev, &old, len);
+	if (sv)
+		image_save_hand_over(dev, sv, idx, &old, len);
+	else
+		content_release(dev, &old, len);
+}
+
+static void unit_commit(struct uzram *dev, struct slot *s, uint64_t idx,
+			const struct content *c, size_t len)
+{
+	slot_lock(s);
+	unit_swap_unlock(dev, s, idx, c, len);
 }
 
 /*
@@ -435,7 +442,7 @@ static int unit_write_full(struct uzram *dev, uint64_t idx,
 		if (ret)
 			return ret;
 	}
-	unit_commit(dev, s, &c, len);
+	unit_commit(dev, s, idx, &c, len);
 	return 0;
 }
 
@@ -451,7 +458,7 @@ static int unit_write_part(struct uzram *dev, uint64_t idx, size_t uoff,
 	struct slot *s = slot_get(dev, idx);
 	struct store_tls *t = store_tls_get(dev->csize);
 	size_t len = unit_len(dev, idx);
-	struct content c, old;
+	struct content c;
 	int ret;
 
 	if (!s || !t)
@@ -483,10 +490,7 @@ static int unit_write_part(struct uzram *dev, uint64_t idx, size_t uoff,
 		slot_unlock(s);
 		return ret;
 	}
-	old = slot_swap(s, &c);
-	slot_unlock(s);
-	content_account(dev, &c, 1, len);
-	content_release(dev, &old, len);
+	unit_swap_unlock(dev, s, idx, &c, len);
 	return 0;
 }
 
@@ -598,7 +602,7 @@ static int zero_range(struct uzram *dev, const char *what, uint64_t len,
 			s = slot_get(dev, sp.idx);
 			if (!s)
 				return io_failed(dev, what, -ENOMEM, off);
-			unit_commit(dev, s, &c, sp.ulen);
+			unit_commit(dev, s, sp.idx, &c, sp.ulen);
 		} else {
 			ret = unit_write_part(dev, sp.idx, sp.uoff, sp.n, NULL);
 			if (ret)

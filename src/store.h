@@ -18,6 +18,7 @@
 #include "slot.h"
 #include "stats.h"
 
+struct image_save;
 struct zcomp;
 struct zpool;
 
@@ -53,6 +54,18 @@ struct uzram {
 	struct zcomp *_Atomic comp[UZRAM_MAX_RECOMP + 1];
 	struct zpool *pool;
 	struct stats stats;
+	/*
+	 * A save in progress (image_save.c), or NULL; save_users counts the
+	 * writers that may be looking at it (image_save_enter()).
+	 */
+	struct image_save *_Atomic save;
+	_Atomic uint64_t save_users;
+};
+
+/* The contents of a slot, outside the table. */
+struct content {
+	uint32_t flags;
+	uint64_t val;
 };
 
 /*
@@ -85,6 +98,26 @@ struct store_tls *store_tls_get(size_t cap);
  */
 int slot_decode(struct uzram *dev, const struct slot *s, unsigned char *dst,
 		size_t len);
+
+/* The slot of cluster idx, creating its chunk if needed; NULL: no memory. */
+struct slot *slot_get(struct uzram *dev, uint64_t idx);
+
+/* Count contents that hold (sign 1) or held (sign -1) a unit of len bytes. */
+void content_account(struct uzram *dev, const struct content *c,
+		     int64_t sign, size_t len);
+
+/*
+ * Give back what the old contents of a unit of len bytes held: free the
+ * object, count it out. Called once no slot names it.
+ */
+void content_release(struct uzram *dev, const struct content *old,
+		     size_t len);
+
+/*
+ * Create an empty device from a checked copy of the config (device.c);
+ * uzram_open() without an image, and the image loader, both use it.
+ */
+int device_create(const struct uzram_config *c, struct uzram **devp);
 
 /* Bytes in cluster idx: the cluster size, except maybe for the last one. */
 static inline size_t unit_len(const struct uzram *dev, uint64_t idx)
