@@ -40,6 +40,9 @@
  * memory) therefore leaves the cluster exactly as it was. A partial cluster
  * holds the slot lock for the whole read-modify-write, so that two partial
  * writes to one cluster cannot lose each other's bytes.
+ * While uzram_save() runs, the old object of a cluster the save has not
+ * copied yet is handed to the save instead of being freed (copy on write,
+ * see image_save.c); the write does not wait for the save.
  *
  * Rewriting what is stored. Copies, re-syncs and file systems write back
  * many clusters unchanged, and a compression costs 5 to 20 times what a
