@@ -16,16 +16,19 @@ static const struct {
 } commands[] = {
 	{ "load", cmd_load,
 	  "load FILE [--algorithm A] [--level N] [--mem-limit M] [--json]\n"
-	  "             [--cluster 4K..64K] [--randread N] [--recompress ALGO[:LEVEL]]" },
+	  "             [--cluster 4K..64K] [--randread N] [--recompress ALGO[:LEVEL]]\n"
+	  "             [--save IMAGE]" },
 	{ "serve", cmd_serve,
 	  "serve [--size 1G] [--algorithm lz4] [--level N] [--mem-limit M]\n"
 	  "              [--socket PATH | --tcp HOST:PORT] [--export NAME]\n"
 	  "              [--read-only] [--max-connections N] [--cluster 4K..64K]\n"
-	  "              [--recomp-algorithm ALGO[:LEVEL]]... [--run 'COMMAND']" },
+	  "              [--recomp-algorithm ALGO[:LEVEL]]... [--run 'COMMAND']\n"
+	  "              [--image FILE]" },
 	{ "stat", cmd_stat, "stat [--socket PATH] [--json]" },
 	{ "ctl", cmd_ctl,
 	  "ctl [--socket PATH] compact | mem-limit SIZE | reset-max | idle\n"
-	  "            | recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]" },
+	  "            | recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]\n"
+	  "            | save [IMAGE]" },
 };
 
 static void usage(FILE *f)

@@ -5,9 +5,12 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "uzram.h"
 #include "cli.h"
@@ -20,10 +23,14 @@ static void serve_usage(void)
 		"                   [--socket PATH | --tcp HOST:PORT] [--export NAME]\n"
 		"                   [--read-only] [--max-connections N] [--cluster 4K..64K]\n"
 		"                   [--recomp-algorithm ALGO[:LEVEL]]... [--run 'COMMAND']\n"
+		"                   [--image FILE]\n"
 		"  --recomp-algorithm: a secondary algorithm for `uzram ctl recompress`\n"
 		"         (priority 1, 2, 3 in the order given)\n"
 		"  --run: run COMMAND with sh -c once the server listens, with $uri set;\n"
-		"         stop when it exits, with its exit status\n");
+		"         stop when it exits, with its exit status\n"
+		"  --image: open the device from FILE if it exists (its size, cluster,\n"
+		"         algorithms win; options that differ are an error), else create\n"
+		"         it; save it to FILE on SIGTERM, SIGINT or the end of --run\n");
 }
 
 /* "PORT", "HOST:PORT" or "[V6ADDR]:PORT"; host defaults to 127.0.0.1. */
@@ -64,6 +71,83 @@ static int parse_uint(const char *s, unsigned long long max,
 	return errno || end == s || *end || *out > max || s[0] == '-' ? -1 : 0;
 }
 
+struct recomp_opt {
+	const char *name;
+	int level;
+};
+
+/*
+ * The device: from the image if there is one at `image` (then options
+ * given explicitly must agree with it), else a new one. 0 or the exit
+ * status.
+ */
+static int open_device(struct uzram_config *cfg, const char *image,
+		       bool size_set, bool algo_set, bool cluster_set,
+		       struct uzram **dev)
+{
+	struct stat sb;
+	int r;
+
+	if (image && stat(image, &sb) == 0) {
+		cfg->image = image;
+		if (!size_set)
+			cfg->size = 0;
+	}
+	r = uzram_open(cfg, dev);
+	if (r < 0) {
+		fprintf(stderr, "uzram serve: cannot %s the device: %s%s%s\n",
+			cfg->image ? "open" : "create", uzram_strerror(r),
+			*uzram_last_error() ? ": " : "", uzram_last_error());
+		return 1;
+	}
+	if (cfg->image && ((algo_set && strcmp(cfg->algorithm,
+					       uzram_algorithm(*dev, 0))) ||
+			   (cluster_set && cfg->cluster_size !=
+			    uzram_cluster_size(*dev) &&
+			    !(cfg->cluster_size == 0 &&
+			      uzram_cluster_size(*dev) == UZRAM_PAGE_SIZE)))) {
+		fprintf(stderr, "uzram serve: --%s conflicts with image %s "
+			"(%s, %u-byte clusters); leave it out\n",
+			algo_set && strcmp(cfg->algorithm,
+					   uzram_algorithm(*dev, 0)) ?
+			"algorithm" : "cluster", image,
+			uzram_algorithm(*dev, 0), uzram_cluster_size(*dev));
+		uzram_close(*dev);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * The --recomp-algorithm ones, at priorities 1, 2, 3; a device opened from
+ * an image may have them already (then they must be the same ones).
+ */
+static int add_recomp(struct uzram *dev, const struct recomp_opt *recomp,
+		      int n)
+{
+	for (int i = 0; i < n; i++) {
+		const char *have = uzram_algorithm(dev, i + 1);
+		int r;
+
+		if (have && !strcmp(have, recomp[i].name))
+			continue;
+		if (have) {
+			fprintf(stderr, "uzram serve: --recomp-algorithm %s "
+				"conflicts with the image's %s at priority "
+				"%d\n", recomp[i].name, have, i + 1);
+			return 1;
+		}
+		r = uzram_add_recomp_algorithm(dev, recomp[i].name,
+					       recomp[i].level);
+		if (r < 0) {
+			fprintf(stderr, "uzram serve: --recomp-algorithm: %s\n",
+				uzram_last_error());
+			return 1;
+		}
+	}
+	return 0;
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -79,6 +163,7 @@ int cmd_serve(int argc, char **argv)
 		{ "cluster", required_argument, NULL, 'C' },
 		{ "run", required_argument, NULL, 'R' },
 		{ "recomp-algorithm", required_argument, NULL, 'A' },
+		{ "image", required_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -90,8 +175,9 @@ int cmd_serve(int argc, char **argv)
 	struct uzram *dev = NULL;
 	unsigned long long v;
 	char desc[256], *tcp = NULL;
-	struct { const char *name; int level; } recomp[UZRAM_MAX_RECOMP];
+	struct recomp_opt recomp[UZRAM_MAX_RECOMP];
 	int o, r, idx = 0, nrecomp = 0;
+	bool size_set = false, algo_set = false, cluster_set = false;
 
 	uzram_config_init(&cfg);
 	cfg.size = 1ull << 30;
@@ -101,9 +187,11 @@ int cmd_serve(int argc, char **argv)
 			if (parse_size(optarg, &v) < 0 || v == 0)
 				goto bad_value;
 			cfg.size = v;
+			size_set = true;
 			break;
 		case 'a':
 			cfg.algorithm = optarg;
+			algo_set = true;
 			break;
 		case 'l': {
 			char *end;
@@ -146,6 +234,10 @@ int cmd_serve(int argc, char **argv)
 			if (parse_size(optarg, &v) < 0 || v > UINT32_MAX)
 				goto bad_value;
 			cfg.cluster_size = (uint32_t)v;
+			cluster_set = true;
+			break;
+		case 'I':
+			sc.image = optarg;
 			break;
 		case 'R':
 			sc.run = optarg;
@@ -188,27 +280,18 @@ int cmd_serve(int argc, char **argv)
 		sc.socket_path = "uzram.sock";
 	}
 
-	r = uzram_open(&cfg, &dev);
-	if (r < 0) {
-		fprintf(stderr, "uzram serve: cannot create the device: %s%s%s\n",
-			uzram_strerror(r), *uzram_last_error() ? ": " : "",
-			uzram_last_error());
-		return 1;
+	r = open_device(&cfg, sc.image, size_set, algo_set, cluster_set, &dev);
+	if (r)
+		return r;
+	r = add_recomp(dev, recomp, nrecomp);
+	if (r) {
+		uzram_close(dev);
+		return r;
 	}
-	for (int i = 0; i < nrecomp; i++) {
-		r = uzram_add_recomp_algorithm(dev, recomp[i].name,
-					       recomp[i].level);
-		if (r < 0) {
-			fprintf(stderr, "uzram serve: --recomp-algorithm: %s\n",
-				uzram_last_error());
-			uzram_close(dev);
-			return 1;
-		}
-	}
-	sc.algorithm = cfg.algorithm;
+	sc.algorithm = uzram_algorithm(dev, 0);
 	sc.export.dev = dev;
 	sc.export.size = uzram_size(dev);
-	snprintf(desc, sizeof desc, "uzram %s device", cfg.algorithm);
+	snprintf(desc, sizeof desc, "uzram %s device", sc.algorithm);
 	sc.export.description = desc;
 	r = nbd_server_run(&sc);
 	if (r == 0)
@@ -230,6 +313,7 @@ static void ctl_usage(FILE *f)
 {
 	fprintf(f, "usage: uzram ctl [--socket PATH] compact | mem-limit SIZE | reset-max | idle\n"
 		"                 | recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]\n"
+		"                 | save [IMAGE]\n"
 		"  compact      move objects out of sparse allocator pages, give back\n"
 		"               what is empty (zram's compact)\n"
 		"  mem-limit    change the memory limit; 0 removes it (zram's mem_limit)\n"
@@ -238,7 +322,9 @@ static void ctl_usage(FILE *f)
 		"               written (zram's idle)\n"
 		"  recompress   re-encode stored pages with a --recomp-algorithm of the\n"
 		"               server (priority 1 by default), all or only huge or idle ones,\n"
-		"               at least threshold bytes compressed (zram's recompress)\n");
+		"               at least threshold bytes compressed (zram's recompress)\n"
+		"  save         save the device to IMAGE, or to the server's --image,\n"
+		"               while it serves (uzram_save)\n");
 }
 
 /*
@@ -319,7 +405,7 @@ int cmd_ctl(int argc, char **argv)
 {
 	const char *path = NULL;
 	unsigned long long v;
-	char req[64];
+	char req[PATH_MAX + 16], cwd[PATH_MAX];
 	int r = client_options(argc, argv, ctl_usage, &path, NULL);
 
 	if (r >= 0)
@@ -335,6 +421,21 @@ int cmd_ctl(int argc, char **argv)
 	} else if (argc >= 1 && !strcmp(argv[0], "recompress")) {
 		if (recompress_request(argc, argv, req, sizeof req) < 0) {
 			ctl_usage(stderr);
+			return 2;
+		}
+	} else if (argc == 1 && !strcmp(argv[0], "save")) {
+		snprintf(req, sizeof req, "save\n");
+	} else if (argc == 2 && !strcmp(argv[0], "save")) {
+		/* the server's working directory is not ours */
+		if (argv[1][0] != '/' && !getcwd(cwd, sizeof cwd)) {
+			perror("uzram ctl: getcwd");
+			return 1;
+		}
+		if ((size_t)snprintf(req, sizeof req, "save %s%s%s\n",
+				     argv[1][0] == '/' ? "" : cwd,
+				     argv[1][0] == '/' ? "" : "/", argv[1]) >=
+		    sizeof req || strchr(argv[1], '\n')) {
+			fprintf(stderr, "uzram ctl: bad path '%s'\n", argv[1]);
 			return 2;
 		}
 	} else if (argc == 2 && !strcmp(argv[0], "mem-limit")) {

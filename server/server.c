@@ -15,6 +15,7 @@
  *   SIGCHLD         (--run) the command exited: stop as for SIGTERM
  *   PATH.ctl        `uzram stat` connects, sends "json\n" or "text\n" and
  *                   gets the same figures back
+ *   --image FILE    after the clients are gone, the device is saved to FILE
  *
  * Lock rule: srv->lock guards the client list and is taken only when a
  * client comes or goes and at shutdown, never on the request path; the
@@ -159,14 +160,40 @@ static int format_stats(struct server *srv, bool json, char *out, size_t n)
 	return len < n ? 0 : -1;
 }
 
+/* Save the device to path (the --image one if NULL); the reply in out. */
+static int save_image(struct server *srv, const char *path, char *out,
+		      size_t n)
+{
+	struct timespec t0, t1;
+	int r;
+
+	if (!path) {
+		snprintf(out, n, "error: save: no path given, and the server "
+			 "has no --image\n");
+		return -1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r = uzram_save(srv->cfg->export.dev, path, 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (r < 0) {
+		snprintf(out, n, "error: %s\n", uzram_last_error());
+		return -1;
+	}
+	snprintf(out, n, "ok: saved %s in %.3f s\n", path,
+		 (double)(t1.tv_sec - t0.tv_sec) +
+		 (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	return 0;
+}
+
 /*
  * One request on the control socket, a line: "json" or "text" (the
  * figures), "compact", "mem-limit BYTES" (0: none), "reset-max", "idle"
  * or "recompress PRIORITY FLAGS THRESHOLD", as zram's compact, mem_limit,
- * mem_used_max, idle and recompress files. The reply starts with "ok" or
- * "error:" for the commands. They run on the main thread: a recompress of
- * a large device delays new connections (not the connected clients) until
- * it is done.
+ * mem_used_max, idle and recompress files, or "save [PATH]" (uzram_save to
+ * PATH, an absolute path, or to --image). The reply starts with "ok" or
+ * "error:" for the commands. They run on the main thread: a recompress or
+ * a save of a large device delays new connections (not the connected
+ * clients, whose writes go on during a save) until it is done.
  */
 static void ctl_request(struct server *srv, char *req, char *out, size_t n)
 {
@@ -215,6 +242,10 @@ static void ctl_request(struct server *srv, char *req, char *out, size_t n)
 	} else if (!strcmp(req, "idle")) {
 		snprintf(out, n, "ok: %ld pages marked idle\n",
 			 uzram_mark_idle(dev));
+	} else if (!strcmp(req, "save")) {
+		save_image(srv, srv->cfg->image, out, n);
+	} else if (!strncmp(req, "save /", 6)) {
+		save_image(srv, req + 5, out, n);
 	} else if (!strcmp(req, "reset-max")) {
 		struct uzram_stats st;
 
@@ -225,13 +256,14 @@ static void ctl_request(struct server *srv, char *req, char *out, size_t n)
 	} else {
 		snprintf(out, n, "error: unknown request '%.40s' (known: json, "
 			 "text, compact, mem-limit BYTES, reset-max, idle, "
-			 "recompress PRIORITY FLAGS THRESHOLD)\n", req);
+			 "recompress PRIORITY FLAGS THRESHOLD, save [PATH])\n",
+			 req);
 	}
 }
 
 static void serve_ctl(struct server *srv, int lfd)
 {
-	char req[64], out[4096];
+	char req[PATH_MAX + 16], out[4096];
 	struct pollfd p;
 	ssize_t r;
 	int fd;
@@ -669,6 +701,15 @@ stop:
 		fprintf(stderr, "uzram serve: clients did not finish in time\n");
 	else if (cfg->run)
 		status = run_status;
+	if (cfg->image) {
+		/* a client that did not finish may still write: saves allow it */
+		if (save_image(&srv, cfg->image, out, sizeof out) < 0) {
+			fprintf(stderr, "uzram serve: %s", out + 7);
+			status = 1;
+		} else {
+			fprintf(stderr, "uzram serve: %s", out + 4);
+		}
+	}
 out:
 	if (sfd >= 0)
 		close(sfd);
