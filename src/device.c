@@ -112,9 +112,14 @@ int device_create(const struct uzram_config *cfg, struct uzram **devp)
 					       : uzram_strerror(ret));
 		goto fail;
 	}
-	/* One object per cluster; a rewrite in flight holds one more until
-	 * it frees the old one, which the pool's spare handles cover. */
-	ret = zpool_create(dev->nclusters, dev->csize, &dev->pool);
+	/*
+	 * One object per cluster, and during a save one more per cluster at
+	 * most: the old objects that writers hand over (image_save.c), each
+	 * of which may sit alone in a zspage, so the pool reserves address
+	 * space (not memory) for twice as many. A rewrite in flight holds one
+	 * more until it frees the old one, which the pool's spares cover.
+	 */
+	ret = zpool_create(2 * dev->nclusters, dev->csize, &dev->pool);
 	if (ret) {
 		uzram_set_error(ret, "open: cannot create the allocator: %s",
 				uzram_strerror(ret));
