@@ -76,6 +76,24 @@ struct recomp_opt {
 	int level;
 };
 
+/* Whether a file could be created beside path (errno says why not). */
+static bool dir_writable(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	size_t n = slash ? (size_t)(slash - path) : 0;
+
+	if (!slash)
+		return access(".", W_OK) == 0;
+	if (n >= sizeof dir) {
+		errno = ENAMETOOLONG;
+		return false;
+	}
+	memcpy(dir, path, n);
+	dir[n] = '\0';
+	return access(n ? dir : "/", W_OK) == 0;
+}
+
 /*
  * The device: from the image if there is one at `image` (then options
  * given explicitly must agree with it), else a new one. 0 or the exit
@@ -92,6 +110,11 @@ static int open_device(struct uzram_config *cfg, const char *image,
 		cfg->image = image;
 		if (!size_set)
 			cfg->size = 0;
+	} else if (image && !dir_writable(image)) {
+		/* better now than at the end, with the data */
+		fprintf(stderr, "uzram serve: --image %s: cannot write in its "
+			"directory: %s\n", image, strerror(errno));
+		return 1;
 	}
 	r = uzram_open(cfg, dev);
 	if (r < 0) {

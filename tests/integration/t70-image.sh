@@ -100,6 +100,12 @@ for opt in "--algorithm lz4" "--cluster 4K" "--size 32M"; do
 	grep -q "conflicts" "$T/x.err" || fail "$opt: $(cat "$T/x.err")"
 done
 
+rc=0
+uzram serve --image "$T/no/such/dir.img" --socket "$T/x.sock" >/dev/null \
+	2>"$T/x.err" || rc=$?
+((rc != 0)) || fail "serve --image in a missing directory started"
+grep -q "cannot write" "$T/x.err" || fail "missing directory: $(cat "$T/x.err")"
+
 step "a corrupt image is refused with a message and left as it was"
 cp "$IMG" "$T/bad.img"
 printf '\x01' | dd of="$T/bad.img" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
