@@ -315,11 +315,15 @@ UZRAM_API long uzram_recompress(struct uzram *dev, int prio, unsigned flags,
  * Returns 0, or:
  *   -EINVAL  NULL argument or unknown flags;
  *   -EBUSY   another save of the same device is in progress;
+ *   -EAGAIN  a secondary algorithm was added, and used, during the save:
+ *            save again;
  *   -ENOMEM  out of memory;
  *   the negative errno of a failed system call on the file (-EACCES,
  *            -ENOSPC for a full disk, -EIO, ...);
  * with uzram_last_error() naming the file and what failed. On failure path
- * is unchanged and no temporary file is left behind. Thread-safe.
+ * is unchanged (unless only the final fsync of its directory failed: then
+ * it is the new image, not yet durable) and no temporary file is left
+ * behind. Thread-safe.
  *
  * Opening: set cfg.image and call uzram_open(). Every checksum and every
  * bound of the image is checked before the device is returned; nothing of

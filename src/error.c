@@ -37,6 +37,7 @@ UZRAM_API const char *uzram_strerror(int err)
 	case -ENOENT:	return "unknown compression algorithm";
 	case -EBADMSG:	return "image is corrupt or truncated";
 	case -EBUSY:	return "a save is already in progress";
+	case -EAGAIN:	return "the device changed in a way a save cannot follow";
 	default:	return "unknown error";
 	}
 }

@@ -107,6 +107,7 @@ struct writer {
 	uint32_t nrec;           /* records in the block */
 	uint64_t seed;           /* the header's checksum */
 	uint64_t blocks, records;
+	unsigned prios;          /* bit p: the header names priority p */
 };
 
 uint64_t img_sum(const void *p, size_t n, uint64_t seed)
@@ -233,6 +234,11 @@ static int content_put(struct uzram *dev, struct writer *w, uint64_t idx,
 		return 0;
 	case SLOT_OBJ:
 	case SLOT_HUGE:
+		/* recompressed by an algorithm added after the header */
+		if (!(w->prios & 1u << slot_prio(flags)))
+			return uzram_set_error(-EAGAIN, "save: a secondary "
+					       "algorithm was added during the "
+					       "save; save again");
 		record_put(w, idx, flags, zpool_map(dev->pool, handle), size);
 		zpool_unmap(dev->pool, handle);
 		return 0;
@@ -287,7 +293,8 @@ static int save_finish(struct uzram *dev, struct image_save *sv,
 	return ret;
 }
 
-static void header_build(struct uzram *dev, unsigned char *h)
+/* The header, in h; the priorities it names, in *prios. */
+static void header_build(struct uzram *dev, unsigned char *h, unsigned *prios)
 {
 	memset(h, 0, IMG_HEADER_LEN);
 	memcpy(h + IMG_H_MAGIC, IMG_MAGIC, 8);
@@ -301,6 +308,7 @@ static void header_build(struct uzram *dev, unsigned char *h)
 
 		if (!zc)
 			continue;
+		*prios |= 1u << prio;
 		strncpy((char *)c, zcomp_name(zc), IMG_CODEC_NAME - 1);
 		img_put32(c + IMG_CODEC_NAME, (uint32_t)zcomp_level(zc));
 	}
@@ -315,7 +323,7 @@ static int save_walk(struct uzram *dev, struct image_save *sv,
 	struct slot *s;
 	int ret;
 
-	header_build(dev, w->buf);
+	header_build(dev, w->buf, &w->prios);
 	w->seed = img_get64(w->buf + IMG_H_SUM);
 	ret = write_all(w, w->buf, IMG_HEADER_LEN);
 	w->len = IMG_BLOCK_HEAD;
