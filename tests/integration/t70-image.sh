@@ -6,8 +6,9 @@
 # saves a live device (to --image or to a path, relative to the caller);
 # options that conflict with the image are refused; a corrupt image is
 # refused with a message and left as it was; and `uzram load --save` killed
-# with SIGKILL at 24 random moments of its save always leaves an image that
-# opens with the old contents or the new ones, exactly.
+# with SIGKILL at 24 random moments of its run, and a server killed at 12
+# random moments of a `uzram ctl save`, always leave an image that opens
+# with the old contents or the new ones, exactly.
 source "$(dirname "$0")/functions.sh"
 require nbdcopy nbdinfo qemu-io cmp timeout python3
 real_server || skip_all "images are a uzram serve feature"
@@ -152,3 +153,39 @@ for ((i = 0; i < 24; i++)); do
 	fi
 done
 echo "  24 kills within ${span} us runs: $olds left the old image, $news the new one"
+
+
+step "SIGKILL of the server during ctl save leaves an image that opens"
+dd if="$CORPUS/heap-python.core" bs=1M skip=32 count=32 of="$T/old" status=none
+dd if="$CORPUS/heap-python.core" bs=1M count=32 of="$T/new" status=none
+uzram load "$T/old" --save "$T/old.img" >/dev/null
+SIMG=$T/s.img
+olds=0 news=0
+for ((i = 0; i < 12; i++)); do
+	cp "$T/old.img" "$SIMG"
+	start_server k --image "$SIMG"
+	nbdcopy "$T/new" "${URI[k]}"
+	if ((i == 0)); then
+		server_ctl k save "$T/probe.img" >"$T/probe.out"
+		span=$(sed -n 's/.* in \([0-9.]*\) s$/\1/p' "$T/probe.out" |
+			awk '{ printf "%d", $1 * 1500000 + 1000 }')
+	fi
+	delay=$(((RANDOM * 32768 + RANDOM) % span))
+	server_ctl k save >/dev/null 2>&1 &
+	cpid=$!
+	sleep "$(printf '%d.%06d' $((delay / 1000000)) $((delay % 1000000)))"
+	kill -KILL "${PID[k]}"
+	wait "${PID[k]}" 2>/dev/null || true
+	unset "PID[k]"
+	wait "$cpid" 2>/dev/null || true
+	rm -f "$SIMG".tmp.* "${SOCK[k]}" "${SOCK[k]}.ctl"
+	contents "$SIMG" "$T/k.out"
+	if cmp -s "$T/k.out" "$T/old"; then
+		olds=$((olds + 1))
+	elif cmp -s "$T/k.out" "$T/new"; then
+		news=$((news + 1))
+	else
+		fail "kill $i after ${delay} us: the image holds neither the old nor the new contents"
+	fi
+done
+echo "  12 kills within ${span} us (1.5 times a save): $olds left the old image, $news the new one"
