@@ -287,7 +287,7 @@ static int record_load(struct reader *r, struct uzram *dev, uint64_t idx,
 	if (slot_state(s) != SLOT_EMPTY)
 		return bad(r, "a cluster appears twice", "");
 	if ((flags & SLOT_STATE_MASK) == SLOT_SAME) {
-		c.val = img_get64(data);
+		memcpy(&c.val, data, sizeof c.val);
 	} else {
 		ret = zpool_store(dev->pool, data, size, &handle);
 		if (ret == -ENOSPC)

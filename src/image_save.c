@@ -225,12 +225,8 @@ static int content_put(struct uzram *dev, struct writer *w, uint64_t idx,
 	case SLOT_EMPTY:
 		return 0;
 	case SLOT_SAME:
-		{
-			unsigned char v[8];
-
-			img_put64(v, val);
-			record_put(w, idx, flags, v, sizeof v);
-		}
+		/* the 8 bytes as they repeat in the cluster */
+		record_put(w, idx, flags, &val, sizeof val);
 		return 0;
 	case SLOT_OBJ:
 	case SLOT_HUGE:
