@@ -285,7 +285,7 @@ static int record_load(struct reader *r, struct uzram *dev, uint64_t idx,
 	if (!s)
 		return uzram_set_error(-ENOMEM, "open: out of memory");
 	if (slot_state(s) != SLOT_EMPTY)
-		return bad(r, "a cluster appears twice", "");
+		return -EBADMSG;      /* seen before; the caller says where */
 	if ((flags & SLOT_STATE_MASK) == SLOT_SAME) {
 		memcpy(&c.val, data, sizeof c.val);
 	} else {
@@ -327,13 +327,14 @@ static int block_load(struct reader *r, struct uzram *dev, uint32_t nrec,
 			why = "a record past the end of its block";
 		if (!why)
 			why = record_check(dev, idx, flags, size);
-		snprintf(where, sizeof where, " (record %u of block %llu)", i,
-			 (unsigned long long)r->blocks);
-		if (why)
-			return bad(r, why, where);
-		ret = record_load(r, dev, idx, flags, p + IMG_RECORD_HEAD, size);
-		if (ret == -EBADMSG)
-			return bad(r, "a cluster appears twice", where);
+		ret = why ? -EBADMSG : record_load(r, dev, idx, flags,
+						   p + IMG_RECORD_HEAD, size);
+		if (ret == -EBADMSG) {
+			snprintf(where, sizeof where, " (record %u of block "
+				 "%llu)", i, (unsigned long long)r->blocks);
+			return bad(r, why ? why : "a cluster appears twice",
+				   where);
+		}
 		if (ret)
 			return ret;
 		p += IMG_RECORD_HEAD + size;
