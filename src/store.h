@@ -4,8 +4,9 @@
  *
  * The table of slots is a directory of chunks of CHUNK_SLOTS slots each,
  * made on first write (store.c explains why). Everything here but
- * chunks_used, mem_limit and the directory's entries is set by uzram_open()
- * and then only read; the stats are relaxed atomic counters (stats.h).
+ * chunks_used, mem_limit, the directory's entries and the save's two fields
+ * is set by uzram_open() and then only read; the stats are relaxed atomic
+ * counters (stats.h).
  */
 #ifndef UZRAM_STORE_H
 #define UZRAM_STORE_H
