@@ -60,7 +60,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 INTEGRATION := $(sort $(wildcard tests/integration/t*.sh))
 
 .PHONY: all lib cli deps deps-test deps-bench unit check-unit check-header \
-	check-sanitizers check-integration test run bench bench-quick fuzz \
+	check-sanitizers check-integration check-install test run bench bench-quick fuzz \
 	fuzz-smoke install clean
 .DEFAULT_GOAL := all
 
@@ -123,22 +123,56 @@ endif
 
 # UZRAM_TEST_SCALE scales the randomized tests: 1 in the plain build, less
 # under the sanitizers, which are several times slower.
+#
+# The tests read real data: a corpus made by scripts/corpus.sh (a tar of
+# installed files and a Python core image). CORPUS=DIR uses a folder of
+# one's own instead (it must hold files.tar and heap-python.core); the
+# same variable steers make run and make bench. make test also runs the
+# unit and integration tests on a second corpus, taken from other
+# directories in another order and cut at another size, so that a test
+# tuned to one machine's bytes fails here and not on a user's machine.
+CORPUS ?=
+CORPUS_ALT_DIR := $(abspath build/corpus-alt)
+ifeq ($(CORPUS),)
 CORPUS_DIR := $(abspath build/corpus)
-SHARED ?= ../shared
+CORPUS_READY := $(CORPUS_DIR)/MANIFEST
+$(CORPUS_READY):
+	bash scripts/corpus.sh $(CORPUS_DIR) 8 >/dev/null
+else
+CORPUS_DIR := $(abspath $(CORPUS))
+CORPUS_READY := corpus-given
+.PHONY: corpus-given
+corpus-given:
+	@for f in files.tar heap-python.core; do \
+		test -s $(CORPUS_DIR)/$$f || { echo "CORPUS=$(CORPUS): no $$f in it" >&2; exit 1; }; \
+	done
+endif
 
-# A small corpus of real data for the tests, made once.
-$(CORPUS_DIR)/MANIFEST:
-	bash $(SHARED)/bench/make-corpus.sh $(CORPUS_DIR) 8 >/dev/null
+# The benchmarks' corpus, 512 MiB of files.tar (bench-cluster, bench-dict;
+# make bench's driver makes the same one itself), or CORPUS=DIR.
+ifeq ($(CORPUS),)
+BENCH_CORPUS_DIR := $(abspath build/bench-corpus)
+BENCH_CORPUS_READY := $(BENCH_CORPUS_DIR)/MANIFEST
+$(BENCH_CORPUS_READY):
+	bash scripts/corpus.sh $(BENCH_CORPUS_DIR) 512 >/dev/null
+else
+BENCH_CORPUS_DIR := $(CORPUS_DIR)
+BENCH_CORPUS_READY := $(CORPUS_READY)
+endif
+
+$(CORPUS_ALT_DIR)/MANIFEST:
+	CORPUS_DIRS="usr/share usr/lib" CORPUS_SEED=11 \
+		bash scripts/corpus.sh $(CORPUS_ALT_DIR) 12 >/dev/null
 
 # make test counts every test program that passed here, for its summary.
 TEST_RESULTS := $(abspath build/test-results.txt)
 
-check-unit: unit $(CORPUS_DIR)/MANIFEST
+check-unit: unit $(CORPUS_READY)
 	@mkdir -p $(dir $(TEST_RESULTS))
 	@set -e; for t in $(UNIT_BINS); do \
 		echo "== $$t"; UZRAM_TEST_SCALE=$(TEST_SCALE) \
 		UZRAM_TEST_CORPUS=$(CORPUS_DIR) $(RUN_TEST) $$t; \
-		echo "$$t" >> $(TEST_RESULTS); \
+		echo "$$t $(CORPUS_DIR)" >> $(TEST_RESULTS); \
 	done
 
 check-header:
@@ -150,12 +184,12 @@ check-sanitizers:
 	$(MAKE) SANITIZE=address TEST_SCALE=0.25 check-unit
 	$(MAKE) SANITIZE=thread TEST_SCALE=0.1 check-unit
 
-check-integration: all $(CORPUS_DIR)/MANIFEST
+check-integration: all $(CORPUS_READY)
 	@mkdir -p $(dir $(TEST_RESULTS))
 	@set -e; for t in $(INTEGRATION); do \
 		echo "== $$t"; UZRAM=$(abspath $(BUILD)/uzram) \
 		UZRAM_TEST_CORPUS=$(CORPUS_DIR) bash $$t; \
-		echo "$$t" >> $(TEST_RESULTS); \
+		echo "$$t $(CORPUS_DIR)" >> $(TEST_RESULTS); \
 	done
 
 TEST_SCALE ?= 1
@@ -163,15 +197,25 @@ TEST_SCALE ?= 1
 test: deps-test all check-header
 	@mkdir -p build && rm -f $(TEST_RESULTS)
 	$(MAKE) TEST_SCALE=1 check-unit
+	$(MAKE) $(CORPUS_ALT_DIR)/MANIFEST
+	$(MAKE) CORPUS=$(CORPUS_ALT_DIR) TEST_SCALE=0.5 check-unit
 	$(MAKE) check-sanitizers
 	$(MAKE) check-integration
+	$(MAKE) CORPUS=$(CORPUS_ALT_DIR) check-integration
+	$(MAKE) check-install
 	$(MAKE) fuzz-smoke
 	@echo fuzz-smoke >> $(TEST_RESULTS)
 	@echo "tests: $$(wc -l < $(TEST_RESULTS)) passed, 0 failed"
 
+# The installed library, used as the README shows (scripts/check-install.sh).
+check-install: all
+	@mkdir -p $(dir $(TEST_RESULTS))
+	bash scripts/check-install.sh $(MAKE)
+	@echo check-install >> $(TEST_RESULTS)
+
 run: all
 	@scripts/deps.sh run
-	@bash scripts/run.sh $(BUILD)/uzram
+	@CORPUS_DIR=$(if $(CORPUS),$(abspath $(CORPUS))) bash scripts/run.sh $(BUILD)/uzram
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
@@ -179,7 +223,8 @@ install: all
 	install -m 644 include/uzram.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(BUILD)/libuzram.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/libuzram.so $(DESTDIR)$(PREFIX)/lib/libuzram.so.$(VERSION)
-	ln -sf libuzram.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libuzram.so
+	ln -sf libuzram.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libuzram.so.$(SOVERSION)
+	ln -sf libuzram.so.$(SOVERSION) $(DESTDIR)$(PREFIX)/lib/libuzram.so
 	install -m 644 $(BUILD)/uzram.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 	install -m 755 $(BUILD)/uzram $(DESTDIR)$(PREFIX)/bin/
 

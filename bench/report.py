@@ -14,7 +14,9 @@ Inputs in RAWDIR (all written by run.sh):
     T.mem.json            memory after the fill (kernel and NBD targets)
     T.skip                the reason target T was skipped
     perf-randread.txt     bench/profile.sh's profile (full runs)
-and ROOT/bench/notes.md, hand-written notes on a run, copied in if present.
+and ROOT/bench/notes.md, hand-written notes on a run, copied in if present,
+as are the sections that side benches (make bench-dict) leave in
+ROOT/bench/sections/*.md.
 
 Units: MB = 10^6 bytes, latencies in microseconds, IOPS in requests/s.
 Standard library only.
@@ -464,7 +466,7 @@ def markdown(R, chart_rel):
     w("- software: %s, %s, libnbd %s, lz4 %s, zstd %s, gcc %s, %s (git %s)"
       % (E.get("fio"), E.get("nbdkit"), (E.get("libnbd") or "").replace("libnbd ", ""),
          E.get("lz4"), E.get("zstd"), E.get("gcc"), E.get("uzram"), E.get("git")))
-    w("- data: the corpus of ../shared/bench/make-corpus.sh, all real data: %s MiB of "
+    w("- data: the corpus of scripts/corpus.sh (or make bench CORPUS=DIR), all real data: %s MiB of "
       "files.tar (installed binaries, headers, docs) at device offset 0 and %s MiB of "
       "heap-python.core (a Python process image) right after it, on a 2 GiB device"
       % (E.get("corpus_tar_mib"), E.get("corpus_core_mib")))
@@ -662,6 +664,9 @@ def markdown(R, chart_rel):
     if missed:
         w("Missed in this run: " + "; ".join(r["measure"] for r in missed) + ".")
         w("")
+    for sec in R.get("sections", []):
+        w(sec.rstrip())
+        w("")
     notes = R.get("notes")
     if notes:
         w("## Notes")
@@ -753,6 +758,11 @@ def build(raw, root):
     notes = os.path.join(root, "bench", "notes.md")
     if os.path.exists(notes):
         R["notes"] = open(notes).read()
+    # Sections the side benches wrote (bench/dict.sh, ...), kept as they are.
+    secdir = os.path.join(root, "bench", "sections")
+    if os.path.isdir(secdir):
+        R["sections"] = [open(os.path.join(secdir, n)).read()
+                         for n in sorted(os.listdir(secdir)) if n.endswith(".md")]
     R["targets_table"] = targets_table(R)
     with open(os.path.join(root, "bench", "results.json"), "w") as f:
         json.dump(R, f, indent=1, sort_keys=False)

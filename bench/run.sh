@@ -25,7 +25,9 @@
 # pages first. Raw outputs go to bench/out/raw/; bench/report.py turns them
 # into bench/results.json, BENCHMARKS.md and bench/chart.png.
 #
-# Environment: BUILD (build dir, default build), SHARED (../shared),
+# Environment: BUILD (build dir, default build), BENCH_CORPUS (a corpus
+# folder of one's own, holding files.tar and heap-python.core, used as it
+# is instead of the one scripts/corpus.sh builds: make bench CORPUS=DIR),
 # BENCH_TARGETS (space-separated subset of the names above), BENCH_NICE (a
 # nice value for the whole run and everything it starts, e.g. -5 as root on
 # a machine busy with other work; the report records it).
@@ -34,7 +36,6 @@ mode=${1:-full}
 cd "$(dirname "$0")/.."
 root=$PWD
 BUILD=${BUILD:-build}
-SHARED=${SHARED:-../shared}
 build=$root/$BUILD
 out=$root/bench/out
 raw=$out/raw
@@ -58,6 +59,7 @@ quick)
 	;;
 esac
 targets=${BENCH_TARGETS:-$targets}
+corpus=${BENCH_CORPUS:-$corpus}
 
 if [[ -n ${BENCH_NICE:-} ]]; then
 	renice -n "$BENCH_NICE" -p $$ >/dev/null
@@ -91,7 +93,9 @@ trap 'exit 130' INT TERM
 
 # --- corpus: real data, files.tar (MIB MiB) and a Python core image ---
 log "corpus: $corpus (files.tar $mib MiB + heap-python.core)"
-bash "$SHARED/bench/make-corpus.sh" "$corpus" "$mib" >/dev/null
+if [[ -z ${BENCH_CORPUS:-} ]]; then
+	bash scripts/corpus.sh "$corpus" "$mib" >/dev/null
+fi
 tar_file=$corpus/files.tar
 core_file=$corpus/heap-python.core
 mib_of() { # whole MiB of a file, capped

@@ -20,4 +20,18 @@ int parse_size(const char *s, unsigned long long *out);
  */
 int parse_algo_level(char *s, const char **name, int *level);
 
+/*
+ * The same for "NAME[:LEVEL][:dict=PATH]": *dict points at PATH in s, or
+ * is NULL. 0 or -EINVAL.
+ */
+int parse_algo_spec(char *s, const char **name, int *level, const char **dict);
+
+/*
+ * Read the dictionary file at path into a new buffer (*buf, *len; the
+ * caller frees it), up to one byte more than the library takes, so that
+ * its own check names a file too large. Says what failed on stderr,
+ * prefixed by "uzram CMD:". 0 or a negative errno.
+ */
+int read_dict(const char *cmd, const char *path, void **buf, size_t *len);
+
 #endif

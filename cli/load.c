@@ -12,7 +12,10 @@
  * read back and are timed apart: with --cluster each decodes a whole
  * cluster. With --recompress ALGO[:LEVEL], the stored file is re-encoded
  * with that secondary algorithm (timed, then compacted) before it is read
- * back, so the round trip checks the recompressed data.
+ * back, so the round trip checks the recompressed data. --dict FILE gives
+ * the algorithm a dictionary; --train-dict[=SIZE] trains one from the
+ * stored file, keeps it if it pays, and re-encodes with it (timed, then
+ * compacted), before any recompression.
  * Figures come from uzram_stats() after the reads (reads do not
  * change them). Exit status: 0 if every byte matched, 1 on a mismatch or a
  * failure, 2 on a usage error. Only the public API (uzram.h) is used.
@@ -45,6 +48,9 @@ struct load_opts {
 	unsigned long long randread; /* random 4 KiB reads to time */
 	const char *recomp;          /* secondary algorithm, or NULL */
 	int recomp_level;
+	const char *dict;            /* dictionary file for the algorithm */
+	const char *recomp_dict;     /* and for the secondary one */
+	unsigned long long train;    /* train a dictionary of this size */
 	const char *save;            /* image to save to, or NULL */
 	bool json;
 };
@@ -54,8 +60,10 @@ struct load_result {
 	uint64_t dev_size;
 	uint32_t cluster_size;
 	struct uzram_stats st;
-	double write_s, read_s, randread_s, recomp_s;
+	double write_s, read_s, randread_s, recomp_s, train_s;
 	uint64_t compr_before, mem_before; /* before recompression */
+	uint64_t train_compr_before, train_mem_before; /* before training */
+	struct uzram_train_report train;
 	bool match;
 	uint64_t mismatch_at; /* first differing byte when !match */
 	/* --save: the image's size, save and open times, the memory of the
@@ -69,8 +77,9 @@ static void load_usage(FILE *f)
 	fprintf(f, "usage: uzram load FILE [--algorithm A] [--level N] "
 		   "[--json] [--mem-limit SIZE]\n"
 		   "                 [--cluster SIZE] [--randread N] "
-		   "[--recompress ALGO[:LEVEL]]\n"
-		   "                 [--save IMAGE]\n"
+		   "[--recompress ALGO[:LEVEL][:dict=FILE]]\n"
+		   "                 [--dict FILE] [--train-dict[=SIZE]] "
+		   "[--save IMAGE]\n"
 		   "  --save: save the device to IMAGE (uzram_save), open it "
 		   "again and check that too\n"
 		   "algorithms: %s\n", uzram_algorithms());
@@ -152,12 +161,25 @@ static int parse_args(int argc, char **argv, struct load_opts *o)
 			}
 		} else if ((v = opt_value(argc, argv, &i, "--recompress"))) {
 			/* v points into argv[i], which is ours to cut */
-			if (!*v || parse_algo_level(argv[i] + (v - argv[i]),
-						    &o->recomp,
-						    &o->recomp_level)) {
+			if (!*v || parse_algo_spec(argv[i] + (v - argv[i]),
+						   &o->recomp,
+						   &o->recomp_level,
+						   &o->recomp_dict)) {
 				fprintf(stderr, "uzram load: bad value '%s' "
-					"for --recompress, want ALGO[:LEVEL]\n",
-					v);
+					"for --recompress, want "
+					"ALGO[:LEVEL][:dict=FILE]\n", v);
+				return -EINVAL;
+			}
+		} else if ((v = opt_value(argc, argv, &i, "--dict"))) {
+			if (!*v)
+				return -EINVAL;
+			o->dict = v;
+		} else if (!strcmp(a, "--train-dict")) {
+			o->train = UZRAM_DICT_DEFAULT_SIZE;
+		} else if (!strncmp(a, "--train-dict=", 13)) {
+			if (parse_size(a + 13, &o->train) || !o->train) {
+				fprintf(stderr, "uzram load: bad size '%s' for "
+					"--train-dict\n", a + 13);
 				return -EINVAL;
 			}
 		} else if ((v = opt_value(argc, argv, &i, "--save"))) {
@@ -325,21 +347,39 @@ static int save_and_reopen(const struct load_opts *o, struct uzram *dev,
 	return ret;
 }
 
-/* Write map[0..len) to a fresh device, read it back and compare. */
+/* The compressed bytes and memory a step starts from. */
+static void before(struct uzram *dev, uint64_t *compr, uint64_t *mem)
+{
+	struct uzram_stats st;
+
+	if (uzram_stats(dev, &st, sizeof st) == 0) {
+		*compr = st.compr_data_size;
+		*mem = st.mem_used_total;
+	}
+}
+
 /* Re-encode what is stored with o->recomp, then compact; timed together. */
 static int recompress(const struct load_opts *o, struct uzram *dev,
 		      struct load_result *r)
 {
-	struct uzram_stats st;
 	double t;
 	long n;
 	int prio;
 
-	if (uzram_stats(dev, &st, sizeof st) == 0) {
-		r->compr_before = st.compr_data_size;
-		r->mem_before = st.mem_used_total;
-	}
+	before(dev, &r->compr_before, &r->mem_before);
 	prio = uzram_add_recomp_algorithm(dev, o->recomp, o->recomp_level);
+	if (prio >= 0 && o->recomp_dict) {
+		void *d;
+		size_t len;
+		int ret = read_dict("load", o->recomp_dict, &d, &len);
+
+		if (ret)
+			return ret;
+		ret = uzram_set_dictionary(dev, prio, d, len, 0);
+		free(d);
+		if (ret)
+			prio = ret;
+	}
 	if (prio < 0) {
 		fprintf(stderr, "uzram load: --recompress: %s\n",
 			uzram_last_error());
@@ -358,12 +398,42 @@ static int recompress(const struct load_opts *o, struct uzram *dev,
 	return 0;
 }
 
+/*
+ * Train a dictionary for the device's algorithm and re-encode what it made
+ * with it, then compact; timed together.
+ */
+static int train(const struct load_opts *o, struct uzram *dev,
+		 struct load_result *r)
+{
+	double t;
+	long n;
+	int ret;
+
+	before(dev, &r->train_compr_before, &r->train_mem_before);
+	t = now();
+	ret = uzram_train_dictionary(dev, 0, (size_t)o->train,
+				     UZRAM_DICT_REENCODE, &r->train);
+	n = ret < 0 ? ret : uzram_compact(dev);
+	r->train_s = now() - t;
+	if (n < 0) {
+		fprintf(stderr, "uzram load: --train-dict: %s\n",
+			uzram_last_error());
+		return (int)n;
+	}
+	if (!r->train.kept)
+		fprintf(stderr, "uzram load: --train-dict: %s\n",
+			uzram_last_error());
+	return 0;
+}
+
+/* Write map[0..len) to a fresh device, read it back and compare. */
 static int load(const struct load_opts *o, const unsigned char *map,
 		uint64_t len, struct load_result *r)
 {
 	struct uzram_config cfg;
 	struct uzram *dev = NULL;
 	unsigned char *buf;
+	void *dict = NULL;
 	uint64_t off;
 	double t;
 	int ret;
@@ -379,7 +449,14 @@ static int load(const struct load_opts *o, const unsigned char *map,
 	cfg.level = o->level;
 	cfg.mem_limit = o->mem_limit;
 	cfg.cluster_size = (uint32_t)o->cluster;
+	if (o->dict) {
+		ret = read_dict("load", o->dict, &dict, &cfg.dict_size);
+		if (ret)
+			goto out;
+		cfg.dict = dict;
+	}
 	ret = uzram_open(&cfg, &dev);
+	free(dict);
 	if (ret) {
 		fprintf(stderr, "uzram load: cannot open a device for %s: %s\n",
 			o->file, uzram_last_error());
@@ -401,6 +478,11 @@ static int load(const struct load_opts *o, const unsigned char *map,
 	}
 	r->write_s = now() - t;
 
+	if (o->train) {
+		ret = train(o, dev, r);
+		if (ret)
+			goto out;
+	}
 	if (o->recomp) {
 		ret = recompress(o, dev, r);
 		if (ret)
@@ -501,6 +583,34 @@ static void print_json(const struct load_opts *o, const struct load_result *r)
 	} else {
 		printf("null,\n");
 	}
+	printf("  \"dict\": ");
+	if (o->dict)
+		json_string(o->dict);
+	else
+		printf("null");
+	printf(",\n  \"train_dict\": ");
+	if (o->train) {
+		const struct uzram_train_report *t = &r->train;
+
+		printf("{\"kept\": %s, \"dict_size\": %llu, "
+		       "\"train_bytes\": %llu, \"test_bytes\": %llu, "
+		       "\"bytes_without\": %llu, \"bytes_with\": %llu, "
+		       "\"train_us\": %llu, \"pages_reencoded\": %llu, "
+		       "\"seconds\": %.6f, \"compr_data_size_before\": %llu, "
+		       "\"mem_used_before\": %llu},\n",
+		       t->kept ? "true" : "false",
+		       (unsigned long long)t->dict_size,
+		       (unsigned long long)t->train_bytes,
+		       (unsigned long long)t->test_bytes,
+		       (unsigned long long)t->bytes_without,
+		       (unsigned long long)t->bytes_with,
+		       (unsigned long long)t->train_us,
+		       (unsigned long long)t->pages_reencoded, r->train_s,
+		       (unsigned long long)r->train_compr_before,
+		       (unsigned long long)r->train_mem_before);
+	} else {
+		printf("null,\n");
+	}
 	printf("  \"write_seconds\": %.6f,\n", r->write_s);
 	printf("  \"read_seconds\": %.6f,\n", r->read_s);
 	printf("  \"write_mb_s\": %.1f,\n", mb_s(r->file_size, r->write_s));
@@ -579,6 +689,21 @@ static void print_table(const struct load_opts *o, const struct load_result *r)
 		       (unsigned long long)st->pages_recompressed, r->recomp_s);
 		row_size("compr before", r->compr_before);
 		row_size("mem_used before", r->mem_before);
+	}
+	if (o->dict)
+		printf("  %-18s %15s\n", "dictionary", o->dict);
+	if (o->train) {
+		const struct uzram_train_report *t = &r->train;
+
+		printf("  %-18s %15s %llu bytes: %llu -> %llu bytes on the "
+		       "test sample, %llu pages re-encoded, %.3f s\n",
+		       "train-dict", t->kept ? "kept" : "not kept",
+		       (unsigned long long)t->dict_size,
+		       (unsigned long long)t->bytes_without,
+		       (unsigned long long)t->bytes_with,
+		       (unsigned long long)t->pages_reencoded, r->train_s);
+		row_size("compr before", r->train_compr_before);
+		row_size("mem_used before", r->train_mem_before);
 	}
 	printf("  %-18s %15.1f MB/s  (%.3f s)\n", "read",
 	       mb_s(r->dev_size, r->read_s), r->read_s);

@@ -2,9 +2,11 @@
  * main.c - the uzram program: a thin dispatcher over its subcommands.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "uzram.h"
 #include "cli.h"
@@ -57,6 +59,58 @@ int parse_algo_level(char *s, const char **name, int *level)
 		*colon = '\0';
 	*name = s;
 	*level = (int)l;
+	return 0;
+}
+
+int parse_algo_spec(char *s, const char **name, int *level, const char **dict)
+{
+	char *d = strstr(s, ":dict=");
+
+	*dict = NULL;
+	if (d) {
+		*d = '\0';
+		*dict = d + strlen(":dict=");
+		if (!**dict)
+			return -EINVAL;
+	}
+	return parse_algo_level(s, name, level);
+}
+
+int read_dict(const char *cmd, const char *path, void **buf, size_t *len)
+{
+	/* the library takes 1 MiB at most; one byte more tells it is too big */
+	const size_t max = (1u << 20) + 1;
+	unsigned char *b = malloc(max);
+	size_t n = 0;
+	ssize_t r;
+	int fd;
+
+	if (!b) {
+		fprintf(stderr, "uzram %s: out of memory\n", cmd);
+		return -ENOMEM;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "uzram %s: cannot open dictionary %s: %s\n",
+			cmd, path, strerror(errno));
+		free(b);
+		return -errno;
+	}
+	while (n < max && (r = read(fd, b + n, max - n)) != 0) {
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			fprintf(stderr, "uzram %s: cannot read dictionary %s: "
+				"%s\n", cmd, path, strerror(errno));
+			close(fd);
+			free(b);
+			return -EIO;
+		}
+		n += (size_t)r;
+	}
+	close(fd);
+	*buf = b;
+	*len = n;
 	return 0;
 }
 

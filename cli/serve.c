@@ -22,10 +22,12 @@ static void serve_usage(void)
 		"usage: uzram serve [--size 1G] [--algorithm lz4] [--level N] [--mem-limit M]\n"
 		"                   [--socket PATH | --tcp HOST:PORT] [--export NAME]\n"
 		"                   [--read-only] [--max-connections N] [--cluster 4K..64K]\n"
-		"                   [--recomp-algorithm ALGO[:LEVEL]]... [--run 'COMMAND']\n"
-		"                   [--image FILE]\n"
+		"                   [--recomp-algorithm ALGO[:LEVEL][:dict=FILE]]...\n"
+		"                   [--dict FILE] [--run 'COMMAND'] [--image FILE]\n"
 		"  --recomp-algorithm: a secondary algorithm for `uzram ctl recompress`\n"
 		"         (priority 1, 2, 3 in the order given)\n"
+		"  --dict: a dictionary for the algorithm (lz4, zstd), as zram's\n"
+		"         algorithm_params dict=\n"
 		"  --run: run COMMAND with sh -c once the server listens, with $uri set;\n"
 		"         stop when it exits, with its exit status\n"
 		"  --image: open the device from FILE if it exists (its size, cluster,\n"
@@ -72,7 +74,7 @@ static int parse_uint(const char *s, unsigned long long max,
 }
 
 struct recomp_opt {
-	const char *name;
+	const char *name, *dict;
 	int level;
 };
 
@@ -96,27 +98,36 @@ static bool dir_writable(const char *path)
 
 /*
  * The device: from the image if there is one at `image` (then options
- * given explicitly must agree with it), else a new one. 0 or the exit
- * status.
+ * given explicitly must agree with it, and --dict is the image's), else a
+ * new one with the dictionary at dict_path, if any. 0 or the exit status.
  */
 static int open_device(struct uzram_config *cfg, const char *image,
-		       bool size_set, bool algo_set, bool cluster_set,
-		       struct uzram **dev)
+		       const char *dict_path, bool size_set, bool algo_set,
+		       bool cluster_set, struct uzram **dev)
 {
 	struct stat sb;
+	void *dict = NULL;
 	int r;
 
 	if (image && stat(image, &sb) == 0) {
 		cfg->image = image;
 		if (!size_set)
 			cfg->size = 0;
+		if (dict_path)
+			fprintf(stderr, "uzram serve: --dict: the dictionaries "
+				"of image %s are used\n", image);
 	} else if (image && !dir_writable(image)) {
 		/* better now than at the end, with the data */
 		fprintf(stderr, "uzram serve: --image %s: cannot write in its "
 			"directory: %s\n", image, strerror(errno));
 		return 1;
+	} else if (dict_path) {
+		if (read_dict("serve", dict_path, &dict, &cfg->dict_size))
+			return 1;
+		cfg->dict = dict;
 	}
 	r = uzram_open(cfg, dev);
+	free(dict);
 	if (r < 0) {
 		fprintf(stderr, "uzram serve: cannot %s the device: %s%s%s\n",
 			cfg->image ? "open" : "create", uzram_strerror(r),
@@ -142,14 +153,17 @@ static int open_device(struct uzram_config *cfg, const char *image,
 }
 
 /*
- * The --recomp-algorithm ones, at priorities 1, 2, 3; a device opened from
- * an image may have them already (then they must be the same ones).
+ * The --recomp-algorithm ones, at priorities 1, 2, 3, with their
+ * dictionaries; a device opened from an image may have them already (then
+ * they must be the same algorithms, and keep the image's dictionaries).
  */
 static int add_recomp(struct uzram *dev, const struct recomp_opt *recomp,
 		      int n)
 {
 	for (int i = 0; i < n; i++) {
 		const char *have = uzram_algorithm(dev, i + 1);
+		void *dict;
+		size_t dict_len;
 		int r;
 
 		if (have && !strcmp(have, recomp[i].name))
@@ -162,6 +176,13 @@ static int add_recomp(struct uzram *dev, const struct recomp_opt *recomp,
 		}
 		r = uzram_add_recomp_algorithm(dev, recomp[i].name,
 					       recomp[i].level);
+		if (r > 0 && recomp[i].dict) {
+			if (read_dict("serve", recomp[i].dict, &dict,
+				      &dict_len))
+				return 1;
+			r = uzram_set_dictionary(dev, r, dict, dict_len, 0);
+			free(dict);
+		}
 		if (r < 0) {
 			fprintf(stderr, "uzram serve: --recomp-algorithm: %s\n",
 				uzram_last_error());
@@ -186,6 +207,7 @@ int cmd_serve(int argc, char **argv)
 		{ "cluster", required_argument, NULL, 'C' },
 		{ "run", required_argument, NULL, 'R' },
 		{ "recomp-algorithm", required_argument, NULL, 'A' },
+		{ "dict", required_argument, NULL, 'D' },
 		{ "image", required_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -199,6 +221,7 @@ int cmd_serve(int argc, char **argv)
 	unsigned long long v;
 	char desc[256], *tcp = NULL;
 	struct recomp_opt recomp[UZRAM_MAX_RECOMP];
+	const char *dict_path = NULL;
 	int o, r, idx = 0, nrecomp = 0;
 	bool size_set = false, algo_set = false, cluster_set = false;
 
@@ -271,10 +294,14 @@ int cmd_serve(int argc, char **argv)
 					"--recomp-algorithm\n", UZRAM_MAX_RECOMP);
 				return 2;
 			}
-			if (parse_algo_level(optarg, &recomp[nrecomp].name,
-					     &recomp[nrecomp].level) < 0)
+			if (parse_algo_spec(optarg, &recomp[nrecomp].name,
+					    &recomp[nrecomp].level,
+					    &recomp[nrecomp].dict) < 0)
 				goto bad_value;
 			nrecomp++;
+			break;
+		case 'D':
+			dict_path = optarg;
 			break;
 		case 'h':
 			serve_usage();
@@ -303,7 +330,8 @@ int cmd_serve(int argc, char **argv)
 		sc.socket_path = "uzram.sock";
 	}
 
-	r = open_device(&cfg, sc.image, size_set, algo_set, cluster_set, &dev);
+	r = open_device(&cfg, sc.image, dict_path, size_set, algo_set,
+			cluster_set, &dev);
 	if (r)
 		return r;
 	r = add_recomp(dev, recomp, nrecomp);

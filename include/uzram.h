@@ -82,14 +82,19 @@ struct uzram_config {
 				* clusters, "page" in the states above and in
 				* holes, discard, block status and the failure
 				* rules below means cluster. */
+	const void *dict;      /* a dictionary for the algorithm (lz4, zstd),
+				* as zram's algorithm_params dict=; NULL for
+				* none. Copied by uzram_open(). */
+	size_t dict_size;      /* its bytes: 0, or 256 to 1 MiB */
 	const char *image;     /* NULL (the default), or the path of an image
 				* written by uzram_save(): the device opens
 				* with the image's contents and geometry.
-				* Its size, cluster size, algorithm, level and
-				* secondary algorithms are the image's; a
+				* Its size, cluster size, algorithm, level,
+				* secondary algorithms and dictionaries are
+				* the image's; a
 				* non-zero size that differs from the image's
-				* is refused (-EINVAL), while algorithm, level
-				* and cluster_size are ignored. mem_limit
+				* is refused (-EINVAL), while algorithm, level,
+				* cluster_size and dict are ignored. mem_limit
 				* applies. See uzram_save(). */
 };
 
@@ -104,8 +109,10 @@ UZRAM_API void uzram_config_init(struct uzram_config *cfg);
  * Errors:
  *   -EINVAL  cfg or devp is NULL, cfg->struct_size is not one this library
  *            knows, the size is 0 or above 16 TiB, the cluster size is not
- *            0 or a power of two from 4096 to 65536, or the level is out of
- *            the codec's range;
+ *            0 or a power of two from 4096 to 65536, the level is out of
+ *            the codec's range, the dictionary size is outside 256 B to
+ *            1 MiB, or it is a zstd dictionary that libzstd refuses;
+ *   -EOPNOTSUPP  a dictionary for an algorithm that takes none;
  *   -ENOENT  the algorithm is unknown; uzram_last_error() lists known ones;
  *   -ENOMEM  memory for the page table could not be reserved.
  * The algorithm string is copied; the caller keeps ownership of cfg.
@@ -299,7 +306,8 @@ UZRAM_API long uzram_recompress(struct uzram *dev, int prio, unsigned flags,
  * Images: a device saved to a file and opened again later, with every
  * cluster as stored (compressed objects are written as they are, neither
  * decoded nor re-encoded), its state, idle mark and priority, and the
- * device's size, cluster size and algorithms. The format is documented in
+ * device's size, cluster size, algorithms and their dictionaries (both of
+ * a priority that changed its dictionary). The format is documented in
  * src/image-format.md.
  *
  * uzram_save() writes an image of dev to path. The image is a point-in-time
@@ -314,9 +322,9 @@ UZRAM_API long uzram_recompress(struct uzram *dev, int prio, unsigned flags,
  * either the old image or the new one, whole. flags must be 0.
  * Returns 0, or:
  *   -EINVAL  NULL argument or unknown flags;
- *   -EBUSY   another save of the same device is in progress;
- *   -EAGAIN  a secondary algorithm was added, and used, during the save:
- *            save again;
+ *   -EALREADY  another save of the same device is in progress;
+ *   -EAGAIN  a secondary algorithm or a dictionary was set, and used,
+ *            during the save: save again;
  *   -ENOMEM  out of memory;
  *   the negative errno of a failed system call on the file (-EACCES,
  *            -ENOSPC for a full disk, -EIO, ...);
@@ -331,7 +339,8 @@ UZRAM_API long uzram_recompress(struct uzram *dev, int prio, unsigned flags,
  *   -EBADMSG  the image is corrupt or truncated;
  *   -EINVAL   the file is not a uzram image, or one of a format version
  *             or with features this library does not read, or cfg.size
- *             conflicts with the image;
+ *             conflicts with the image, or a codec refuses the image's
+ *             level or dictionary;
  *   -ENOENT   the image uses an algorithm this library does not have;
  *   -ENOSPC   the image does not fit in cfg.mem_limit;
  *   the negative errno of a failed open() or read() of the file.
@@ -359,6 +368,83 @@ UZRAM_API const char *uzram_algorithm(const struct uzram *dev, int prio);
  * Returns the number of pages given back (>= 0) or -EINVAL.
  */
 UZRAM_API long uzram_compact(struct uzram *dev);
+
+/*
+ * Dictionaries, as zram's algorithm_params dict= (for lz4 and zstd): each
+ * cluster is still compressed on its own, against a dictionary of bytes
+ * common to many clusters. Whether that pays depends on the data: it can
+ * save several percent, or cost that much. So uzram_train_dictionary()
+ * measures before it keeps one.
+ *
+ * Objects decode only with the dictionary that made them. A priority keeps
+ * two codecs, the current one and the one before it, so a dictionary can
+ * change while older objects are still stored; a second change needs the
+ * objects of the first one re-encoded (UZRAM_DICT_REENCODE does it, one
+ * cluster lock at a time alongside reads and writes).
+ */
+#define UZRAM_DICT_REENCODE 1u          /* re-encode what older
+					 * dictionaries made */
+#define UZRAM_DICT_MIN_GAIN 2           /* percent a trained dictionary
+					 * must save to be kept */
+#define UZRAM_DICT_DEFAULT_SIZE 65536
+
+/*
+ * Give the codec of priority prio (0: the device's algorithm, 1..3 a
+ * secondary one) the dictionary dict of len bytes (copied), or none
+ * (NULL, 0). New objects of that priority use it at once.
+ * Returns 0, or:
+ *   -EINVAL  NULL device, no algorithm of that priority, unknown flags,
+ *            len not 0 and outside 256 B..1 MiB, or a zstd dictionary
+ *            that libzstd refuses;
+ *   -EOPNOTSUPP  the algorithm takes no dictionary (lz4hc, deflate);
+ *   -EBUSY   objects made with the dictionary before the current one are
+ *            still stored, and UZRAM_DICT_REENCODE was not given;
+ *   -ENOSPC, -ENOMEM  re-encoding needed memory it could not get; the new
+ *            dictionary may be in use with some objects left as they were.
+ */
+UZRAM_API int uzram_set_dictionary(struct uzram *dev, int prio,
+				   const void *dict, size_t len, unsigned flags);
+
+/* What uzram_dict_info() tells of a priority's dictionaries. */
+struct uzram_dict_info {
+	size_t dict_size;        /* the current dictionary, 0 for none */
+	uint64_t pages;          /* pages encoded with it (or without one) */
+	uint64_t pages_previous; /* pages still encoded with the one before */
+};
+
+/*
+ * Fill *info for priority prio, walking the page table (a snapshot, like
+ * uzram_stats()). Returns 0 or -EINVAL.
+ */
+UZRAM_API int uzram_dict_info(struct uzram *dev, int prio,
+			      struct uzram_dict_info *info);
+
+/* What uzram_train_dictionary() measured. */
+struct uzram_train_report {
+	uint64_t train_bytes;     /* decoded clusters it trained on */
+	uint64_t test_bytes;      /* other clusters it measured on */
+	uint64_t bytes_without;   /* the test clusters compressed as now */
+	uint64_t bytes_with;      /* the same with the trained dictionary */
+	uint64_t dict_size;       /* the trained dictionary, 0 if none */
+	uint64_t train_us;        /* time libzstd's trainer took */
+	uint64_t pages_reencoded; /* with UZRAM_DICT_REENCODE */
+	int kept;                 /* 1 if the dictionary is now in use */
+};
+
+/*
+ * Train a dictionary of dict_size bytes (0: UZRAM_DICT_DEFAULT_SIZE) for
+ * priority prio from the clusters the device holds, with libzstd's ZDICT
+ * on a sample of them, measure it against the codec as it is on a second
+ * sample, and keep it only if it saves at least UZRAM_DICT_MIN_GAIN
+ * percent (uzram_last_error() then says why not). With
+ * UZRAM_DICT_REENCODE, what the previous dictionaries made is re-encoded
+ * with the new one. Fills *rep (may be NULL). Runs alongside reads and
+ * writes. Returns 1 if the dictionary was kept, 0 if not, or the errors
+ * of uzram_set_dictionary().
+ */
+UZRAM_API int uzram_train_dictionary(struct uzram *dev, int prio,
+				     size_t dict_size, unsigned flags,
+				     struct uzram_train_report *rep);
 
 /*
  * A static message for a negative errno value returned by this library,

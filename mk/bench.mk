@@ -37,7 +37,7 @@ $(BUILD)/bench-fill: bench/fill.c
 bench-tools: $(BENCH_BINS)
 
 bench: deps-bench all bench-tools
-	BUILD=$(BUILD) SHARED=$(SHARED) bash bench/run.sh full
+	BUILD=$(BUILD) BENCH_CORPUS=$(if $(CORPUS),$(abspath $(CORPUS))) bash bench/run.sh full
 
 bench-quick: deps-bench all bench-tools
-	BUILD=$(BUILD) SHARED=$(SHARED) bash bench/run.sh quick
+	BUILD=$(BUILD) BENCH_CORPUS=$(if $(CORPUS),$(abspath $(CORPUS))) bash bench/run.sh quick

@@ -4,13 +4,10 @@
 # allocator in the same run. Prints a table and writes
 # bench/out/cluster.json. About five minutes; the zram row needs root.
 
-CLUSTER_CORPUS ?= $(abspath build/bench-corpus)
+# CORPUS=DIR: a corpus folder of one's own instead (see the Makefile).
 
 .PHONY: bench-cluster
 
-$(CLUSTER_CORPUS)/MANIFEST:
-	bash $(SHARED)/bench/make-corpus.sh $(CLUSTER_CORPUS) 512 >/dev/null
-
-bench-cluster: all deps-bench $(CLUSTER_CORPUS)/MANIFEST
-	bash bench/cluster.sh $(abspath $(BUILD)/uzram) $(CLUSTER_CORPUS) \
+bench-cluster: all deps-bench $(BENCH_CORPUS_READY)
+	bash bench/cluster.sh $(abspath $(BUILD)/uzram) $(BENCH_CORPUS_DIR) \
 		$(abspath bench/out/cluster.json)

@@ -9,7 +9,8 @@
  *
  * libdeflate_deflate_decompress_ex() reports how much input it used and how
  * much output it made; both must match exactly, so trailing bytes or a
- * short stream are errors rather than silently accepted.
+ * short stream are errors rather than silently accepted. libdeflate takes
+ * no dictionary.
  */
 #include <errno.h>
 
@@ -47,23 +48,26 @@ static void deflate_dctx_destroy(void *ctx)
 	libdeflate_free_decompressor(ctx);
 }
 
-static int deflate_compress(void *ctx, int level, const void *src,
-			    size_t src_len, void *dst, size_t dst_cap)
+static int deflate_compress(void *ctx, int level, const void *dict,
+			    const void *src, size_t src_len, void *dst,
+			    size_t dst_cap)
 {
 	size_t n;
 
 	(void)level;
+	(void)dict;
 	n = libdeflate_deflate_compress(ctx, src, src_len, dst, dst_cap);
 	if (n == 0 || n > (size_t)0x7fffffff)
 		return -E2BIG;
 	return (int)n;
 }
 
-static int deflate_decompress(void *ctx, const void *src, size_t src_len,
-			      void *dst, size_t dst_len)
+static int deflate_decompress(void *ctx, const void *dict, const void *src,
+			      size_t src_len, void *dst, size_t dst_len)
 {
 	size_t in_used, out_made;
 
+	(void)dict;
 	if (libdeflate_deflate_decompress_ex(ctx, src, src_len, dst, dst_len,
 					     &in_used, &out_made) !=
 	    LIBDEFLATE_SUCCESS)

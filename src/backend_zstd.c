@@ -22,10 +22,20 @@
  * one-shot and reuses the context's workspace, which libzstd sizes from the
  * input size: a thread that only compresses 4 KiB pages allocates nothing
  * after its first call, but one that alternates pages with 64 KiB clusters
- * sees libzstd resize that workspace now and then (measured: 6 reallocations
- * in 400 mixed calls). Decompression is explained at zstd_decompress().
+ * sees libzstd resize that workspace now and then. Decompression is
+ * explained at zstd_decompress().
+ *
+ * Dictionaries: a prepared dictionary is a ZSTD_CDict, made once for its
+ * level, and a ZSTD_DDict, both read-only and shared by every thread. Each
+ * call references one on the thread's context (ZSTD_CCtx_refCDict() is a
+ * pointer store; NULL takes it off again), so the contexts stay one per
+ * thread and level whether or not a dictionary is used. A buffer that
+ * starts with zstd's dictionary magic must be a valid trained dictionary;
+ * any other bytes are taken as raw content, as libzstd does.
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
 
 #define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
@@ -80,12 +90,51 @@ static void *zstd_dctx_create(void)
 	return d;
 }
 
-static int zstd_compress(void *ctx, int level, const void *src, size_t src_len,
-			 void *dst, size_t dst_cap)
+struct zstd_dict {
+	ZSTD_CDict *c;
+	ZSTD_DDict *d;
+};
+
+static void zstd_dict_destroy(void *dict)
 {
+	struct zstd_dict *zd = dict;
+
+	ZSTD_freeCDict(zd->c);
+	ZSTD_freeDDict(zd->d);
+	free(zd);
+}
+
+static int zstd_dict_create(int level, const void *buf, size_t len,
+			    void **out)
+{
+	struct zstd_dict *zd = calloc(1, sizeof(*zd));
+	bool trained = len >= 4 && ZSTD_getDictID_fromDict(buf, len) != 0;
+
+	if (!zd)
+		return -ENOMEM;
+	zd->c = ZSTD_createCDict(buf, len, level);
+	zd->d = ZSTD_createDDict(buf, len);
+	if (!zd->c || !zd->d) {
+		zstd_dict_destroy(zd);
+		/* libzstd says no with NULL both for bad tables and no memory */
+		return trained ? -EINVAL : -ENOMEM;
+	}
+	*out = zd;
+	return 0;
+}
+
+static int zstd_compress(void *ctx, int level, const void *dict,
+			 const void *src, size_t src_len, void *dst,
+			 size_t dst_cap)
+{
+	const struct zstd_dict *zd = dict;
 	size_t n;
 
 	(void)level;
+	/* a call that stopped half-way (dst too small) leaves a session open */
+	if (ZSTD_isError(ZSTD_CCtx_reset(ctx, ZSTD_reset_session_only)) ||
+	    ZSTD_isError(ZSTD_CCtx_refCDict(ctx, zd ? zd->c : NULL)))
+		return -ENOMEM;
 	n = ZSTD_compress2(ctx, dst, dst_cap, src, src_len);
 	if (ZSTD_isError(n)) {
 		if (ZSTD_getErrorCode(n) == ZSTD_error_memory_allocation)
@@ -109,14 +158,16 @@ static int zstd_compress(void *ctx, int level, const void *src, size_t src_len,
  * src holds; one frame must use all of src and fill all of dst. The output
  * goes straight into dst, so nothing is allocated.
  */
-static int zstd_decompress(void *ctx, const void *src, size_t src_len,
-			   void *dst, size_t dst_len)
+static int zstd_decompress(void *ctx, const void *dict, const void *src,
+			   size_t src_len, void *dst, size_t dst_len)
 {
+	const struct zstd_dict *zd = dict;
 	const char *ip = src;
 	char *op = dst;
 	size_t want, n;
 
-	if (ZSTD_isError(ZSTD_decompressBegin(ctx)))
+	if (ZSTD_isError(zd ? ZSTD_decompressBegin_usingDDict(ctx, zd->d)
+			    : ZSTD_decompressBegin(ctx)))
 		return -EIO;
 	while ((want = ZSTD_nextSrcSizeToDecompress(ctx)) != 0) {
 		if (want > src_len)
@@ -142,6 +193,8 @@ const struct zcomp_backend zcomp_backend_zstd = {
 	.cctx_destroy = zstd_cctx_destroy,
 	.dctx_create = zstd_dctx_create,
 	.dctx_destroy = zstd_dctx_destroy,
+	.dict_create = zstd_dict_create,
+	.dict_destroy = zstd_dict_destroy,
 	.compress = zstd_compress,
 	.decompress = zstd_decompress,
 };

@@ -29,13 +29,14 @@ UZRAM_API void uzram_config_init(struct uzram_config *cfg)
 
 /*
  * The layouts published so far: the first ended with mem_limit, the
- * second added cluster_size, the third (the current one) image. Only these
- * sizes are known.
+ * second adds cluster_size, the third the dictionary, the fourth (the
+ * current one) image. Only these sizes are known.
  */
 #define CONFIG_V1_SIZE \
 	(offsetof(struct uzram_config, mem_limit) + sizeof(uint64_t))
-#define CONFIG_V2_SIZE offsetof(struct uzram_config, image)
-#define CONFIG_V3_SIZE sizeof(struct uzram_config)
+#define CONFIG_V2_SIZE offsetof(struct uzram_config, dict)
+#define CONFIG_V3_SIZE offsetof(struct uzram_config, image)
+#define CONFIG_V4_SIZE sizeof(struct uzram_config)
 
 /* log2 of a valid cluster size (0 means one page), or -1. */
 static int cluster_shift(uint32_t bytes)
@@ -48,6 +49,34 @@ static int cluster_shift(uint32_t bytes)
 	return -1;
 }
 
+/* Explain a zcomp_create_dict() failure for `what`; returns err. */
+int codec_error(const char *what, const char *algorithm, int level,
+		size_t dict_size, int err)
+{
+	switch (err) {
+	case -ENOENT:
+		return uzram_set_error(err, "%s: unknown algorithm '%s' "
+				       "(known: %s)", what, algorithm,
+				       zcomp_known());
+	case -EINVAL:
+		return uzram_set_error(err, "%s: %s at level %d: %s", what,
+				       algorithm, level, dict_size ?
+				       "level out of range, or the dictionary "
+				       "is not one the codec accepts" :
+				       "level out of range");
+	case -EOPNOTSUPP:
+		return uzram_set_error(err, "%s: %s takes no dictionary (lz4 "
+				       "and zstd do)", what, algorithm);
+	case -ERANGE:   /* zcomp's word for a size out of range */
+		return uzram_set_error(-EINVAL, "%s: a dictionary of %zu bytes "
+				       "is outside %u..%u bytes", what,
+				       dict_size, ZCOMP_DICT_MIN, ZCOMP_DICT_MAX);
+	default:
+		return uzram_set_error(err, "%s: %s at level %d: %s", what,
+				       algorithm, level, uzram_strerror(err));
+	}
+}
+
 UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 {
 	struct uzram_config c;
@@ -57,7 +86,8 @@ UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 				       cfg ? "device pointer" : "config");
 	if (cfg->struct_size != CONFIG_V1_SIZE &&
 	    cfg->struct_size != CONFIG_V2_SIZE &&
-	    cfg->struct_size != CONFIG_V3_SIZE)
+	    cfg->struct_size != CONFIG_V3_SIZE &&
+	    cfg->struct_size != CONFIG_V4_SIZE)
 		return uzram_set_error(-EINVAL,
 			"open: config struct_size %zu is not one this library "
 			"knows (use uzram_config_init)", cfg->struct_size);
@@ -99,17 +129,13 @@ int device_create(const struct uzram_config *cfg, struct uzram **devp)
 	dev->nclusters = (dev->size + dev->csize - 1) >> shift;
 	dev->mem_limit = c.mem_limit;
 
-	ret = zcomp_create(c.algorithm, c.level, &comp);
-	atomic_store_explicit(&dev->comp[0], comp, memory_order_relaxed);
-	if (ret == -ENOENT) {
-		uzram_set_error(ret, "unknown algorithm '%s' (known: %s)",
-				c.algorithm, zcomp_known());
-		goto fail;
-	} else if (ret) {
-		uzram_set_error(ret, "algorithm %s at level %d: %s",
-				c.algorithm, c.level,
-				ret == -EINVAL ? "level out of range"
-					       : uzram_strerror(ret));
+	pthread_mutex_init(&dev->dict_lock, NULL);
+	ret = zcomp_create_dict(c.algorithm, c.level, c.dict, c.dict_size,
+				&comp);
+	atomic_store_explicit(&dev->comp[0][0], comp, memory_order_relaxed);
+	if (ret) {
+		ret = codec_error("open", c.algorithm, c.level, c.dict_size,
+				  ret);
 		goto fail;
 	}
 	/*
@@ -156,8 +182,11 @@ UZRAM_API void uzram_close(struct uzram *dev)
 	free(dev->dir);
 	zpool_destroy(dev->pool);
 	for (int i = 0; i <= UZRAM_MAX_RECOMP; i++)
-		zcomp_destroy(atomic_load_explicit(&dev->comp[i],
-						   memory_order_relaxed));
+		for (int place = 0; place < 2; place++)
+			zcomp_destroy(atomic_load_explicit(&dev->comp[i][place],
+							   memory_order_relaxed));
+	dict_retired_free(dev);
+	pthread_mutex_destroy(&dev->dict_lock);
 	free(dev);
 }
 
@@ -215,17 +244,13 @@ UZRAM_API int uzram_add_recomp_algorithm(struct uzram *dev,
 		return uzram_set_error(-EINVAL, "add_recomp_algorithm: NULL %s",
 				       dev ? "algorithm" : "device");
 	ret = zcomp_create(algorithm, level, &zc);
-	if (ret == -ENOENT)
-		return uzram_set_error(ret, "unknown algorithm '%s' (known: %s)",
-				       algorithm, zcomp_known());
 	if (ret)
-		return uzram_set_error(ret, "algorithm %s at level %d: %s",
-				       algorithm, level, ret == -EINVAL ?
-				       "level out of range" : uzram_strerror(ret));
+		return codec_error("add_recomp_algorithm", algorithm, level, 0,
+				   ret);
 	for (int prio = 1; prio <= UZRAM_MAX_RECOMP; prio++) {
 		struct zcomp *none = NULL;
 
-		if (atomic_compare_exchange_strong_explicit(&dev->comp[prio],
+		if (atomic_compare_exchange_strong_explicit(&dev->comp[prio][0],
 				&none, zc, memory_order_release,
 				memory_order_relaxed))
 			return prio;
@@ -254,6 +279,8 @@ UZRAM_API const char *uzram_algorithm(const struct uzram *dev, int prio)
 
 	if (!dev || prio < 0 || prio > UZRAM_MAX_RECOMP)
 		return NULL;
-	zc = atomic_load_explicit(&dev->comp[prio], memory_order_acquire);
+	zc = atomic_load_explicit(&dev->comp[prio][atomic_load_explicit(
+			&dev->cur[prio], memory_order_acquire)],
+			memory_order_acquire);
 	return zc ? zcomp_name(zc) : NULL;
 }

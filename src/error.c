@@ -35,8 +35,10 @@ UZRAM_API const char *uzram_strerror(int err)
 	case -ENOMEM:	return "out of memory";
 	case -EIO:	return "stored data is corrupt";
 	case -ENOENT:	return "unknown compression algorithm";
+	case -EOPNOTSUPP: return "the algorithm takes no dictionary";
+	case -EBUSY:	return "stored data still uses the previous dictionary";
 	case -EBADMSG:	return "image is corrupt or truncated";
-	case -EBUSY:	return "a save is already in progress";
+	case -EALREADY:	return "a save is already in progress";
 	case -EAGAIN:	return "the device changed in a way a save cannot follow";
 	default:	return "unknown error";
 	}

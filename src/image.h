@@ -6,7 +6,8 @@
  * The format is described for people in src/image-format.md; this header
  * is its definition for the code. Every integer is little-endian.
  *
- *   header   IMG_HEADER_LEN bytes, its last 8 an XXH3-64 of the rest
+ *   header   header_len bytes (IMG_HEADER_MIN and up: codecs, their
+ *            dictionaries), its last 8 an XXH3-64 of the rest
  *   block    IMG_BLOCK_HEAD bytes, payload_len bytes of records, then an
  *   ...      XXH3-64 (seeded with the header's) of head and payload
  *   trailer  IMG_TRAILER_LEN bytes, its last 8 an XXH3-64 (same seed)
@@ -27,20 +28,30 @@
 #define IMG_MAGIC "UZRAMIMG"
 #define IMG_VERSION 1u
 
-/* Header fields, by byte offset. */
+/*
+ * Header fields, by byte offset. The codecs: for each priority (0 the
+ * device's algorithm, 1..3 recompression's) its two places (store.h), an
+ * entry each; then the dictionaries of the entries that have one, in entry
+ * order; then the checksum, the header's last 8 bytes.
+ */
 #define IMG_H_MAGIC 0         /* 8 bytes */
 #define IMG_H_VERSION 8       /* u32 */
-#define IMG_H_HEADER_LEN 12   /* u32: IMG_HEADER_LEN in version 1 */
+#define IMG_H_HEADER_LEN 12   /* u32: bytes of the header, checksum included */
 #define IMG_H_INCOMPAT 16     /* u32: features a reader must know; 0 */
 #define IMG_H_COMPAT 20       /* u32: features a reader may ignore; 0 */
 #define IMG_H_SIZE 24         /* u64: device size in bytes */
 #define IMG_H_CLUSTER 32      /* u32: cluster size in bytes */
-#define IMG_H_RESERVED 36     /* u32: 0 */
-#define IMG_H_CODECS 40       /* 4 codecs: name[16] (NUL-padded), i32 level */
-#define IMG_CODEC_LEN 20
-#define IMG_CODEC_NAME 16
-#define IMG_H_SUM 120         /* u64: XXH3-64 of bytes 0..119 */
-#define IMG_HEADER_LEN 128
+#define IMG_H_CUR 36          /* u32: bit p: priority p's current place */
+#define IMG_H_CODECS 40       /* 8 entries: [prio][place] */
+#define IMG_CODEC_NAME 16     /* name[16] (NUL-padded; empty: none) */
+#define IMG_CODEC_LEVEL 16    /* i32 */
+#define IMG_CODEC_DICT 20     /* u32: dictionary bytes, 0: none */
+#define IMG_CODEC_LEN 24
+#define IMG_CODECS ((UZRAM_MAX_RECOMP + 1) * 2)
+#define IMG_H_DICTS (IMG_H_CODECS + IMG_CODECS * IMG_CODEC_LEN)  /* 232 */
+#define IMG_HEADER_MIN (IMG_H_DICTS + 8)
+#define IMG_DICT_MAX (1u << 20)   /* the largest dictionary (zcomp.h) */
+#define IMG_HEADER_MAX (IMG_HEADER_MIN + IMG_CODECS * IMG_DICT_MAX)
 
 /* Blocks. */
 #define IMG_BLOCK_MAGIC 0x4b425a55u  /* "UZBK" */

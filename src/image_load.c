@@ -55,12 +55,15 @@ struct reader {
 	uint64_t blocks, records;
 };
 
-/* What the header says. */
+/* What the header says; names and dictionaries point into its bytes. */
 struct geometry {
 	uint64_t size;
 	uint32_t cluster;
-	char name[UZRAM_MAX_RECOMP + 1][IMG_CODEC_NAME];
-	int level[UZRAM_MAX_RECOMP + 1];
+	uint32_t cur;            /* bit p: priority p's current place */
+	const char *name[IMG_CODECS];   /* [prio * 2 + place], "" for none */
+	int level[IMG_CODECS];
+	const unsigned char *dict[IMG_CODECS];
+	uint32_t dict_len[IMG_CODECS];
 };
 
 /* Read up to n bytes; the count read (short only at the end), or -errno. */
@@ -109,47 +112,96 @@ static int bad(const struct reader *r, const char *fmt, const char *detail)
 			       r->path, fmt, detail);
 }
 
-/* Magic, version and length of a header of which got bytes were read. */
-static int header_id(const struct reader *r, const unsigned char *h,
-		     size_t got)
+/*
+ * Read the header whole into *hp (malloc'ed, *hlen bytes) and check its
+ * magic, version, length and checksum. A version this library does not
+ * read is -EINVAL once its checksum holds (or its length cannot be
+ * checked); anything else wrong is damage, -EBADMSG.
+ */
+static int header_read(struct reader *r, unsigned char **hp, uint32_t *hlen)
 {
-	uint32_t version, hlen;
-	bool sum_ok;
+	unsigned char first[IMG_HEADER_MIN], *h;
+	ssize_t got = read_full(r, first, sizeof first);
+	uint32_t version;
 
-	if (memcmp(h, IMG_MAGIC, got < 8 ? got : 8))
+	if (got < 0)
+		return (int)got;
+	if (memcmp(first, IMG_MAGIC, got < 8 ? (size_t)got : 8))
 		return uzram_set_error(-EINVAL, "open: %s is not a uzram "
 				       "image (no %s magic)", r->path,
 				       IMG_MAGIC);
 	if (got < IMG_H_HEADER_LEN + 4)
-		return uzram_set_error(-EBADMSG, "open: image %s is truncated: "
-				       "%zu bytes, less than a header",
-				       r->path, got);
-	version = img_get32(h + IMG_H_VERSION);
-	hlen = img_get32(h + IMG_H_HEADER_LEN);
-	sum_ok = got >= IMG_HEADER_LEN && hlen == IMG_HEADER_LEN &&
-		 img_get64(h + IMG_H_SUM) == img_sum(h, IMG_H_SUM, 0);
-	if (version != IMG_VERSION && (hlen != IMG_HEADER_LEN || sum_ok))
+		return truncated(r, "the header");
+	version = img_get32(first + IMG_H_VERSION);
+	*hlen = img_get32(first + IMG_H_HEADER_LEN);
+	if (*hlen < IMG_HEADER_MIN || *hlen > IMG_HEADER_MAX)
+		return version != IMG_VERSION ?
+		       uzram_set_error(-EINVAL, "open: image %s has format "
+				       "version %u; this library reads "
+				       "version %u", r->path, version,
+				       IMG_VERSION) :
+		       bad(r, "header length out of range", "");
+	if ((size_t)got < sizeof first)
+		return truncated(r, "the header");
+	h = malloc(*hlen);
+	if (!h)
+		return uzram_set_error(-ENOMEM, "open: out of memory");
+	memcpy(h, first, sizeof first);
+	*hp = h;
+	got = read_exact(r, h + sizeof first, *hlen - sizeof first,
+			 "the header");
+	if (got)
+		return (int)got;
+	if (img_get64(h + *hlen - IMG_SUM_LEN) !=
+	    img_sum(h, *hlen - IMG_SUM_LEN, 0))
+		return bad(r, "header checksum mismatch", "");
+	if (version != IMG_VERSION)
 		return uzram_set_error(-EINVAL, "open: image %s has format "
 				       "version %u; this library reads "
 				       "version %u", r->path, version,
 				       IMG_VERSION);
-	if (hlen != IMG_HEADER_LEN && got >= IMG_HEADER_LEN)
-		return uzram_set_error(-EBADMSG, "open: image %s is corrupt: "
-				       "header length %u, version %u has %u",
-				       r->path, hlen, IMG_VERSION,
-				       IMG_HEADER_LEN);
-	if (got < IMG_HEADER_LEN)
-		return uzram_set_error(-EBADMSG, "open: image %s is truncated: "
-				       "%zu bytes, less than a header",
-				       r->path, got);
-	if (!sum_ok)
-		return bad(r, "header checksum mismatch", "");
 	return 0;
 }
 
-/* The rest of a header that header_id() accepted. */
+/* The codec entries and their dictionaries, into g. */
+static int codecs_parse(const struct reader *r, const unsigned char *h,
+			uint32_t hlen, struct geometry *g)
+{
+	uint64_t at = IMG_H_DICTS;
+
+	for (unsigned i = 0; i < IMG_CODECS; i++) {
+		const unsigned char *c = h + IMG_H_CODECS + i * IMG_CODEC_LEN;
+
+		if (c[IMG_CODEC_NAME - 1])
+			return bad(r, "an algorithm name is not terminated",
+				   "");
+		g->name[i] = (const char *)c;
+		g->level[i] = (int)img_get32(c + IMG_CODEC_LEVEL);
+		g->dict_len[i] = img_get32(c + IMG_CODEC_DICT);
+		if (g->dict_len[i] > IMG_DICT_MAX ||
+		    (g->dict_len[i] && !c[0]))
+			return bad(r, "a dictionary of no algorithm, or too "
+				   "long", "");
+		g->dict[i] = g->dict_len[i] ? h + at : NULL;
+		at += g->dict_len[i];
+	}
+	if (at + IMG_SUM_LEN != hlen)
+		return bad(r, "header length does not match its dictionaries",
+			   "");
+	for (unsigned prio = 0; prio <= UZRAM_MAX_RECOMP; prio++) {
+		unsigned cur = g->cur >> prio & 1;
+
+		if (!g->name[prio * 2 + cur][0] &&
+		    (prio == 0 || g->name[prio * 2 + !cur][0]))
+			return bad(r, "a priority's current codec is missing",
+				   "");
+	}
+	return 0;
+}
+
+/* The rest of a header that header_read() accepted. */
 static int header_parse(const struct reader *r, const unsigned char *h,
-			struct geometry *g)
+			uint32_t hlen, struct geometry *g)
 {
 	uint32_t incompat = img_get32(h + IMG_H_INCOMPAT);
 
@@ -159,6 +211,7 @@ static int header_parse(const struct reader *r, const unsigned char *h,
 				       r->path, incompat);
 	g->size = img_get64(h + IMG_H_SIZE);
 	g->cluster = img_get32(h + IMG_H_CLUSTER);
+	g->cur = img_get32(h + IMG_H_CUR);
 	if (!g->size || g->size > MAX_PAGES * PAGE || (g->size & PAGE_MASK))
 		return bad(r, "device size is not a multiple of 4096 "
 			   "from 4096 to 16 TiB", "");
@@ -167,82 +220,85 @@ static int header_parse(const struct reader *r, const unsigned char *h,
 	    (g->cluster & (g->cluster - 1)))
 		return bad(r, "cluster size is not a power of two from "
 			   "4096 to 65536", "");
-	for (int i = 0; i <= UZRAM_MAX_RECOMP; i++) {
-		const unsigned char *c = h + IMG_H_CODECS + i * IMG_CODEC_LEN;
-
-		if (c[IMG_CODEC_NAME - 1])
-			return bad(r, "an algorithm name is not terminated",
-				   "");
-		memcpy(g->name[i], c, IMG_CODEC_NAME);
-		g->level[i] = (int)img_get32(c + IMG_CODEC_NAME);
-	}
-	if (!g->name[0][0])
-		return bad(r, "no algorithm", "");
-	return 0;
+	if (g->cur >> (UZRAM_MAX_RECOMP + 1))
+		return bad(r, "current places of priorities that do not "
+			   "exist", "");
+	return codecs_parse(r, h, hlen, g);
 }
 
 static int codec_make(const struct reader *r, const struct geometry *g,
-		      int i, struct zcomp **zc)
+		      unsigned i, struct zcomp **zc)
 {
-	int ret = zcomp_create(g->name[i], g->level[i], zc);
+	char what[80];
+	int ret = zcomp_create_dict(g->name[i], g->level[i], g->dict[i],
+				    g->dict_len[i], zc);
 
+	if (!ret)
+		return 0;
 	if (ret == -ENOENT)
 		return uzram_set_error(ret, "open: image %s uses algorithm "
 				       "'%s', which this library does not "
 				       "have (known: %s)", r->path, g->name[i],
 				       zcomp_known());
-	if (ret)
-		return uzram_set_error(ret, "open: image %s: algorithm %s at "
-				       "level %d: %s", r->path, g->name[i],
-				       g->level[i], ret == -EINVAL ?
-				       "level out of range" :
-				       uzram_strerror(ret));
-	return 0;
+	snprintf(what, sizeof what, "open: image %.40s", r->path);
+	return codec_error(what, g->name[i], g->level[i], g->dict_len[i], ret);
 }
 
-/* Read the header and create the device it describes in *devp. */
+/*
+ * Create the device the header describes in *devp, with the codec of
+ * every place the image names, dictionaries included.
+ */
 static int device_from_header(struct reader *r, const struct uzram_config *cfg,
 			      struct uzram **devp)
 {
-	unsigned char h[IMG_HEADER_LEN];
 	struct uzram_config c = *cfg;
-	struct zcomp *zc0 = NULL;
+	unsigned char *h = NULL;
+	struct zcomp *zc = NULL;
 	struct geometry g;
-	ssize_t got = read_full(r, h, sizeof h);
-	int ret;
+	uint32_t hlen = 0;
+	unsigned first = 0;
+	int ret = header_read(r, &h, &hlen);
 
-	if (got < 0)
-		return (int)got;
-	ret = header_id(r, h, (size_t)got);
 	if (!ret)
-		ret = header_parse(r, h, &g);
-	if (ret)
+		ret = header_parse(r, h, hlen, &g);
+	if (!ret && cfg->size &&
+	    ((cfg->size + PAGE_MASK) & ~PAGE_MASK) != g.size)
+		ret = uzram_set_error(-EINVAL, "open: size %llu conflicts with "
+				      "the size of image %s, %llu bytes "
+				      "(leave it 0)",
+				      (unsigned long long)cfg->size, r->path,
+				      (unsigned long long)g.size);
+	first = g.cur & 1;
+	/* the primary codec first, for a message that names the image */
+	if (!ret)
+		ret = codec_make(r, &g, first, &zc);
+	zcomp_destroy(zc);
+	if (ret) {
+		free(h);
 		return ret;
-	if (cfg->size && ((cfg->size + PAGE_MASK) & ~PAGE_MASK) != g.size)
-		return uzram_set_error(-EINVAL, "open: size %llu conflicts with "
-				       "the size of image %s, %llu bytes "
-				       "(leave it 0)", (unsigned long long)cfg->size,
-				       r->path, (unsigned long long)g.size);
-	r->seed = img_get64(h + IMG_H_SUM);
+	}
+	r->seed = img_get64(h + hlen - IMG_SUM_LEN);
 	c.size = g.size;
 	c.cluster_size = g.cluster;
-	c.algorithm = g.name[0];
-	c.level = g.level[0];
-	/* the primary one first, for a message that names the image */
-	ret = codec_make(r, &g, 0, &zc0);
-	zcomp_destroy(zc0);
-	if (ret)
-		return ret;
+	c.algorithm = g.name[first];
+	c.level = g.level[first];
+	c.dict = NULL;
+	c.dict_size = 0;
 	ret = device_create(&c, devp);
-	for (int i = 1; !ret && i <= UZRAM_MAX_RECOMP; i++) {
-		struct zcomp *zc = NULL;
+	for (unsigned i = 0; !ret && i < IMG_CODECS; i++) {
+		struct zcomp *old;
 
-		if (!g.name[i][0])
-			continue;
-		ret = codec_make(r, &g, i, &zc);
-		atomic_store_explicit(&(*devp)->comp[i], zc,
-				      memory_order_relaxed);
+		zc = NULL;
+		if (g.name[i][0])
+			ret = codec_make(r, &g, i, &zc);
+		old = atomic_exchange_explicit(&(*devp)->comp[i / 2][i % 2],
+					       zc, memory_order_relaxed);
+		zcomp_destroy(old);
 	}
+	for (unsigned prio = 0; !ret && prio <= UZRAM_MAX_RECOMP; prio++)
+		atomic_store_explicit(&(*devp)->cur[prio], g.cur >> prio & 1,
+				      memory_order_relaxed);
+	free(h);
 	return ret;
 }
 
@@ -251,22 +307,22 @@ static const char *record_check(struct uzram *dev, uint64_t idx,
 				uint32_t flags, uint32_t size)
 {
 	size_t len;
-	unsigned prio = slot_prio(flags);
+	bool codec = flags & (SLOT_PRIO_MASK | SLOT_PLACE);
 
 	if (idx >= dev->nclusters)
 		return "a cluster index past the end of the device";
 	len = unit_len(dev, idx);
-	if (flags & (SLOT_SHARED | SLOT_DICT))
-		return "shared or dictionary flags, which version 1 has not";
+	if (flags & SLOT_SHARED)
+		return "the shared flag, which version 1 has not";
 	switch ((enum slot_state)(flags & SLOT_STATE_MASK)) {
 	case SLOT_SAME:
-		return size != 8 || prio ? "a bad same-filled record" : NULL;
+		return size != 8 || codec ? "a bad same-filled record" : NULL;
 	case SLOT_HUGE:
-		return size != len || prio ? "a bad raw cluster record" : NULL;
+		return size != len || codec ? "a bad raw cluster record" : NULL;
 	case SLOT_OBJ:
 		if (!size || size > HUGE_LIMIT(len))
 			return "an object size out of range for its cluster";
-		return comp_at(dev, prio) ? NULL :
+		return comp_of(dev, flags) ? NULL :
 		       "an object of an algorithm the header does not name";
 	default:
 		return "a record of an unknown state";

@@ -109,7 +109,8 @@ struct writer {
 	uint32_t nrec;           /* records in the block */
 	uint64_t seed;           /* the header's checksum */
 	uint64_t blocks, records;
-	unsigned prios;          /* bit p: the header names priority p */
+	/* the codecs the header names, [prio][place] as when the save began */
+	const struct zcomp *codec[IMG_CODECS];
 	uint64_t written;        /* bytes of the file so far */
 	uint64_t flushed;        /* of which write-back was started */
 };
@@ -236,8 +237,9 @@ static int content_put(struct uzram *dev, struct writer *w, uint64_t idx,
 		       uint32_t flags, uint64_t val)
 {
 	uint32_t handle = (uint32_t)val, size = (uint32_t)(val >> 32);
+	enum slot_state state = (enum slot_state)(flags & SLOT_STATE_MASK);
 
-	switch ((enum slot_state)(flags & SLOT_STATE_MASK)) {
+	switch (state) {
 	case SLOT_EMPTY:
 		return 0;
 	case SLOT_SAME:
@@ -246,10 +248,11 @@ static int content_put(struct uzram *dev, struct writer *w, uint64_t idx,
 		return 0;
 	case SLOT_OBJ:
 	case SLOT_HUGE:
-		/* recompressed by an algorithm added after the header */
-		if (!(w->prios & 1u << slot_prio(flags)))
-			return uzram_set_error(-EAGAIN, "save: a secondary "
-					       "algorithm was added during the "
+		/* made by a codec (or dictionary) set after the header */
+		if (state == SLOT_OBJ && comp_of(dev, flags) !=
+		    w->codec[slot_prio(flags) * 2 + slot_place(flags)])
+			return uzram_set_error(-EAGAIN, "save: an algorithm or "
+					       "a dictionary was set during the "
 					       "save; save again");
 		record_put(w, idx, flags, zpool_map(dev->pool, handle), size);
 		zpool_unmap(dev->pool, handle);
@@ -305,26 +308,56 @@ static int save_finish(struct uzram *dev, struct image_save *sv,
 	return ret;
 }
 
-/* The header, in h; the priorities it names, in *prios. */
-static void header_build(struct uzram *dev, unsigned char *h, unsigned *prios)
+/*
+ * Write the header: the geometry, every codec place with its dictionary,
+ * and the checksum of it all, which seeds the blocks' (w->seed).
+ */
+static int header_write(struct uzram *dev, struct writer *w)
 {
-	memset(h, 0, IMG_HEADER_LEN);
-	memcpy(h + IMG_H_MAGIC, IMG_MAGIC, 8);
-	img_put32(h + IMG_H_VERSION, IMG_VERSION);
-	img_put32(h + IMG_H_HEADER_LEN, IMG_HEADER_LEN);
-	img_put64(h + IMG_H_SIZE, dev->size);
-	img_put32(h + IMG_H_CLUSTER, (uint32_t)dev->csize);
-	for (unsigned prio = 0; prio <= UZRAM_MAX_RECOMP; prio++) {
-		const struct zcomp *zc = comp_at(dev, prio);
-		unsigned char *c = h + IMG_H_CODECS + prio * IMG_CODEC_LEN;
+	unsigned char h[IMG_H_DICTS] = { 0 }, sum[IMG_SUM_LEN];
+	const void *dict[IMG_CODECS];
+	size_t dict_len[IMG_CODECS], total = IMG_HEADER_MIN;
+	uint32_t cur = 0;
+	XXH3_state_t st;
+	int ret;
 
+	for (unsigned i = 0; i < IMG_CODECS; i++) {
+		const struct zcomp *zc = atomic_load_explicit(
+			&dev->comp[i / 2][i % 2], memory_order_acquire);
+		unsigned char *c = h + IMG_H_CODECS + i * IMG_CODEC_LEN;
+
+		w->codec[i] = zc;
+		dict[i] = NULL;
+		dict_len[i] = 0;
 		if (!zc)
 			continue;
-		*prios |= 1u << prio;
 		strncpy((char *)c, zcomp_name(zc), IMG_CODEC_NAME - 1);
-		img_put32(c + IMG_CODEC_NAME, (uint32_t)zcomp_level(zc));
+		img_put32(c + IMG_CODEC_LEVEL, (uint32_t)zcomp_level(zc));
+		dict[i] = zcomp_dict(zc, &dict_len[i]);
+		img_put32(c + IMG_CODEC_DICT, (uint32_t)dict_len[i]);
+		total += dict_len[i];
 	}
-	img_put64(h + IMG_H_SUM, img_sum(h, IMG_H_SUM, 0));
+	for (unsigned prio = 0; prio <= UZRAM_MAX_RECOMP; prio++)
+		if (atomic_load_explicit(&dev->cur[prio], memory_order_acquire))
+			cur |= 1u << prio;
+	memcpy(h + IMG_H_MAGIC, IMG_MAGIC, 8);
+	img_put32(h + IMG_H_VERSION, IMG_VERSION);
+	img_put32(h + IMG_H_HEADER_LEN, (uint32_t)total);
+	img_put64(h + IMG_H_SIZE, dev->size);
+	img_put32(h + IMG_H_CLUSTER, (uint32_t)dev->csize);
+	img_put32(h + IMG_H_CUR, cur);
+	XXH3_64bits_reset(&st);
+	XXH3_64bits_update(&st, h, sizeof h);
+	ret = write_all(w, h, sizeof h);
+	for (unsigned i = 0; !ret && i < IMG_CODECS; i++) {
+		if (!dict_len[i])
+			continue;
+		XXH3_64bits_update(&st, dict[i], dict_len[i]);
+		ret = write_all(w, dict[i], dict_len[i]);
+	}
+	w->seed = XXH3_64bits_digest(&st);
+	img_put64(sum, w->seed);
+	return ret ? ret : write_all(w, sum, sizeof sum);
 }
 
 /* Walk the table and write header, blocks and trailer to w->fd. */
@@ -335,9 +368,7 @@ static int save_walk(struct uzram *dev, struct image_save *sv,
 	struct slot *s;
 	int ret;
 
-	header_build(dev, w->buf, &w->prios);
-	w->seed = img_get64(w->buf + IMG_H_SUM);
-	ret = write_all(w, w->buf, IMG_HEADER_LEN);
+	ret = header_write(dev, w);
 	w->len = IMG_BLOCK_HEAD;
 	for (uint64_t idx = 0; !ret && (s = slot_next(dev, &idx)); idx++)
 		if (slot_state(s) != SLOT_EMPTY)
@@ -434,7 +465,7 @@ UZRAM_API int uzram_save(struct uzram *dev, const char *path, unsigned flags)
 	if (fd < 0) {
 		ret = sys_fail("create", tmp);
 	} else if (!atomic_compare_exchange_strong(&dev->save, &none, sv)) {
-		ret = uzram_set_error(-EBUSY, "save: a save of this device "
+		ret = uzram_set_error(-EALREADY, "save: a save of this device "
 				      "is already in progress");
 	} else {
 		ret = save_to(dev, sv, fd, tmp);

@@ -19,6 +19,10 @@
  * counters follow the object's size and state (a huge cluster that
  * shrinks is no longer huge).
  *
+ * The same walk re-encodes, for dict.c, the objects a priority made in the
+ * codec place it has left when its dictionary changed (slot.h): those are
+ * kept whatever their new size, so that the old place empties.
+ *
  * Idle tracking, as zram's idle file: uzram_mark_idle() sets the idle bit
  * of every stored cluster; a read or a write of the cluster clears it
  * (slot_touch(), store.c), so that a later uzram_recompress() with
@@ -28,9 +32,11 @@
  * called under it.
  */
 #include <errno.h>
+#include <stdbool.h>
 
 #include "uzram.h"
 #include "error.h"
+#include "recompress.h"
 #include "slot.h"
 #include "stats.h"
 #include "store.h"
@@ -41,29 +47,50 @@
 enum step { STEP_SKIPPED, STEP_DONE, STEP_NO_GAIN };
 
 /*
- * Recompress cluster idx if it qualifies; the caller checked, without the
- * lock, that it probably does. Returns a step or a negative errno.
+ * Whether a pass takes a cluster whose slot has flags f and an object of
+ * size bytes, when its priority's codecs are in place cur. The one test,
+ * made without the lock to skip clusters fast (size unknown: pass
+ * UINT32_MAX) and again under it.
+ */
+static bool pass_takes(const struct recomp_pass *p, uint32_t f, uint32_t size,
+		       unsigned cur)
+{
+	enum slot_state state = (enum slot_state)(f & SLOT_STATE_MASK);
+
+	if (p->reencode)
+		return state == SLOT_OBJ && slot_prio(f) == p->prio &&
+		       slot_place(f) != cur;
+	return (state == SLOT_OBJ || state == SLOT_HUGE) &&
+	       slot_prio(f) < p->prio &&
+	       (!(p->flags & UZRAM_RECOMP_HUGE) || state == SLOT_HUGE) &&
+	       (!(p->flags & UZRAM_RECOMP_IDLE) || (f & SLOT_IDLE)) &&
+	       size >= p->threshold;
+}
+
+/*
+ * Re-encode cluster idx if the pass takes it. A recompression keeps the
+ * new object only if it is smaller; a re-encode keeps it whatever its
+ * size (raw if it does not compress), so that no object is left in the
+ * place it leaves. Returns a step or a negative errno.
  */
 static int recompress_one(struct uzram *dev, struct slot *s, uint64_t idx,
-			  unsigned prio, unsigned flags, uint32_t threshold,
-			  struct store_tls *t)
+			  const struct recomp_pass *p, struct store_tls *t)
 {
-	const struct zcomp *to = comp_at(dev, prio);
 	size_t len = unit_len(dev, idx);
-	uint32_t f, old_size, old_handle, handle = 0, cap;
-	enum slot_state state;
+	uint32_t f, old_size, old_handle, handle = 0, cap, place;
+	const struct zcomp *to;
+	enum slot_state state, new_state = SLOT_OBJ;
+	const void *data = t->cbuf;
 	int ret, clen = 0;
 
 	slot_lock(s);
+	to = comp_at(dev, p->prio, &place);
 	f = slot_flags(s);
 	state = (enum slot_state)(f & SLOT_STATE_MASK);
 	old_size = slot_size(s);
 	old_handle = slot_handle(s);
 	ret = STEP_SKIPPED;
-	if ((state != SLOT_OBJ && state != SLOT_HUGE) || slot_prio(f) >= prio ||
-	    ((flags & UZRAM_RECOMP_HUGE) && state != SLOT_HUGE) ||
-	    ((flags & UZRAM_RECOMP_IDLE) && !(f & SLOT_IDLE)) ||
-	    old_size < threshold)
+	if (!pass_takes(p, f, old_size, place ? 1 : 0))
 		goto out;
 
 	ret = slot_decode(dev, s, t->unit, len);
@@ -72,35 +99,76 @@ static int recompress_one(struct uzram *dev, struct slot *s, uint64_t idx,
 
 	/* worth it only if smaller than now, and than the raw limit */
 	cap = old_size - 1 < HUGE_LIMIT(len) ? old_size - 1 : HUGE_LIMIT(len);
+	if (p->reencode)
+		cap = HUGE_LIMIT(len);
 	clen = zcomp_compress(to, t->unit, len, t->cbuf, cap);
-	if (clen == -E2BIG) {
+	if (clen == -E2BIG && p->reencode) {
+		data = t->unit;
+		clen = (int)len;
+		new_state = SLOT_HUGE;
+		place = 0;
+	} else if (clen == -E2BIG) {
 		ret = STEP_NO_GAIN;
 		goto out;
-	}
-	if (clen < 0) {
+	} else if (clen < 0) {
 		ret = clen;
 		goto out;
 	}
-	ret = zpool_store(dev->pool, t->cbuf, (size_t)clen, &handle);
+	ret = zpool_store(dev->pool, data, (size_t)clen, &handle);
 	if (ret)
 		goto out;
 	s->val = (uint64_t)clen << 32 | handle;
-	slot_set_flags(s, (f & ~(SLOT_STATE_MASK | SLOT_PRIO_MASK)) | SLOT_OBJ |
-			  prio << SLOT_PRIO_SHIFT);
+	slot_set_flags(s, (f & ~(SLOT_STATE_MASK | SLOT_PRIO_MASK | SLOT_PLACE)) |
+			  new_state | p->prio << SLOT_PRIO_SHIFT | place);
 	ret = STEP_DONE;
 out:
 	slot_unlock(s);
 	if (ret == STEP_DONE) {
+		int64_t pages = (int64_t)(len >> PAGE_SHIFT);
+
 		zpool_free(dev->pool, old_handle);
 		stats_add(&dev->stats.compr_data_size,
 			  (int64_t)clen - (int64_t)old_size);
-		if (state == SLOT_HUGE)
-			stats_add(&dev->stats.huge_pages,
-				  -(int64_t)(len >> PAGE_SHIFT));
-		stats_add(&dev->stats.pages_recompressed,
-			  (int64_t)(len >> PAGE_SHIFT));
+		stats_add(&dev->stats.huge_pages,
+			  (new_state == SLOT_HUGE ? pages : 0) -
+			  (state == SLOT_HUGE ? pages : 0));
+		stats_add(&dev->stats.pages_recompressed, pages);
 	}
 	return ret;
+}
+
+long recompress_pass(struct uzram *dev, const struct recomp_pass *p)
+{
+	struct store_tls *t = store_tls_get(dev->csize);
+	struct slot *s;
+	long pages = 0;
+	int err = 0;
+
+	if (!t)
+		return uzram_set_error(-ENOMEM, "recompress: out of memory");
+	for (uint64_t idx = 0; (s = slot_next(dev, &idx)); idx++) {
+		unsigned cur = atomic_load_explicit(&dev->cur[p->prio],
+						    memory_order_relaxed);
+		int r;
+
+		if (!pass_takes(p, slot_flags(s), UINT32_MAX, cur))
+			continue;
+		r = recompress_one(dev, s, idx, p, t);
+		if (r == STEP_DONE)
+			pages += (long)(unit_len(dev, idx) >> PAGE_SHIFT);
+		else if (r == -EIO)
+			err = -EIO;    /* corrupt: leave it, go on */
+		else if (r < 0)
+			return uzram_set_error(r, "recompress at cluster %llu: "
+					       "%s", (unsigned long long)idx,
+					       uzram_strerror(r));
+	}
+	if (err) {
+		stats_inc(&dev->stats.failed_reads);
+		return uzram_set_error(err, "recompress: a stored object is "
+				       "corrupt; %ld pages re-encoded", pages);
+	}
+	return pages;
 }
 
 UZRAM_API long uzram_mark_idle(struct uzram *dev)
@@ -127,46 +195,17 @@ UZRAM_API long uzram_mark_idle(struct uzram *dev)
 UZRAM_API long uzram_recompress(struct uzram *dev, int prio, unsigned flags,
 				uint32_t threshold)
 {
-	struct store_tls *t;
-	struct slot *s;
-	long pages = 0;
-	int err = 0;
+	struct recomp_pass p = { .flags = flags, .threshold = threshold };
 
 	if (!dev)
 		return uzram_set_error(-EINVAL, "recompress: NULL device");
-	if (prio < 1 || prio > UZRAM_MAX_RECOMP || !comp_at(dev, (unsigned)prio))
+	if (prio < 1 || prio > UZRAM_MAX_RECOMP ||
+	    !comp_at(dev, (unsigned)prio, NULL))
 		return uzram_set_error(-EINVAL, "recompress: no secondary "
 				       "algorithm of priority %d", prio);
 	if (flags & ~(UZRAM_RECOMP_HUGE | UZRAM_RECOMP_IDLE))
 		return uzram_set_error(-EINVAL, "recompress: unknown flags %#x",
 				       flags);
-	t = store_tls_get(dev->csize);
-	if (!t)
-		return uzram_set_error(-ENOMEM, "recompress: out of memory");
-
-	for (uint64_t idx = 0; (s = slot_next(dev, &idx)); idx++) {
-		uint32_t f = slot_flags(s);
-		int r;
-
-		if (((f & SLOT_STATE_MASK) != SLOT_OBJ &&
-		     (f & SLOT_STATE_MASK) != SLOT_HUGE) ||
-		    slot_prio(f) >= (unsigned)prio)
-			continue;
-		r = recompress_one(dev, s, idx, (unsigned)prio, flags,
-				   threshold, t);
-		if (r == STEP_DONE)
-			pages += (long)(unit_len(dev, idx) >> PAGE_SHIFT);
-		else if (r == -EIO)
-			err = -EIO;    /* corrupt: leave it, go on */
-		else if (r < 0)
-			return uzram_set_error(r, "recompress at cluster %llu: "
-					       "%s", (unsigned long long)idx,
-					       uzram_strerror(r));
-	}
-	if (err) {
-		stats_inc(&dev->stats.failed_reads);
-		return uzram_set_error(err, "recompress: a stored object is "
-				       "corrupt; %ld pages re-encoded", pages);
-	}
-	return pages;
+	p.prio = (unsigned)prio;
+	return recompress_pass(dev, &p);
 }

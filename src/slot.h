@@ -19,9 +19,10 @@
  *          bit  6      shared (dedup): the object is named by several
  *                      slots; its references are counted by the dedup
  *                      index, keyed by handle, and it is freed through it
- *          bit  7      dict: the object was encoded against its codec's
- *                      dictionary (which one: the codec's current
- *                      dictionary generation, see zcomp.h when it exists)
+ *          bit  7      place: which of its priority's two codec places
+ *                      made the object (SLOT_OBJ); a priority changes its
+ *                      dictionary by filling the place its objects do not
+ *                      use (dict.c)
  *          bits 8..15  access stamp: the device's coarse clock (a tick
  *                      of several seconds) at the last read or write, for
  *                      idle ages; unused until tiers need it
@@ -44,7 +45,7 @@
  * write and read paths, recompression, an image (which records each
  * slot's state, priority, idle bit, stamp and tag with its object's bytes),
  * writeback (OBJ or HUGE becomes BACKED, keeping the other bits) and dedup
- * (the shared bit). States 5..7 are free.
+ * (the shared bit), dictionaries (the place bit). States 5..7 are free.
  *
  * Lock rules: flags and val are written only with the lock held
  * exclusively, except for the idle bit, which is set and cleared with an
@@ -82,7 +83,7 @@ enum slot_state {
 #define SLOT_PRIO_MASK (0x3u << SLOT_PRIO_SHIFT)
 #define SLOT_IDLE (1u << 5)
 #define SLOT_SHARED (1u << 6)
-#define SLOT_DICT (1u << 7)
+#define SLOT_PLACE (1u << 7)
 #define SLOT_STAMP_SHIFT 8
 #define SLOT_STAMP_MASK (0xffu << SLOT_STAMP_SHIFT)
 #define SLOT_TAG_SHIFT 16
@@ -173,6 +174,11 @@ static inline void slot_touch(struct slot *s)
 static inline unsigned slot_prio(uint32_t flags)
 {
 	return (flags & SLOT_PRIO_MASK) >> SLOT_PRIO_SHIFT;
+}
+
+static inline unsigned slot_place(uint32_t flags)
+{
+	return (flags & SLOT_PLACE) ? 1 : 0;
 }
 
 static inline uint32_t slot_tag(uint32_t flags)

@@ -266,19 +266,22 @@ static int unit_compress(struct uzram *dev, const unsigned char *src,
 	uint32_t handle;
 	int clen, ret;
 
-	clen = zcomp_compress(comp_at(dev, 0), src, len, t->cbuf,
+	uint32_t place;
+
+	clen = zcomp_compress(comp_at(dev, 0, &place), src, len, t->cbuf,
 			      HUGE_LIMIT(len));
 	if (clen == -E2BIG) {
 		data = src;
 		clen = (int)len;
 		state = SLOT_HUGE;
+		place = 0;
 	} else if (clen < 0) {
 		return clen;
 	}
 	ret = zpool_store(dev->pool, data, (size_t)clen, &handle);
 	if (ret)
 		return ret;
-	c->flags = state | tag;
+	c->flags = state | tag | place;
 	c->val = (uint64_t)clen << 32 | handle;
 	return 0;
 }
@@ -309,7 +312,7 @@ int slot_decode(struct uzram *dev, const struct slot *s,
 		return 0;
 	case SLOT_OBJ:
 		obj = zpool_map(dev->pool, slot_handle(s));
-		ret = zcomp_decompress(comp_at(dev, slot_prio(slot_flags(s))), obj,
+		ret = zcomp_decompress(comp_of(dev, slot_flags(s)), obj,
 				       slot_size(s), dst, len);
 		zpool_unmap(dev->pool, slot_handle(s));
 		return ret;
@@ -357,7 +360,7 @@ static int slot_read_part(struct uzram *dev, const struct slot *s,
 		return -ENOMEM;
 	/* Codecs that decode in order stop after the last byte asked for. */
 	obj = zpool_map(dev->pool, slot_handle(s));
-	ret = zcomp_decompress_prefix(comp_at(dev, slot_prio(slot_flags(s))),
+	ret = zcomp_decompress_prefix(comp_of(dev, slot_flags(s)),
 				      obj, slot_size(s), t->unit,
 				      uoff + n, len);
 	zpool_unmap(dev->pool, slot_handle(s));
@@ -389,11 +392,22 @@ static void unit_swap_unlock(struct uzram *dev, struct slot *s, uint64_t idx,
 		content_release(dev, &old, len);
 }
 
-static void unit_commit(struct uzram *dev, struct slot *s, uint64_t idx,
+/*
+ * Swap in contents made outside the lock. Returns false, having changed
+ * nothing, if the object was made in a codec place that its priority has
+ * left since (a dictionary change, dict.c): the caller frees it and
+ * compresses again.
+ */
+static bool unit_commit(struct uzram *dev, struct slot *s, uint64_t idx,
 			const struct content *c, size_t len)
 {
 	slot_lock(s);
+	if (!place_current(dev, c->flags)) {
+		slot_unlock(s);
+		return false;
+	}
 	unit_swap_unlock(dev, s, idx, c, len);
+	return true;
 }
 
 /*
@@ -440,13 +454,18 @@ static int unit_write_full(struct uzram *dev, uint64_t idx,
 		stats_add(&dev->stats.pages_unchanged, (int64_t)(len >> PAGE_SHIFT));
 		return 0;
 	}
-	if (c.flags != SLOT_SAME) {
-		ret = unit_compress(dev, src, len, c.flags, t, &c);
+	if (c.flags == SLOT_SAME) {
+		unit_commit(dev, s, idx, &c, len);
+		return 0;
+	}
+	for (uint32_t tag = c.flags;; c.flags = tag) {
+		ret = unit_compress(dev, src, len, tag, t, &c);
 		if (ret)
 			return ret;
+		if (unit_commit(dev, s, idx, &c, len))
+			return 0;
+		zpool_free(dev->pool, (uint32_t)c.val);
 	}
-	unit_commit(dev, s, idx, &c, len);
-	return 0;
 }
 
 static bool mem_is_zero(const unsigned char *p, size_t n)

@@ -11,7 +11,9 @@
 #ifndef UZRAM_STORE_H
 #define UZRAM_STORE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,6 +23,7 @@
 
 struct image_save;
 struct zcomp;
+struct zcomp_retired;
 struct zpool;
 
 #define PAGE UZRAM_PAGE_SIZE
@@ -47,12 +50,21 @@ struct uzram {
 	unsigned cshift;       /* log2 of the cluster size */
 	size_t csize;          /* bytes in a cluster */
 	/*
-	 * comp[0] is the device's algorithm; comp[1..3] the secondary ones
-	 * for recompression, NULL until added, then set once and kept until
-	 * close. A slot names its codec by its priority bits (slot.h), set
-	 * only after the codec was published here.
+	 * The codecs, comp[prio][place]: prio 0 is the device's algorithm,
+	 * 1..3 the secondary ones for recompression (NULL until added). Each
+	 * priority has two places so that its dictionary can change while
+	 * objects made with the previous one are still stored: a slot names
+	 * its codec by its priority and place bits (slot.h), and cur[prio] is
+	 * the place new objects of that priority take. A place is filled only
+	 * while no object names it, under dict_lock (dict.c), and the codec
+	 * it held is kept on the retired list until close, as a writer may
+	 * still be compressing with it (it then finds its place stale under
+	 * the slot lock and starts again).
 	 */
-	struct zcomp *_Atomic comp[UZRAM_MAX_RECOMP + 1];
+	struct zcomp *_Atomic comp[UZRAM_MAX_RECOMP + 1][2];
+	_Atomic unsigned cur[UZRAM_MAX_RECOMP + 1];
+	pthread_mutex_t dict_lock;
+	struct zcomp_retired *retired;
 	struct zpool *pool;
 	struct stats stats;
 	/*
@@ -120,6 +132,12 @@ void content_release(struct uzram *dev, const struct content *old,
  */
 int device_create(const struct uzram_config *c, struct uzram **devp);
 
+/* device.c: explain a zcomp_create_dict() failure for `what`; returns err */
+int codec_error(const char *what, const char *algorithm, int level,
+		size_t dict_size, int err);
+/* dict.c: free the codecs taken out of their places, at close */
+void dict_retired_free(struct uzram *dev);
+
 /* Bytes in cluster idx: the cluster size, except maybe for the last one. */
 static inline size_t unit_len(const struct uzram *dev, uint64_t idx)
 {
@@ -154,10 +172,40 @@ static inline struct slot *slot_next(struct uzram *dev, uint64_t *idx)
 	return NULL;
 }
 
-/* The codec of a priority: 0 the device's, 1..3 recompression's. */
-static inline const struct zcomp *comp_at(struct uzram *dev, unsigned prio)
+/*
+ * The codec new objects of a priority take (0 the device's, 1..3
+ * recompression's), and its place for their slot's flags.
+ */
+static inline const struct zcomp *comp_at(struct uzram *dev, unsigned prio,
+					  uint32_t *place_flag)
 {
-	return atomic_load_explicit(&dev->comp[prio], memory_order_relaxed);
+	unsigned place = atomic_load_explicit(&dev->cur[prio],
+					      memory_order_acquire);
+
+	if (place_flag)
+		*place_flag = place ? SLOT_PLACE : 0;
+	return atomic_load_explicit(&dev->comp[prio][place],
+				    memory_order_acquire);
+}
+
+/* The codec that made the object of a slot with these flags. */
+static inline const struct zcomp *comp_of(struct uzram *dev, uint32_t flags)
+{
+	return atomic_load_explicit(&dev->comp[slot_prio(flags)][slot_place(flags)],
+				    memory_order_acquire);
+}
+
+/*
+ * Whether contents with these flags may be stored now: anything but an
+ * object, or an object made in its priority's current place. Checked
+ * under the slot lock by writers that compressed before taking it.
+ */
+static inline bool place_current(struct uzram *dev, uint32_t flags)
+{
+	return (flags & SLOT_STATE_MASK) != SLOT_OBJ ||
+	       slot_place(flags) ==
+		       atomic_load_explicit(&dev->cur[slot_prio(flags)],
+					    memory_order_acquire);
 }
 
 #endif

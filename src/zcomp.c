@@ -25,7 +25,13 @@
  *
  * Codecs that need no context (lz4 both ways, lz4hc to decompress) skip
  * the cache entirely: lz4 decompression, the hot read path, is one indirect
- * call to LZ4_decompress_safe().
+ * call to LZ4_decompress_safe(). lz4 with a dictionary needs a working
+ * stream to compress, and gets one from the same cache.
+ *
+ * A struct zcomp may carry a dictionary, prepared once by its backend
+ * (zcomp_create_dict()) and then only read, by any thread: the contexts
+ * stay keyed by (backend, level), and each call hands them the dictionary
+ * (or none). Objects made with a dictionary decode only with it.
  */
 #include <assert.h>
 #include <errno.h>
@@ -54,6 +60,9 @@ struct zcomp {
 	unsigned int idx; /* index in backends[], for the d[] cache */
 	int level;        /* effective level, never 0 unless min..max has 0 */
 	int ckey;         /* level part of the compression-cache key */
+	void *dict;       /* the backend's prepared dictionary, or NULL */
+	size_t dict_len;
+	unsigned char *dict_buf; /* its bytes, as given */
 };
 
 struct zcomp_cslot {
@@ -158,11 +167,18 @@ static void *dctx_get(const struct zcomp *zc)
 
 int zcomp_create(const char *name, int level, struct zcomp **out)
 {
+	return zcomp_create_dict(name, level, NULL, 0, out);
+}
+
+int zcomp_create_dict(const char *name, int level, const void *dict,
+		      size_t dict_len, struct zcomp **out)
+{
 	const struct zcomp_backend *b = NULL;
 	struct zcomp *zc;
 	unsigned int idx;
+	int ret;
 
-	if (!name || !out)
+	if (!name || !out || (dict_len && !dict))
 		return -EINVAL;
 	for (idx = 0; idx < NR_BACKENDS; idx++) {
 		if (!strcmp(backends[idx]->name, name)) {
@@ -176,21 +192,50 @@ int zcomp_create(const char *name, int level, struct zcomp **out)
 		level = b->default_level;
 	if (level < b->min_level() || level > b->max_level())
 		return -EINVAL;
+	if (dict_len && !b->dict_create)
+		return -EOPNOTSUPP;
+	if (dict_len && (dict_len < ZCOMP_DICT_MIN || dict_len > ZCOMP_DICT_MAX))
+		return -ERANGE;
 
-	zc = malloc(sizeof(*zc));
+	zc = calloc(1, sizeof(*zc));
 	if (!zc)
 		return -ENOMEM;
 	zc->b = b;
 	zc->idx = idx;
 	zc->level = level;
 	zc->ckey = b->cctx_per_level ? level : 0;
+	if (dict_len) {
+		zc->dict_buf = malloc(dict_len);
+		if (!zc->dict_buf) {
+			zcomp_destroy(zc);
+			return -ENOMEM;
+		}
+		memcpy(zc->dict_buf, dict, dict_len);
+		zc->dict_len = dict_len;
+		ret = b->dict_create(level, dict, dict_len, &zc->dict);
+		if (ret) {
+			zcomp_destroy(zc);
+			return ret;
+		}
+	}
 	*out = zc;
 	return 0;
 }
 
 void zcomp_destroy(struct zcomp *zc)
 {
+	if (!zc)
+		return;
+	if (zc->dict)
+		zc->b->dict_destroy(zc->dict);
+	free(zc->dict_buf);
 	free(zc);
+}
+
+const void *zcomp_dict(const struct zcomp *zc, size_t *len)
+{
+	*len = zc->dict_len;
+	return zc->dict_buf;
 }
 
 const char *zcomp_name(const struct zcomp *zc)
@@ -209,12 +254,13 @@ int zcomp_compress(const struct zcomp *zc, const void *src, size_t src_len,
 	void *ctx = NULL;
 
 	assert(zc && src && dst);
-	if (zc->b->cctx_create) {
+	if (zc->b->cctx_create && (zc->dict || !zc->b->cctx_dict_only)) {
 		ctx = cctx_get(zc);
 		if (!ctx)
 			return -ENOMEM;
 	}
-	return zc->b->compress(ctx, zc->level, src, src_len, dst, dst_cap);
+	return zc->b->compress(ctx, zc->level, zc->dict, src, src_len, dst,
+			       dst_cap);
 }
 
 int zcomp_decompress(const struct zcomp *zc, const void *src, size_t src_len,
@@ -228,7 +274,7 @@ int zcomp_decompress(const struct zcomp *zc, const void *src, size_t src_len,
 		if (!ctx)
 			return -ENOMEM;
 	}
-	return zc->b->decompress(ctx, src, src_len, dst, dst_len);
+	return zc->b->decompress(ctx, zc->dict, src, src_len, dst, dst_len);
 }
 
 int zcomp_decompress_prefix(const struct zcomp *zc, const void *src,
@@ -245,7 +291,8 @@ int zcomp_decompress_prefix(const struct zcomp *zc, const void *src,
 		if (!ctx)
 			return -ENOMEM;
 	}
-	return zc->b->decompress_prefix(ctx, src, src_len, dst, want, dst_len);
+	return zc->b->decompress_prefix(ctx, zc->dict, src, src_len, dst, want,
+					dst_len);
 }
 
 static char known[64];

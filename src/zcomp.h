@@ -2,8 +2,8 @@
  * zcomp.h - the codec layer: one compressor/decompressor selected by name,
  * with contexts that belong to the calling thread.
  *
- * The store never sees a codec library. It asks zcomp to turn a page (or,
- * later, a multi-page cluster) into bytes and back. Each backend lives in its
+ * The store never sees a codec library. It asks zcomp to turn a cluster
+ * (one page or several) into bytes and back. Each backend lives in its
  * own backend_<name>.c and registers one struct zcomp_backend in the table in
  * zcomp.c: adding a codec is adding one file and one table entry.
  *
@@ -27,6 +27,22 @@ struct zcomp;
  *   -ENOMEM.
  */
 int zcomp_create(const char *name, int level, struct zcomp **out);
+
+/*
+ * The same with a dictionary of dict_len bytes (copied), for codecs that
+ * take one (lz4 and zstd; lz4 uses the last 64 KiB). dict_len 0 is
+ * zcomp_create(). Errors as zcomp_create(), and:
+ *   -EOPNOTSUPP  the codec takes no dictionary;
+ *   -ERANGE      dict_len is outside ZCOMP_DICT_MIN..ZCOMP_DICT_MAX;
+ *   -EINVAL      the bytes are a zstd dictionary that libzstd refuses.
+ */
+#define ZCOMP_DICT_MIN 256
+#define ZCOMP_DICT_MAX (1u << 20)
+int zcomp_create_dict(const char *name, int level, const void *dict,
+		      size_t dict_len, struct zcomp **out);
+
+/* The dictionary's bytes and length (*len 0 and NULL: none). */
+const void *zcomp_dict(const struct zcomp *zc, size_t *len);
 void zcomp_destroy(struct zcomp *zc);            /* NULL is accepted */
 const char *zcomp_name(const struct zcomp *zc);
 int zcomp_level(const struct zcomp *zc);         /* the effective level */

@@ -49,19 +49,33 @@ struct zcomp_backend {
 	void (*dctx_destroy)(void *ctx);
 
 	/*
+	 * Optional (NULL: the codec takes no dictionary). Prepare len bytes of
+	 * dictionary for compressing at `level` and for decoding, into *out:
+	 * read-only once made, shared by every thread, and passed to compress
+	 * and decompress as `dict`. Returns 0, -EINVAL (the bytes are not a
+	 * dictionary the codec accepts) or -ENOMEM.
+	 */
+	int (*dict_create)(int level, const void *buf, size_t len, void **out);
+	void (*dict_destroy)(void *dict);
+	/* true if compression needs a context only with a dictionary (lz4) */
+	bool cctx_dict_only;
+
+	/*
 	 * Returns the compressed length (> 0), or -E2BIG when the output does
 	 * not fit in dst_cap (or the input is beyond what the codec takes),
-	 * or -ENOMEM.
+	 * or -ENOMEM. dict is NULL or what dict_create made.
 	 */
-	int (*compress)(void *ctx, int level, const void *src, size_t src_len,
-			void *dst, size_t dst_cap);
+	int (*compress)(void *ctx, int level, const void *dict, const void *src,
+			size_t src_len, void *dst, size_t dst_cap);
 
 	/*
 	 * Returns 0 only if src decodes to exactly dst_len bytes; -EIO for
-	 * anything else. Must stay inside src and dst whatever src holds.
+	 * anything else (a dictionary other than the one the stream was made
+	 * with decodes to wrong bytes or fails). Must stay inside src and dst
+	 * whatever src holds.
 	 */
-	int (*decompress)(void *ctx, const void *src, size_t src_len,
-			  void *dst, size_t dst_len);
+	int (*decompress)(void *ctx, const void *dict, const void *src,
+			  size_t src_len, void *dst, size_t dst_len);
 
 	/*
 	 * Optional (NULL: zcomp decodes whole). Decode at least the first
@@ -69,16 +83,18 @@ struct zcomp_backend {
 	 * can. Returns 0, or -EIO if the first `want` bytes cannot be decoded.
 	 * Must stay inside src and dst whatever src holds.
 	 */
-	int (*decompress_prefix)(void *ctx, const void *src, size_t src_len,
-				 void *dst, size_t want, size_t dst_len);
+	int (*decompress_prefix)(void *ctx, const void *dict, const void *src,
+				 size_t src_len, void *dst, size_t want,
+				 size_t dst_len);
 };
 
 extern const struct zcomp_backend zcomp_backend_lz4;
 /* LZ4 block decoding, shared by lz4 and lz4hc (whose output is plain LZ4). */
-int zcomp_lz4_decompress(void *ctx, const void *src, size_t src_len,
-			 void *dst, size_t dst_len);
-int zcomp_lz4_decompress_prefix(void *ctx, const void *src, size_t src_len,
-				void *dst, size_t want, size_t dst_len);
+int zcomp_lz4_decompress(void *ctx, const void *dict, const void *src,
+			 size_t src_len, void *dst, size_t dst_len);
+int zcomp_lz4_decompress_prefix(void *ctx, const void *dict, const void *src,
+				size_t src_len, void *dst, size_t want,
+				size_t dst_len);
 extern const struct zcomp_backend zcomp_backend_lz4hc;
 extern const struct zcomp_backend zcomp_backend_zstd;
 extern const struct zcomp_backend zcomp_backend_deflate;

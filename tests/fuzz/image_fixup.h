@@ -12,12 +12,15 @@
 static inline void image_fixup(unsigned char *p, size_t n)
 {
 	uint64_t seed;
-	size_t off = IMG_HEADER_LEN;
+	size_t off;
 
-	if (n < IMG_HEADER_LEN)
+	if (n < IMG_HEADER_MIN)
 		return;
-	img_put64(p + IMG_H_SUM, img_sum(p, IMG_H_SUM, 0));
-	seed = img_get64(p + IMG_H_SUM);
+	off = img_get32(p + IMG_H_HEADER_LEN);
+	if (off < IMG_HEADER_MIN || off > n)
+		return;
+	seed = img_sum(p, off - IMG_SUM_LEN, 0);
+	img_put64(p + off - IMG_SUM_LEN, seed);
 	while (n - off >= IMG_BLOCK_HEAD) {
 		uint32_t plen = img_get32(p + off + IMG_B_PAYLOAD);
 

@@ -41,6 +41,10 @@ seed zstd-16k 01 "$tmp/mixed" --algorithm zstd --cluster 16K
 seed deflate-64k 03 "$tmp/core" --algorithm deflate --cluster 64K
 seed lz4hc-8k 01 "$tmp/core" --algorithm lz4hc --cluster 8K
 seed recompressed 03 "$tmp/core" --recompress zstd
+dd if="$corpus/files.tar" bs=4096 skip=4 count=1 status=none >"$tmp/dict"
+seed zstd-dict 01 "$tmp/core" --algorithm zstd --dict "$tmp/dict"
+seed lz4-dict-recompressed 03 "$tmp/mixed" --dict "$tmp/dict" \
+	--recompress "zstd:3:dict=$tmp/dict"
 head -c 4096 /dev/zero >"$tmp/zero"
 seed tiny 01 "$tmp/zero"
 echo "make-image-seeds.sh: $n seeds in $out"

@@ -188,6 +188,43 @@ uzram() { "${SANITIZER_RUN[@]}" "$UZRAM" "$@"; }
 		"and heap-python.core"
 CORPUS=$UZRAM_TEST_CORPUS
 
+# complete_members SRC DST [MAX]: write to DST a tar of the members of SRC
+# that are whole in it (a tar may be cut in the middle of one) and end within
+# MAX bytes; print how many regular files (and hard links to them) it holds.
+complete_members()
+{
+	python3 - "$1" "$2" "${3:-0}" <<'PY'
+import os, sys, tarfile
+src_path, dst_path, cap = sys.argv[1], sys.argv[2], int(sys.argv[3])
+size = os.path.getsize(src_path)
+if cap:
+    size = min(size, cap - 1024)
+files = 0
+with tarfile.open(src_path) as src, tarfile.open(dst_path, "w") as dst:
+    try:
+        for m in src:
+            if m.offset_data + (m.size if m.isreg() else 0) > size:
+                break
+            dst.addfile(m, src.extractfile(m) if m.isreg() else None)
+            files += m.isreg() or m.islnk()
+    except tarfile.ReadError:
+        pass
+print(files)
+PY
+}
+
+# $TAR, the tar the scripts use: the corpus's files.tar when it is at most
+# TAR_MAX bytes (the devices the scripts make are sized for that), else a
+# tar of its first complete members up to TAR_MAX, made in $T. A corpus of
+# one's own (make test CORPUS=DIR) may hold a larger one. $TAR_MEMBERS is
+# the number of regular files in it, counted from the tar itself.
+TAR_MAX=$((24 << 20))
+TAR=$CORPUS/files.tar
+if (($(stat -c %s "$TAR") > TAR_MAX)); then
+	TAR=$T/files.tar
+	complete_members "$CORPUS/files.tar" "$TAR" "$TAR_MAX" >/dev/null
+fi
+
 # server_argv LISTEN-ARGS -- SERVE-ARGS: the command line of the server under
 # test, in the array SERVER_ARGV. LISTEN-ARGS is --socket PATH or --tcp H:P.
 server_argv()

@@ -9,7 +9,6 @@ source "$(dirname "$0")/functions.sh"
 require python3
 
 MiB=$((1024 * 1024))
-TAR=$CORPUS/files.tar
 
 # load_json ALGO CLUSTER BYTES: load files.tar with --cluster CLUSTER, check
 # the report (a cluster of BYTES) and print its compr_data_size.

@@ -9,7 +9,6 @@ require nbdcopy qemu-io python3
 real_server || skip_all "uzram stat needs the real server"
 
 MiB=$((1024 * 1024))
-TAR=$CORPUS/files.tar
 TARSZ=$(stat -c %s "$TAR")
 
 # stat_json NAME FILE: take a JSON snapshot of server NAME into FILE.

@@ -10,7 +10,6 @@ require nbdcopy qemu-io python3 head
 real_server || skip_all "uzram ctl needs the real server"
 
 MiB=$((1024 * 1024))
-TAR=$CORPUS/files.tar
 N=$((8 * MiB))
 
 field() { stat_field a "$1"; }

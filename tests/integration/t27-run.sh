@@ -8,7 +8,6 @@ source "$(dirname "$0")/functions.sh"
 require nbdcopy nbdinfo timeout
 real_server || skip_all "--run is a uzram serve option"
 
-TAR=$CORPUS/files.tar
 
 # run_captive RC ARGS...: uzram serve ARGS in the foreground; its exit
 # status must be RC.

@@ -9,7 +9,6 @@ require nbdcopy
 
 MiB=$((1024 * 1024))
 SIZE=$((96 * MiB))
-TAR=$CORPUS/files.tar
 TARSZ=$(stat -c %s "$TAR")
 head -c $((64 * MiB)) "$CORPUS/heap-python.core" >"$T/core64"
 [[ $(stat -c %s "$T/core64") == $((64 * MiB)) ]] ||

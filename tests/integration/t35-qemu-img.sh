@@ -8,7 +8,6 @@ require qemu-img qemu-io
 
 MiB=$((1024 * 1024))
 SIZE=$((80 * MiB))
-TAR=$CORPUS/files.tar
 TARSZ=$(stat -c %s "$TAR")
 head -c $((64 * MiB)) "$CORPUS/heap-python.core" >"$T/core64"
 

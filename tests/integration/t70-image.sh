@@ -14,8 +14,11 @@ require nbdcopy nbdinfo qemu-io cmp timeout python3
 real_server || skip_all "images are a uzram serve feature"
 
 MiB=$((1024 * 1024))
-TAR=$CORPUS/files.tar
 IMG=$T/dev.img
+tsize=$(stat -c %s "$TAR")          # $TAR: functions.sh, at most 24 MiB
+# halves of the core image for the second kill test, at most 32 MiB each
+half=$(($(stat -c %s "$CORPUS/heap-python.core") / MiB / 2))
+((half <= 32)) || half=32
 
 # expect FILE SIZE [OFFSET SRC LEN | OFFSET pattern:BYTE LEN]...: a file
 # of SIZE zero bytes with those ranges filled in.
@@ -49,7 +52,7 @@ start_server a --size 64M --algorithm zstd --cluster 16K --image "$IMG"
 [[ ! -e $IMG ]] || fail "the image exists before any save"
 nbdcopy --flush "$TAR" "${URI[a]}"
 qio "${URI[a]}" "write -P 0xab $((40 * MiB)) $MiB" "write -z $((48 * MiB)) $MiB"
-expect "$T/want" $((64 * MiB)) 0 "$TAR" $((8 * MiB)) $((40 * MiB)) pattern:0xab $MiB
+expect "$T/want" $((64 * MiB)) 0 "$TAR" "$tsize" $((40 * MiB)) pattern:0xab $MiB
 stored=$(stat_field a pages_stored)
 compr=$(stat_field a compr_data_size)
 stop_server a
@@ -156,8 +159,8 @@ echo "  24 kills within ${span} us runs: $olds left the old image, $news the new
 
 
 step "SIGKILL of the server during ctl save leaves an image that opens"
-dd if="$CORPUS/heap-python.core" bs=1M skip=32 count=32 of="$T/old" status=none
-dd if="$CORPUS/heap-python.core" bs=1M count=32 of="$T/new" status=none
+dd if="$CORPUS/heap-python.core" bs=1M skip="$half" count="$half" of="$T/old" status=none
+dd if="$CORPUS/heap-python.core" bs=1M count="$half" of="$T/new" status=none
 uzram load "$T/old" --save "$T/old.img" >/dev/null
 SIMG=$T/s.img
 olds=0 news=0

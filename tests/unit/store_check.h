@@ -7,13 +7,16 @@
  * the device after every change (check_dev), writing through dev_write so
  * the copy follows each successful write. Their pages come from the real
  * data corpus (tu_corpus()), loaded once per binary by the group setup
- * load_corpus/free_corpus, or are made same-filled (fill_same) or
+ * load_corpus/free_corpus and picked by the properties a test needs
+ * (data_page()), or are made same-filled (fill_same) or
  * incompressible (fill_rand) on purpose.
  *
  * Everything here is static: include it from one .c file per test binary.
  */
 #ifndef UZRAM_STORE_CHECK_H
 #define UZRAM_STORE_CHECK_H
+
+#include <lz4.h>
 
 #include "uzram.h"
 #include "testutil.h"
@@ -27,25 +30,6 @@ static uint8_t *tar;       /* files.tar, whole */
 static size_t tar_len;
 static uint8_t *core;      /* the start of heap-python.core */
 static size_t core_len;
-
-static inline int load_corpus(void **state)
-{
-	(void)state;
-	tar = tu_corpus("files.tar", 8u << 20, &tar_len);
-	core = tu_corpus("heap-python.core", 24u << 20, &core_len);
-	if (tar_len < (4u << 20) || core_len < (20u << 20))
-		fail_msg("corpus too small: files.tar %zu, core %zu bytes",
-			 tar_len, core_len);
-	return 0;
-}
-
-static inline int free_corpus(void **state)
-{
-	(void)state;
-	free(tar);
-	free(core);
-	return 0;
-}
 
 static inline struct uzram *dev_open(uint64_t size, const char *algo, int level,
 				     uint64_t limit)
@@ -103,22 +87,88 @@ static inline int has_data(const uint8_t *p, size_t len)
 }
 
 /*
- * Pages of files.tar that are not same-filled and hold data in their first
- * and last 128 bytes, so a partial zeroing never leaves a zero page.
+ * Data pages: real pages of the corpus (files.tar's, then the core's) that
+ * have the properties the tests rely on, so that no test depends on which
+ * files a machine has installed: not same-filled, non-zero first and last
+ * bytes and data in the first and last 128 bytes (a partial zeroing never
+ * leaves a zero page, a 1-byte write never writes a zero), and LZ4
+ * compresses them to less than half (never huge, with any codec and level).
  */
-static inline const uint8_t *tar_page(size_t n)
-{
-	size_t i, seen = 0;
+#define DATA_PAGES_MAX 4096
+static const uint8_t *data_pages[DATA_PAGES_MAX];
+static size_t data_pages_n;
 
-	for (i = 0; i + PG <= tar_len; i += PG) {
-		if (is_same_filled(tar + i) || !has_data(tar + i, 128) ||
-		    !has_data(tar + i + PG - 128, 128))
-			continue;
-		if (seen++ == n)
-			return tar + i;
-	}
-	fail_msg("files.tar has fewer than %zu data pages", n + 1);
-	return NULL;
+static inline int is_data_page(const uint8_t *p)
+{
+	char out[LZ4_COMPRESSBOUND(PG)];
+
+	if (!p[0] || !p[PG - 1] || is_same_filled(p) || !has_data(p, 128) ||
+	    !has_data(p + PG - 128, 128))
+		return 0;
+	return LZ4_compress_default((const char *)p, out, (int)PG,
+				    (int)sizeof(out)) < (int)PG / 2;
+}
+
+/*
+ * What the device stores for page p with lz4, its default: LZ4's output,
+ * or the page raw when that would save less than 1/64 (huge).
+ */
+static inline uint64_t lz4_stored_size(const uint8_t *p)
+{
+	char out[LZ4_COMPRESSBOUND(PG)];
+	int n = LZ4_compress_default((const char *)p, out, (int)PG,
+				     (int)sizeof(out));
+
+	return n > 0 && n <= (int)(PG - PG / 64) ? (uint64_t)n : PG;
+}
+
+static inline void find_data_pages(void)
+{
+	const uint8_t *const bufs[] = { tar, core };
+	const size_t lens[] = { tar_len, core_len };
+
+	data_pages_n = 0;
+	for (size_t b = 0; b < 2; b++)
+		for (size_t i = 0; i + PG <= lens[b] &&
+				   data_pages_n < DATA_PAGES_MAX; i += PG)
+			if (is_data_page(bufs[b] + i))
+				data_pages[data_pages_n++] = bufs[b] + i;
+}
+
+static inline const uint8_t *data_page(size_t n)
+{
+	if (n >= data_pages_n)
+		fail_msg("the corpus has only %zu data pages (compressible, not "
+			 "same-filled, non-zero ends); this test needs %zu",
+			 data_pages_n, n + 1);
+	return data_pages[n];
+}
+
+/* n data pages from the first-th on, one after another, into buf. */
+static inline void data_pages_copy(uint8_t *buf, size_t first, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		memcpy(buf + i * PG, data_page(first + i), PG);
+}
+
+static inline int load_corpus(void **state)
+{
+	(void)state;
+	tar = tu_corpus("files.tar", 8u << 20, &tar_len);
+	core = tu_corpus("heap-python.core", 24u << 20, &core_len);
+	if (tar_len < (4u << 20) || core_len < (20u << 20))
+		fail_msg("corpus too small: files.tar %zu, core %zu bytes",
+			 tar_len, core_len);
+	find_data_pages();
+	return 0;
+}
+
+static inline int free_corpus(void **state)
+{
+	(void)state;
+	free(tar);
+	free(core);
+	return 0;
 }
 
 static inline void fill_same(uint8_t *p, size_t len, uint64_t v)

@@ -26,7 +26,7 @@ static struct uzram *mixed_device(uint64_t npages, uint8_t **refp)
 	for (i = 0; i < npages; i++) {
 		switch (i % 5) {
 		case 0:
-			memcpy(ref + i * PG, tar_page(i), PG);
+			memcpy(ref + i * PG, data_page(i), PG);
 			break;
 		case 1:
 			fill_same(ref + i * PG, PG, SAME_VALUE + i);

@@ -53,10 +53,10 @@ static void test_table_chunks(void **state)
 	assert_non_null(ref);
 	assert_non_null(buf);
 	assert_non_null(want);
-	dev_write(dev, ref, tar_page(0), PG, chunk - PG);
+	dev_write(dev, ref, data_page(0), PG, chunk - PG);
 	fill_rand(buf, 2 * PG, &seed);
 	dev_write(dev, ref, buf, 100, 2 * chunk - 50);
-	dev_write(dev, ref, tar_page(1), 1, size - 1);
+	dev_write(dev, ref, data_page(1), 1, size - 1);
 	check_boundaries(dev, ref, chunk);
 	st = get_stats(dev);
 	/* Chunks 0, 1, 2 and 3 were written; each costs 16 bytes a page. */
@@ -116,7 +116,7 @@ static void test_table_chunks(void **state)
 	/* Only the last chunk written: runs of holes skip unmade chunks. */
 	dev = dev_open(size, NULL, 0, 0);
 	memset(ref, 0, size);
-	dev_write(dev, ref, tar_page(2), PG, 3 * chunk + PG);
+	dev_write(dev, ref, data_page(2), PG, 3 * chunk + PG);
 	for (off = 0; off < 3 * chunk; off += chunk / 2 + 7 * PG + 3) {
 		assert_int_equal(uzram_block_status(dev, off, size - off, &run,
 						    &flags), 0);
@@ -259,13 +259,14 @@ static void test_huge(void **state)
 
 	/* Rewritten with compressible data: no longer huge. */
 	for (i = 0; i < 8; i++)
-		dev_write(dev, ref, tar_page(i), PG, (4 + i) * PG);
+		dev_write(dev, ref, data_page(i), PG, (4 + i) * PG);
 	check_dev(dev, ref, "huge pages rewritten");
 	st = get_stats(dev);
 	assert_int_equal(st.huge_pages, 8);
 	assert_true(st.compr_data_size < 16 * PG);
-	/* A partial write into a huge page keeps it huge and right. */
-	dev_write(dev, ref, tar, 100, 15 * PG + 10);
+	/* A partial write of random bytes into a huge page keeps it huge. */
+	fill_rand(buf, 100, &seed);
+	dev_write(dev, ref, buf, 100, 15 * PG + 10);
 	check_dev(dev, ref, "partial write into a huge page");
 	assert_int_equal(get_stats(dev).huge_pages, 8);
 	assert_int_equal(uzram_discard(dev, 4 * PG, 16 * PG), 0);
@@ -313,8 +314,7 @@ static void test_every_algorithm(void **state)
 		levels[2] = max_level(name);
 		for (l = 0; l < 3; l++) {
 			dev = dev_open(size, name, levels[l], 0);
-			memcpy(ref, tar + (1u << 20), 128 * PG);
-			memcpy(ref + 128 * PG, core + (10u << 20), 64 * PG);
+			data_pages_copy(ref, 0, 192);
 			fill_same(ref + 192 * PG, 16 * PG, SAME_VALUE);
 			fill_rand(ref + 208 * PG, 16 * PG, &seed);
 			memset(ref + 224 * PG, 0, 32 * PG);

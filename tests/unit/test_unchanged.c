@@ -38,8 +38,8 @@ static void test_rewrite_pages(void **state)
 	assert_non_null(ref);
 	assert_non_null(buf);
 	/* compressed, huge and same-filled pages, then all of them again */
-	memcpy(buf, tar_page(0), PG);
-	memcpy(buf + PG, tar_page(1), PG);
+	memcpy(buf, data_page(0), PG);
+	memcpy(buf + PG, data_page(1), PG);
 	fill_rand(buf + 2 * PG, PG, &seed);
 	fill_same(buf + 3 * PG, PG, SAME_VALUE);
 	dev_write(dev, ref, buf, 4 * PG, 8 * PG);
@@ -85,7 +85,7 @@ static void test_tag_collision(void **state)
 	assert_non_null(ref);
 	assert_non_null(p);
 	assert_non_null(q);
-	memcpy(p, tar_page(3), PG);
+	memcpy(p, data_page(3), PG);
 	memcpy(q, p, PG);
 	/* vary q's last 8 bytes until its 16 bits equal p's: ~65536 tries */
 	for (n = 1; n < (1u << 24); n++) {
@@ -118,8 +118,8 @@ static void test_partial(void **state)
 
 	(void)state;
 	assert_non_null(ref);
-	dev_write(dev, ref, tar_page(5), PG, 2 * PG);
-	dev_write(dev, ref, tar_page(6), PG, 3 * PG);
+	dev_write(dev, ref, data_page(5), PG, 2 * PG);
+	dev_write(dev, ref, data_page(6), PG, 3 * PG);
 	st0 = get_stats(dev);
 
 	/* 300 bytes across the boundary of two pages, as they are */
@@ -161,8 +161,12 @@ static void test_clusters(void **state)
 	cfg.size = NPAGES * PG;
 	cfg.cluster_size = 16384;
 	assert_int_equal(uzram_open(&cfg, &dev), 0);
-	dev_write(dev, ref, tar + 64 * PG, 8 * PG, 4 * PG);
-	dev_write(dev, ref, tar + 64 * PG, 8 * PG, 4 * PG);
+	uint8_t *buf = malloc(8 * PG);
+	assert_non_null(buf);
+	data_pages_copy(buf, 64, 8);
+	dev_write(dev, ref, buf, 8 * PG, 4 * PG);
+	dev_write(dev, ref, buf, 8 * PG, 4 * PG);
+	free(buf);
 	st = get_stats(dev);
 	assert_int_equal(st.pages_unchanged, 8);
 	/* one page inside a cluster, unchanged: the cluster's 4 pages */

@@ -3,7 +3,7 @@
  *
  *   UZRAM_TEST_SCALE   multiplies the iteration counts of randomized tests
  *                      (the sanitizer builds run them with less than 1);
- *   UZRAM_TEST_CORPUS  a folder made by ../shared/bench/make-corpus.sh
+ *   UZRAM_TEST_CORPUS  a folder made by scripts/corpus.sh
  *                      (make test builds a small one in build/corpus).
  */
 #ifndef UZRAM_TESTUTIL_H
