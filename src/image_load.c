@@ -3,10 +3,11 @@
  * fresh device with its objects as they are, at the speed of reading the
  * file (nothing is decoded or re-encoded).
  *
- *   open, read the header         magic, version, length, checksum, then
- *        |                        the geometry and the algorithms
+ *   open, read the header         magic, length, checksum, version, then
+ *        |                        the geometry and the codec places
  *        v
- *   device_create() with the image's geometry; secondary algorithms set
+ *   device_create() with the image's geometry; every codec place set,
+ *        |                        dictionaries included
  *        |
  *        v
  *   block by block: read head,    checksum of head and payload (seeded

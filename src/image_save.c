@@ -50,6 +50,12 @@
  * memory for its list entry it frees the old object and the save fails
  * with -ENOMEM: an image is complete or it is not written.
  *
+ * Codecs: the header names every codec place of every priority, with its
+ * dictionary, as the save began. A dictionary change (dict.c) or a new
+ * secondary algorithm during the save may make objects with a codec the
+ * header does not name; the save then fails with -EAGAIN rather than
+ * write an image that would not decode.
+ *
  * Crash safety: the image goes to a temporary file in the same directory
  * (mkostemp), is fsync()ed, renamed over path, and the directory is
  * fsync()ed, so path names the old image or the new one, whole, at every
