@@ -269,10 +269,11 @@ static int device_from_header(struct reader *r, const struct uzram_config *cfg,
 				      "(leave it 0)",
 				      (unsigned long long)cfg->size, r->path,
 				      (unsigned long long)g.size);
-	first = g.cur & 1;
 	/* the primary codec first, for a message that names the image */
-	if (!ret)
+	if (!ret) {
+		first = g.cur & 1;
 		ret = codec_make(r, &g, first, &zc);
+	}
 	zcomp_destroy(zc);
 	if (ret) {
 		free(h);
