@@ -44,6 +44,11 @@ DEPS_PKGS := liblz4 libzstd libdeflate
 DEPS_CFLAGS = $(shell pkg-config --cflags $(DEPS_PKGS) 2>/dev/null)
 DEPS_LIBS = $(shell pkg-config --libs $(DEPS_PKGS) 2>/dev/null)
 
+# The NBD server's TLS (server/tls.c); only the uzram program links it.
+SERVER_PKGS := gnutls
+SERVER_CFLAGS = $(shell pkg-config --cflags $(SERVER_PKGS) 2>/dev/null)
+SERVER_LIBS = $(shell pkg-config --libs $(SERVER_PKGS) 2>/dev/null)
+
 BASE_CFLAGS = -std=c11 -D_GNU_SOURCE $(OPT) $(WARNINGS) $(SAN_FLAGS) \
 	-Iinclude $(DEPS_CFLAGS) $(CFLAGS)
 LIB_CFLAGS = $(BASE_CFLAGS) -fPIC -fvisibility=hidden -DUZRAM_BUILDING
@@ -86,7 +91,7 @@ $(BUILD)/obj/cli/%.o: cli/%.c
 
 $(BUILD)/obj/server/%.o: server/%.c
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(BASE_CFLAGS) $(SERVER_CFLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/libuzram.a: $(LIB_OBJS)
 	@mkdir -p $(@D)
@@ -105,7 +110,7 @@ $(BUILD)/uzram.pc: Makefile include/uzram.h
 		'Cflags: -I$${includedir}' > $@
 
 $(BUILD)/uzram: $(CLI_OBJS) $(BUILD)/libuzram.a
-	$(LINK) -o $@ $(CLI_OBJS) $(BUILD)/libuzram.a $(LDLIBS_ALL)
+	$(LINK) -o $@ $(CLI_OBJS) $(BUILD)/libuzram.a $(LDLIBS_ALL) $(SERVER_LIBS)
 
 # Unit tests may include private headers from src/ to test one layer.
 $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(BUILD)/libuzram.a

@@ -6,10 +6,20 @@
 #ifndef UZRAM_CLI_H
 #define UZRAM_CLI_H
 
+#include <stddef.h>
+
 int cmd_load(int argc, char **argv);   /* cli/load.c */
 int cmd_serve(int argc, char **argv);  /* cli/serve.c */
 int cmd_stat(int argc, char **argv);   /* cli/serve.c: ask a running server */
 int cmd_ctl(int argc, char **argv);    /* cli/serve.c: control a running server */
+int cmd_mount(int argc, char **argv);  /* cli/mount.c: a file system at DIR */
+int cmd_umount(int argc, char **argv); /* cli/mount.c: take it down */
+
+/*
+ * The socket of the server behind `uzram mount DIR` into out (n bytes);
+ * 0, or -1 with a message when DIR is not mounted by uzram mount.
+ */
+int mount_socket_path(const char *dir, char *out, size_t n);
 
 /* Parse "123", "4K", "1.5G" (powers of 1024) into bytes; 0 or -EINVAL. */
 int parse_size(const char *s, unsigned long long *out);

@@ -24,11 +24,21 @@ static const struct {
 	  "serve [--size 1G] [--algorithm lz4] [--level N] [--mem-limit M]\n"
 	  "              [--socket PATH | --tcp HOST:PORT] [--export NAME]\n"
 	  "              [--read-only] [--max-connections N] [--cluster 4K..64K]\n"
-	  "              [--recomp-algorithm ALGO[:LEVEL]]... [--run 'COMMAND']\n"
-	  "              [--image FILE]" },
-	{ "stat", cmd_stat, "stat [--socket PATH] [--json]" },
+	  "              [--recomp-algorithm ALGO[:LEVEL][:dict=FILE]]... [--dict FILE]\n"
+	  "              [--run 'COMMAND'] [--image FILE] [--ctl-socket PATH]\n"
+	  "              [--tls=off|on|require]\n"
+	  "              [--tls-psk FILE | --tls-certificates DIR [--tls-verify-peer]]" },
+	{ "mount", cmd_mount,
+	  "mount DIR [--size S] [--algorithm A] [--level N] [--mem-limit M]\n"
+	  "              [--cluster 4K..64K] [--fs ext4] [-o OPTIONS] [--uid U]\n"
+	  "              [--gid G] [--mode M] [--via loop|fuse] [-f]" },
+	{ "umount", cmd_umount, "umount DIR" },
+	{ "stat", cmd_stat,
+	  "stat [--socket PATH | --tcp [HOST:]PORT | --ctl-socket PATH | --mount DIR]\n"
+	  "            [--json]" },
 	{ "ctl", cmd_ctl,
-	  "ctl [--socket PATH] compact | mem-limit SIZE | reset-max | idle\n"
+	  "ctl [--socket PATH | --tcp [HOST:]PORT | --ctl-socket PATH]\n"
+	  "            compact | mem-limit SIZE | reset-max | idle\n"
 	  "            | recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]\n"
 	  "            | save [IMAGE]" },
 };

@@ -23,7 +23,14 @@ static void serve_usage(void)
 		"                   [--socket PATH | --tcp HOST:PORT] [--export NAME]\n"
 		"                   [--read-only] [--max-connections N] [--cluster 4K..64K]\n"
 		"                   [--recomp-algorithm ALGO[:LEVEL][:dict=FILE]]...\n"
-		"                   [--dict FILE] [--run 'COMMAND'] [--image FILE]\n"
+		"                   [--dict FILE] [--run 'COMMAND']\n"
+		"                   [--ctl-socket PATH] [--image FILE] [--tls=off|on|require\n"
+		"                   (--tls-psk FILE | --tls-certificates DIR [--tls-verify-peer])]\n"
+		"  --ctl-socket: the control socket for `uzram stat` and `uzram ctl`\n"
+		"         (default: SOCKET.ctl, or $XDG_RUNTIME_DIR/uzram/tcp-PORT.ctl)\n"
+		"  --tls: on offers TLS (NBD_OPT_STARTTLS), require refuses clients\n"
+		"         without it; keys from --tls-psk (psktool's format) or\n"
+		"         --tls-certificates (ca-cert.pem, server-cert.pem, server-key.pem)\n"
 		"  --recomp-algorithm: a secondary algorithm for `uzram ctl recompress`\n"
 		"         (priority 1, 2, 3 in the order given)\n"
 		"  --dict: a dictionary for the algorithm (lz4, zstd), as zram's\n"
@@ -147,6 +154,7 @@ static int open_device(struct uzram_config *cfg, const char *image,
 			"algorithm" : "cluster", image,
 			uzram_algorithm(*dev, 0), uzram_cluster_size(*dev));
 		uzram_close(*dev);
+		*dev = NULL;
 		return 1;
 	}
 	return 0;
@@ -192,6 +200,38 @@ static int add_recomp(struct uzram *dev, const struct recomp_opt *recomp,
 	return 0;
 }
 
+static int parse_tls_mode(const char *s, enum nbd_tls_mode *mode)
+{
+	static const char *const names[] = { "off", "on", "require" };
+
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(s, names[i])) {
+			*mode = (enum nbd_tls_mode)i;
+			return 0;
+		}
+	return -1;
+}
+
+/* The --tls options fit together; 0, or -1 after a message. */
+static int check_tls_options(const struct nbd_tls_config *tc)
+{
+	const char *msg = NULL;
+
+	if (tc->mode == NBD_TLS_OFF &&
+	    (tc->certificates || tc->psk_file || tc->verify_peer))
+		msg = "--tls-certificates, --tls-psk and --tls-verify-peer need "
+		      "--tls=on or --tls=require";
+	else if (tc->mode != NBD_TLS_OFF && !tc->certificates == !tc->psk_file)
+		msg = "--tls needs exactly one of --tls-certificates DIR and "
+		      "--tls-psk FILE";
+	else if (tc->verify_peer && !tc->certificates)
+		msg = "--tls-verify-peer checks X.509 client certificates "
+		      "(--tls-certificates); a PSK authenticates the client itself";
+	if (msg)
+		fprintf(stderr, "uzram serve: %s\n", msg);
+	return msg ? -1 : 0;
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -207,11 +247,18 @@ int cmd_serve(int argc, char **argv)
 		{ "cluster", required_argument, NULL, 'C' },
 		{ "run", required_argument, NULL, 'R' },
 		{ "recomp-algorithm", required_argument, NULL, 'A' },
+		{ "ctl-socket", required_argument, NULL, 'X' },
+		{ "tls", required_argument, NULL, 'T' },
+		{ "tls-certificates", required_argument, NULL, 'K' },
+		{ "tls-psk", required_argument, NULL, 'P' },
+		{ "tls-verify-peer", no_argument, NULL, 'V' },
 		{ "dict", required_argument, NULL, 'D' },
 		{ "image", required_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct nbd_tls_config tc = { .mode = NBD_TLS_OFF };
+	struct nbd_tls *tls = NULL;
 	struct nbd_server_config sc = {
 		.export = { .name = "" },
 		.max_connections = 128,
@@ -300,6 +347,22 @@ int cmd_serve(int argc, char **argv)
 				goto bad_value;
 			nrecomp++;
 			break;
+		case 'X':
+			sc.ctl_socket = optarg;
+			break;
+		case 'T':
+			if (parse_tls_mode(optarg, &tc.mode) < 0)
+				goto bad_value;
+			break;
+		case 'K':
+			tc.certificates = optarg;
+			break;
+		case 'P':
+			tc.psk_file = optarg;
+			break;
+		case 'V':
+			tc.verify_peer = true;
+			break;
 		case 'D':
 			dict_path = optarg;
 			break;
@@ -311,6 +374,8 @@ int cmd_serve(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (check_tls_options(&tc) < 0)
+		return 2;
 	if (optind != argc) {
 		fprintf(stderr, "uzram serve: unexpected argument '%s'\n", argv[optind]);
 		serve_usage();
@@ -330,13 +395,16 @@ int cmd_serve(int argc, char **argv)
 		sc.socket_path = "uzram.sock";
 	}
 
+	if (tc.mode != NBD_TLS_OFF && !(tls = nbd_tls_new(&tc)))
+		return 1;
+	sc.export.tls = tls;
 	r = open_device(&cfg, sc.image, dict_path, size_set, algo_set,
 			cluster_set, &dev);
-	if (r)
-		return r;
-	r = add_recomp(dev, recomp, nrecomp);
+	if (!r)
+		r = add_recomp(dev, recomp, nrecomp);
 	if (r) {
 		uzram_close(dev);
+		nbd_tls_free(tls);
 		return r;
 	}
 	sc.algorithm = uzram_algorithm(dev, 0);
@@ -345,8 +413,10 @@ int cmd_serve(int argc, char **argv)
 	snprintf(desc, sizeof desc, "uzram %s device", sc.algorithm);
 	sc.export.description = desc;
 	r = nbd_server_run(&sc);
-	if (r == 0)
+	if (r == 0) {
 		uzram_close(dev); /* else a stuck client thread may still use it */
+		nbd_tls_free(tls);
+	}
 	return r;
 
 bad_value:
@@ -357,12 +427,14 @@ bad_value:
 
 static void stat_usage(FILE *f)
 {
-	fprintf(f, "usage: uzram stat [--socket PATH] [--json]\n");
+	fprintf(f, "usage: uzram stat [--socket PATH | --tcp [HOST:]PORT | --ctl-socket PATH\n"
+		"                   | --mount DIR] [--json]\n");
 }
 
 static void ctl_usage(FILE *f)
 {
-	fprintf(f, "usage: uzram ctl [--socket PATH] compact | mem-limit SIZE | reset-max | idle\n"
+	fprintf(f, "usage: uzram ctl [--socket PATH | --tcp [HOST:]PORT | --ctl-socket PATH]\n"
+		"                 compact | mem-limit SIZE | reset-max | idle\n"
 		"                 | recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]\n"
 		"                 | save [IMAGE]\n"
 		"  compact      move objects out of sparse allocator pages, give back\n"
@@ -379,23 +451,44 @@ static void ctl_usage(FILE *f)
 }
 
 /*
- * The options of stat and ctl: --socket PATH and --help, and --json where
- * json is not NULL. Returns -1 to go on, or the exit status.
+ * The options of stat and ctl: where the server is (--socket PATH, --tcp
+ * [HOST:]PORT, --ctl-socket PATH, or --mount DIR, a directory of `uzram
+ * mount`; ./uzram.sock by default), --help, and --json where json is not
+ * NULL. Puts the control socket's path in path (PATH_MAX bytes). Returns
+ * -1 to go on, or the exit status.
  */
 static int client_options(int argc, char **argv, void (*usage)(FILE *),
-			  const char **path, bool *json)
+			  const char *who, char *path, bool *json)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 'S' },
+		{ "mount", required_argument, NULL, 'M' },
+		{ "tcp", required_argument, NULL, 't' },
+		{ "ctl-socket", required_argument, NULL, 'X' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *sock = NULL, *ctl = NULL, *host, *port = NULL;
 	int o;
 
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (o == 'S') {
-			*path = optarg;
+			sock = optarg;
+		} else if (o == 'M') {
+			static char msock[PATH_MAX];
+
+			if (mount_socket_path(optarg, msock, sizeof msock) < 0)
+				return 1;
+			sock = msock;
+		} else if (o == 'X') {
+			ctl = optarg;
+		} else if (o == 't') {
+			if (split_hostport(optarg, &host, &port) < 0) {
+				fprintf(stderr, "%s: bad --tcp '%s', want "
+					"[HOST:]PORT\n", who, optarg);
+				return 2;
+			}
 		} else if (o == 'j' && json) {
 			*json = true;
 		} else if (o == 'h') {
@@ -406,14 +499,23 @@ static int client_options(int argc, char **argv, void (*usage)(FILE *),
 			return 2;
 		}
 	}
-	return -1;
+	if (!!sock + !!ctl + !!port > 1) {
+		fprintf(stderr, "%s: --socket (or --mount), --tcp and "
+			"--ctl-socket are exclusive\n", who);
+		return 2;
+	}
+	if (!sock && !ctl && !port)
+		sock = "uzram.sock";
+	return ctl_path_find(ctl, sock, port, false, who, path, PATH_MAX) < 0
+		? 1 : -1;
 }
 
 int cmd_stat(int argc, char **argv)
 {
-	const char *path = NULL;
+	char path[PATH_MAX];
 	bool json = false;
-	int r = client_options(argc, argv, stat_usage, &path, &json);
+	int r = client_options(argc, argv, stat_usage, "uzram stat", path,
+			       &json);
 
 	if (r >= 0)
 		return r;
@@ -454,10 +556,9 @@ static int recompress_request(int argc, char **argv, char *req, size_t n)
 
 int cmd_ctl(int argc, char **argv)
 {
-	const char *path = NULL;
+	char path[PATH_MAX], req[PATH_MAX + 16], cwd[PATH_MAX];
 	unsigned long long v;
-	char req[PATH_MAX + 16], cwd[PATH_MAX];
-	int r = client_options(argc, argv, ctl_usage, &path, NULL);
+	int r = client_options(argc, argv, ctl_usage, "uzram ctl", path, NULL);
 
 	if (r >= 0)
 		return r;

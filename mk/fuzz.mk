@@ -33,8 +33,8 @@ FUZZ_RUN := setarch $(shell uname -m) -R
 
 $(FUZZ_DIR)/fuzz_nbd: $(FUZZ_SRCS) $(wildcard src/*.h server/*.h) include/uzram.h
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(DEPS_CFLAGS) -o $@ $(FUZZ_SRCS) \
-		$(DEPS_LIBS) -lpthread -lm
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(DEPS_CFLAGS) $(SERVER_CFLAGS) -o $@ $(FUZZ_SRCS) \
+		$(DEPS_LIBS) $(SERVER_LIBS) -lpthread -lm
 
 $(FUZZ_DIR)/fuzz_image: $(FUZZ_IMAGE_SRCS) $(wildcard src/*.h) include/uzram.h \
 		tests/fuzz/image_fixup.h

@@ -36,8 +36,11 @@ cc=${CC:-cc}
 # Shared: as the README says, cc example.c $(pkg-config --cflags --libs uzram)
 # shellcheck disable=SC2046
 $cc -o "$tmp/example-shared" "$tmp/example.c" $(pkg-config --cflags --libs uzram)
-LD_LIBRARY_PATH=$lib ldd "$tmp/example-shared" | grep -q "$soname => $lib/" ||
-	fail "the shared example does not load $lib/$soname"
+# ldd's output in full first: grep -q quitting early would kill ldd with
+# SIGPIPE, which pipefail turns into a failure.
+deps=$(LD_LIBRARY_PATH=$lib ldd "$tmp/example-shared")
+[[ $deps == *"$soname => $lib/"* ]] ||
+	fail "the shared example does not load $lib/$soname: $deps"
 LD_LIBRARY_PATH=$lib "$tmp/example-shared" > "$tmp/shared.out" ||
 	fail "the shared example failed: $(cat "$tmp/shared.out")"
 
@@ -46,9 +49,9 @@ libs=$(pkg-config --static --libs uzram)
 # shellcheck disable=SC2046,SC2086
 $cc -o "$tmp/example-static" "$tmp/example.c" $(pkg-config --cflags uzram) \
 	${libs/-luzram/-l:libuzram.a}
-if ldd "$tmp/example-static" | grep -q libuzram; then
-	fail "the static example is linked against the shared library"
-fi
+deps=$(ldd "$tmp/example-static")
+[[ $deps != *libuzram* ]] ||
+	fail "the static example is linked against the shared library: $deps"
 "$tmp/example-static" > "$tmp/static.out" ||
 	fail "the static example failed: $(cat "$tmp/static.out")"
 

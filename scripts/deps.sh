@@ -4,12 +4,14 @@
 # command to run and fails. Groups: build test bench run.
 set -euo pipefail
 
-pkgs_build="gcc g++ make pkg-config liblz4-dev libzstd-dev libdeflate-dev libxxhash-dev"
+pkgs_build="gcc g++ make pkg-config liblz4-dev libzstd-dev libdeflate-dev libxxhash-dev
+            libgnutls28-dev"
 pkgs_test="libcmocka-dev libxxhash-dev clang libclang-rt-14-dev qemu-utils libnbd-bin fio
-           nbdkit gdb python3 e2fsprogs util-linux procps mount tar fuse3"
+           nbdkit gdb python3 e2fsprogs util-linux procps mount tar fuse3
+           fuse2fs gnutls-bin"
 pkgs_bench="fio nbdkit gnuplot-nox gdb python3 dpkg-dev linux-perf procps libnbd-dev
             libnbd-bin"
-pkgs_run="gdb python3"
+pkgs_run="gdb python3 libnbd-bin e2fsprogs fuse2fs fuse3 util-linux mount"
 
 want=()
 for group in "$@"; do

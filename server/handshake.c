@@ -14,6 +14,15 @@
  * handshake is bounded too, so a client cannot keep a thread forever.
  *
  * The only meta context is "base:allocation" (id NBD_META_ID_ALLOC).
+ *
+ * TLS (exp->tls set): NBD_OPT_STARTTLS is acked in plaintext, then the
+ * connection's bytes go through a TLS session (tls.c) and negotiation
+ * starts over: what was agreed before (structured replies, meta context)
+ * is forgotten, as a man in the middle may have sent it. A client that
+ * sent anything after STARTTLS before our ack is dropped for the same
+ * reason. Under --tls=require every option before TLS except STARTTLS and
+ * ABORT gets NBD_REP_ERR_TLS_REQD, and NBD_OPT_EXPORT_NAME, which has no
+ * error reply, ends the connection.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -240,11 +249,37 @@ static int opt_meta(struct nbd_conn *c, uint32_t opt, const unsigned char *d,
 	return send_reply(c, opt, NBD_REP_ACK, NULL, 0);
 }
 
+static int opt_starttls(struct nbd_conn *c, uint32_t len)
+{
+	if (!c->exp->tls)
+		return send_reply(c, NBD_OPT_STARTTLS, NBD_REP_ERR_UNSUP, NULL, 0);
+	if (c->tls || len != 0)
+		return send_reply(c, NBD_OPT_STARTTLS, NBD_REP_ERR_INVALID,
+				  NULL, 0);
+	if (send_reply(c, NBD_OPT_STARTTLS, NBD_REP_ACK, NULL, 0) < 0)
+		return -1;
+	if (c->ipos != c->iend) {
+		ctr_add(&c->ctr->proto_errors, 1);
+		return -1; /* plaintext sent after STARTTLS, before our ack */
+	}
+	if (tls_session_start(c) < 0)
+		return -1;
+	c->structured = false;
+	c->meta_alloc = false;
+	return 0;
+}
+
 /* One option with its data in d; returns 1 (transmission), 0 or -1. */
 static int handle_option(struct nbd_conn *c, uint32_t opt,
 			 const unsigned char *d, uint32_t len)
 {
+	if (!c->tls && opt != NBD_OPT_STARTTLS &&
+	    nbd_tls_required(c->exp->tls))
+		return opt == NBD_OPT_EXPORT_NAME ? -1 :
+		       send_reply(c, opt, NBD_REP_ERR_TLS_REQD, NULL, 0);
 	switch (opt) {
+	case NBD_OPT_STARTTLS:
+		return opt_starttls(c, len);
 	case NBD_OPT_EXPORT_NAME:
 		return opt_export_name(c, d, len);
 	case NBD_OPT_INFO:

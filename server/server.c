@@ -14,7 +14,7 @@
  *   SIGUSR1         print the figures to stderr
  *   SIGCHLD         (--run) the command exited: stop as for SIGTERM
  *   PATH.ctl        `uzram stat` connects, sends "json\n" or "text\n" and
- *                   gets the same figures back
+ *                   gets the same figures back (where it is: ctlpath.c)
  *   --image FILE    after the clients are gone, the device is saved to FILE
  *
  * Lock rule: srv->lock guards the client list and is taken only when a
@@ -455,7 +455,24 @@ fail:
 	return -1;
 }
 
-static int listen_tcp(const char *host, const char *port)
+/* Whether a is on the loopback interface: 127.0.0.0/8, ::1 or ::ffff:127.x. */
+static bool loopback(const struct sockaddr *a)
+{
+	if (a->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)(const void *)a)
+			      ->sin_addr.s_addr) >> 24) == 127;
+	if (a->sa_family == AF_INET6) {
+		const struct in6_addr *ip =
+			&((const struct sockaddr_in6 *)(const void *)a)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(ip) ||
+		       (IN6_IS_ADDR_V4MAPPED(ip) && ip->s6_addr[12] == 127);
+	}
+	return false;
+}
+
+/* plaintext: clients may skip TLS, so warn off loopback. */
+static int listen_tcp(const char *host, const char *port, bool plaintext)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_PASSIVE }, *ai, *a;
@@ -479,6 +496,10 @@ static int listen_tcp(const char *host, const char *port)
 		close(fd);
 		fd = -1;
 	}
+	if (fd >= 0 && plaintext && !loopback(a->ai_addr))
+		fprintf(stderr, "uzram serve: warning: serving %s:%s without "
+			"--tls=require: anyone who can reach it can read and "
+			"write the device\n", host, port);
 	freeaddrinfo(ai);
 	if (fd < 0)
 		fprintf(stderr, "uzram serve: cannot listen on %s:%s: %s\n",
@@ -500,15 +521,17 @@ static int abs_path(const char *path, char *out, size_t n)
 	return r < 0 || (size_t)r >= n ? -1 : 0;
 }
 
+/* The URI of the export; nbds: with TLS (the client adds its keys). */
 static void make_uri(struct server *srv)
 {
 	const struct nbd_server_config *cfg = srv->cfg;
+	const char *s = cfg->export.tls ? "s" : "";
 
 	if (cfg->socket_path)
-		snprintf(srv->uri, sizeof srv->uri, "nbd+unix:///%s?socket=%s",
-			 cfg->export.name, srv->sock_path);
+		snprintf(srv->uri, sizeof srv->uri, "nbd%s+unix:///%s?socket=%s",
+			 s, cfg->export.name, srv->sock_path);
 	else
-		snprintf(srv->uri, sizeof srv->uri, "nbd://%s:%s/%s",
+		snprintf(srv->uri, sizeof srv->uri, "nbd%s://%s:%s/%s", s,
 			 cfg->tcp_host, cfg->tcp_port, cfg->export.name);
 }
 
@@ -534,8 +557,8 @@ static void print_banner(struct server *srv)
 	       uri, uri);
 	printf("  nbdfuse:    mkdir -p /tmp/uzram && nbdfuse /tmp/uzram '%s' &  (file /tmp/uzram/nbd)\n",
 	       uri);
-	printf("  stats:      uzram stat --socket %s   (or kill -USR1 %d)\n",
-	       cfg->socket_path ? cfg->socket_path : "uzram.sock", (int)getpid());
+	printf("  stats:      uzram stat --ctl-socket %s   (or kill -USR1 %d)\n",
+	       srv->ctl_path, (int)getpid());
 	printf("ready\n");
 	fflush(stdout);
 }
@@ -634,19 +657,22 @@ int nbd_server_run(const struct nbd_server_config *cfg)
 		fprintf(stderr, "uzram serve: socket path too long\n");
 		goto out;
 	}
-	snprintf(srv.ctl_path, sizeof srv.ctl_path, "%s.ctl", srv.sock_path);
-	lfd = tcp ? listen_tcp(cfg->tcp_host, cfg->tcp_port)
+	if (ctl_path_find(cfg->ctl_socket, tcp ? NULL : srv.sock_path,
+			  cfg->tcp_port, true, "uzram serve", srv.ctl_path,
+			  sizeof srv.ctl_path) < 0)
+		goto out;
+	lfd = tcp ? listen_tcp(cfg->tcp_host, cfg->tcp_port,
+				     !nbd_tls_required(cfg->export.tls))
 		  : listen_unix(srv.sock_path);
 	if (lfd < 0)
 		goto out;
 	cfd = listen_unix(srv.ctl_path);
-	if (cfd < 0 && !tcp) {
+	if (cfd < 0) {
 		close(lfd);
-		unlink(srv.sock_path);
+		if (!tcp)
+			unlink(srv.sock_path);
 		goto out;
 	}
-	if (cfd < 0)
-		fprintf(stderr, "uzram serve: no control channel, `uzram stat` will not work\n");
 
 	make_uri(&srv);
 	if (!cfg->run)
@@ -716,20 +742,15 @@ out:
 	return status;
 }
 
-int nbd_server_ctl(const char *socket_path, const char *request,
-		   const char *who)
+int nbd_server_ctl(const char *path, const char *request, const char *who)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char path[PATH_MAX + 8], buf[PATH_MAX], reply[8192];
+	char reply[8192];
 	size_t len = 0, rlen = strlen(request);
 	ssize_t r;
 	int fd;
 
-	if (abs_path(socket_path ? socket_path : "uzram.sock", buf,
-		     sizeof buf) < 0)
-		buf[0] = '\0';
-	snprintf(path, sizeof path, "%s.ctl", buf);
-	if (!buf[0] || strlen(path) >= sizeof sa.sun_path) {
+	if (strlen(path) >= sizeof sa.sun_path) {
 		fprintf(stderr, "%s: socket path too long: %s\n", who, path);
 		return 1;
 	}

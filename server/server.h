@@ -6,7 +6,10 @@
  *   conn.c          one client connection: buffered input, reply output
  *      |  runs the handshake, then the transmission phase
  *   handshake.c     option negotiation (fixed newstyle only)
+ *      |  NBD_OPT_STARTTLS: the byte transport goes through GnuTLS
+ *   tls.c           credentials, one TLS session per connection
  *   transmission.c  requests: parse, check, execute on the device, reply
+ *   ctlpath.c       where the control socket lives, and whether it is safe
  *
  * Only include/uzram.h is used to reach the device. nbd_conn_serve() works
  * on any pair of file descriptors, which lets the fuzzer feed a connection
@@ -20,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
 #include "uzram.h"
@@ -37,6 +41,9 @@
 #define NBD_UNIX_SNDBUF     (4 << 20)   /* SO_SNDBUF of a Unix socket client */
 #define NBD_META_ID_ALLOC   1           /* our id for base:allocation */
 
+struct nbd_tls;
+struct gnutls_session_int; /* gnutls_session_t, without gnutls.h */
+
 /* The one export a server offers. Read-only once serving starts. */
 struct nbd_export {
 	struct uzram *dev;
@@ -44,6 +51,7 @@ struct nbd_export {
 	const char *name;        /* clients may also ask for "" */
 	const char *description;
 	bool read_only;
+	const struct nbd_tls *tls; /* NULL: NBD_OPT_STARTTLS is unsupported */
 };
 
 /* Server-wide figures; every connection adds to them with relaxed atomics. */
@@ -78,6 +86,8 @@ struct nbd_conn {
 	bool meta_alloc;  /* base:allocation selected */
 	bool no_zeroes;   /* NBD_FLAG_C_NO_ZEROES */
 	uint16_t tflags;  /* transmission flags sent to the client */
+	/* After STARTTLS: all input and output go through it (tls.c). */
+	struct gnutls_session_int *tls;
 
 	/*
 	 * Input. Only the thread that reads requests (the handshake thread,
@@ -133,6 +143,48 @@ int conn_send(struct nbd_conn *c, struct iovec *iov, int iovcnt);
  */
 int nbd_handshake(struct nbd_conn *c);
 
+/* tls.c */
+
+enum nbd_tls_mode {
+	NBD_TLS_OFF,
+	NBD_TLS_ON,      /* offer STARTTLS, serve plaintext clients too */
+	NBD_TLS_REQUIRE, /* refuse every option but STARTTLS and ABORT before it */
+};
+
+struct nbd_tls_config {
+	enum nbd_tls_mode mode;
+	const char *certificates; /* X.509 directory, or */
+	const char *psk_file;     /* psktool's username:hexkey lines */
+	bool verify_peer;         /* X.509: require a client certificate */
+};
+
+/*
+ * Load the credentials of cfg (mode ON or REQUIRE, exactly one of
+ * certificates and psk_file). NULL after a message on stderr. The result
+ * is read-only and shared by every connection; nbd_tls_free() accepts NULL.
+ */
+struct nbd_tls *nbd_tls_new(const struct nbd_tls_config *cfg);
+void nbd_tls_free(struct nbd_tls *tls);
+/* Whether options other than STARTTLS and ABORT wait for TLS. */
+bool nbd_tls_required(const struct nbd_tls *tls);
+
+/*
+ * Upgrade c to TLS with c->exp->tls: the handshake, bounded by
+ * NBD_HANDSHAKE_SECS. 0, or -1 after logging why. Sets c->tls.
+ */
+int tls_session_start(struct nbd_conn *c);
+/*
+ * Whether c has TLS input decrypted and waiting in its session: poll() on
+ * the socket does not see it, so whoever waits for input must ask first.
+ */
+bool tls_pending(const struct nbd_conn *c);
+/* gnutls_record_recv(): >0 bytes, 0 at the end, -1 on error (logged). */
+ssize_t tls_recv(struct nbd_conn *c, void *dst, size_t n);
+/* Send all iovecs as TLS records; 0 or -1 (logged). Caller serialises. */
+int tls_sendv(struct nbd_conn *c, const struct iovec *iov, int iovcnt);
+/* Send close_notify if clean, free the session; no-op without one. */
+void tls_session_end(struct nbd_conn *c, bool clean);
+
 /* transmission.c */
 
 /* Serve requests until the client leaves; returns when all threads ended. */
@@ -148,6 +200,7 @@ struct nbd_server_config {
 	unsigned max_connections;
 	const char *algorithm;    /* shown in the statistics */
 	const char *run;          /* captive mode: a shell command, or NULL */
+	const char *ctl_socket;   /* --ctl-socket, or NULL: see ctlpath.c */
 	const char *image;        /* save the device here at a clean end and
 				   * for `uzram ctl save`; NULL: none */
 };
@@ -168,12 +221,30 @@ struct nbd_server_config {
 int nbd_server_run(const struct nbd_server_config *cfg);
 
 /*
- * Send one request line to the control socket of the server behind
- * socket_path ("json\n", "text\n", "compact\n", "mem-limit BYTES\n",
- * "reset-max\n", "save [PATH]\n"; see server.c) and print its reply, on
- * stderr after "who: " if it is an error. Returns the exit status.
+ * Send one request line ("json\n", "text\n", "compact\n", "mem-limit
+ * BYTES\n", "reset-max\n", "save [PATH]\n"; see server.c) to the control
+ * socket ctl_path (from ctl_path_find()) and print its reply, on stderr
+ * after "who: " if it is an error. Returns the exit status.
  */
-int nbd_server_ctl(const char *socket_path, const char *request,
+int nbd_server_ctl(const char *ctl_path, const char *request,
 		   const char *who);
+
+/* ctlpath.c */
+
+/*
+ * The control socket's path, into out: ctl_socket if not NULL, else
+ * SOCKET.ctl for a server on the Unix socket socket_path, else
+ * RUNDIR/tcp-PORT.ctl in a private directory (made if create). Checked as
+ * ctl_path_check() does. 0, or -1 after a message on stderr after "who: ".
+ */
+int ctl_path_find(const char *ctl_socket, const char *socket_path,
+		  const char *tcp_port, bool create, const char *who,
+		  char *out, size_t n);
+/*
+ * Refuse a control socket another user could have put there: path, if it
+ * exists, and its directory must belong to us or root, and the directory
+ * must not be writable by others unless sticky. 0, or -1 after a message.
+ */
+int ctl_path_check(const char *path, const char *who);
 
 #endif /* UZRAM_SERVER_H */

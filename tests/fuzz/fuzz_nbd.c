@@ -3,16 +3,23 @@
  * client sends, from the first byte of the handshake through options into
  * transmission requests, served against a real 1 MiB device.
  *
- * Input layout: byte 0 picks the export (bit 0: read-only), the rest is the
- * client's byte stream. It is placed in a memfd that the connection reads
+ * Input layout: byte 0 picks the export (bit 0: read-only; bits 1-2: TLS
+ * off, on, require, require), the rest is the client's byte stream. It is placed in a memfd that the connection reads
  * like a socket; replies go to /dev/null. The connection code is the one
  * the server runs (nbd_conn_serve), threads included, so the handshake
  * parser, the request checks and every command path are covered. The
  * sanitizers (ASan, UBSan) and the device's own checks are the oracle,
  * plus one invariant: the connection must return.
+ *
+ * With TLS (a PSK, from a memfd) the options before NBD_OPT_STARTTLS and
+ * STARTTLS itself are fuzzed. Whatever follows STARTTLS in the input was
+ * sent before the server's ack, so the connection drops it unread; an
+ * input that ends at STARTTLS runs a TLS handshake that meets the end.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -25,14 +32,19 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static struct nbd_export exports[2];
+static struct nbd_export exports[8];
 static struct nbd_counters counters;
 static int in_fd = -1, null_fd = -1;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
+	static const char psk[] = "fuzz:000102030405060708090a0b0c0d0e0f\n";
+	struct nbd_tls_config tc = { .mode = NBD_TLS_ON };
+	const struct nbd_tls *tls[4];
 	struct uzram_config cfg;
 	struct uzram *dev;
+	char path[PATH_MAX];
+	int psk_fd;
 
 	(void)argc;
 	(void)argv;
@@ -43,13 +55,25 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		fprintf(stderr, "fuzz_nbd: cannot open a device\n");
 		abort();
 	}
-	for (int i = 0; i < 2; i++)
+	psk_fd = memfd_create("nbd-psk", MFD_CLOEXEC);
+	if (psk_fd < 0 || write(psk_fd, psk, strlen(psk)) != (ssize_t)strlen(psk))
+		abort();
+	snprintf(path, sizeof path, "/proc/self/fd/%d", psk_fd);
+	tc.psk_file = path;
+	tls[0] = NULL;
+	tls[1] = nbd_tls_new(&tc);
+	tc.mode = NBD_TLS_REQUIRE;
+	tls[2] = tls[3] = nbd_tls_new(&tc);
+	if (!tls[1] || !tls[2])
+		abort();
+	for (int i = 0; i < 8; i++)
 		exports[i] = (struct nbd_export){
 			.dev = dev,
 			.size = uzram_size(dev),
-			.name = i ? "ro" : "fuzz",
+			.name = i & 1 ? "ro" : "fuzz",
 			.description = "fuzz device",
-			.read_only = i,
+			.read_only = i & 1,
+			.tls = tls[i >> 1],
 		};
 	in_fd = memfd_create("nbd-input", MFD_CLOEXEC);
 	null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
@@ -66,6 +90,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    pwrite(in_fd, data + 1, size - 1, 0) != (ssize_t)(size - 1) ||
 	    lseek(in_fd, 0, SEEK_SET) != 0)
 		abort();
-	(void)nbd_conn_serve(&exports[data[0] & 1], &counters, in_fd, null_fd);
+	(void)nbd_conn_serve(&exports[data[0] & 7], &counters, in_fd, null_fd);
 	return 0;
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """make-seeds.py - write the seed corpus for fuzz_nbd into tests/fuzz/corpus/nbd.
 
-Each seed is byte 0 (bit 0: read-only export) followed by a client's byte
-stream: fixed newstyle handshake, options, then transmission requests.
+Each seed is byte 0 (bit 0: read-only export; bits 1-2: TLS off, on,
+require) followed by a client's byte stream: fixed newstyle handshake, options, then transmission requests.
 Run it again after changing it and commit the output.
 """
 import os
@@ -91,6 +91,27 @@ def seeds():
                                struct.pack(">QII", IHAVEOPT, OPT["INFO"], 70000) +
                                b"\0" * 1000)
     yield "bad-magic", b"\0" + hello() + struct.pack(">QII", 0x1234, 7, 0)
+    # TLS: what happens in plaintext, before and at NBD_OPT_STARTTLS.
+    tls_on, tls_require = b"\2", b"\4"
+    yield "tls-require-options", (tls_require + hello() + opt(OPT["LIST"]) +
+                                  info_go(OPT["INFO"]) +
+                                  opt(OPT["STRUCTURED_REPLY"]) +
+                                  meta(OPT["SET_META"]) +
+                                  info_go(OPT["GO"], b"fuzz") +
+                                  opt(OPT["STARTTLS"], b"x") +
+                                  opt(OPT["EXPORT_NAME"]) + io)
+    yield "tls-require-abort", (tls_require + hello() + info_go(OPT["GO"]) +
+                                opt(OPT["ABORT"]))
+    # a TLS ClientHello's record header, then noise, before our ack
+    yield "tls-starttls-garbage", (tls_require + hello() + opt(OPT["STARTTLS"]) +
+                                   b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc" +
+                                   bytes(range(256)))
+    yield "tls-starttls-injected", (tls_require + hello() + opt(OPT["STARTTLS"]) +
+                                    opt(OPT["STRUCTURED_REPLY"]) +
+                                    info_go(OPT["GO"]) + io)
+    yield "tls-starttls-end", tls_require + hello() + opt(OPT["STARTTLS"])
+    yield "tls-on-plain", (tls_on + hello() + opt(OPT["STARTTLS"], b"xy") +
+                           structured + sio + req("DISC"))
 
 
 def main():

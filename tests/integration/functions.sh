@@ -28,6 +28,7 @@
 # Checks (each fails the script with a message): assert_eq, assert_ok,
 # assert_fails, assert_same_data, assert_same_range, assert_zero,
 # assert_zero_bit, wait_for, qio / qio_fails (qemu-io), require.
+# complete_members SRC DST [MAX]: a tar of SRC's complete members.
 #
 # Switching the server under test: server_argv below is the only place
 # that knows the command line. UZRAM_ITEST_SERVER=nbdkit runs nbdkit's

@@ -1,0 +1,691 @@
+/*
+ * mount.c - `uzram mount DIR` (a compressed RAM file system in one command)
+ * and `uzram umount DIR`: options, checks, the runtime directory, and the
+ * fork of the keeper that builds the stack (cli/mount_stack.c).
+ *
+ * Each mount has a private runtime directory, RUN = BASE/m-HASH, where
+ * HASH is the FNV-1a hash of DIR's absolute path, so `uzram umount DIR`
+ * and `uzram stat --mount DIR` find it from DIR alone. BASE is
+ * $UZRAM_RUNTIME_DIR, else /run/uzram as root, else
+ * $XDG_RUNTIME_DIR/uzram, else /tmp/uzram-UID; it must be a directory of
+ * ours that nobody else can enter (0700). RUN holds:
+ *
+ *   sock, sock.ctl   the server's sockets      fuse/disk  nbdfuse's file
+ *   pid              the keeper's pid          dir        DIR
+ *   via              "loop" or "fuse"          log        children's stderr
+ *
+ * Test hooks (see mount.h): UZRAM_DEV_FUSE replaces /dev/fuse and
+ * UZRAM_LOOP_CONTROL replaces /dev/loop-control, so a test can take FUSE
+ * or the loop devices away without unloading a module.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "uzram.h"
+#include "cli.h"
+#include "mount.h"
+
+#define UMOUNT_WAIT_MS 30000  /* how long umount waits for the keeper */
+
+static void mount_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: uzram mount DIR [--size S] [--algorithm A] [--level N]\n"
+		"                   [--cluster 4K..64K] [--mem-limit M] [--fs ext4]\n"
+		"                   [-o OPTIONS] [--uid U] [--gid G] [--mode M]\n"
+		"                   [--via loop|fuse] [-f]\n"
+		"  a compressed RAM file system at DIR (empty directory); returns once\n"
+		"  DIR is usable, -f stays in the foreground until it is unmounted.\n"
+		"  --size: the device and file system (default: half of RAM, as tmpfs)\n"
+		"  --mem-limit: the file system is made no larger than about M, so that\n"
+		"         it, not the device, reports ENOSPC\n"
+		"  -o: mount options (the kernel's ext4 with --via loop, fuse2fs's)\n"
+		"  --uid, --gid, --mode (octal): of DIR's root (default: the caller's,\n"
+		"         0755; 1777 for a /tmp)\n"
+		"  --via loop: the kernel's ext4 on a loop device (root; the default\n"
+		"         as root), fuse: fuse2fs (no root needed)\n"
+		"  uzram umount DIR (or umount / fusermount3 -u) undoes it all\n");
+}
+
+void mount_path(const struct mount_req *m, char *out, const char *name)
+{
+	/* runtime_dir() left room for every name */
+	if (snprintf(out, PATH_MAX, "%s/%s", m->run, name) >= PATH_MAX)
+		out[0] = '\0';
+}
+
+/* Undo mountinfo's octal escapes (\040 for a space) in place. */
+static void unescape(char *s)
+{
+	char *d = s;
+
+	for (; *s; s++, d++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
+		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*d = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + s[3] - '0');
+			s += 3;
+		} else {
+			*d = *s;
+		}
+	}
+	*d = '\0';
+}
+
+bool mount_point_is(const char *path)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[8192];
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof line, f)) {
+		char *save, *field = strtok_r(line, " ", &save);
+
+		for (int i = 1; field && i < 5; i++)
+			field = strtok_r(NULL, " ", &save);
+		if (field) {
+			unescape(field);
+			found = !strcmp(field, path);
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* DIR as an absolute path without resolving it (it may be a dead mount). */
+static int abs_dir(const char *dir, char *out)
+{
+	char cwd[PATH_MAX], *r = realpath(dir, out);
+	size_t n;
+
+	if (r)
+		return 0;
+	if (dir[0] == '/')
+		n = (size_t)snprintf(out, PATH_MAX, "%s", dir);
+	else if (getcwd(cwd, sizeof cwd))
+		n = (size_t)snprintf(out, PATH_MAX, "%s/%s", cwd, dir);
+	else
+		return -1;
+	while (n > 1 && out[n - 1] == '/')
+		out[--n] = '\0';
+	return n < PATH_MAX ? 0 : -1;
+}
+
+/* BASE (see the top), created 0700 if missing, checked to be private. */
+static int runtime_base(char *out, const char *who)
+{
+	const char *env = getenv(ENV_RUNTIME_DIR), *xdg = getenv("XDG_RUNTIME_DIR");
+	struct stat sb;
+
+	if (env && *env)
+		snprintf(out, PATH_MAX, "%s", env);
+	else if (geteuid() == 0)
+		snprintf(out, PATH_MAX, "/run/uzram");
+	else if (xdg && *xdg)
+		snprintf(out, PATH_MAX, "%s/uzram", xdg);
+	else
+		snprintf(out, PATH_MAX, "/tmp/uzram-%u", (unsigned)geteuid());
+	if (mkdir(out, 0700) < 0 && errno != EEXIST) {
+		fprintf(stderr, "%s: mkdir %s: %s\n", who, out, strerror(errno));
+		return -1;
+	}
+	if (lstat(out, &sb) < 0 || !S_ISDIR(sb.st_mode) ||
+	    sb.st_uid != geteuid() || (sb.st_mode & 077)) {
+		fprintf(stderr, "%s: %s is not a private directory of ours (0700)\n",
+			who, out);
+		return -1;
+	}
+	return 0;
+}
+
+/* m->run for m->dir; -1 with a message when the sockets would not fit. */
+static int runtime_dir(struct mount_req *m, const char *who)
+{
+	char base[PATH_MAX];
+	uint64_t h = 0xcbf29ce484222325ull;
+	struct sockaddr_un sa;
+
+	if (runtime_base(base, who) < 0)
+		return -1;
+	for (const unsigned char *p = (const unsigned char *)m->dir; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ull;
+	if (snprintf(m->run, sizeof m->run, "%s/m-%016llx", base,
+		     (unsigned long long)h) < 0 ||
+	    strlen(m->run) + sizeof "/nbdfuse.pid" > sizeof sa.sun_path) {
+		fprintf(stderr, "%s: runtime directory %s too long for a socket\n",
+			who, m->run);
+		return -1;
+	}
+	return 0;
+}
+
+int mount_socket_path(const char *dir, char *out, size_t n)
+{
+	struct mount_req m = { 0 };
+	char sock[PATH_MAX];
+
+	if (abs_dir(dir, m.dir) < 0 || runtime_dir(&m, "uzram stat") < 0)
+		return -1;
+	mount_path(&m, sock, "sock");
+	if (access(sock, F_OK) < 0) {
+		fprintf(stderr, "uzram stat: %s is not mounted by uzram mount\n", dir);
+		return -1;
+	}
+	snprintf(out, n, "%s", sock);
+	return 0;
+}
+
+/* The pid in RUN/NAME, 0 if there is none. */
+static pid_t read_pid(const struct mount_req *m, const char *name)
+{
+	char path[PATH_MAX];
+	FILE *f;
+	int pid = 0;
+
+	mount_path(m, path, name);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%d", &pid) != 1)
+		pid = 0;
+	fclose(f);
+	return pid;
+}
+
+/* program in PATH, or a message naming the Debian package that has it. */
+static int need(const char *program, const char *package)
+{
+	const char *path = getenv("PATH");
+	char file[PATH_MAX];
+
+	for (const char *p = path ? path : "/usr/bin:/bin"; *p;) {
+		size_t n = strcspn(p, ":");
+
+		snprintf(file, sizeof file, "%.*s/%s", (int)n, p, program);
+		if (access(file, X_OK) == 0)
+			return 0;
+		p += n + (p[n] == ':');
+	}
+	fprintf(stderr, "uzram mount: %s not found: install the Debian package %s "
+		"(scripts/deps.sh run)\n", program, package);
+	return -1;
+}
+
+/* DIR must be an empty directory that is not a mount point already. */
+static int check_dir(const char *arg, struct mount_req *m)
+{
+	struct stat sb;
+	struct dirent *e;
+	DIR *d;
+	int n = 0;
+
+	if (stat(arg, &sb) < 0 || !realpath(arg, m->dir)) {
+		fprintf(stderr, "uzram mount: %s: %s\n", arg, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(sb.st_mode)) {
+		fprintf(stderr, "uzram mount: %s: not a directory\n", arg);
+		return -1;
+	}
+	d = opendir(m->dir);
+	while (d && (e = readdir(d)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	if (d)
+		closedir(d);
+	if (!d || n) {
+		fprintf(stderr, "uzram mount: %s: %s\n", arg,
+			d ? "directory not empty" : strerror(errno));
+		return -1;
+	}
+	if (mount_point_is(m->dir)) {
+		fprintf(stderr, "uzram mount: %s: already a mount point\n", arg);
+		return -1;
+	}
+	return 0;
+}
+
+/* FUSE, the programs, and which path: loop as root when there is one. */
+static int check_system(struct mount_req *m)
+{
+	const char *fuse = getenv(ENV_DEV_FUSE), *ctl = getenv(ENV_LOOP_CONTROL);
+
+	if (!fuse)
+		fuse = "/dev/fuse";
+	if (!ctl)
+		ctl = "/dev/loop-control";
+	if (access(fuse, R_OK | W_OK) < 0) {
+		fprintf(stderr, "uzram mount: FUSE is unavailable: %s: %s "
+			"(load the fuse module; install fuse3)\n", fuse,
+			strerror(errno));
+		return -1;
+	}
+	if (need("nbdfuse", "libnbd-bin") < 0 || need("mkfs.ext4", "e2fsprogs") < 0 ||
+	    need("fusermount3", "fuse3") < 0)
+		return -1;
+	if (m->via == VIA_AUTO) {
+		if (geteuid() != 0) {
+			m->via = VIA_FUSE;
+		} else if (access(ctl, R_OK | W_OK) < 0) {
+			fprintf(stderr, "uzram mount: no loop device (%s: %s): "
+				"using fuse2fs\n", ctl, strerror(errno));
+			m->via = VIA_FUSE;
+		} else {
+			m->via = VIA_LOOP;
+		}
+	}
+	if (m->via == VIA_LOOP && geteuid() != 0) {
+		fprintf(stderr, "uzram mount: --via loop needs root\n");
+		return -1;
+	}
+	return m->via == VIA_FUSE ? need("fuse2fs", "fuse2fs") : 0;
+}
+
+static int parse_id(const char *s, int base, unsigned max, unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, base);
+	if (errno || end == s || *end || v > max || s[0] == '-')
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
+/* Pass --NAME VALUE on to uzram serve (NAME is one of opts[] below). */
+static void serve_option(struct mount_req *m, const char *name, char *value)
+{
+	static char names[8][24];
+	int i = m->serve_argc / 2;
+
+	if (i >= 8)
+		return; /* each option once: getopt gave a later one again */
+	snprintf(names[i], sizeof names[i], "--%s", name);
+	m->serve_argv[m->serve_argc++] = names[i];
+	m->serve_argv[m->serve_argc++] = value;
+}
+
+/* Options into m; -1 to go on, or the exit status. */
+static int mount_options(int argc, char **argv, struct mount_req *m)
+{
+	static const struct option opts[] = {
+		{ "size", required_argument, NULL, 's' },
+		{ "algorithm", required_argument, NULL, 'a' },
+		{ "level", required_argument, NULL, 'l' },
+		{ "cluster", required_argument, NULL, 'C' },
+		{ "mem-limit", required_argument, NULL, 'm' },
+		{ "fs", required_argument, NULL, 'F' },
+		{ "uid", required_argument, NULL, 'u' },
+		{ "gid", required_argument, NULL, 'g' },
+		{ "mode", required_argument, NULL, 'M' },
+		{ "via", required_argument, NULL, 'v' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	unsigned long long v;
+	unsigned id;
+	int o, idx = 0;
+
+	while ((o = getopt_long(argc, argv, "o:fh", opts, &idx)) != -1) {
+		switch (o) {
+		case 's': case 'm':
+			if (parse_size(optarg, &v) < 0 || (o == 's' && v < (16 << 20)))
+				goto bad;
+			*(o == 's' ? &m->size : &m->mem_limit) = v;
+			serve_option(m, opts[idx].name, optarg);
+			break;
+		case 'a': case 'l': case 'C': /* uzram serve checks them */
+			serve_option(m, opts[idx].name, optarg);
+			break;
+		case 'F':
+			if (strcmp(optarg, "ext4"))
+				goto bad;
+			break;
+		case 'o':
+			m->opts = optarg;
+			break;
+		case 'u': case 'g':
+			if (parse_id(optarg, 10, UINT32_MAX - 1, &id) < 0)
+				goto bad;
+			*(o == 'u' ? &m->uid : &m->gid) = id;
+			break;
+		case 'M':
+			if (parse_id(optarg, 8, 07777, &id) < 0)
+				goto bad;
+			m->mode = (mode_t)id;
+			m->set_mode = true;
+			break;
+		case 'v':
+			if (strcmp(optarg, "loop") && strcmp(optarg, "fuse"))
+				goto bad;
+			m->via = optarg[0] == 'l' ? VIA_LOOP : VIA_FUSE;
+			break;
+		case 'f':
+			m->foreground = true;
+			break;
+		case 'h':
+			mount_usage(stdout);
+			return 0;
+		default:
+			mount_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		mount_usage(stderr);
+		return 2;
+	}
+	return -1;
+bad:
+	fprintf(stderr, "uzram mount: bad value '%s' for --%s\n", optarg,
+		opts[idx].name);
+	return 2;
+}
+
+/* The size of device and fs; with a memory limit, the fs fits in it. */
+static void sizes(struct mount_req *m)
+{
+	static char size[32];
+
+	if (!m->size) {
+		m->size = (unsigned long long)sysconf(_SC_PHYS_PAGES) *
+			  (unsigned long long)sysconf(_SC_PAGESIZE) / 2;
+		snprintf(size, sizeof size, "%llu", m->size);
+		m->serve_argv[m->serve_argc++] = "--size";
+		m->serve_argv[m->serve_argc++] = size;
+	}
+	m->fs_bytes = m->size;
+	/*
+	 * A device out of memory fails writes under ext4, which takes them for
+	 * I/O errors. A file system no larger than the limit (less 1/16 for
+	 * the allocator's overhead on incompressible data) runs out of blocks
+	 * first and says ENOSPC, consistently.
+	 */
+	if (m->mem_limit && m->mem_limit - m->mem_limit / 16 < m->fs_bytes) {
+		m->fs_bytes = m->mem_limit - m->mem_limit / 16;
+		fprintf(stderr, "uzram mount: the file system holds at most %llu "
+			"MiB, within --mem-limit\n", m->fs_bytes >> 20);
+	}
+	m->fs_bytes &= ~4095ull;
+}
+
+/* fusermount3 ARG DIR; 0 if it succeeded (else it said why). */
+static int fusermount(const char *arg, const char *dir)
+{
+	pid_t pid = fork();
+	int ws;
+
+	if (pid == 0) {
+		execlp("fusermount3", "fusermount3", arg, dir, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &ws, 0) < 0 || !WIFEXITED(ws) ||
+	    WEXITSTATUS(ws))
+		return -1;
+	return 0;
+}
+
+static void unmount_lazy(const char *dir)
+{
+	if (geteuid() == 0)
+		umount2(dir, MNT_DETACH);
+	else
+		fusermount("-uz", dir);
+}
+
+/* Wait for a process that is not our child to end; 0, or -1 at timeout. */
+static int wait_gone(pid_t pid, int ms)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+	if (fd >= 0) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		int r = poll(&pf, 1, ms);
+
+		close(fd);
+		return r == 1 ? 0 : -1;
+	}
+	return errno == ESRCH ? 0 : -1;
+}
+
+/*
+ * Whether the keeper of RUN lives: it holds a lock on RUN/pid from before
+ * it starts until RUN is gone, which no reuse of its pid can fake.
+ */
+static bool keeper_alive(const struct mount_req *m)
+{
+	char path[PATH_MAX];
+	bool alive;
+	int fd;
+
+	mount_path(m, path, "pid");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	alive = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+	close(fd);
+	return alive;
+}
+
+/* Whether pid runs (a zombie does not) with RUN in its command line. */
+static bool runs_in(const struct mount_req *m, pid_t pid)
+{
+	char path[64], buf[4096] = "", state = 'Z';
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
+			state = 'Z';
+		fclose(f);
+	}
+	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+	f = pid > 0 && state != 'Z' ? fopen(path, "re") : NULL;
+	if (f) {
+		n = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!buf[i])
+			buf[i] = ' ';
+	buf[n] = '\0';
+	return strstr(buf, m->run) != NULL;
+}
+
+/*
+ * The keeper died (killed, say): unmount what it left lazily, stop its
+ * children, remove RUN.
+ */
+static void clear_dead(struct mount_req *m)
+{
+	char fuse[PATH_MAX];
+	pid_t pid;
+
+	mount_path(m, fuse, "fuse");
+	if (mount_point_is(m->dir))
+		unmount_lazy(m->dir);
+	if (mount_point_is(fuse))
+		unmount_lazy(fuse); /* nbdfuse ends with it */
+	for (int i = 0; i < 2; i++) {
+		pid = read_pid(m, i ? "server.pid" : "nbdfuse.pid");
+		if (runs_in(m, pid) && kill(pid, SIGTERM) == 0 &&
+		    wait_gone(pid, 10000) < 0)
+			fprintf(stderr, "uzram: pid %d does not end\n", (int)pid);
+	}
+	mount_remove_run(m);
+	fprintf(stderr, "uzram: %s: its keeper had died; cleared what it left\n",
+		m->dir);
+}
+
+/* Create RUN/pid and lock it for the keeper (it inherits the lock). */
+static int lock_run(struct mount_req *m)
+{
+	char path[PATH_MAX];
+
+	mount_path(m, path, "pid");
+	m->pid_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (m->pid_fd < 0 || flock(m->pid_fd, LOCK_EX | LOCK_NB) < 0) {
+		fprintf(stderr, "uzram mount: %s: %s\n", path, strerror(errno));
+		if (m->pid_fd >= 0)
+			close(m->pid_fd);
+		unlink(path);
+		rmdir(m->run);
+		return -1;
+	}
+	return 0;
+}
+
+/* RUN, fresh: clear what a dead keeper left; refuse a live one. */
+static int make_run(struct mount_req *m)
+{
+	pid_t pid;
+
+	if (mkdir(m->run, 0700) == 0)
+		return lock_run(m);
+	if (errno != EEXIST) {
+		fprintf(stderr, "uzram mount: mkdir %s: %s\n", m->run,
+			strerror(errno));
+		return -1;
+	}
+	if (keeper_alive(m)) {
+		pid = read_pid(m, "pid");
+		fprintf(stderr, "uzram mount: %s is mounted already (keeper pid %d)\n",
+			m->dir, (int)pid);
+		return -1;
+	}
+	clear_dead(m);
+	if (mkdir(m->run, 0700) == 0)
+		return lock_run(m);
+	fprintf(stderr, "uzram mount: mkdir %s: %s\n", m->run, strerror(errno));
+	return -1;
+}
+
+int cmd_mount(int argc, char **argv)
+{
+	struct mount_req m = { .uid = getuid(), .gid = getgid(), .notify_fd = -1 };
+	char c;
+	pid_t pid;
+	int p[2], r, ws;
+
+	r = mount_options(argc, argv, &m);
+	if (r >= 0)
+		return r;
+	if (readlink("/proc/self/exe", m.self, sizeof m.self - 1) < 0) {
+		perror("uzram mount: /proc/self/exe");
+		return 1;
+	}
+	if (check_dir(argv[optind], &m) < 0 || check_system(&m) < 0 ||
+	    runtime_dir(&m, "uzram mount") < 0)
+		return 1;
+	sizes(&m);
+	if (make_run(&m) < 0)
+		return 1;
+	if (m.foreground)
+		return mount_keep(&m);
+	if (pipe2(p, O_CLOEXEC) < 0 || (pid = fork()) < 0) {
+		perror("uzram mount");
+		mount_remove_run(&m);
+		return 1;
+	}
+	if (pid == 0) {
+		close(p[0]);
+		m.notify_fd = p[1];
+		setsid();
+		if (chdir("/") < 0)
+			_exit(1);
+		_exit(mount_keep(&m));
+	}
+	close(p[1]);
+	close(m.pid_fd); /* the keeper's copy holds the lock */
+	while ((r = (int)read(p[0], &c, 1)) < 0 && errno == EINTR)
+		;
+	close(p[0]);
+	if (r == 1)
+		return 0;
+	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(ws) && WEXITSTATUS(ws) ? WEXITSTATUS(ws) : 1;
+}
+
+
+static int umount_dir(const struct mount_req *m, const char *via)
+{
+	if (geteuid() == 0) {
+		if (umount2(m->dir, 0) == 0)
+			return 0;
+		fprintf(stderr, "uzram umount: %s: %s\n", m->dir, strerror(errno));
+		return -1;
+	}
+	if (strcmp(via, "fuse")) {
+		fprintf(stderr, "uzram umount: %s: only root can unmount it\n",
+			m->dir);
+		return -1;
+	}
+	return fusermount("-u", m->dir);
+}
+
+int cmd_umount(int argc, char **argv)
+{
+	struct mount_req m = { 0 };
+	char via[8] = "", path[PATH_MAX];
+	FILE *f;
+	pid_t pid;
+
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("usage: uzram umount DIR\n");
+		return 0;
+	}
+	if (argc != 2 || abs_dir(argv[1], m.dir) < 0) {
+		fprintf(stderr, "usage: uzram umount DIR\n");
+		return 2;
+	}
+	if (runtime_dir(&m, "uzram umount") < 0)
+		return 1;
+	pid = read_pid(&m, "pid");
+	if (!keeper_alive(&m)) {
+		if (access(m.run, F_OK) == 0) {
+			clear_dead(&m);
+			return 0;
+		}
+		fprintf(stderr, "uzram umount: %s is not mounted by uzram mount\n",
+			argv[1]);
+		return 1;
+	}
+	mount_path(&m, path, "via");
+	f = fopen(path, "re");
+	if (f) {
+		if (!fgets(via, sizeof via, f))
+			via[0] = '\0';
+		via[strcspn(via, "\n")] = '\0';
+		fclose(f);
+	}
+	if (mount_point_is(m.dir) && umount_dir(&m, via) < 0)
+		return 1;
+	/* The keeper takes the rest down and removes RUN. */
+	if (wait_gone(pid, UMOUNT_WAIT_MS) < 0) {
+		fprintf(stderr, "uzram umount: the keeper (pid %d) of %s did not "
+			"end within %d s\n", (int)pid, argv[1], UMOUNT_WAIT_MS / 1000);
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,14 @@
+# mount.mk - `uzram mount` against tmpfs and the kernel's zram.
+#
+#   make bench-mount   bench/mount.sh as root: untar + sync, find | xargs
+#                      cat, rm -rf on tmpfs, uzram mount (root, and user
+#                      nobody) and zram with ext4; seconds and memory held.
+#                      MOUNT_TAR=FILE picks the tar (default: the test
+#                      corpus's files.tar).
+
+.PHONY: bench-mount
+
+bench-mount: all $(CORPUS_DIR)/MANIFEST
+	@scripts/deps.sh run
+	UZRAM=$(abspath $(BUILD)/uzram) bash bench/mount.sh \
+		$(or $(MOUNT_TAR),$(CORPUS_DIR)/files.tar)
