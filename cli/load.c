@@ -54,6 +54,7 @@ struct load_opts {
 	const char *dict;            /* dictionary file for the algorithm */
 	const char *recomp_dict;     /* and for the secondary one */
 	unsigned long long train;    /* train a dictionary of this size */
+	const char *save;            /* image to save to, or NULL */
 	bool json;
 };
 
@@ -68,6 +69,10 @@ struct load_result {
 	struct uzram_train_report train;
 	bool match;
 	uint64_t mismatch_at; /* first differing byte when !match */
+	/* --save: the image's size, save and open times, the memory of the
+	 * device opened from it, and its own read back */
+	uint64_t image_size, mem_opened;
+	double save_s, open_s;
 };
 
 static void load_usage(FILE *f)
@@ -76,8 +81,11 @@ static void load_usage(FILE *f)
 		   "[--json] [--mem-limit SIZE]\n"
 		   "                 [--cluster SIZE] [--randread N] "
 		   "[--recompress ALGO[:LEVEL][:dict=FILE]]\n"
-		   "                 [--dict FILE] [--train-dict[=SIZE]]\n"
+		   "                 [--dict FILE] [--train-dict[=SIZE]] "
+		   "[--save IMAGE]\n"
 		   "                 [--backing FILE|DEVICE|NBD-URI]\n"
+		   "  --save: save the device to IMAGE (uzram_save), open it "
+		   "again and check that too\n"
 		   "algorithms: %s\n", uzram_algorithms());
 }
 
@@ -182,6 +190,10 @@ static int parse_args(int argc, char **argv, struct load_opts *o)
 					"--train-dict\n", a + 13);
 				return -EINVAL;
 			}
+		} else if ((v = opt_value(argc, argv, &i, "--save"))) {
+			if (!*v)
+				return -EINVAL;
+			o->save = v;
 		} else if (a[0] == '-' && a[1] != '\0') {
 			fprintf(stderr, "uzram load: unknown option '%s'\n", a);
 			return -EINVAL;
@@ -262,6 +274,85 @@ static int randread(const struct load_opts *o, struct uzram *dev,
 	}
 	r->randread_s = now() - t;
 	return 0;
+}
+
+/*
+ * Read the whole device back and compare it with map[0..len) and zeros
+ * past it; reads are timed into r->read_s, a mismatch noted in r.
+ */
+static int verify(const struct load_opts *o, struct uzram *dev,
+		  const unsigned char *map, uint64_t len, unsigned char *buf,
+		  struct load_result *r)
+{
+	size_t at;
+	double t;
+	int ret;
+
+	r->match = true;
+	r->read_s = 0;
+	for (uint64_t off = 0; off < r->dev_size; off += CHUNK) {
+		size_t n = r->dev_size - off < CHUNK ?
+			   (size_t)(r->dev_size - off) : CHUNK;
+		size_t in_file = off >= len ? 0 :
+				 len - off < n ? (size_t)(len - off) : n;
+
+		t = now();
+		ret = uzram_read(dev, buf, n, off);
+		r->read_s += now() - t;
+		if (ret) {
+			fail_io("read back", o->file, off, ret);
+			return ret;
+		}
+		if (r->match && diff_at(buf, map + off, in_file, &at)) {
+			r->match = false;
+			r->mismatch_at = off + at;
+		} else if (r->match &&
+			   diff_at(buf + in_file, NULL, n - in_file, &at)) {
+			r->match = false;
+			r->mismatch_at = off + in_file + at;
+		}
+	}
+	return 0;
+}
+
+/*
+ * --save: save the device to o->save (timed), open the image in a second
+ * device (timed) and check every byte of that one too.
+ */
+static int save_and_reopen(const struct load_opts *o, struct uzram *dev,
+			   const unsigned char *map, uint64_t len,
+			   unsigned char *buf, struct load_result *r)
+{
+	struct uzram_config cfg;
+	struct uzram *back = NULL;
+	struct uzram_stats st;
+	struct stat sb;
+	double t = now(), read_s = r->read_s;
+	int ret = uzram_save(dev, o->save, 0);
+
+	r->save_s = now() - t;
+	if (ret) {
+		fprintf(stderr, "uzram load: --save: %s\n", uzram_last_error());
+		return ret;
+	}
+	if (stat(o->save, &sb) == 0)
+		r->image_size = (uint64_t)sb.st_size;
+	uzram_config_init(&cfg);
+	cfg.image = o->save;
+	t = now();
+	ret = uzram_open(&cfg, &back);
+	r->open_s = now() - t;
+	if (ret) {
+		fprintf(stderr, "uzram load: cannot open the image: %s\n",
+			uzram_last_error());
+		return ret;
+	}
+	if (uzram_stats(back, &st, sizeof st) == 0)
+		r->mem_opened = st.mem_used_total;
+	ret = verify(o, back, map, len, buf, r);
+	r->read_s = read_s;
+	uzram_close(back);
+	return ret;
 }
 
 /* The compressed bytes and memory a step starts from. */
@@ -352,7 +443,6 @@ static int load(const struct load_opts *o, const unsigned char *map,
 	unsigned char *buf;
 	void *dict = NULL;
 	uint64_t off;
-	size_t at;
 	double t;
 	int ret;
 
@@ -421,38 +511,20 @@ static int load(const struct load_opts *o, const unsigned char *map,
 		}
 	}
 
-	r->match = true;
-	r->read_s = 0;
-	for (off = 0; off < r->dev_size; off += CHUNK) {
-		size_t n = r->dev_size - off < CHUNK ?
-			   (size_t)(r->dev_size - off) : CHUNK;
-		size_t in_file = off >= len ? 0 :
-				 len - off < n ? (size_t)(len - off) : n;
-
-		t = now();
-		ret = uzram_read(dev, buf, n, off);
-		r->read_s += now() - t;
-		if (ret) {
-			fail_io("read back", o->file, off, ret);
-			goto out;
-		}
-		if (r->match && diff_at(buf, map + off, in_file, &at)) {
-			r->match = false;
-			r->mismatch_at = off + at;
-		} else if (r->match &&
-			   diff_at(buf + in_file, NULL, n - in_file, &at)) {
-			r->match = false;
-			r->mismatch_at = off + in_file + at;
-		}
-	}
-
+	ret = verify(o, dev, map, len, buf, r);
+	if (ret)
+		goto out;
 	ret = randread(o, dev, buf, r);
 	if (ret)
 		goto out;
 	ret = uzram_stats(dev, &r->st, sizeof(r->st));
-	if (ret)
+	if (ret) {
 		fprintf(stderr, "uzram load: cannot read the counters: %s\n",
 			uzram_last_error());
+		goto out;
+	}
+	if (o->save && r->match)
+		ret = save_and_reopen(o, dev, map, len, buf, r);
 out:
 	uzram_close(dev);
 	free(buf);
@@ -582,6 +654,17 @@ static void print_json(const struct load_opts *o, const struct load_result *r)
 		       r->randread_s * 1e6 / (double)o->randread);
 	else
 		printf("  \"randread_4k_us\": null,\n");
+	printf("  \"image\": ");
+	if (o->save) {
+		json_string(o->save);
+		printf(",\n");
+		json_u64("image_size", r->image_size);
+		printf("  \"save_seconds\": %.6f,\n", r->save_s);
+		printf("  \"open_seconds\": %.6f,\n", r->open_s);
+		json_u64("mem_used_opened", r->mem_opened);
+	} else {
+		printf("null,\n");
+	}
 	if (r->match)
 		printf("  \"first_mismatch\": null,\n");
 	else
@@ -667,6 +750,14 @@ static void print_table(const struct load_opts *o, const struct load_result *r)
 	if (o->randread)
 		printf("  %-18s %15.3f us   (%llu reads)\n", "random 4K read",
 		       r->randread_s * 1e6 / (double)o->randread, o->randread);
+	if (o->save) {
+		row_size("image size", r->image_size);
+		printf("  %-18s %15.1f MB/s  (%.3f s)\n", "save",
+		       mb_s(r->image_size, r->save_s), r->save_s);
+		printf("  %-18s %15.1f MB/s  (%.3f s)\n", "open image",
+		       mb_s(r->image_size, r->open_s), r->open_s);
+		row_size("mem_used opened", r->mem_opened);
+	}
 	if (r->match)
 		printf("  %-18s %15s\n", "round trip", "ok");
 	else

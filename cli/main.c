@@ -19,13 +19,14 @@ static const struct {
 	{ "load", cmd_load,
 	  "load FILE [--algorithm A] [--level N] [--mem-limit M] [--json]\n"
 	  "             [--cluster 4K..64K] [--randread N] [--recompress ALGO[:LEVEL]]\n"
-	  "             [--backing TARGET]" },
+	  "             [--backing TARGET] [--save IMAGE]" },
 	{ "serve", cmd_serve,
 	  "serve [--size 1G] [--algorithm lz4] [--level N] [--mem-limit M]\n"
 	  "              [--socket PATH | --tcp HOST:PORT] [--export NAME]\n"
 	  "              [--read-only] [--max-connections N] [--cluster 4K..64K]\n"
 	  "              [--recomp-algorithm ALGO[:LEVEL][:dict=FILE]]... [--dict FILE]\n"
-	  "              [--run 'COMMAND'] [--ctl-socket PATH] [--tls=off|on|require]\n"
+	  "              [--run 'COMMAND'] [--image FILE] [--ctl-socket PATH]\n"
+	  "              [--tls=off|on|require]\n"
 	  "              [--tls-psk FILE | --tls-certificates DIR [--tls-verify-peer]]\n"
 	  "              [--backing TARGET] [--high-watermark PCT] [--low-watermark PCT]\n"
 	  "              [--buffer-limit SIZE] [--timeout SECONDS]\n"
@@ -43,7 +44,9 @@ static const struct {
 	  "            compact | mem-limit SIZE | reset-max | idle\n"
 	  "            | recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]\n"
 	  "            | idle SECONDS | writeback [type=TYPE] [pages=LO-HI] [limit=N]\n"
-	  "            | writeback-limit N|off | backing-compact" },
+	  "            | writeback-limit N|off | backing-compact\n"
+
+	  "            | train-dict [priority=N] [size=SIZE] | save [IMAGE]" },
 };
 
 static void usage(FILE *f)

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "uzram.h"
 #include "cli.h"
@@ -24,7 +26,7 @@ static void serve_usage(void)
 		"                   [--dict FILE] [--run 'COMMAND']\n"
 		"                   [--backing FILE|DEVICE|NBD-URI] [--high-watermark PCT]\n"
 		"                   [--low-watermark PCT]\n"
-		"                   [--ctl-socket PATH] [--tls=off|on|require\n"
+		"                   [--ctl-socket PATH] [--image FILE] [--tls=off|on|require\n"
 		"                   (--tls-psk FILE | --tls-certificates DIR [--tls-verify-peer])]\n"
 		"                   [--buffer-limit SIZE] [--timeout SECONDS]\n"
 		"                   [--handshake-timeout SECONDS]\n"
@@ -48,7 +50,10 @@ static void serve_usage(void)
 		"         (90%% of the limit) down to the low one (80%%), and writes that\n"
 		"         find memory full go there\n"
 		"  --run: run COMMAND with sh -c once the server listens, with $uri set;\n"
-		"         stop when it exits, with its exit status\n");
+		"         stop when it exits, with its exit status\n"
+		"  --image: open the device from FILE if it exists (its size, cluster,\n"
+		"         algorithms win; options that differ are an error), else create\n"
+		"         it; save it to FILE on SIGTERM, SIGINT or the end of --run\n");
 }
 
 /* "PORT", "HOST:PORT" or "[V6ADDR]:PORT"; host defaults to 127.0.0.1. */
@@ -89,6 +94,126 @@ static int parse_uint(const char *s, unsigned long long max,
 	errno = 0;
 	*out = strtoull(s, &end, 10);
 	return errno || *end || *out > max ? -1 : 0;
+}
+
+struct recomp_opt {
+	const char *name, *dict;
+	int level;
+};
+
+/* Whether a file could be created beside path (errno says why not). */
+static bool dir_writable(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	size_t n = slash ? (size_t)(slash - path) : 0;
+
+	if (!slash)
+		return access(".", W_OK) == 0;
+	if (n >= sizeof dir) {
+		errno = ENAMETOOLONG;
+		return false;
+	}
+	memcpy(dir, path, n);
+	dir[n] = '\0';
+	return access(n ? dir : "/", W_OK) == 0;
+}
+
+/*
+ * The device: from the image if there is one at `image` (then options
+ * given explicitly must agree with it, and --dict is the image's), else a
+ * new one with the dictionary at dict_path, if any. 0 or the exit status.
+ */
+static int open_device(struct uzram_config *cfg, const char *image,
+		       const char *dict_path, bool size_set, bool algo_set,
+		       bool cluster_set, struct uzram **dev)
+{
+	struct stat sb;
+	void *dict = NULL;
+	int r;
+
+	if (image && stat(image, &sb) == 0) {
+		cfg->image = image;
+		if (!size_set)
+			cfg->size = 0;
+		if (dict_path)
+			fprintf(stderr, "uzram serve: --dict: the dictionaries "
+				"of image %s are used\n", image);
+	} else if (image && !dir_writable(image)) {
+		/* better now than at the end, with the data */
+		fprintf(stderr, "uzram serve: --image %s: cannot write in its "
+			"directory: %s\n", image, strerror(errno));
+		return 1;
+	} else if (dict_path) {
+		if (read_dict("serve", dict_path, &dict, &cfg->dict_size))
+			return 1;
+		cfg->dict = dict;
+	}
+	r = uzram_open(cfg, dev);
+	free(dict);
+	if (r < 0) {
+		fprintf(stderr, "uzram serve: cannot %s the device: %s%s%s\n",
+			cfg->image ? "open" : "create", uzram_strerror(r),
+			*uzram_last_error() ? ": " : "", uzram_last_error());
+		return 1;
+	}
+	if (cfg->image && ((algo_set && strcmp(cfg->algorithm,
+					       uzram_algorithm(*dev, 0))) ||
+			   (cluster_set && cfg->cluster_size !=
+			    uzram_cluster_size(*dev) &&
+			    !(cfg->cluster_size == 0 &&
+			      uzram_cluster_size(*dev) == UZRAM_PAGE_SIZE)))) {
+		fprintf(stderr, "uzram serve: --%s conflicts with image %s "
+			"(%s, %u-byte clusters); leave it out\n",
+			algo_set && strcmp(cfg->algorithm,
+					   uzram_algorithm(*dev, 0)) ?
+			"algorithm" : "cluster", image,
+			uzram_algorithm(*dev, 0), uzram_cluster_size(*dev));
+		uzram_close(*dev);
+		*dev = NULL;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * The --recomp-algorithm ones, at priorities 1, 2, 3, with their
+ * dictionaries; a device opened from an image may have them already (then
+ * they must be the same algorithms, and keep the image's dictionaries).
+ */
+static int add_recomp(struct uzram *dev, const struct recomp_opt *recomp,
+		      int n)
+{
+	for (int i = 0; i < n; i++) {
+		const char *have = uzram_algorithm(dev, i + 1);
+		void *dict;
+		size_t dict_len;
+		int r;
+
+		if (have && !strcmp(have, recomp[i].name))
+			continue;
+		if (have) {
+			fprintf(stderr, "uzram serve: --recomp-algorithm %s "
+				"conflicts with the image's %s at priority "
+				"%d\n", recomp[i].name, have, i + 1);
+			return 1;
+		}
+		r = uzram_add_recomp_algorithm(dev, recomp[i].name,
+					       recomp[i].level);
+		if (r > 0 && recomp[i].dict) {
+			if (read_dict("serve", recomp[i].dict, &dict,
+				      &dict_len))
+				return 1;
+			r = uzram_set_dictionary(dev, r, dict, dict_len, 0);
+			free(dict);
+		}
+		if (r < 0) {
+			fprintf(stderr, "uzram serve: --recomp-algorithm: %s\n",
+				uzram_last_error());
+			return 1;
+		}
+	}
+	return 0;
 }
 
 static int parse_tls_mode(const char *s, enum nbd_tls_mode *mode)
@@ -150,6 +275,7 @@ int cmd_serve(int argc, char **argv)
 		{ "buffer-limit", required_argument, NULL, 'B' },
 		{ "timeout", required_argument, NULL, 'I' },
 		{ "handshake-timeout", required_argument, NULL, 'H' },
+		{ "image", required_argument, NULL, 'i' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -164,14 +290,10 @@ int cmd_serve(int argc, char **argv)
 	struct uzram *dev = NULL;
 	unsigned long long v;
 	char desc[256], *tcp = NULL;
-	struct {
-		const char *name, *dict;
-		int level;
-	} recomp[UZRAM_MAX_RECOMP];
+	struct recomp_opt recomp[UZRAM_MAX_RECOMP];
 	const char *dict_path = NULL;
-	void *dict = NULL;
-	size_t dict_len = 0;
 	int o, r, idx = 0, nrecomp = 0;
+	bool size_set = false, algo_set = false, cluster_set = false;
 
 	uzram_config_init(&cfg);
 	cfg.size = 1ull << 30;
@@ -181,9 +303,11 @@ int cmd_serve(int argc, char **argv)
 			if (parse_size(optarg, &v) < 0 || v == 0)
 				goto bad_value;
 			cfg.size = v;
+			size_set = true;
 			break;
 		case 'a':
 			cfg.algorithm = optarg;
+			algo_set = true;
 			break;
 		case 'l': {
 			char *end;
@@ -243,6 +367,10 @@ int cmd_serve(int argc, char **argv)
 			if (parse_size(optarg, &v) < 0 || v > UINT32_MAX)
 				goto bad_value;
 			cfg.cluster_size = (uint32_t)v;
+			cluster_set = true;
+			break;
+		case 'i':
+			sc.image = optarg;
 			break;
 		case 'R':
 			sc.run = optarg;
@@ -320,53 +448,24 @@ int cmd_serve(int argc, char **argv)
 	if (tc.mode != NBD_TLS_OFF && !(tls = nbd_tls_new(&tc)))
 		return 1;
 	sc.export.tls = tls;
-	if (dict_path) {
-		if (read_dict("serve", dict_path, &dict, &dict_len)) {
-			nbd_tls_free(tls);
-			return 1;
-		}
-		cfg.dict = dict;
-		cfg.dict_size = dict_len;
-	}
 	if (!sc.buffer_limit)
 		sc.buffer_limit = nbd_default_buffer_limit();
 	if (!max_given)
 		sc.max_connections = nbd_default_max_connections(sc.buffer_limit);
 
-	r = uzram_open(&cfg, &dev);
-	free(dict);
-	if (r < 0) {
-		fprintf(stderr, "uzram serve: cannot create the device: %s%s%s\n",
-			uzram_strerror(r), *uzram_last_error() ? ": " : "",
-			uzram_last_error());
+	r = open_device(&cfg, sc.image, dict_path, size_set, algo_set,
+			cluster_set, &dev);
+	if (!r)
+		r = add_recomp(dev, recomp, nrecomp);
+	if (r) {
+		uzram_close(dev);
 		nbd_tls_free(tls);
-		return 1;
+		return r;
 	}
-	for (int i = 0; i < nrecomp; i++) {
-		r = uzram_add_recomp_algorithm(dev, recomp[i].name,
-					       recomp[i].level);
-		if (r > 0 && recomp[i].dict) {
-			if (read_dict("serve", recomp[i].dict, &dict,
-				      &dict_len)) {
-				uzram_close(dev);
-				nbd_tls_free(tls);
-				return 1;
-			}
-			r = uzram_set_dictionary(dev, r, dict, dict_len, 0);
-			free(dict);
-		}
-		if (r < 0) {
-			fprintf(stderr, "uzram serve: --recomp-algorithm: %s\n",
-				uzram_last_error());
-			uzram_close(dev);
-			nbd_tls_free(tls);
-			return 1;
-		}
-	}
-	sc.algorithm = cfg.algorithm;
+	sc.algorithm = uzram_algorithm(dev, 0);
 	sc.export.dev = dev;
 	sc.export.size = uzram_size(dev);
-	snprintf(desc, sizeof desc, "uzram %s device", cfg.algorithm);
+	snprintf(desc, sizeof desc, "uzram %s device", sc.algorithm);
 	sc.export.description = desc;
 	r = nbd_server_run(&sc);
 	if (r == 0) {
@@ -396,6 +495,7 @@ static void ctl_usage(FILE *f)
 		"                             [limit=N]\n"
 		"                 | writeback-limit N|off | backing-compact\n"
 		"                 | train-dict [priority=N] [size=SIZE]\n"
+		"                 | save [IMAGE]\n"
 		"  compact      move objects out of sparse allocator pages, give back\n"
 		"               what is empty (zram's compact)\n"
 		"  mem-limit    change the memory limit; 0 removes it (zram's mem_limit)\n"
@@ -415,7 +515,9 @@ static void ctl_usage(FILE *f)
 		"               segments together and give the rest back\n"
 		"  train-dict   train a dictionary (64 KiB by default) for the algorithm\n"
 		"               of a priority (0: the device's) from the stored data, keep\n"
-		"               it if it saves 2%% on a second sample, re-encode with it\n");
+		"               it if it saves 2%% on a second sample, re-encode with it\n"
+		"  save         save the device to IMAGE, or to the server's --image,\n"
+		"               while it serves (uzram_save)\n");
 }
 
 /*
@@ -597,7 +699,7 @@ static int train_request(int argc, char **argv, char *req, size_t n)
 
 int cmd_ctl(int argc, char **argv)
 {
-	char path[PATH_MAX], req[64];
+	char path[PATH_MAX], req[PATH_MAX + 16], cwd[PATH_MAX];
 	unsigned long long v;
 	int r = client_options(argc, argv, ctl_usage, "uzram ctl", path, NULL);
 
@@ -641,6 +743,21 @@ int cmd_ctl(int argc, char **argv)
 	} else if (argc >= 1 && !strcmp(argv[0], "recompress")) {
 		if (recompress_request(argc, argv, req, sizeof req) < 0) {
 			ctl_usage(stderr);
+			return 2;
+		}
+	} else if (argc == 1 && !strcmp(argv[0], "save")) {
+		snprintf(req, sizeof req, "save\n");
+	} else if (argc == 2 && !strcmp(argv[0], "save")) {
+		/* the server's working directory is not ours */
+		if (argv[1][0] != '/' && !getcwd(cwd, sizeof cwd)) {
+			perror("uzram ctl: getcwd");
+			return 1;
+		}
+		if ((size_t)snprintf(req, sizeof req, "save %s%s%s\n",
+				     argv[1][0] == '/' ? "" : cwd,
+				     argv[1][0] == '/' ? "" : "/", argv[1]) >=
+		    sizeof req || strchr(argv[1], '\n')) {
+			fprintf(stderr, "uzram ctl: bad path '%s'\n", argv[1]);
 			return 2;
 		}
 	} else if (argc == 2 && !strcmp(argv[0], "mem-limit")) {

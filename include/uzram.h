@@ -104,6 +104,16 @@ struct uzram_config {
 				  * 0: 90 */
 	uint32_t low_watermark;  /* ... down to this percentage; 0: 10
 				  * below the high one */
+	const char *image;     /* NULL (the default), or the path of an image
+				* written by uzram_save(): the device opens
+				* with the image's contents and geometry.
+				* Its size, cluster size, algorithm, level,
+				* secondary algorithms and dictionaries are
+				* the image's; a
+				* non-zero size that differs from the image's
+				* is refused (-EINVAL), while algorithm, level,
+				* cluster_size and dict are ignored. mem_limit
+				* applies. See uzram_save(). */
 };
 
 /*
@@ -347,6 +357,61 @@ UZRAM_API long uzram_mark_idle(struct uzram *dev);
  */
 UZRAM_API long uzram_recompress(struct uzram *dev, int prio, unsigned flags,
 				uint32_t threshold);
+
+/*
+ * Images: a device saved to a file and opened again later, with every
+ * cluster as stored (compressed objects are written as they are, neither
+ * decoded nor re-encoded), its state, idle mark and priority, and the
+ * device's size, cluster size, algorithms and their dictionaries (both of
+ * a priority that changed its dictionary). The format is documented in
+ * src/image-format.md.
+ *
+ * uzram_save() writes an image of dev to path. The image is a point-in-time
+ * copy: every cluster as it was when the call started. Reads and writes go
+ * on during the save and do not wait for it: a write to a cluster the save
+ * has not copied yet hands the old contents to the save instead of freeing
+ * them (copy on write), so memory may grow by what is rewritten during the
+ * save, and a write may then meet the memory limit sooner. The file is
+ * written to a temporary file in path's directory (path.tmp.XXXXXX, mode
+ * 0600), flushed with fsync(), renamed over path and the directory
+ * flushed: whatever happens, even a kill -9 in the middle, path holds
+ * either the old image or the new one, whole. flags must be 0.
+ * Returns 0, or:
+ *   -EINVAL  NULL argument or unknown flags;
+ *   -EALREADY  another save of the same device is in progress;
+ *   -EAGAIN  a secondary algorithm or a dictionary was set, and used,
+ *            during the save: save again;
+ *   -ENOMEM  out of memory;
+ *   the negative errno of a failed system call on the file (-EACCES,
+ *            -ENOSPC for a full disk, -EIO, ...);
+ * with uzram_last_error() naming the file and what failed. On failure path
+ * is unchanged (unless only the final fsync of its directory failed: then
+ * it is the new image, not yet durable) and no temporary file is left
+ * behind. Thread-safe.
+ *
+ * Opening: set cfg.image and call uzram_open(). Every checksum and every
+ * bound of the image is checked before the device is returned; nothing of
+ * a bad image is ever served. Besides uzram_open()'s errors:
+ *   -EBADMSG  the image is corrupt or truncated;
+ *   -EINVAL   the file is not a uzram image, or one of a format version
+ *             or with features this library does not read, or cfg.size
+ *             conflicts with the image, or a codec refuses the image's
+ *             level or dictionary;
+ *   -ENOENT   the image uses an algorithm this library does not have;
+ *   -ENOSPC   the image does not fit in cfg.mem_limit;
+ *   the negative errno of a failed open() or read() of the file.
+ * uzram_last_error() says which, and where in the file. Counters start
+ * from the image's contents (pages_unchanged and pages_recompressed, which
+ * count events, start from 0).
+ */
+UZRAM_API int uzram_save(struct uzram *dev, const char *path, unsigned flags);
+
+/*
+ * The name of the device's algorithm of priority prio (0: the primary one,
+ * 1..UZRAM_MAX_RECOMP: secondary ones), e.g. "zstd", or NULL if there is
+ * none (or dev is NULL). The string is static.
+ */
+UZRAM_API const char *uzram_algorithm(const struct uzram *dev, int prio);
 
 /*
  * Move objects out of sparsely used allocator pages and give every page

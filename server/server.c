@@ -18,6 +18,7 @@
  *   PATH.ctl        `uzram stat` connects, sends "json\n" or "text\n" and
  *                   gets the same figures back (where it is: ctlpath.c);
  *                   `uzram ctl` sends commands (ctl.c)
+ *   --image FILE    after the clients are gone, the device is saved to FILE
  *
  * The main thread only accepts on the control socket: each control client
  * is served by a detached thread of its own (at most CTL_MAX at once; more
@@ -191,12 +192,67 @@ static int format_stats(struct server *srv, bool json, char *out, size_t n)
 	return len < n ? 0 : -1;
 }
 
+/* Save the device to path (the --image one if NULL); the reply in out. */
+static int save_image(struct server *srv, const char *path, char *out,
+		      size_t n)
+{
+	struct timespec t0, t1;
+	int r;
+
+	if (!path) {
+		snprintf(out, n, "error: save: no path given, and the server "
+			 "has no --image\n");
+		return -1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r = uzram_save(srv->cfg->export.dev, path, 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (r < 0) {
+		snprintf(out, n, "error: %s\n", uzram_last_error());
+		return -1;
+	}
+	snprintf(out, n, "ok: saved %s in %.3f s\n", path,
+		 (double)(t1.tv_sec - t0.tv_sec) +
+		 (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	return 0;
+}
+
+/*
+ * "save" (to the server's --image) or "save PATH" (an absolute path): the
+ * one request ctl.c does not parse, as it needs the server's --image.
+ */
+static void save_request(struct server *srv, const char *req, size_t len,
+			 char *out, size_t n)
+{
+	char path[PATH_MAX];
+
+	while (len > 4 && (req[len - 1] == '\n' || req[len - 1] == '\r'))
+		len--;
+	if (len == 4) {
+		save_image(srv, srv->cfg->image, out, n);
+		return;
+	}
+	if (len - 5 >= sizeof path || req[5] != '/' ||
+	    memchr(req + 5, '\0', len - 5)) {
+		snprintf(out, n, "error: save wants an absolute path\n");
+		return;
+	}
+	memcpy(path, req + 5, len - 5);
+	path[len - 5] = '\0';
+	save_image(srv, path, out, n);
+}
+
 /* One request line of len bytes from the control socket; the reply in out. */
 static void ctl_request(struct server *srv, const char *req, size_t len,
 			char *out, size_t n)
 {
 	struct nbd_ctl_req rq;
 
+	if (len >= 4 && !memcmp(req, "save", 4) &&
+	    (len == 4 || req[4] == ' ' || req[4] == '\n' || req[4] == '\r')) {
+		save_request(srv, req, len, out, n);
+		return;
+	}
 	if (nbd_ctl_parse(req, len, &rq, out, n) < 0)
 		return;
 	if (rq.op == NBD_CTL_JSON || rq.op == NBD_CTL_TEXT)
@@ -215,7 +271,7 @@ static void *ctl_main(void *arg)
 	struct ctl_client *cc = arg;
 	struct server *srv = cc->srv;
 	struct pollfd p = { .fd = cc->fd, .events = POLLIN };
-	char req[256], out[4096];
+	char req[PATH_MAX + 16], out[4096];
 	ssize_t r;
 
 	if (poll(&p, 1, CTL_WAIT_MS) == 1) {
@@ -753,6 +809,15 @@ stop:
 			srv.nclients ? "clients" : "control requests");
 	else if (cfg->run)
 		status = run_status;
+	if (cfg->image) {
+		/* a client that did not finish may still write: saves allow it */
+		if (save_image(&srv, cfg->image, out, sizeof out) < 0) {
+			fprintf(stderr, "uzram serve: %s", out + 7);
+			status = 1;
+		} else {
+			fprintf(stderr, "uzram serve: %s", out + 4);
+		}
+	}
 out:
 	if (sfd >= 0)
 		close(sfd);

@@ -260,6 +260,8 @@ struct nbd_server_config {
 	unsigned handshake_secs;  /* whole handshake; 0: NBD_HANDSHAKE_SECS */
 	unsigned idle_secs;       /* --timeout; 0: none */
 	const char *ctl_socket;   /* --ctl-socket, or NULL: see ctlpath.c */
+	const char *image;        /* save the device here at a clean end and
+				   * for `uzram ctl save`; NULL: none */
 };
 
 /*
@@ -270,14 +272,18 @@ struct nbd_server_config {
  * the server listens, with $uri (and $unixsocket, or $port), $exportname
  * in its environment, as nbdkit --run does; when it exits, stop as for
  * SIGTERM and return its exit status (128 + N if signal N killed it).
+ *
+ * With cfg->image, the device is saved there (uzram_save) once the
+ * clients are gone, after SIGINT, SIGTERM or the end of --run's command;
+ * a failed save makes the exit status 1.
  */
 int nbd_server_run(const struct nbd_server_config *cfg);
 
 /*
  * Send one request line ("json\n", "text\n", "compact\n", "mem-limit
- * BYTES\n", "reset-max\n"; see server.c) to the control socket ctl_path
- * (from ctl_path_find()) and print its reply, on stderr after "who: "
- * if it is an error. Returns the exit status.
+ * BYTES\n", "reset-max\n", "save [PATH]\n"; see server.c) to the control
+ * socket ctl_path (from ctl_path_find()) and print its reply, on stderr
+ * after "who: " if it is an error. Returns the exit status.
  */
 int nbd_server_ctl(const char *ctl_path, const char *request,
 		   const char *who);

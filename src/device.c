@@ -1,7 +1,8 @@
 /*
  * device.c - a device's lifetime and configuration: the config struct and
  * its published layouts, uzram_open() and uzram_close(), and the calls that
- * only read the device's figures. The I/O path is in store.c.
+ * only read the device's figures. The I/O path is in store.c; opening from
+ * an image is image_load.c's, which creates the device here.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -12,6 +13,7 @@
 
 #include "uzram.h"
 #include "error.h"
+#include "image.h"
 #include "store.h"
 #include "tier.h"
 #include "zcomp.h"
@@ -30,7 +32,8 @@ UZRAM_API void uzram_config_init(struct uzram_config *cfg)
 /*
  * The layouts published so far: the first ended with mem_limit, the
  * second adds cluster_size, the third (the current one) the dictionary,
- * the tier's backing store and its watermarks. Only these sizes are known.
+ * the tier's backing store and watermarks, and the image. Only these
+ * sizes are known.
  */
 #define CONFIG_V1_SIZE \
 	(offsetof(struct uzram_config, mem_limit) + sizeof(uint64_t))
@@ -79,9 +82,6 @@ int codec_error(const char *what, const char *algorithm, int level,
 UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 {
 	struct uzram_config c;
-	struct zcomp *comp = NULL;
-	struct uzram *dev;
-	int ret, shift;
 
 	if (!cfg || !devp)
 		return uzram_set_error(-EINVAL, "open: NULL %s",
@@ -95,6 +95,18 @@ UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 	/* Fields past an older caller's struct_size keep their defaults. */
 	uzram_config_init(&c);
 	memcpy(&c, cfg, cfg->struct_size);
+	if (c.image)
+		return image_open(&c, devp);
+	return device_create(&c, devp);
+}
+
+int device_create(const struct uzram_config *cfg, struct uzram **devp)
+{
+	struct uzram_config c = *cfg;
+	struct zcomp *comp = NULL;
+	struct uzram *dev;
+	int ret, shift;
+
 	if (c.size == 0 || c.size > MAX_PAGES * PAGE)
 		return uzram_set_error(-EINVAL,
 			"open: size %llu is not between 1 and %llu bytes",
@@ -133,9 +145,14 @@ UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 				  ret);
 		goto fail;
 	}
-	/* One object per cluster; a rewrite in flight holds one more until
-	 * it frees the old one, which the pool's spare handles cover. */
-	ret = zpool_create(dev->nclusters, dev->csize, &dev->pool);
+	/*
+	 * One object per cluster, and during a save one more per cluster at
+	 * most: the old objects that writers hand over (image_save.c), each
+	 * of which may sit alone in a zspage, so the pool reserves address
+	 * space (not memory) for twice as many. A rewrite in flight holds one
+	 * more until it frees the old one, which the pool's spares cover.
+	 */
+	ret = zpool_create(2 * dev->nclusters, dev->csize, &dev->pool);
 	if (ret) {
 		uzram_set_error(ret, "open: cannot create the allocator: %s",
 				uzram_strerror(ret));
@@ -288,4 +305,16 @@ UZRAM_API long uzram_compact(struct uzram *dev)
 UZRAM_API const char *uzram_algorithms(void)
 {
 	return zcomp_known();
+}
+
+UZRAM_API const char *uzram_algorithm(const struct uzram *dev, int prio)
+{
+	const struct zcomp *zc;
+
+	if (!dev || prio < 0 || prio > UZRAM_MAX_RECOMP)
+		return NULL;
+	zc = atomic_load_explicit(&dev->comp[prio][atomic_load_explicit(
+			&dev->cur[prio], memory_order_acquire)],
+			memory_order_acquire);
+	return zc ? zcomp_name(zc) : NULL;
 }

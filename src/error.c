@@ -39,6 +39,9 @@ UZRAM_API const char *uzram_strerror(int err)
 	case -EBUSY:	return "stored data still uses the previous dictionary";
 	case -ENODEV:	return "the device has no backing store";
 	case -EEXIST:	return "the backing file is not empty";
+	case -EBADMSG:	return "image is corrupt or truncated";
+	case -EALREADY:	return "a save is already in progress";
+	case -EAGAIN:	return "the device changed in a way a save cannot follow";
 	default:	return "unknown error";
 	}
 }

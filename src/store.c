@@ -45,6 +45,9 @@
  * memory) therefore leaves the cluster exactly as it was. A partial cluster
  * holds the slot lock for the whole read-modify-write, so that two partial
  * writes to one cluster cannot lose each other's bytes.
+ * While uzram_save() runs, the old object of a cluster the save has not
+ * copied yet is handed to the save instead of being freed (copy on write,
+ * see image_save.c); the write does not wait for the save.
  *
  * Rewriting what is stored. Copies, re-syncs and file systems write back
  * many clusters unchanged, and a compression costs 5 to 20 times what a
@@ -86,6 +89,7 @@
 
 #include "uzram.h"
 #include "error.h"
+#include "image.h"
 #include "slot.h"
 #include "stats.h"
 #include "store.h"
@@ -96,15 +100,6 @@
 /* xxhash's functions compiled in here, inlined and private to the library. */
 #define XXH_INLINE_ALL
 #include <xxhash.h>
-
-/* The new (or old) contents of a slot, outside the table. */
-struct content {
-	uint32_t flags;
-	uint64_t val;
-	int place;      /* the codec place of prio 0 that made the object
-			 * (store.h), or -1 if none did: see unit_commit() */
-	const struct zcomp *codec; /* the codec that was in that place */
-};
 
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
 static pthread_key_t tls_key;
@@ -182,7 +177,7 @@ static bool table_fits(struct uzram *dev, uint64_t i)
  * The slot of cluster idx, creating its chunk if needed; NULL with *err
  * -ENOSPC (the limit) or -ENOMEM.
  */
-static struct slot *slot_get(struct uzram *dev, uint64_t idx, int *err)
+struct slot *slot_get(struct uzram *dev, uint64_t idx, int *err)
 {
 	struct slot *_Atomic *entry = &dev->dir[idx >> CHUNK_SHIFT];
 	struct slot *chunk = atomic_load_explicit(entry, memory_order_acquire);
@@ -229,9 +224,8 @@ static uint64_t content_handle_size(const struct content *c)
 	return c->val >> 32;
 }
 
-/* Count contents that hold (sign 1) or held (sign -1) `pages` pages. */
-static void content_account(struct uzram *dev, const struct content *c,
-			    int64_t sign, size_t len)
+void content_account(struct uzram *dev, const struct content *c,
+		     int64_t sign, size_t len)
 {
 	struct stats *st = &dev->stats;
 	int64_t pages = sign * (int64_t)(len >> PAGE_SHIFT);
@@ -257,10 +251,6 @@ static void content_account(struct uzram *dev, const struct content *c,
 	stats_add(&st->pages_stored, pages);
 }
 
-/*
- * Give back what the old contents of a unit of len bytes held; called
- * after the slot is unlocked.
- */
 /* Free what contents hold, in the allocator or on the backing store. */
 static void content_free(struct uzram *dev, const struct content *c)
 {
@@ -273,8 +263,8 @@ static void content_free(struct uzram *dev, const struct content *c)
 			   round16(backed_size(c->val)));
 }
 
-static void content_release(struct uzram *dev, const struct content *old,
-			    size_t len)
+void content_release(struct uzram *dev, const struct content *old,
+		     size_t len)
 {
 	content_free(dev, old);
 	content_account(dev, old, -1, len);
@@ -465,24 +455,42 @@ static bool codec_current(struct uzram *dev, const struct content *c)
 }
 
 /*
+ * Swap new contents into cluster idx, whose slot the caller has locked
+ * exclusively, and unlock it. The old contents are released, unless a save
+ * in progress has not copied the cluster yet: then they are handed to it
+ * (image_save.c), which writes them and releases them afterwards.
+ */
+static void unit_swap_unlock(struct uzram *dev, struct slot *s, uint64_t idx,
+			     const struct content *c, size_t len)
+{
+	struct content old = slot_swap(dev, s, c);
+	struct image_save *sv = NULL;
+
+	if (__builtin_expect(atomic_load_explicit(&dev->save,
+						  memory_order_relaxed) != NULL, 0))
+		sv = image_save_enter(dev, idx);
+	slot_unlock(s);
+	content_account(dev, c, 1, len);
+	if (sv)
+		image_save_hand_over(dev, sv, idx, &old, len);
+	else
+		content_release(dev, &old, len);
+}
+
+/*
  * Swap in contents made outside the lock. Returns false, having changed
  * nothing, if the object was made by a codec that is no longer current (a
  * dictionary change, dict.c): the caller frees it and compresses again.
  */
-static bool unit_commit(struct uzram *dev, struct slot *s,
+static bool unit_commit(struct uzram *dev, struct slot *s, uint64_t idx,
 			const struct content *c, size_t len)
 {
-	struct content old;
-
 	slot_lock(s);
 	if (!codec_current(dev, c)) {
 		slot_unlock(s);
 		return false;
 	}
-	old = slot_swap(dev, s, c);
-	slot_unlock(s);
-	content_account(dev, c, 1, len);
-	content_release(dev, &old, len);
+	unit_swap_unlock(dev, s, idx, c, len);
 	return true;
 }
 
@@ -533,14 +541,14 @@ static int unit_write_full(struct uzram *dev, uint64_t idx,
 		return 0;
 	}
 	if (c.flags == SLOT_SAME) {
-		unit_commit(dev, s, &c, len);
+		unit_commit(dev, s, idx, &c, len);
 		return 0;
 	}
 	for (uint32_t tag = c.flags;; c.flags = tag) {
 		ret = unit_compress(dev, src, len, tag, t, &c);
 		if (ret)
 			return ret;
-		if (unit_commit(dev, s, &c, len))
+		if (unit_commit(dev, s, idx, &c, len))
 			return 0;
 		content_free(dev, &c);
 	}
@@ -559,7 +567,7 @@ static int unit_write_part(struct uzram *dev, uint64_t idx, size_t uoff,
 	struct slot *s = slot_get(dev, idx, &ret);
 	struct store_tls *t = store_tls_get(dev->csize);
 	size_t len = unit_len(dev, idx);
-	struct content c, old;
+	struct content c;
 
 	if (!s)
 		return ret;
@@ -592,10 +600,7 @@ static int unit_write_part(struct uzram *dev, uint64_t idx, size_t uoff,
 		slot_unlock(s);
 		return ret;
 	}
-	old = slot_swap(dev, s, &c);
-	slot_unlock(s);
-	content_account(dev, &c, 1, len);
-	content_release(dev, &old, len);
+	unit_swap_unlock(dev, s, idx, &c, len);
 	return 0;
 }
 
@@ -715,7 +720,7 @@ static int zero_range(struct uzram *dev, const char *what, uint64_t len,
 			s = slot_get(dev, sp.idx, &ret);
 			if (!s)
 				return io_failed(dev, what, ret, off);
-			unit_commit(dev, s, &c, sp.ulen);
+			unit_commit(dev, s, sp.idx, &c, sp.ulen);
 		} else {
 			ret = unit_write_part(dev, sp.idx, sp.uoff, sp.n, NULL);
 			if (ret)

@@ -4,8 +4,9 @@
  *
  * The table of slots is a directory of chunks of CHUNK_SLOTS slots each,
  * made on first write (store.c explains why). Everything here but
- * chunks_used, mem_limit and the directory's entries is set by uzram_open()
- * and then only read; the stats are relaxed atomic counters (stats.h).
+ * chunks_used, mem_limit, the directory's entries and the save's two fields
+ * is set by uzram_open() and then only read; the stats are relaxed atomic
+ * counters (stats.h).
  */
 #ifndef UZRAM_STORE_H
 #define UZRAM_STORE_H
@@ -20,6 +21,7 @@
 #include "slot.h"
 #include "stats.h"
 
+struct image_save;
 struct zcomp;
 struct zcomp_retired;
 struct zpool;
@@ -68,6 +70,22 @@ struct uzram {
 	struct tier *tier;     /* the second tier (tier.h), or NULL */
 	_Atomic int64_t clock0; /* CLOCK_MONOTONIC_COARSE seconds at open
 				 * (atomic only so tests may move it) */
+	/*
+	 * A save in progress (image_save.c), or NULL; save_users counts the
+	 * writers that may be looking at it (image_save_enter()).
+	 */
+	struct image_save *_Atomic save;
+	_Atomic uint64_t save_users;
+};
+
+/* The contents of a slot, outside the table. */
+struct content {
+	uint32_t flags;
+	uint64_t val;
+	int place;      /* the codec place of prio 0 that made the object
+			 * (above), or -1 if none did: see store.c's
+			 * unit_commit() */
+	const struct zcomp *codec; /* the codec that was in that place */
 };
 
 /*
@@ -100,6 +118,29 @@ struct store_tls *store_tls_get(size_t cap);
  */
 int slot_decode(struct uzram *dev, const struct slot *s, unsigned char *dst,
 		size_t len);
+
+/*
+ * The slot of cluster idx, creating its chunk if needed; NULL with *err
+ * -ENOSPC (the chunk would pass the memory limit) or -ENOMEM.
+ */
+struct slot *slot_get(struct uzram *dev, uint64_t idx, int *err);
+
+/* Count contents that hold (sign 1) or held (sign -1) a unit of len bytes. */
+void content_account(struct uzram *dev, const struct content *c,
+		     int64_t sign, size_t len);
+
+/*
+ * Give back what the old contents of a unit of len bytes held: free the
+ * object, count it out. Called once no slot names it.
+ */
+void content_release(struct uzram *dev, const struct content *old,
+		     size_t len);
+
+/*
+ * Create an empty device from a checked copy of the config (device.c);
+ * uzram_open() without an image, and the image loader, both use it.
+ */
+int device_create(const struct uzram_config *c, struct uzram **devp);
 
 /* device.c: explain a zcomp_create_dict() failure for `what`; returns err */
 int codec_error(const char *what, const char *algorithm, int level,
