@@ -118,8 +118,13 @@ static int format_stats(struct server *srv, bool json, char *out, size_t n)
 	char name[512];
 	size_t len = 0;
 
+	struct uzram_dict_info di = { 0 };
+
 	memset(&st, 0, sizeof st);
 	(void)uzram_stats(srv->cfg->export.dev, &st, sizeof st);
+	/* the device's dictionary (a walk of the table, as zram's mm_stat
+	 * is not: only on request) */
+	(void)uzram_dict_info(srv->cfg->export.dev, 0, &di);
 
 	const struct { const char *name; uint64_t v; } f[] = {
 		{ "disksize", st.disksize },
@@ -138,6 +143,9 @@ static int format_stats(struct server *srv, bool json, char *out, size_t n)
 		{ "table_bytes", st.table_bytes },
 		{ "pages_unchanged", st.pages_unchanged },
 		{ "pages_recompressed", st.pages_recompressed },
+		{ "dict_bytes", di.dict_size },
+		{ "dict_pages", di.dict_size ? di.pages : 0 },
+		{ "dict_pages_previous", di.pages_previous },
 		{ "bd_capacity", st.bd_capacity },
 		{ "bd_count", st.bd_count },
 		{ "bd_bytes", st.bd_bytes },

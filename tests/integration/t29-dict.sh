@@ -18,7 +18,21 @@ step "serve lz4 with a dictionary, zstd with one for recompression"
 start_server a --size 16M --dict "$T/dict" \
 	--recomp-algorithm "zstd:3:dict=$T/dict"
 nbdcopy --flush "$T/data" "${URI[a]}"
+assert_eq "$(stat_field a dict_bytes)" 32768 "dict_bytes"
+(($(stat_field a dict_pages) > 0)) || fail "no page encoded with the dictionary"
 server_ctl a recompress >"$T/ctl.out" || fail "ctl recompress: $(cat "$T/ctl.out")"
+
+step "ctl train-dict: kept or not, the data stays the same"
+server_ctl a train-dict size=16K >"$T/train.out" ||
+	fail "ctl train-dict: $(cat "$T/train.out")"
+grep -Eq '^ok: (kept a dictionary of [0-9]+ bytes|not kept: )' "$T/train.out" ||
+	fail "train-dict reply: $(cat "$T/train.out")"
+if grep -q '^ok: kept' "$T/train.out"; then
+	assert_eq "$(stat_field a dict_bytes)" "$(sed -n 's/^ok: kept a dictionary of \([0-9]*\) bytes.*/\1/p' "$T/train.out")" \
+		"dict_bytes after train-dict"
+	assert_eq "$(stat_field a dict_pages_previous)" 0 "pages left on the old dictionary"
+fi
+assert_fails "train-dict priority=7" "$UZRAM" ctl --socket "${SOCK[a]}" train-dict priority=7
 nbdcopy "${URI[a]}" "$T/back"
 assert_same_data "$T/data" "$T/back" $((8 * MiB))
 assert_zero "$T/back" $((8 * MiB)) $((8 * MiB))
