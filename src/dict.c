@@ -75,50 +75,41 @@ void dict_retired_free(struct uzram *dev)
 	}
 }
 
-/*
- * Whether a slot with flags f (and val) holds an object that priority prio
- * encoded in place `place`: in memory, or compressed on the backing store
- * (a raw object there needs no codec). The caller holds the slot lock.
- */
-static bool made_in(struct uzram *dev, uint64_t idx, uint32_t f, uint64_t val,
-		    unsigned prio, unsigned place)
-{
-	enum slot_state state = (enum slot_state)(f & SLOT_STATE_MASK);
-
-	if (slot_prio(f) != prio || slot_place(f) != place)
-		return false;
-	return state == SLOT_OBJ ||
-	       (state == SLOT_BACKED && backed_size(val) != unit_len(dev, idx));
-}
+/* Pages the objects of one priority hold, per codec place. */
+struct place_count {
+	uint64_t mem[2];     /* in memory */
+	uint64_t backed[2];  /* compressed on the backing store (a raw
+			      * object there needs no codec) */
+};
 
 /*
- * Pages whose object priority prio made in place `place`, in memory and,
- * in *backed, on the backing store; each slot looked at under its lock
+ * Count the objects priority prio made, each slot looked at under its lock
  * (see the top of the file for why).
  */
-static uint64_t place_pages(struct uzram *dev, unsigned prio, unsigned place,
-			    uint64_t *backed)
+static void count_places(struct uzram *dev, unsigned prio,
+			 struct place_count *pc)
 {
-	uint64_t pages = 0;
 	struct slot *s;
 
-	*backed = 0;
+	memset(pc, 0, sizeof(*pc));
 	for (uint64_t idx = 0; (s = slot_next(dev, &idx)); idx++) {
-		uint64_t val;
+		uint64_t val, pages = unit_len(dev, idx) >> PAGE_SHIFT;
+		enum slot_state state;
 		uint32_t f;
 
 		slot_lock_shared(s);
 		f = slot_flags(s);
 		val = s->val;
 		slot_unlock_shared(s);
-		if (!made_in(dev, idx, f, val, prio, place))
+		state = (enum slot_state)(f & SLOT_STATE_MASK);
+		if (slot_prio(f) != prio)
 			continue;
-		if ((f & SLOT_STATE_MASK) == SLOT_BACKED)
-			*backed += unit_len(dev, idx) >> PAGE_SHIFT;
-		else
-			pages += unit_len(dev, idx) >> PAGE_SHIFT;
+		if (state == SLOT_OBJ)
+			pc->mem[slot_place(f)] += pages;
+		else if (state == SLOT_BACKED &&
+			 backed_size(val) != unit_len(dev, idx))
+			pc->backed[slot_place(f)] += pages;
 	}
-	return pages;
 }
 
 /*
@@ -132,7 +123,7 @@ static int dict_install(struct uzram *dev, unsigned prio, struct zcomp *zc,
 {
 	const struct recomp_pass pass = { .prio = prio, .reencode = true };
 	struct zcomp_retired *r = malloc(sizeof(*r));
-	uint64_t left, backed;
+	struct place_count pc;
 	unsigned t;
 	long n;
 	int ret = 0;
@@ -143,28 +134,29 @@ static int dict_install(struct uzram *dev, unsigned prio, struct zcomp *zc,
 	}
 	pthread_mutex_lock(&dev->dict_lock);
 	t = !atomic_load_explicit(&dev->cur[prio], memory_order_relaxed);
-	left = place_pages(dev, prio, t, &backed);
-	if (backed) {
+	count_places(dev, prio, &pc);
+	if (pc.backed[t]) {
 		ret = uzram_set_error(-EBUSY, "dictionary: %llu pages of "
 			"priority %u on the backing store are encoded with the "
 			"dictionary before the current one; rewrite or discard "
-			"them first", (unsigned long long)backed, prio);
+			"them first", (unsigned long long)pc.backed[t], prio);
 		goto out;
 	}
-	if (left && (flags & UZRAM_DICT_REENCODE)) {
+	if (pc.mem[t] && (flags & UZRAM_DICT_REENCODE)) {
 		n = recompress_pass(dev, &pass);
 		if (n < 0) {
 			ret = (int)n;
 			goto out;
 		}
 		*pages += (uint64_t)n;
-		left = place_pages(dev, prio, t, &backed);
+		count_places(dev, prio, &pc);
 	}
-	if (left) {
+	if (pc.mem[t] || pc.backed[t]) {
 		ret = uzram_set_error(-EBUSY, "dictionary: %llu pages of "
 			"priority %u are still encoded with the dictionary "
 			"before the current one; re-encode them first "
-			"(UZRAM_DICT_REENCODE)", (unsigned long long)left, prio);
+			"(UZRAM_DICT_REENCODE)",
+			(unsigned long long)(pc.mem[t] + pc.backed[t]), prio);
 		goto out;
 	}
 	r->zc = atomic_load_explicit(&dev->comp[prio][t], memory_order_relaxed);
@@ -233,7 +225,7 @@ UZRAM_API int uzram_dict_info(struct uzram *dev, int prio,
 			      struct uzram_dict_info *info)
 {
 	const struct zcomp *cur;
-	struct slot *s;
+	struct place_count pc;
 	unsigned place;
 
 	if (!dev || !info)
@@ -244,19 +236,9 @@ UZRAM_API int uzram_dict_info(struct uzram *dev, int prio,
 	memset(info, 0, sizeof(*info));
 	zcomp_dict(cur, &info->dict_size);
 	place = atomic_load_explicit(&dev->cur[prio], memory_order_relaxed);
-	for (uint64_t idx = 0; (s = slot_next(dev, &idx)); idx++) {
-		uint64_t val;
-		uint32_t f;
-
-		slot_lock_shared(s);
-		f = slot_flags(s);
-		val = s->val;
-		slot_unlock_shared(s);
-		if (made_in(dev, idx, f, val, (unsigned)prio, place))
-			info->pages += unit_len(dev, idx) >> PAGE_SHIFT;
-		else if (made_in(dev, idx, f, val, (unsigned)prio, !place))
-			info->pages_previous += unit_len(dev, idx) >> PAGE_SHIFT;
-	}
+	count_places(dev, (unsigned)prio, &pc);
+	info->pages = pc.mem[place] + pc.backed[place];
+	info->pages_previous = pc.mem[!place] + pc.backed[!place];
 	return 0;
 }
 

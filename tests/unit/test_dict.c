@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <unistd.h>
 
 #include "store_check.h"
 
@@ -309,6 +310,54 @@ static void test_train_real(void **state)
 }
 
 /*
+ * Objects written back to a backing store keep the dictionary that made
+ * them; re-encoding does not fetch them, so a change that would take that
+ * dictionary away is refused, and every byte still reads back.
+ */
+static void test_backed(void **state)
+{
+	uint8_t *ref = calloc(NPAGES, PG), *a = raw_dict(16384, 3000),
+		*b = raw_dict(16384, 3100);
+	char dir[] = "/tmp/uzram-test-dict.XXXXXX", backing[64];
+	struct uzram_config cfg;
+	struct uzram *dev = NULL;
+
+	(void)state;
+	assert_non_null(ref);
+	assert_non_null(mkdtemp(dir));
+	snprintf(backing, sizeof backing, "%s/backing", dir);
+	uzram_config_init(&cfg);
+	cfg.size = NPAGES * PG;
+	cfg.backing = backing;
+	cfg.dict = a;
+	cfg.dict_size = 16384;
+	if (uzram_open(&cfg, &dev))
+		fail_msg("uzram_open with a backing file: %s", uzram_last_error());
+	for (uint64_t p = 0; p < 256; p++)
+		dev_write(dev, ref, data_page(p), PG, p * PG);
+	assert_true(uzram_writeback(dev, 0, 0, 255, 0) > 0);
+	/* b goes into the free place: fine; none again would empty a's */
+	assert_int_equal(uzram_set_dictionary(dev, 0, b, 16384,
+					      UZRAM_DICT_REENCODE), 0);
+	assert_int_equal(uzram_set_dictionary(dev, 0, NULL, 0,
+					      UZRAM_DICT_REENCODE), -EBUSY);
+	assert_non_null(strstr(uzram_last_error(), "backing store"));
+	check_dev(dev, ref, "written back under a dictionary that stays");
+	/* rewritten, they leave the old dictionary: the change goes through */
+	for (uint64_t p = 0; p < 256; p++)
+		dev_write(dev, ref, data_page(300 + p), PG, p * PG);
+	assert_int_equal(uzram_set_dictionary(dev, 0, NULL, 0,
+					      UZRAM_DICT_REENCODE), 0);
+	check_dev(dev, ref, "after the change");
+	uzram_close(dev);
+	unlink(backing);
+	rmdir(dir);
+	free(a);
+	free(b);
+	free(ref);
+}
+
+/*
  * Writers and readers of their own regions while another thread changes
  * the dictionary again and again, re-encoding: no write may be lost, no
  * read may fail, whatever interleaving.
@@ -398,6 +447,7 @@ int main(void)
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_train_random),
 		cmocka_unit_test(test_train_real),
+		cmocka_unit_test(test_backed),
 		cmocka_unit_test(test_race),
 	};
 
