@@ -65,7 +65,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 INTEGRATION := $(sort $(wildcard tests/integration/t*.sh))
 
 .PHONY: all lib cli deps deps-test deps-bench unit check-unit check-header \
-	check-sanitizers check-integration check-install test run bench bench-quick fuzz \
+	check-sanitizers check-integration check-install check-cycles test run bench bench-quick fuzz \
 	fuzz-smoke install clean
 .DEFAULT_GOAL := all
 
@@ -185,6 +185,11 @@ check-header:
 	$(CC) -std=c99 -Wall -Wextra -Werror -pedantic -fsyntax-only -x c include/uzram.h
 	$(CXX) -Wall -Wextra -Werror -fsyntax-only -x c++ include/uzram.h
 
+# Folders whose files must not call each other both ways (scripts/check-cycles.sh).
+CYCLE_DIRS := src
+check-cycles: lib
+	bash scripts/check-cycles.sh $(addprefix $(BUILD)/obj/,$(CYCLE_DIRS))
+
 check-sanitizers:
 	$(MAKE) SANITIZE=address TEST_SCALE=0.25 check-unit
 	$(MAKE) SANITIZE=thread TEST_SCALE=0.1 check-unit
@@ -199,7 +204,7 @@ check-integration: all $(CORPUS_READY)
 
 TEST_SCALE ?= 1
 
-test: deps-test all check-header
+test: deps-test all check-header check-cycles
 	@mkdir -p build && rm -f $(TEST_RESULTS)
 	$(MAKE) TEST_SCALE=1 check-unit
 	$(MAKE) $(CORPUS_ALT_DIR)/MANIFEST
