@@ -72,10 +72,11 @@
  * class.
  *
  * Files: this one has objects, handles, pins, store and free;
- * zpool_compact.c compaction and borrowing; zpool_frame.c frames, their
- * pages and the cache of resident frames; zpool_region.c the address space,
- * the size classes, create/destroy and the accounting. zpool_impl.h has
- * the structures and the zspage list helpers they share.
+ * zpool_compact.c compaction; zpool_zspage.c making and retiring zspages
+ * and borrowing; zpool_frame.c frames, their pages and the cache of
+ * resident frames; zpool_region.c the address space, the size classes and
+ * create/destroy; zpool_mem.c the accounting. zpool_impl.h has the
+ * structures and the zspage list helpers they share.
  *
  * Lock rules
  *  - class->lock protects the class's group lists, every field of
@@ -104,75 +105,6 @@
 #include <string.h>
 
 #include "zpool_impl.h"
-
-
-/* ---- zspages (class lock held) ---- */
-
-static int zspage_new(struct zpool *pool, struct size_class *c,
-		      struct zspage **out)
-{
-	struct zspage *zs = NULL;
-	uint32_t f, resident;
-	int err;
-
-	if (!c->desc_off) {
-		if (!zp_mem_reserve(pool, c->desc_bytes))
-			return -ENOSPC;
-		zs = malloc(sizeof(*zs) + c->objs * sizeof(zs->owner[0]));
-		if (!zs) {
-			zp_mem_sub(pool, c->desc_bytes);
-			return -ENOMEM;
-		}
-	}
-	err = zp_frame_take(pool, c->pages, &f, &resident);
-	if (err) {
-		if (zs) {
-			free(zs);
-			zp_mem_sub(pool, c->desc_bytes);
-		}
-		return err;
-	}
-	/* a descriptor may have grown mem_used without new pages */
-	zp_mem_note_max(pool);
-	if (c->desc_off)
-		zs = (struct zspage *)(void *)(pool->base +
-			((uint64_t)f << ZP_FRAME_SHIFT) + c->desc_off);
-	zs->frame = f;
-	zs->resident = (uint8_t)resident;
-	/* the frame's owner, for zpool_free(); see frame_class() */
-	atomic_store_explicit(&pool->frames[f].next_free,
-			      (uint32_t)(c - pool->classes), memory_order_release);
-	zs->inuse = 0;
-	zs->free_head = 0;
-	for (uint32_t i = 0; i < c->objs; i++)
-		zs->owner[i] = SLOT_FREE | (i + 1 < c->objs ? i + 1 : SLOT_NIL);
-	pool->frames[f].zs = zs;
-	group_add(c, zs, 0);
-	c->zspages++;
-	*out = zs;
-	return 0;
-}
-
-/*
- * An empty zspage leaves its class: its frame goes to the cache of
- * resident frames (zpool_frame.c), from which any class may take it.
- */
-void zp_zspage_retire(struct zpool *pool, struct size_class *c,
-		      struct zspage *zs)
-{
-	uint32_t f = zs->frame, resident = zs->resident;
-
-	assert(zs->inuse == 0);
-	group_del(c, zs);
-	c->zspages--;
-	pool->frames[f].zs = NULL;
-	if (!c->desc_off) {
-		free(zs);
-		zp_mem_sub(pool, c->desc_bytes);
-	}
-	/* a descriptor in the zspage's tail goes with the frame */
-	zp_frame_give(pool, f, c->pages, resident);
-}
 
 /* ---- handles (class lock held) ---- */
 
@@ -287,7 +219,7 @@ int zpool_store(struct zpool *pool, const void *data, size_t size,
 		zs = fullest(c, NULL);
 	}
 	if (!zs) {
-		err = zspage_new(pool, c, &zs);
+		err = zp_zspage_new(pool, c, &zs);
 		if (err)
 			goto out;
 		created = true;

@@ -24,12 +24,6 @@
 
 /* ---- (class lock held) ---- */
 
-static uint64_t free_slots(const struct size_class *c)
-{
-	return c->zspages * c->objs -
-	       atomic_load_explicit(&c->objects, memory_order_relaxed);
-}
-
 /* At least one zspage could be emptied by moving objects around. */
 static bool can_compact(const struct size_class *c)
 {
@@ -42,29 +36,6 @@ static bool should_compact(const struct size_class *c)
 	uint64_t f = free_slots(c);
 
 	return c->objs > 1 && f >= 2ull * c->objs && f * 4 > c->zspages * c->objs;
-}
-
-/*
- * Return a class bigger than c (locked) that has `need` free slots and
- * wastes at most BORROW_WASTE / 64 of size per object, locked, or NULL.
- * A rare size then fills the free slots of its neighbours instead of
- * opening a zspage of its own that would stay mostly empty. Try-locks
- * only: c's lock is held.
- */
-struct size_class *zp_borrow(struct zpool *pool, struct size_class *c,
-			     size_t size, uint64_t need)
-{
-	const struct size_class *end = pool->classes + pool->nclasses;
-	size_t max = size + size * BORROW_WASTE / 64;
-
-	for (struct size_class *n = c + 1; n < end && n->size <= max; n++) {
-		if (pthread_mutex_trylock(&n->lock))
-			continue;
-		if (free_slots(n) >= need && fullest(n, NULL))
-			return n;
-		pthread_mutex_unlock(&n->lock);
-	}
-	return NULL;
 }
 
 /*

@@ -1,11 +1,13 @@
 /*
  * zpool_impl.h - what the allocator's files share; private to them:
- *   zpool.c          objects: store, free, map, handles, zspage lists
+ *   zpool.c          objects: store, free, map, handles
  *   zpool_compact.c  compaction
+ *   zpool_zspage.c   making and retiring zspages, borrowing between classes
  *   zpool_frame.c    frames: the free stack, the cache of resident frames,
  *                    populating and releasing pages
- *   zpool_region.c   the address space, size classes, create/destroy,
- *                    accounting
+ *   zpool_region.c   the address space, size classes, create/destroy
+ *   zpool_mem.c      accounting of mem_used against the limit
+ * Each file uses only those below it in this list.
  * The layout and the lock rules are described at the top of zpool.c.
  */
 #ifndef UZRAM_ZPOOL_IMPL_H
@@ -151,7 +153,7 @@ static inline void counter_add(_Atomic uint64_t *c, int64_t d)
 			      + (uint64_t)d, memory_order_relaxed);
 }
 
-/* zpool_region.c: accounting (atomic, no lock needed) */
+/* zpool_mem.c: accounting (atomic, no lock needed) */
 void zp_mem_note_max(struct zpool *pool);
 void zp_mem_add(struct zpool *pool, uint64_t n);
 void zp_mem_sub(struct zpool *pool, uint64_t n);
@@ -171,16 +173,24 @@ uint32_t zp_frame_shrink(struct zpool *pool, uint32_t frame, uint32_t pages,
 void zp_frames_init(struct zpool *pool);
 void zp_frames_fini(struct zpool *pool);
 
-/* zpool.c: zspages (class lock held) */
+/* zpool_zspage.c: zspages and borrowing (class lock held) */
+int zp_zspage_new(struct zpool *pool, struct size_class *c,
+		  struct zspage **out);
 void zp_zspage_retire(struct zpool *pool, struct size_class *c,
 		      struct zspage *zs);
-
-/* zpool_compact.c (class lock held) */
 struct size_class *zp_borrow(struct zpool *pool, struct size_class *c,
 			     size_t size, uint64_t need);
+
+/* zpool_compact.c (class lock held) */
 void zp_compact_auto(struct zpool *pool, struct size_class *c);
 
 /* ---- zspage lists: fullness groups (class lock held) ---- */
+
+static inline uint64_t free_slots(const struct size_class *c)
+{
+	return c->zspages * c->objs -
+	       atomic_load_explicit(&c->objects, memory_order_relaxed);
+}
 
 static inline unsigned group_of(const struct size_class *c, unsigned inuse)
 {
