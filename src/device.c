@@ -1,8 +1,8 @@
 /*
- * device.c - a device's lifetime and configuration: the config struct and
- * its published layouts, uzram_open() and uzram_close(), and the calls that
- * only read the device's figures. The I/O path is in store.c; opening from
- * an image is image_load.c's, which creates the device here.
+ * device.c - a device's lifetime and configuration: device_create() and
+ * uzram_close(), and the calls that only read the device's figures. The
+ * I/O path is in store.c; uzram_open() (open.c) checks the config and
+ * creates the device here, or has image_load.c do it from an image.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -13,32 +13,10 @@
 
 #include "uzram.h"
 #include "error.h"
-#include "image.h"
 #include "store.h"
 #include "tier.h"
 #include "zcomp.h"
 #include "zpool.h"
-
-UZRAM_API void uzram_config_init(struct uzram_config *cfg)
-{
-	if (!cfg)
-		return;
-	memset(cfg, 0, sizeof *cfg);
-	cfg->struct_size = sizeof *cfg;
-	cfg->algorithm = "lz4";
-	cfg->cluster_size = PAGE;
-}
-
-/*
- * The layouts published so far: the first ended with mem_limit, the
- * second adds cluster_size, the third (the current one) the dictionary,
- * the tier's backing store and watermarks, and the image. Only these
- * sizes are known.
- */
-#define CONFIG_V1_SIZE \
-	(offsetof(struct uzram_config, mem_limit) + sizeof(uint64_t))
-#define CONFIG_V2_SIZE offsetof(struct uzram_config, dict)
-#define CONFIG_V3_SIZE sizeof(struct uzram_config)
 
 /* log2 of a valid cluster size (0 means one page), or -1. */
 static int cluster_shift(uint32_t bytes)
@@ -49,55 +27,6 @@ static int cluster_shift(uint32_t bytes)
 		if (bytes == UINT32_C(1) << shift)
 			return shift;
 	return -1;
-}
-
-/* Explain a zcomp_create_dict() failure for `what`; returns err. */
-int codec_error(const char *what, const char *algorithm, int level,
-		size_t dict_size, int err)
-{
-	switch (err) {
-	case -ENOENT:
-		return uzram_set_error(err, "%s: unknown algorithm '%s' "
-				       "(known: %s)", what, algorithm,
-				       zcomp_known());
-	case -EINVAL:
-		return uzram_set_error(err, "%s: %s at level %d: %s", what,
-				       algorithm, level, dict_size ?
-				       "level out of range, or the dictionary "
-				       "is not one the codec accepts" :
-				       "level out of range");
-	case -EOPNOTSUPP:
-		return uzram_set_error(err, "%s: %s takes no dictionary (lz4 "
-				       "and zstd do)", what, algorithm);
-	case -ERANGE:   /* zcomp's word for a size out of range */
-		return uzram_set_error(-EINVAL, "%s: a dictionary of %zu bytes "
-				       "is outside %u..%u bytes", what,
-				       dict_size, ZCOMP_DICT_MIN, ZCOMP_DICT_MAX);
-	default:
-		return uzram_set_error(err, "%s: %s at level %d: %s", what,
-				       algorithm, level, uzram_strerror(err));
-	}
-}
-
-UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
-{
-	struct uzram_config c;
-
-	if (!cfg || !devp)
-		return uzram_set_error(-EINVAL, "open: NULL %s",
-				       cfg ? "device pointer" : "config");
-	if (cfg->struct_size != CONFIG_V1_SIZE &&
-	    cfg->struct_size != CONFIG_V2_SIZE &&
-	    cfg->struct_size != CONFIG_V3_SIZE)
-		return uzram_set_error(-EINVAL,
-			"open: config struct_size %zu is not one this library "
-			"knows (use uzram_config_init)", cfg->struct_size);
-	/* Fields past an older caller's struct_size keep their defaults. */
-	uzram_config_init(&c);
-	memcpy(&c, cfg, cfg->struct_size);
-	if (c.image)
-		return image_open(&c, devp);
-	return device_create(&c, devp);
 }
 
 int device_create(const struct uzram_config *cfg, struct uzram **devp)

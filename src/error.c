@@ -7,6 +7,7 @@
 
 #include "uzram.h"
 #include "error.h"
+#include "zcomp.h"
 
 static _Thread_local char last_error[256];
 
@@ -58,4 +59,32 @@ UZRAM_API const char *uzram_version_string(void)
 {
 	return UZRAM_STR(UZRAM_VERSION_MAJOR) "." UZRAM_STR(UZRAM_VERSION_MINOR)
 		"." UZRAM_STR(UZRAM_VERSION_PATCH);
+}
+
+/* Explain a zcomp_create_dict() failure for `what`; returns err. */
+int codec_error(const char *what, const char *algorithm, int level,
+		size_t dict_size, int err)
+{
+	switch (err) {
+	case -ENOENT:
+		return uzram_set_error(err, "%s: unknown algorithm '%s' "
+				       "(known: %s)", what, algorithm,
+				       zcomp_known());
+	case -EINVAL:
+		return uzram_set_error(err, "%s: %s at level %d: %s", what,
+				       algorithm, level, dict_size ?
+				       "level out of range, or the dictionary "
+				       "is not one the codec accepts" :
+				       "level out of range");
+	case -EOPNOTSUPP:
+		return uzram_set_error(err, "%s: %s takes no dictionary (lz4 "
+				       "and zstd do)", what, algorithm);
+	case -ERANGE:   /* zcomp's word for a size out of range */
+		return uzram_set_error(-EINVAL, "%s: a dictionary of %zu bytes "
+				       "is outside %u..%u bytes", what,
+				       dict_size, ZCOMP_DICT_MIN, ZCOMP_DICT_MAX);
+	default:
+		return uzram_set_error(err, "%s: %s at level %d: %s", what,
+				       algorithm, level, uzram_strerror(err));
+	}
 }

@@ -142,9 +142,6 @@ void content_release(struct uzram *dev, const struct content *old,
  */
 int device_create(const struct uzram_config *c, struct uzram **devp);
 
-/* device.c: explain a zcomp_create_dict() failure for `what`; returns err */
-int codec_error(const char *what, const char *algorithm, int level,
-		size_t dict_size, int err);
 /* dict.c: free the codecs taken out of their places, at close */
 void dict_retired_free(struct uzram *dev);
 /*
