@@ -101,46 +101,6 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
-static pthread_key_t tls_key;
-static int tls_key_err;
-static _Thread_local struct store_tls *tls;
-
-static void tls_free(void *p)
-{
-	free(p);
-}
-
-static void tls_key_init(void)
-{
-	tls_key_err = pthread_key_create(&tls_key, tls_free);
-}
-
-struct store_tls *store_tls_get(size_t cap)
-{
-	struct store_tls *t = tls, *old = t;
-	size_t head = (sizeof *t + 63) & ~(size_t)63;
-
-	if (__builtin_expect(t != NULL && t->cap >= cap, 1))
-		return t;
-	pthread_once(&tls_once, tls_key_init);
-	if (tls_key_err)
-		return NULL;
-	t = aligned_alloc(64, head + 2 * cap);
-	if (!t)
-		return NULL;
-	if (pthread_setspecific(tls_key, t)) {
-		free(t);
-		return NULL;
-	}
-	t->cap = cap;
-	t->cbuf = (unsigned char *)t + head;
-	t->unit = t->cbuf + cap;
-	tls = t;
-	free(old);
-	return t;
-}
-
 /* The part of a request [off, off + len) that falls in one cluster. */
 struct span {
 	uint64_t idx;  /* the cluster */
@@ -217,57 +177,6 @@ static void fill64(unsigned char *dst, uint64_t v, size_t uoff, size_t len)
 	}
 	for (size_t i = 0; i < len; i++)
 		dst[i] = b[(uoff + i) & 7];
-}
-
-static uint64_t content_handle_size(const struct content *c)
-{
-	return c->val >> 32;
-}
-
-void content_account(struct uzram *dev, const struct content *c,
-		     int64_t sign, size_t len)
-{
-	struct stats *st = &dev->stats;
-	int64_t pages = sign * (int64_t)(len >> PAGE_SHIFT);
-
-	switch ((enum slot_state)(c->flags & SLOT_STATE_MASK)) {
-	case SLOT_EMPTY:
-		return;
-	case SLOT_SAME:
-		stats_add(&st->same_pages, pages);
-		break;
-	case SLOT_HUGE:
-		stats_add(&st->huge_pages, pages);
-		/* fall through */
-	case SLOT_OBJ:
-		stats_add(&st->compr_data_size,
-			  sign * (int64_t)content_handle_size(c));
-		break;
-	case SLOT_BACKED:
-		stats_add(&st->bd_count, pages);
-		stats_add(&st->bd_bytes, sign * (int64_t)backed_size(c->val));
-		break;
-	}
-	stats_add(&st->pages_stored, pages);
-}
-
-/* Free what contents hold, in the allocator or on the backing store. */
-static void content_free(struct uzram *dev, const struct content *c)
-{
-	enum slot_state state = (enum slot_state)(c->flags & SLOT_STATE_MASK);
-
-	if (state == SLOT_OBJ || state == SLOT_HUGE)
-		zpool_free(dev->pool, (uint32_t)c->val);
-	else if (state == SLOT_BACKED)
-		space_free(dev->tier, backed_off(c->val),
-			   round16(backed_size(c->val)));
-}
-
-void content_release(struct uzram *dev, const struct content *old,
-		     size_t len)
-{
-	content_free(dev, old);
-	content_account(dev, old, -1, len);
 }
 
 /*

@@ -136,6 +136,9 @@ void content_account(struct uzram *dev, const struct content *c,
 void content_release(struct uzram *dev, const struct content *old,
 		     size_t len);
 
+/* Free what contents hold, in the allocator or on the backing store. */
+void content_free(struct uzram *dev, const struct content *c);
+
 /*
  * Create an empty device from a checked copy of the config (device.c);
  * uzram_open() without an image, and the image loader, both use it.

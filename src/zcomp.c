@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "zcomp.h"
+#include "tls.h"
 #include "zcomp_backend.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -77,9 +78,6 @@ struct zcomp_tls {
 };
 
 static _Thread_local struct zcomp_tls *tls;
-static pthread_key_t tls_key;
-static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
-static int tls_key_err;
 
 static void tls_free(void *arg)
 {
@@ -94,10 +92,7 @@ static void tls_free(void *arg)
 	tls = NULL;
 }
 
-static void tls_key_create(void)
-{
-	tls_key_err = pthread_key_create(&tls_key, tls_free);
-}
+static struct tls_cache tls_cache = TLS_CACHE_INIT(tls_free);
 
 /* This thread's cache, made on first use. NULL when out of memory. */
 static struct zcomp_tls *tls_get(void)
@@ -106,12 +101,10 @@ static struct zcomp_tls *tls_get(void)
 
 	if (t)
 		return t;
-	if (pthread_once(&tls_once, tls_key_create) || tls_key_err)
-		return NULL;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
-	if (pthread_setspecific(tls_key, t)) {
+	if (tls_cache_set(&tls_cache, t)) {
 		free(t);
 		return NULL;
 	}
