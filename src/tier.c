@@ -27,29 +27,6 @@
 #include "tier.h"
 #include "zcomp.h"
 
-uint32_t tier_clock(const struct uzram *dev)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint32_t)((ts.tv_sec - atomic_load_explicit(&dev->clock0,
-			   memory_order_relaxed)) >> TICK_SHIFT) & 0xffu;
-}
-
-void slot_age_saturate(struct slot *s, uint32_t now)
-{
-	uint32_t f = atomic_load_explicit(&s->flags, memory_order_relaxed);
-	uint32_t want;
-
-	while (slot_age(f, now) > AGE_MAX) {
-		want = (f & ~SLOT_STAMP_MASK) |
-		       ((now - AGE_MAX) & 0xffu) << SLOT_STAMP_SHIFT;
-		if (atomic_compare_exchange_weak_explicit(&s->flags, &f, want,
-				memory_order_relaxed, memory_order_relaxed))
-			return;
-	}
-}
-
 /* The lowest free segment, made OPEN; -ENOSPC if none. Under sp->lock. */
 static int seg_take(struct space *sp, uint64_t *seg)
 {
