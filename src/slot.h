@@ -67,9 +67,10 @@
 #ifndef UZRAM_SLOT_H
 #define UZRAM_SLOT_H
 
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
+
+#include "spin.h"
 
 enum slot_state {
 	SLOT_EMPTY = 0, /* never written, or discarded: reads as zeros */
@@ -89,23 +90,13 @@ enum slot_state {
 #define SLOT_STAMP_MASK (0xffu << SLOT_STAMP_SHIFT)
 #define SLOT_TAG_SHIFT 16
 #define SLOT_WRITER (1u << 31)
+#define SLOT_SPIN_LIMIT 64u  /* lock waits pause this often, then yield */
 
 struct slot {
 	_Atomic uint32_t lock;
 	_Atomic uint32_t flags;
 	uint64_t val;
 };
-
-static inline void slot_pause(unsigned *spins)
-{
-	if (++*spins < 64) {
-#if defined(__x86_64__) || defined(__i386__)
-		__builtin_ia32_pause();
-#endif
-	} else {
-		sched_yield();
-	}
-}
 
 static inline void slot_lock_shared(struct slot *s)
 {
@@ -119,7 +110,7 @@ static inline void slot_lock_shared(struct slot *s)
 		atomic_fetch_sub_explicit(&s->lock, 1, memory_order_relaxed);
 		while (atomic_load_explicit(&s->lock, memory_order_relaxed) &
 		       SLOT_WRITER)
-			slot_pause(&spins);
+			spin_backoff(&spins, SLOT_SPIN_LIMIT);
 	}
 }
 
@@ -134,10 +125,10 @@ static inline void slot_lock(struct slot *s)
 
 	while (atomic_fetch_or_explicit(&s->lock, SLOT_WRITER,
 					memory_order_acquire) & SLOT_WRITER)
-		slot_pause(&spins);
+		spin_backoff(&spins, SLOT_SPIN_LIMIT);
 	while (atomic_load_explicit(&s->lock, memory_order_acquire) !=
 	       SLOT_WRITER)
-		slot_pause(&spins);
+		spin_backoff(&spins, SLOT_SPIN_LIMIT);
 }
 
 static inline void slot_unlock(struct slot *s)

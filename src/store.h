@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "uzram.h"
+#include "page.h"
 #include "slot.h"
 #include "stats.h"
 
@@ -25,10 +26,6 @@ struct image_save;
 struct zcomp;
 struct zcomp_retired;
 struct zpool;
-
-#define PAGE UZRAM_PAGE_SIZE
-#define PAGE_SHIFT 12
-#define PAGE_MASK ((uint64_t)PAGE - 1)
 
 #define CLUSTER_MIN_SHIFT PAGE_SHIFT
 #define CLUSTER_MAX_SHIFT 16

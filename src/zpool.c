@@ -156,7 +156,7 @@ static inline void pin_get(_Atomic uint32_t *pin)
 				return;
 			continue;
 		}
-		backoff(&spins);
+		spin_backoff(&spins, SPIN_LIMIT);
 		v = atomic_load_explicit(pin, memory_order_relaxed);
 	}
 }

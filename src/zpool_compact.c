@@ -55,7 +55,7 @@ static bool migrate_begin(struct zpool *pool, const struct zspage *zs,
 						  memory_order_release);
 			return false;
 		}
-		backoff(&spins);
+		spin_backoff(&spins, SPIN_LIMIT);
 		v = atomic_load_explicit(pin, memory_order_acquire);
 	}
 	return true;
@@ -154,7 +154,7 @@ static long compact_lend(struct zpool *pool, struct size_class *c)
 	if (!n)
 		return 0;
 	if ((uint64_t)src->inuse * (n->size - c->size) >=
-	    (uint64_t)c->pages * ZP_PAGE ||
+	    (uint64_t)c->pages * PAGE ||
 	    !migrate_begin(pool, src, MIGRATE_PATIENCE)) {
 		pthread_mutex_unlock(&n->lock);
 		return 0;

@@ -128,8 +128,8 @@ static int64_t frame_new(struct zpool *pool)
 static int pages_populate(struct zpool *pool, uint32_t f, uint32_t from,
 			  uint32_t to)
 {
-	unsigned char *p = frame_addr(pool, f) + ((size_t)from << ZP_PAGE_SHIFT);
-	size_t len = (size_t)(to - from) << ZP_PAGE_SHIFT;
+	unsigned char *p = frame_addr(pool, f) + ((size_t)from << PAGE_SHIFT);
+	size_t len = (size_t)(to - from) << PAGE_SHIFT;
 
 	if (!madvise(p, len, MADV_POPULATE_WRITE))
 		return 0;
@@ -137,7 +137,7 @@ static int pages_populate(struct zpool *pool, uint32_t f, uint32_t from,
 		madvise(p, len, MADV_DONTNEED);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < len; i += ZP_PAGE)
+	for (size_t i = 0; i < len; i += PAGE)
 		((volatile unsigned char *)p)[i] = 0;
 	return 0;
 }
@@ -145,8 +145,8 @@ static int pages_populate(struct zpool *pool, uint32_t f, uint32_t from,
 static void pages_release(struct zpool *pool, uint32_t f, uint32_t from,
 			  uint32_t to)
 {
-	madvise(frame_addr(pool, f) + ((size_t)from << ZP_PAGE_SHIFT),
-		(size_t)(to - from) << ZP_PAGE_SHIFT, MADV_DONTNEED);
+	madvise(frame_addr(pool, f) + ((size_t)from << PAGE_SHIFT),
+		(size_t)(to - from) << PAGE_SHIFT, MADV_DONTNEED);
 }
 
 /*
@@ -164,7 +164,7 @@ static void frames_release(struct zpool *pool, const uint32_t *fr,
 
 	for (unsigned i = 0; i < n; i++) {
 		iov[i].iov_base = frame_addr(pool, fr[i]);
-		iov[i].iov_len = (size_t)pages[i] << ZP_PAGE_SHIFT;
+		iov[i].iov_len = (size_t)pages[i] << PAGE_SHIFT;
 		total += iov[i].iov_len;
 	}
 	if (pidfd >= 0 && getpid() == pool->pid) {
@@ -196,7 +196,7 @@ uint64_t zp_cache_cap(struct zpool *pool)
 {
 	uint64_t cap = atomic_load_explicit(&pool->mem_used,
 					    memory_order_relaxed) >>
-		       (ZP_PAGE_SHIFT + CACHE_SHARE_SHIFT);
+		       (PAGE_SHIFT + CACHE_SHARE_SHIFT);
 
 	return cap < CACHE_MIN_PAGES ? CACHE_MIN_PAGES : cap;
 }
@@ -286,7 +286,7 @@ int zp_frame_take(struct zpool *pool, uint32_t pages, uint32_t *frame,
 		f = stack_pop(pool, r);
 		if (f < 0)
 			continue;
-		bytes = (uint64_t)(pages - r) << ZP_PAGE_SHIFT;
+		bytes = (uint64_t)(pages - r) << PAGE_SHIFT;
 		if (!zp_mem_reserve(pool, bytes)) {
 			stack_push(pool, r, (uint32_t)f);
 			break;
@@ -306,7 +306,7 @@ int zp_frame_take(struct zpool *pool, uint32_t pages, uint32_t *frame,
 		*resident = pages;
 		return 0;
 	}
-	bytes = (uint64_t)pages << ZP_PAGE_SHIFT;
+	bytes = (uint64_t)pages << PAGE_SHIFT;
 	if (!zp_mem_reserve(pool, bytes)) {
 		/* the cache is memory too: give it back and try once more */
 		zp_cache_trim(pool, 0);
@@ -345,7 +345,7 @@ uint32_t zp_frame_shrink(struct zpool *pool, uint32_t frame, uint32_t pages,
 		pages_release(pool, frame, pages, resident);
 		atomic_fetch_sub_explicit(&pool->slack_pages, resident - pages,
 					  memory_order_relaxed);
-		zp_mem_sub(pool, (uint64_t)(resident - pages) << ZP_PAGE_SHIFT);
+		zp_mem_sub(pool, (uint64_t)(resident - pages) << PAGE_SHIFT);
 	}
 	return pages;
 }

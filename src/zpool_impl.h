@@ -15,19 +15,18 @@
 
 #include <assert.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "page.h"
+#include "spin.h"
 #include "zpool.h"
 
-#define ZP_PAGE_SHIFT 12
-#define ZP_PAGE (1u << ZP_PAGE_SHIFT)
 #define ZP_FRAME_SHIFT 16
 #define ZP_FRAME (1u << ZP_FRAME_SHIFT)
-#define ZP_MAX_PAGES (ZP_FRAME / ZP_PAGE)
+#define ZP_MAX_PAGES (ZP_FRAME / PAGE)
 #define ZP_ALIGN 16u
 #define ZP_FINE_LIMIT 4096u          /* classes 16 bytes apart up to here */
 #define ZP_MAX_OBJECT ZP_FRAME
@@ -129,23 +128,6 @@ struct zpool {
 	_Atomic uint64_t slack_pages;  /* resident pages past their zspage */
 	_Atomic uint64_t releases;     /* release batches, for tests */
 };
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
-static inline void backoff(unsigned *spins)
-{
-	if (++*spins < SPIN_LIMIT)
-		cpu_relax();
-	else
-		sched_yield();
-}
 
 static inline void counter_add(_Atomic uint64_t *c, int64_t d)
 {

@@ -50,5 +50,5 @@ bool zp_mem_reserve(struct zpool *pool, uint64_t n)
 /* Bytes of an array of `count` entries of `unit` bytes, in touched pages. */
 uint64_t zp_table_bytes(uint64_t count, size_t unit)
 {
-	return (count * unit + ZP_PAGE - 1) & ~(uint64_t)(ZP_PAGE - 1);
+	return (count * unit + PAGE - 1) & ~(uint64_t)(PAGE - 1);
 }

@@ -60,7 +60,7 @@ static uint32_t desc_malloc_bytes(size_t desc)
  */
 static bool desc_fits(uint32_t size, uint32_t pages, uint32_t objs)
 {
-	return (uint64_t)pages * ZP_PAGE - (uint64_t)objs * size >=
+	return (uint64_t)pages * PAGE - (uint64_t)objs * size >=
 	       sizeof(struct zspage) + objs * sizeof(uint32_t);
 }
 
@@ -86,8 +86,8 @@ static uint32_t pick_pages(uint32_t size, uint32_t *objs)
 	 * (under 1%), and would make every rewrite of incompressible pages
 	 * fault in, and compact, several pages instead of one.
 	 */
-	for (uint32_t p = 1; p <= ZP_MAX_PAGES && ZP_PAGE % size; p++) {
-		uint32_t span = p * ZP_PAGE, n = span / size;
+	for (uint32_t p = 1; p <= ZP_MAX_PAGES && PAGE % size; p++) {
+		uint32_t span = p * PAGE, n = span / size;
 		uint64_t waste, cost;
 
 		if (!n)
@@ -102,7 +102,7 @@ static uint32_t pick_pages(uint32_t size, uint32_t *objs)
 			best_p = p;
 		}
 	}
-	*objs = best_p * ZP_PAGE / size;
+	*objs = best_p * PAGE / size;
 	return best_p;
 }
 
