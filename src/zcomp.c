@@ -40,7 +40,7 @@
 #include <string.h>
 
 #include "zcomp.h"
-#include "tls.h"
+#include "thread_cache.h"
 #include "zcomp_backend.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))

@@ -1,5 +1,5 @@
 /*
- * tls.c - per-thread caches (tls.h): the key that frees a thread's object
+ * thread_cache.c - per-thread caches (thread_cache.h): the key that frees a thread's object
  * when the thread exits, made on first use; and the store's per-thread
  * buffers (store_tls_get(), store.h), which store.c, image_save.c and
  * recompress.c share.
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "store.h"
-#include "tls.h"
+#include "thread_cache.h"
 
 /* Serializes key creation, which happens once per cache per process. */
 static pthread_mutex_t tls_lock = PTHREAD_MUTEX_INITIALIZER;

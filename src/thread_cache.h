@@ -1,5 +1,5 @@
 /*
- * tls.h - per-thread caches: an object a thread makes on its first call
+ * thread_cache.h - per-thread caches: an object a thread makes on its first call
  * that needs it, keeps for its later calls, and frees when it exits.
  *
  * The owner keeps the fast path, a _Thread_local pointer it reads before
@@ -9,8 +9,8 @@
  * the thread exits. Used by zcomp.c (codec contexts) and store.c (the
  * store's buffers).
  */
-#ifndef UZRAM_TLS_H
-#define UZRAM_TLS_H
+#ifndef UZRAM_THREAD_CACHE_H
+#define UZRAM_THREAD_CACHE_H
 
 #include <pthread.h>
 #include <stdatomic.h>
