@@ -69,12 +69,9 @@ static bool pass_takes(const struct recomp_pass *p, uint32_t f, uint32_t size,
 	if (p->reencode)
 		return state == SLOT_OBJ && slot_prio(f) == p->prio &&
 		       slot_place(f) != cur;
-	return (state == SLOT_OBJ || state == SLOT_HUGE) &&
-	       slot_prio(f) < p->prio &&
-	       (!(p->flags & UZRAM_RECOMP_HUGE) || state == SLOT_HUGE) &&
-	       (!(p->flags & UZRAM_RECOMP_IDLE) || (f & SLOT_IDLE)) &&
-	       (!p->min_age || slot_age(f, now) >= p->min_age) &&
-	       size >= p->threshold;
+	return slot_selected(f, p->flags & UZRAM_RECOMP_HUGE,
+			     p->flags & UZRAM_RECOMP_IDLE, p->min_age, now) &&
+	       slot_prio(f) < p->prio && size >= p->threshold;
 }
 
 /*

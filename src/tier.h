@@ -165,6 +165,24 @@ static inline unsigned slot_age(uint32_t flags, uint32_t now)
 }
 
 /*
+ * Whether a walk that re-encodes or moves objects takes a cluster whose
+ * slot has flags f: an object in memory (SLOT_OBJ or SLOT_HUGE), and raw
+ * if huge is asked, idle-marked if idle is, at least min_age ticks old if
+ * min_age is set. The selection recompress.c and writeback.c share, each
+ * adding its own conditions.
+ */
+static inline bool slot_selected(uint32_t f, bool huge, bool idle,
+				 unsigned min_age, uint32_t now)
+{
+	enum slot_state state = (enum slot_state)(f & SLOT_STATE_MASK);
+
+	return (state == SLOT_OBJ || state == SLOT_HUGE) &&
+	       (!huge || state == SLOT_HUGE) &&
+	       (!idle || (f & SLOT_IDLE)) &&
+	       (!min_age || slot_age(f, now) >= min_age);
+}
+
+/*
  * Record an access at tick now: set the stamp, clear the idle bit. Writes
  * the slot only when something changes. The caller holds the lock shared
  * (or exclusively); the stamp and idle bits are the only bits that those

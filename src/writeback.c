@@ -215,18 +215,11 @@ static int batch_add(struct batch *b, struct slot *s, uint32_t flags,
 
 static bool wb_match(uint32_t f, const struct wb_params *p, uint32_t now)
 {
-	unsigned state = f & SLOT_STATE_MASK;
-
-	if (state != SLOT_OBJ && state != SLOT_HUGE)
-		return false;
-	if ((p->flags & (UZRAM_WB_HUGE | UZRAM_WB_INCOMPRESSIBLE)) &&
-	    state != SLOT_HUGE)
-		return false;
 	if ((p->flags & UZRAM_WB_INCOMPRESSIBLE) && !slot_prio(f))
 		return false;
-	if ((p->flags & UZRAM_WB_IDLE) && !(f & SLOT_IDLE))
-		return false;
-	return !p->min_age || slot_age(f, now) >= p->min_age;
+	return slot_selected(f, p->flags & (UZRAM_WB_HUGE |
+					    UZRAM_WB_INCOMPRESSIBLE),
+			     p->flags & UZRAM_WB_IDLE, p->min_age, now);
 }
 
 static bool wb_done(const struct batch *b, const struct wb_params *p)
