@@ -17,8 +17,8 @@
  *   +-------------------------------+     in the zspage's tail if it fits,
  *                                          else malloc'ed) frame, inuse,
  *                                          free_head, owner[objs]: handle in
- *   size class c (one per size)            each slot, or SLOT_FREE | next
- *                                          free slot
+ *   size class c (one per size)            each obj_idx, or OBJ_FREE | next
+ *                                          free obj_idx
  *   +-----------------------------------+
  *   | lock, size, pages, objs           |
  *   | group[0..7]: non-full zspages, by |  fullness group = inuse * 8 / objs
@@ -48,7 +48,7 @@
  * go back to the OS only when that cache passes a bound, in batches and
  * with no class lock held (zpool_frame.c). Free-object lists live in the zspage
  * descriptors, so a free touches no object's bytes. A descriptor lives in
- * the tail of its zspage, past the last slot, when the tail has room for it
+ * the tail of its zspage, past the last obj_idx, when the tail has room for it
  * (then it costs nothing); otherwise it is malloc'ed. A new zspage's pages
  * are faulted in at once, so mem_used (pages plus metadata) follows RSS.
  *
@@ -202,7 +202,7 @@ int zpool_store(struct zpool *pool, const void *data, size_t size,
 	struct size_class *c, *n;
 	struct zspage *zs;
 	bool created = false;
-	uint32_t h, slot;
+	uint32_t h, obj_idx;
 	uint64_t off;
 	int err;
 
@@ -230,9 +230,9 @@ int zpool_store(struct zpool *pool, const void *data, size_t size,
 			zp_zspage_retire(pool, c, zs);
 		goto out;
 	}
-	slot = slot_alloc(zs, h);
+	obj_idx = obj_alloc(zs, h);
 	regroup(c, zs);
-	off = ((uint64_t)zs->frame << ZP_FRAME_SHIFT) + slot * c->size;
+	off = ((uint64_t)zs->frame << ZP_FRAME_SHIFT) + obj_idx * c->size;
 	memcpy(pool->base + off, data, size);
 	atomic_store_explicit(&pool->cells[h],
 			      ((uint64_t)size << CELL_SIZE_SHIFT) | off,
@@ -288,7 +288,7 @@ void zpool_free(struct zpool *pool, uint32_t handle)
 	struct size_class *c;
 	struct zspage *zs;
 	uint64_t cell, off, size;
-	uint32_t slot;
+	uint32_t obj_idx;
 
 	assert(handle && handle < pool->ncells);
 	c = class_lock(pool, cellp, &cell);
@@ -296,9 +296,9 @@ void zpool_free(struct zpool *pool, uint32_t handle)
 	assert(size);
 	off = cell & CELL_OFF_MASK;
 	zs = pool->frames[off >> ZP_FRAME_SHIFT].zs;
-	slot = (uint32_t)((off & (ZP_FRAME - 1)) / c->size);
-	assert(zs && zs->owner[slot] == handle);
-	slot_free(zs, slot);
+	obj_idx = (uint32_t)((off & (ZP_FRAME - 1)) / c->size);
+	assert(zs && zs->owner[obj_idx] == handle);
+	obj_free(zs, obj_idx);
 	handle_put(pool, c, handle);
 	counter_add(&c->objects, -1);
 	counter_add(&c->obj_bytes, -(int64_t)size);

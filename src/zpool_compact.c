@@ -27,13 +27,13 @@
 /* At least one zspage could be emptied by moving objects around. */
 static bool can_compact(const struct size_class *c)
 {
-	return c->objs > 1 && free_slots(c) >= c->objs;
+	return c->objs > 1 && free_objs(c) >= c->objs;
 }
 
 /* The class wastes over 25% of its slots, and two zspages or more. */
 static bool should_compact(const struct size_class *c)
 {
-	uint64_t f = free_slots(c);
+	uint64_t f = free_objs(c);
 
 	return c->objs > 1 && f >= 2ull * c->objs && f * 4 > c->zspages * c->objs;
 }
@@ -69,22 +69,22 @@ static void migrate_end(struct zpool *pool, uint32_t frame)
 
 /* Move an object from class sc to a zspage of class dc (both locked). */
 static void move_object(struct zpool *pool, struct size_class *sc,
-			struct zspage *src, uint32_t slot,
+			struct zspage *src, uint32_t obj_idx,
 			struct size_class *dc, struct zspage *dst)
 {
-	uint32_t h = src->owner[slot];
+	uint32_t h = src->owner[obj_idx];
 	_Atomic uint64_t *cellp = &pool->cells[h];
 	uint64_t cell = atomic_load_explicit(cellp, memory_order_relaxed);
 	uint64_t size = cell >> CELL_SIZE_SHIFT;
-	uint64_t from = ((uint64_t)src->frame << ZP_FRAME_SHIFT) + slot * sc->size;
+	uint64_t from = ((uint64_t)src->frame << ZP_FRAME_SHIFT) + obj_idx * sc->size;
 	uint64_t to = ((uint64_t)dst->frame << ZP_FRAME_SHIFT) +
-		      slot_alloc(dst, h) * dc->size;
+		      obj_alloc(dst, h) * dc->size;
 
 	assert((cell & CELL_OFF_MASK) == from && size <= dc->size);
 	memcpy(pool->base + to, pool->base + from, size);
 	atomic_store_explicit(cellp, (cell & ~CELL_OFF_MASK) | to,
 			      memory_order_release);
-	slot_free(src, slot);
+	obj_free(src, obj_idx);
 	regroup(dc, dst);
 	if (sc != dc) {
 		counter_add(&sc->objects, -1);
@@ -112,7 +112,7 @@ static long compact_class(struct zpool *pool, struct size_class *c,
 			break;
 		frame = src->frame;
 		for (uint32_t i = 0; i < c->objs && src->inuse; i++) {
-			if (src->owner[i] & SLOT_FREE)
+			if (src->owner[i] & OBJ_FREE)
 				continue;
 			if (!dst && !(dst = fullest(c, src)))
 				break;
@@ -161,7 +161,7 @@ static long compact_lend(struct zpool *pool, struct size_class *c)
 	}
 	frame = src->frame;
 	for (uint32_t i = 0; i < c->objs && src->inuse; i++) {
-		if (src->owner[i] & SLOT_FREE)
+		if (src->owner[i] & OBJ_FREE)
 			continue;
 		if (!dst && !(dst = fullest(n, NULL)))
 			break;

@@ -43,8 +43,8 @@
 #define CELL_SIZE_SHIFT 46
 #define CELL_OFF_MASK ((1ull << CELL_SIZE_SHIFT) - 1)
 
-#define SLOT_FREE (1u << 31)
-#define SLOT_NIL 0xffffu
+#define OBJ_FREE (1u << 31)
+#define OBJ_NIL 0xffffu
 
 #define NR_GROUPS 8                  /* non-full groups; NR_GROUPS is full */
 
@@ -72,11 +72,11 @@ struct zspage {
 	uint32_t prev, next;        /* in class->group[group], frame + 1 */
 	uint32_t frame;
 	uint16_t inuse;
-	uint16_t free_head;         /* first free slot or SLOT_NIL */
+	uint16_t free_head;         /* first free obj_idx or OBJ_NIL */
 	uint8_t group;
 	uint8_t resident;           /* pages of the frame resident, >= pages
 				     * of the class; see zpool_frame.c */
-	uint32_t owner[];           /* handle, or SLOT_FREE | next free slot */
+	uint32_t owner[];           /* handle, or OBJ_FREE | next free obj_idx */
 };
 
 struct size_class {
@@ -168,7 +168,7 @@ void zp_compact_auto(struct zpool *pool, struct size_class *c);
 
 /* ---- zspage lists: fullness groups (class lock held) ---- */
 
-static inline uint64_t free_slots(const struct size_class *c)
+static inline uint64_t free_objs(const struct size_class *c)
 {
 	return c->zspages * c->objs -
 	       atomic_load_explicit(&c->objects, memory_order_relaxed);
@@ -243,21 +243,21 @@ static inline struct zspage *sparsest(const struct size_class *c)
 
 /* ---- slots and handles (class lock held) ---- */
 
-static inline uint32_t slot_alloc(struct zspage *zs, uint32_t handle)
+static inline uint32_t obj_alloc(struct zspage *zs, uint32_t handle)
 {
-	uint32_t slot = zs->free_head;
+	uint32_t obj_idx = zs->free_head;
 
-	assert(slot != SLOT_NIL && (zs->owner[slot] & SLOT_FREE));
-	zs->free_head = (uint16_t)(zs->owner[slot] & SLOT_NIL);
-	zs->owner[slot] = handle;
+	assert(obj_idx != OBJ_NIL && (zs->owner[obj_idx] & OBJ_FREE));
+	zs->free_head = (uint16_t)(zs->owner[obj_idx] & OBJ_NIL);
+	zs->owner[obj_idx] = handle;
 	zs->inuse++;
-	return slot;
+	return obj_idx;
 }
 
-static inline void slot_free(struct zspage *zs, uint32_t slot)
+static inline void obj_free(struct zspage *zs, uint32_t obj_idx)
 {
-	zs->owner[slot] = SLOT_FREE | zs->free_head;
-	zs->free_head = (uint16_t)slot;
+	zs->owner[obj_idx] = OBJ_FREE | zs->free_head;
+	zs->free_head = (uint16_t)obj_idx;
 	zs->inuse--;
 }
 

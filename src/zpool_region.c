@@ -53,7 +53,7 @@ static uint32_t desc_malloc_bytes(size_t desc)
 }
 
 /*
- * A zspage's descriptor lives in the zspage's tail, after the last slot,
+ * A zspage's descriptor lives in the zspage's tail, after the last obj_idx,
  * when the tail is big enough: it then costs nothing (the tail would be
  * wasted), and it is resident exactly as long as the zspage's pages are.
  * Slot offsets are multiples of 16, so the descriptor is aligned.

@@ -50,7 +50,7 @@ int zp_zspage_new(struct zpool *pool, struct size_class *c,
 	zs->inuse = 0;
 	zs->free_head = 0;
 	for (uint32_t i = 0; i < c->objs; i++)
-		zs->owner[i] = SLOT_FREE | (i + 1 < c->objs ? i + 1 : SLOT_NIL);
+		zs->owner[i] = OBJ_FREE | (i + 1 < c->objs ? i + 1 : OBJ_NIL);
 	pool->frames[f].zs = zs;
 	group_add(c, zs, 0);
 	c->zspages++;
@@ -95,7 +95,7 @@ struct size_class *zp_borrow(struct zpool *pool, struct size_class *c,
 	for (struct size_class *n = c + 1; n < end && n->size <= max; n++) {
 		if (pthread_mutex_trylock(&n->lock))
 			continue;
-		if (free_slots(n) >= need && fullest(n, NULL))
+		if (free_objs(n) >= need && fullest(n, NULL))
 			return n;
 		pthread_mutex_unlock(&n->lock);
 	}
