@@ -1,8 +1,8 @@
 /*
- * thread_cache.c - per-thread caches (thread_cache.h): the key that frees a thread's object
- * when the thread exits, made on first use; and the store's per-thread
- * buffers (store_tls_get(), store.h), which store.c, image_save.c and
- * recompress.c share.
+ * thread_cache.c - per-thread caches (thread_cache.h): the key that frees
+ * a thread's object when the thread exits, made on first use; and the
+ * store's per-thread buffers (store_tls_get(), store.h), which store.c,
+ * image_save.c and recompress.c share.
  */
 #include <stdlib.h>
 

@@ -1,13 +1,14 @@
 /*
- * thread_cache.h - per-thread caches: an object a thread makes on its first call
- * that needs it, keeps for its later calls, and frees when it exits.
+ * thread_cache.h - per-thread caches: an object a thread makes on its
+ * first call that needs it, keeps for its later calls, and frees when it
+ * exits.
  *
  * The owner keeps the fast path, a _Thread_local pointer it reads before
  * anything else; this helper is the slow path that the pointer's first
  * setting takes: it creates the pthread key once (any thread, any time)
  * and registers the object, so that the key's destructor frees it when
- * the thread exits. Used by zcomp.c (codec contexts) and store.c (the
- * store's buffers).
+ * the thread exits. Used by zcomp.c (codec contexts) and thread_cache.c
+ * (the store's buffers, store_tls_get()).
  */
 #ifndef UZRAM_THREAD_CACHE_H
 #define UZRAM_THREAD_CACHE_H

@@ -13,12 +13,12 @@
  *                                   ^
  *   frame table (one entry per frame, never freed)
  *   +-------------------------------+
- *   | pin | next_free | zs ---------+---> struct zspage (the descriptor:
+ *   | pin | next_free/cls | zs -----+---> struct zspage (the descriptor:
  *   +-------------------------------+     in the zspage's tail if it fits,
  *                                          else malloc'ed) frame, inuse,
  *                                          free_head, owner[objs]: handle in
- *   size class c (one per size)            each obj_idx, or OBJ_FREE | next
- *                                          free obj_idx
+ *   size class c (one per size)            each object place, or OBJ_FREE |
+ *                                          the next free place's obj_idx
  *   +-----------------------------------+
  *   | lock, size, pages, objs           |
  *   | group[0..7]: non-full zspages, by |  fullness group = inuse * 8 / objs
@@ -34,7 +34,7 @@
  * up to 4 KiB. Objects never straddle zspages, and a zspage is contiguous,
  * so any object is read in place.
  *
- * A class that has no zspage yet first borrows free slots of bigger classes
+ * A class that has no zspage yet first borrows free places of bigger classes
  * (up to 1/8 bigger), for at most one zspage's worth of objects, see
  * zp_borrow(): a size that stays rare then costs some rounding instead of a
  * zspage of its own that stays mostly empty, which is what dominates a
@@ -48,7 +48,7 @@
  * go back to the OS only when that cache passes a bound, in batches and
  * with no class lock held (zpool_frame.c). Free-object lists live in the zspage
  * descriptors, so a free touches no object's bytes. A descriptor lives in
- * the tail of its zspage, past the last obj_idx, when the tail has room for it
+ * the tail of its zspage, past the last object, when the tail has room for it
  * (then it costs nothing); otherwise it is malloc'ed. A new zspage's pages
  * are faulted in at once, so mem_used (pages plus metadata) follows RSS.
  *
@@ -86,7 +86,7 @@
  *    copies in and compaction moves objects only with it held. A thread
  *    blocks on one class lock at a time; zp_borrow() (for zpool_store()
  *    and compact_lend()) only try-locks others.
- *    frame.next_free of a frame in use names its class and is written
+ *    frame.cls of a frame in use names its class and is written
  *    under that class's lock.
  *  - frame.pin is atomic; a reader may pin any frame, even one that is free
  *    or reused by another class, so the frame table is never freed or reset.
@@ -250,12 +250,12 @@ out:
 static inline uint32_t frame_class(const struct zpool *pool, uint64_t cell)
 {
 	return atomic_load_explicit(&pool->frames[(cell & CELL_OFF_MASK) >>
-						  ZP_FRAME_SHIFT].next_free,
+						  ZP_FRAME_SHIFT].cls,
 				    memory_order_acquire);
 }
 
 /*
- * Lock the class an object lives in, which borrow() may have made bigger
+ * Lock the class an object lives in, which zp_borrow() may have made bigger
  * than its size's. Read unlocked, the owner of the cell's frame may be
  * stale: compaction may have moved the object and the frame may have gone
  * to another class. Under a class lock the object cannot leave that class's

@@ -12,7 +12,7 @@
  * zpool_compact() does it for every class and then gives the cache back to
  * the OS; zpool_free() does at most AUTO_COMPACT_BUDGET zspages of its own
  * class when that class has over 25% and at least two zspages' worth of
- * free slots, so a writer's latency stays bounded.
+ * free places, so a writer's latency stays bounded.
  *
  * The pin protocol that makes moving safe under lock-free readers is
  * described at the top of zpool.c, and so are the lock rules.
@@ -30,7 +30,7 @@ static bool can_compact(const struct size_class *c)
 	return c->objs > 1 && free_objs(c) >= c->objs;
 }
 
-/* The class wastes over 25% of its slots, and two zspages or more. */
+/* The class wastes over 25% of its places, and two zspages or more. */
 static bool should_compact(const struct size_class *c)
 {
 	uint64_t f = free_objs(c);
@@ -137,7 +137,7 @@ static long compact_class(struct zpool *pool, struct size_class *c,
 
 /*
  * After compact_class(), c has at most one non-full zspage. Move its
- * objects into free slots of a bigger class, as zpool_store() would have
+ * objects into free places of a bigger class, as zpool_store() would have
  * borrowed them, when the rounding that costs is less than the zspage
  * (which makes a compacted pool as small as one filled afresh with the
  * same objects). Returns the pages freed.

@@ -31,7 +31,7 @@
 #define ZP_FINE_LIMIT 4096u          /* classes 16 bytes apart up to here */
 #define ZP_MAX_OBJECT ZP_FRAME
 #define ZP_MAX_CANDIDATES 512
-#define BORROW_WASTE 8u              /* 64ths of the size, see borrow() */
+#define BORROW_WASTE 8u              /* 64ths of the size, see zp_borrow() */
 #define PICK_OBJS 512u               /* see pick_pages() */
 
 #define ZP_MAX_FRAMES (1ull << 29)   /* 32 TiB of address space */
@@ -63,8 +63,12 @@
 
 struct frame {
 	_Atomic uint32_t pin;       /* readers | PIN_MIGRATE */
-	_Atomic uint32_t next_free; /* free or cached: stack link, frame + 1,
-				     * 0 ends; in use: the class's index */
+	union {
+		/* free or cached: stack link, frame + 1, 0 ends */
+		_Atomic uint32_t next_free;
+		/* in use: the index of the class that owns the zspage */
+		_Atomic uint32_t cls;
+	};
 	struct zspage *zs;          /* NULL while free */
 };
 
@@ -72,11 +76,11 @@ struct zspage {
 	uint32_t prev, next;        /* in class->group[group], frame + 1 */
 	uint32_t frame;
 	uint16_t inuse;
-	uint16_t free_head;         /* first free obj_idx or OBJ_NIL */
+	uint16_t free_head;         /* first free place's obj_idx, or OBJ_NIL */
 	uint8_t group;
 	uint8_t resident;           /* pages of the frame resident, >= pages
 				     * of the class; see zpool_frame.c */
-	uint32_t owner[];           /* handle, or OBJ_FREE | next free obj_idx */
+	uint32_t owner[];           /* handle, or OBJ_FREE | next free's */
 };
 
 struct size_class {
@@ -241,7 +245,7 @@ static inline struct zspage *sparsest(const struct size_class *c)
 	return NULL;
 }
 
-/* ---- slots and handles (class lock held) ---- */
+/* ---- object places and handles (class lock held) ---- */
 
 static inline uint32_t obj_alloc(struct zspage *zs, uint32_t handle)
 {

@@ -1,12 +1,13 @@
 /*
  * zpool_mem.c - the pool's memory accounting (atomic, no lock needed).
  *
- * Accounting: mem_used counts what the pool makes resident: the pages of
- * zspages and of the cache of resident frames (zpool_frame.c), descriptors with malloc's chunk
- * overhead (those that do not live in their zspage), the touched prefix of the frame table and of the cells (both
- * only grow at their bump index), and the fixed structures. The limit is
- * checked only when a zspage is made, by reserving its bytes with a CAS, so
- * concurrent classes never overshoot it together.
+ * mem_used counts what the pool makes resident: the pages of zspages and
+ * of the cache of resident frames (zpool_frame.c), descriptors with
+ * malloc's chunk overhead (those that do not live in their zspage), the
+ * touched prefix of the frame table and of the cells (both only grow at
+ * their bump index), and the fixed structures. The limit is checked only
+ * when a zspage is made, by reserving its bytes with a CAS, so concurrent
+ * classes never overshoot it together.
  */
 #include "zpool_impl.h"
 

@@ -53,10 +53,10 @@ static uint32_t desc_malloc_bytes(size_t desc)
 }
 
 /*
- * A zspage's descriptor lives in the zspage's tail, after the last obj_idx,
+ * A zspage's descriptor lives in the zspage's tail, after the last object,
  * when the tail is big enough: it then costs nothing (the tail would be
  * wasted), and it is resident exactly as long as the zspage's pages are.
- * Slot offsets are multiples of 16, so the descriptor is aligned.
+ * Object offsets are multiples of 16, so the descriptor is aligned.
  */
 static bool desc_fits(uint32_t size, uint32_t pages, uint32_t objs)
 {

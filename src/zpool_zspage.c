@@ -1,5 +1,5 @@
 /*
- * zpool_zspage.c - making and retiring zspages, and borrowing free slots of
+ * zpool_zspage.c - making and retiring zspages, and borrowing free places of
  * bigger classes; below both zpool.c (store, free) and zpool_compact.c.
  *
  * The layout, the borrowing policy and the lock rules are described at the
@@ -45,7 +45,7 @@ int zp_zspage_new(struct zpool *pool, struct size_class *c,
 	zs->frame = f;
 	zs->resident = (uint8_t)resident;
 	/* the frame's owner, for zpool_free(); see frame_class() */
-	atomic_store_explicit(&pool->frames[f].next_free,
+	atomic_store_explicit(&pool->frames[f].cls,
 			      (uint32_t)(c - pool->classes), memory_order_release);
 	zs->inuse = 0;
 	zs->free_head = 0;
@@ -80,9 +80,9 @@ void zp_zspage_retire(struct zpool *pool, struct size_class *c,
 }
 
 /*
- * Return a class bigger than c (locked) that has `need` free slots and
+ * Return a class bigger than c (locked) that has `need` free places and
  * wastes at most BORROW_WASTE / 64 of size per object, locked, or NULL.
- * A rare size then fills the free slots of its neighbours instead of
+ * A rare size then fills the free places of its neighbours instead of
  * opening a zspage of its own that would stay mostly empty. Try-locks
  * only: c's lock is held.
  */
