@@ -50,9 +50,9 @@
  * see image_save.c); the write does not wait for the save.
  *
  * Rewriting what is stored. Copies, re-syncs and file systems write back
- * many clusters unchanged, and a compression costs 5 to 20 times what a
+ * many clusters unchanged, and a compression costs many times what a
  * decode does. So each stored object's slot keeps 16 bits of the cluster's
- * XXH3 hash (0.25 us per 4 KiB, about 5% of an lz4 write): a write whose
+ * XXH3 hash (a small part of a write's cost; bench/notes.md): a write whose
  * bits differ is new data, and one whose bits match is decoded and compared
  * byte for byte (the bits alone are wrong once in 65536), and stores
  * nothing if equal. A partial write compares the bytes it would change.

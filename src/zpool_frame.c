@@ -9,10 +9,10 @@
  *   stack[0]   free: nothing resident (never used, or released)
  *   stack[r]   cached: pages 0..r-1 resident and counted in mem_used
  *
- * Why a cache. On the VM this was written on, a page's first touch after it
- * is made resident costs ~8 us, and giving pages back (MADV_DONTNEED)
- * takes the mmap lock and flushes the TLB of every CPU running the process:
- * ~20 us for the writer and an interruption of every reader, each time.
+ * Why a cache. A page's first touch after it is made resident is slow, and
+ * giving pages back (MADV_DONTNEED) takes the mmap lock and flushes the TLB
+ * of every CPU running the process: a cost to the writer and an
+ * interruption of every reader, each time (bench/notes.md has figures).
  * Under rewrites, memory flows from the classes of the old data to the
  * class of the new: compaction empties zspages of one size while another
  * size needs new ones. The cache lets any class take a frame another one
@@ -34,15 +34,8 @@
  * zp_cache_trim() once it holds no class lock, which gives frames back down
  * to half the cap in batches of RELEASE_BATCH frames with one
  * process_madvise(MADV_DONTNEED) each: one system call and one TLB flush
- * for up to 64 frames (4-6 times cheaper per frame than madvise() on that
- * VM). Kernels that refuse MADV_DONTNEED there get one madvise() per frame.
- * zpool_compact() releases the cache and the slack.
- *
- * Measured there, 1M random 4 KiB rewrites of 700 MB of real data cost
- * 26029 madvise() calls and 36811 TLB flushes with a spare list per class
- * and a release per emptied zspage; with this, 7534 calls (almost all
- * MADV_POPULATE_WRITE for the data's growth) plus 278 batches, and 562
- * flushes.
+ * for up to 64 frames. Kernels that refuse MADV_DONTNEED there get one
+ * madvise() per frame. zpool_compact() releases the cache and the slack.
  *
  * mem_used counts every resident page, whether it holds objects, is slack
  * or is cached, so it stays what RSS sees.
