@@ -261,48 +261,12 @@ static int unit_encode(struct uzram *dev, const unsigned char *src,
 	return unit_compress(dev, src, len, unit_tag(src, len), t, c);
 }
 
-int slot_decode(struct uzram *dev, const struct slot *s,
-		       unsigned char *dst, size_t len)
+int slot_read(struct uzram *dev, const struct slot *s, size_t len,
+	      size_t uoff, size_t n, unsigned char *dst)
 {
-	struct store_tls *t;
-	const void *obj;
-	int ret = 0;
-
-	switch (slot_state(s)) {
-	case SLOT_EMPTY:
-		memset(dst, 0, len);
-		return 0;
-	case SLOT_SAME:
-		fill64(dst, s->val, 0, len);
-		return 0;
-	case SLOT_OBJ:
-		obj = zpool_map(dev->pool, slot_handle(s));
-		ret = zcomp_decompress(comp_of(dev, slot_flags(s)), obj,
-				       slot_size(s), dst, len);
-		zpool_unmap(dev->pool, slot_handle(s));
-		return ret;
-	case SLOT_HUGE:
-		if (slot_size(s) != len)
-			return -EIO;
-		obj = zpool_map(dev->pool, slot_handle(s));
-		memcpy(dst, obj, len);
-		zpool_unmap(dev->pool, slot_handle(s));
-		return 0;
-	case SLOT_BACKED:
-		t = store_tls_get(dev->csize);
-		return t ? tier_read(dev, s, dst, len, t->cbuf) : -ENOMEM;
-	}
-	return -EIO;
-}
-
-/*
- * Read [uoff, uoff + n) of a unit of len bytes, which n does not cover
- * whole. The caller holds the slot lock shared.
- */
-static int slot_read_part(struct uzram *dev, const struct slot *s,
-			  size_t len, size_t uoff, size_t n, unsigned char *dst)
-{
-	struct store_tls *t;
+	bool whole = n == len;
+	struct store_tls *t = NULL;
+	unsigned char *unit = dst;      /* where the whole unit is decoded */
 	const unsigned char *obj;
 	int ret;
 
@@ -321,26 +285,35 @@ static int slot_read_part(struct uzram *dev, const struct slot *s,
 		zpool_unmap(dev->pool, slot_handle(s));
 		return 0;
 	case SLOT_OBJ:
-	case SLOT_BACKED:
+		if (!whole) {
+			t = store_tls_get(dev->csize);
+			if (!t)
+				return -ENOMEM;
+			unit = t->unit;
+		}
+		obj = zpool_map(dev->pool, slot_handle(s));
+		if (whole)
+			ret = zcomp_decompress(comp_of(dev, slot_flags(s)), obj,
+					       slot_size(s), dst, len);
+		else    /* codecs that decode in order stop after uoff + n */
+			ret = zcomp_decompress_prefix(comp_of(dev,
+					slot_flags(s)), obj, slot_size(s),
+					unit, uoff + n, len);
+		zpool_unmap(dev->pool, slot_handle(s));
 		break;
+	case SLOT_BACKED:
+		t = store_tls_get(dev->csize);
+		if (!t)
+			return -ENOMEM;
+		if (!whole)
+			unit = t->unit;
+		ret = tier_read(dev, s, unit, len, t->cbuf);
+		break;
+	default:
+		return -EIO;
 	}
-	t = store_tls_get(dev->csize);
-	if (!t)
-		return -ENOMEM;
-	if (slot_state(s) == SLOT_BACKED) {
-		ret = tier_read(dev, s, t->unit, len, t->cbuf);
-		if (!ret)
-			memcpy(dst, t->unit + uoff, n);
-		return ret;
-	}
-	/* Codecs that decode in order stop after the last byte asked for. */
-	obj = zpool_map(dev->pool, slot_handle(s));
-	ret = zcomp_decompress_prefix(comp_of(dev, slot_flags(s)),
-				      obj, slot_size(s), t->unit,
-				      uoff + n, len);
-	zpool_unmap(dev->pool, slot_handle(s));
-	if (!ret)
-		memcpy(dst, t->unit + uoff, n);
+	if (!ret && unit != dst)
+		memcpy(dst, unit + uoff, n);
 	return ret;
 }
 
@@ -569,10 +542,7 @@ UZRAM_API int uzram_read(struct uzram *dev, void *buf, size_t len,
 		}
 		slot_lock_shared(s);
 		slot_touch_at(s, now);
-		if (sp.n == sp.ulen)
-			ret = slot_decode(dev, s, dst, sp.ulen);
-		else
-			ret = slot_read_part(dev, s, sp.ulen, sp.uoff, sp.n, dst);
+		ret = slot_read(dev, s, sp.ulen, sp.uoff, sp.n, dst);
 		slot_unlock_shared(s);
 		if (ret)
 			return io_failed(dev, "read", ret, off);

@@ -109,12 +109,23 @@ struct store_tls {
 struct store_tls *store_tls_get(size_t cap);
 
 /*
- * Decode the unit of len bytes that a slot names into dst, whatever its
- * state, with the codec that made it. The caller holds the slot lock,
- * shared or exclusive. 0, -EIO (corrupt) or -ENOMEM.
+ * Read [uoff, uoff + n) of the unit of len bytes that a slot names into
+ * dst, whatever its state, with the codec that made it: the one reader.
+ * A whole unit (n == len) is decoded straight into dst; a part of a
+ * compressed or backed one is decoded into the thread's scratch (by
+ * codecs that decode in order, only up to uoff + n) and copied out. The
+ * caller holds the slot lock, shared or exclusive. 0, -EIO (corrupt) or
+ * -ENOMEM.
  */
-int slot_decode(struct uzram *dev, const struct slot *s, unsigned char *dst,
-		size_t len);
+int slot_read(struct uzram *dev, const struct slot *s, size_t len,
+	      size_t uoff, size_t n, unsigned char *dst);
+
+/* Decode the whole unit of len bytes that a slot names into dst. */
+static inline int slot_decode(struct uzram *dev, const struct slot *s,
+			      unsigned char *dst, size_t len)
+{
+	return slot_read(dev, s, len, 0, len, dst);
+}
 
 /*
  * The slot of cluster idx, creating its chunk if needed; NULL with *err
