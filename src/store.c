@@ -261,8 +261,13 @@ static int unit_encode(struct uzram *dev, const unsigned char *src,
 	return unit_compress(dev, src, len, unit_tag(src, len), t, c);
 }
 
-int slot_read(struct uzram *dev, const struct slot *s, size_t len,
-	      size_t uoff, size_t n, unsigned char *dst)
+/*
+ * slot_read() (store.h), inlined into uzram_read(), the hot path, and
+ * called from everywhere else.
+ */
+static inline __attribute__((always_inline)) int
+slot_read_inline(struct uzram *dev, const struct slot *s, size_t len,
+		 size_t uoff, size_t n, unsigned char *dst)
 {
 	bool whole = n == len;
 	struct store_tls *t = NULL;
@@ -315,6 +320,12 @@ int slot_read(struct uzram *dev, const struct slot *s, size_t len,
 	if (!ret && unit != dst)
 		memcpy(dst, unit + uoff, n);
 	return ret;
+}
+
+int slot_read(struct uzram *dev, const struct slot *s, size_t len,
+	      size_t uoff, size_t n, unsigned char *dst)
+{
+	return slot_read_inline(dev, s, len, uoff, n, dst);
 }
 
 /*
@@ -542,7 +553,7 @@ UZRAM_API int uzram_read(struct uzram *dev, void *buf, size_t len,
 		}
 		slot_lock_shared(s);
 		slot_touch_at(s, now);
-		ret = slot_read(dev, s, sp.ulen, sp.uoff, sp.n, dst);
+		ret = slot_read_inline(dev, s, sp.ulen, sp.uoff, sp.n, dst);
 		slot_unlock_shared(s);
 		if (ret)
 			return io_failed(dev, "read", ret, off);
