@@ -13,7 +13,7 @@
 
 #include "uzram.h"
 #include "error.h"
-#include "store.h"
+#include "device.h"
 #include "tier.h"
 #include "zcomp.h"
 #include "zpool.h"

@@ -10,7 +10,7 @@
 #include "uzram.h"
 #include "error.h"
 #include "image.h"
-#include "store.h"
+#include "device.h"
 
 UZRAM_API void uzram_config_init(struct uzram_config *cfg)
 {

@@ -1,12 +1,8 @@
 /*
- * store.h - the device structure, shared by the I/O path (store.c) and the
- * device's lifetime and configuration (device.c). Private to the library.
- *
- * The table of slots is a directory of chunks of CHUNK_SLOTS slots each,
- * made on first write (store.c explains why). Everything here but
- * chunks_used, mem_limit, the directory's entries and the save's two fields
- * is set by uzram_open() and then only read; the stats are relaxed atomic
- * counters (stats.h).
+ * store.h - cluster I/O on a device (struct uzram, device.h): the one
+ * reader of a slot, the contents a slot holds and their accounting, the
+ * store's per-thread buffers, and walks over the table. Private to the
+ * library.
  */
 #ifndef UZRAM_STORE_H
 #define UZRAM_STORE_H
@@ -18,69 +14,18 @@
 #include <stdint.h>
 
 #include "uzram.h"
+#include "device.h"
 #include "page.h"
 #include "slot.h"
-#include "stats.h"
 
-struct image_save;
 struct zcomp;
-struct zcomp_retired;
-struct zpool;
-
-#define CLUSTER_MIN_SHIFT PAGE_SHIFT
-#define CLUSTER_MAX_SHIFT 16
-
-/* Handles are 32-bit: at most one object per page for 2^32 pages. */
-#define MAX_PAGES (UINT64_C(1) << 32)
-
-#define CHUNK_SHIFT 14
-#define CHUNK_SLOTS (UINT64_C(1) << CHUNK_SHIFT)
-#define CHUNK_BYTES (CHUNK_SLOTS * sizeof(struct slot))
-
-struct uzram {
-	struct slot *_Atomic *dir;
-	uint64_t nchunks;
-	_Atomic uint64_t chunks_used;
-	uint64_t nclusters;
-	uint64_t size;
-	_Atomic uint64_t mem_limit; /* as last set; the pool enforces it */
-	unsigned cshift;       /* log2 of the cluster size */
-	size_t csize;          /* bytes in a cluster */
-	/*
-	 * The codecs, comp[prio][place]: prio 0 is the device's algorithm,
-	 * 1..3 the secondary ones for recompression (NULL until added). Each
-	 * priority has two places so that its dictionary can change while
-	 * objects made with the previous one are still stored: a slot names
-	 * its codec by its priority and place bits (slot.h), and cur[prio] is
-	 * the place new objects of that priority take. A place is filled only
-	 * while no object names it, under dict_lock (dict.c), and the codec
-	 * it held is kept on the retired list until close, as a writer may
-	 * still be compressing with it (it then finds its codec stale under
-	 * the slot lock and starts again).
-	 */
-	struct zcomp *_Atomic comp[UZRAM_MAX_RECOMP + 1][2];
-	_Atomic unsigned cur[UZRAM_MAX_RECOMP + 1];
-	pthread_mutex_t dict_lock;
-	struct zcomp_retired *retired;
-	struct zpool *pool;
-	struct stats stats;
-	struct tier *tier;     /* the second tier (tier.h), or NULL */
-	_Atomic int64_t clock0; /* CLOCK_MONOTONIC_COARSE seconds at open
-				 * (atomic only so tests may move it) */
-	/*
-	 * A save in progress (image_save.c), or NULL; save_users counts the
-	 * writers that may be looking at it (image_save_enter()).
-	 */
-	struct image_save *_Atomic save;
-	_Atomic uint64_t save_users;
-};
 
 /* The contents of a slot, outside the table. */
 struct content {
 	uint32_t flags;
 	uint64_t val;
 	int place;      /* the codec place of prio 0 that made the object
-			 * (above), or -1 if none did: see store.c's
+			 * (device.h), or -1 if none did: see store.c's
 			 * unit_commit() */
 	const struct zcomp *codec; /* the codec that was in that place */
 };
@@ -147,55 +92,6 @@ void content_release(struct uzram *dev, const struct content *old,
 /* Free what contents hold, in the allocator or on the backing store. */
 void content_free(struct uzram *dev, const struct content *c);
 
-/*
- * Create an empty device from a checked copy of the config (device.c);
- * uzram_open() without an image, and the image loader, both use it.
- */
-int device_create(const struct uzram_config *c, struct uzram **devp);
-
-/* dict.c: free the codecs taken out of their places, at close */
-void dict_retired_free(struct uzram *dev);
-/*
- * Bytes chunk i of the table can ever touch: all of it, except for the
- * device's last chunk, which holds only the clusters left (in whole pages).
- */
-static inline uint64_t chunk_bytes(const struct uzram *dev, uint64_t i)
-{
-	uint64_t slots = dev->nclusters - i * CHUNK_SLOTS;
-
-	if (slots >= CHUNK_SLOTS)
-		return CHUNK_BYTES;
-	return (slots * sizeof(struct slot) + PAGE_MASK) & ~PAGE_MASK;
-}
-
-/* Bytes of the page table: the directory and the chunks made so far. */
-static inline uint64_t table_bytes(struct uzram *dev)
-{
-	uint64_t used = atomic_load_explicit(&dev->chunks_used,
-					     memory_order_relaxed);
-	uint64_t last = dev->nchunks - 1;
-	uint64_t bytes = dev->nchunks * sizeof(*dev->dir);
-
-	if (used && atomic_load_explicit(&dev->dir[last], memory_order_relaxed))
-		return bytes + (used - 1) * CHUNK_BYTES + chunk_bytes(dev, last);
-	return bytes + used * CHUNK_BYTES;
-}
-
-/*
- * Give the allocator what mem_limit leaves after the table (device.c);
- * called when either changes.
- */
-void table_limit_apply(struct uzram *dev);
-
-/* Bytes in cluster idx: the cluster size, except maybe for the last one. */
-static inline size_t unit_len(const struct uzram *dev, uint64_t idx)
-{
-	uint64_t start = idx << dev->cshift;
-
-	return dev->size - start < dev->csize ? (size_t)(dev->size - start)
-					       : dev->csize;
-}
-
 /* The slot of cluster idx, or NULL while its chunk has never been written. */
 static inline struct slot *slot_peek(struct uzram *dev, uint64_t idx)
 {
@@ -239,29 +135,6 @@ static inline void pp_band(size_t csize, int k, int nbands, uint32_t *lo,
 
 	*lo = nbands == 1 ? 0 : lows[k];
 	*hi = nbands == 1 || k == 0 ? UINT32_MAX : lows[k - 1];
-}
-
-/*
- * The codec new objects of a priority take (0 the device's, 1..3
- * recompression's), and its place for their slot's flags.
- */
-static inline const struct zcomp *comp_at(struct uzram *dev, unsigned prio,
-					  uint32_t *place_flag)
-{
-	unsigned place = atomic_load_explicit(&dev->cur[prio],
-					      memory_order_acquire);
-
-	if (place_flag)
-		*place_flag = place ? SLOT_PLACE : 0;
-	return atomic_load_explicit(&dev->comp[prio][place],
-				    memory_order_acquire);
-}
-
-/* The codec that made the object of a slot with these flags. */
-static inline const struct zcomp *comp_of(struct uzram *dev, uint32_t flags)
-{
-	return atomic_load_explicit(&dev->comp[slot_prio(flags)][slot_place(flags)],
-				    memory_order_acquire);
 }
 
 #endif
