@@ -6,7 +6,7 @@
  * A dictionary belongs to a codec (zcomp_create_dict()): the device's
  * algorithm at priority 0, or a recompression algorithm at 1..3. Objects
  * made with a dictionary decode only with it, so a priority keeps its
- * codecs in two places (store.h, slot.h): new objects take the current
+ * codecs in two places (device.h, slot.h): new objects take the current
  * place, and a change of dictionary fills the other one:
  *
  *   priority p      place 0            place 1

@@ -30,7 +30,7 @@
 
 /*
  * Header fields, by byte offset. The codecs: for each priority (0 the
- * device's algorithm, 1..3 recompression's) its two places (store.h), an
+ * device's algorithm, 1..3 recompression's) its two places (device.h), an
  * entry each; then the dictionaries of the entries that have one, in entry
  * order; then the checksum, the header's last 8 bytes.
  */
