@@ -29,6 +29,25 @@ static int cluster_shift(uint32_t bytes)
 	return -1;
 }
 
+/* The config's cluster size as a log2, once it and the size are checked. */
+static int geometry_check(const struct uzram_config *c)
+{
+	int shift;
+
+	if (c->size == 0 || c->size > MAX_PAGES * PAGE)
+		return uzram_set_error(-EINVAL,
+			"open: size %llu is not between 1 and %llu bytes",
+			(unsigned long long)c->size,
+			(unsigned long long)(MAX_PAGES * PAGE));
+	shift = cluster_shift(c->cluster_size);
+	if (shift < 0)
+		return uzram_set_error(-EINVAL,
+			"open: cluster size %lu is not a power of two from "
+			"%u to %u bytes", (unsigned long)c->cluster_size,
+			1u << CLUSTER_MIN_SHIFT, 1u << CLUSTER_MAX_SHIFT);
+	return shift;
+}
+
 int device_create(const struct uzram_config *cfg, struct uzram **devp)
 {
 	struct uzram_config c = *cfg;
@@ -36,17 +55,9 @@ int device_create(const struct uzram_config *cfg, struct uzram **devp)
 	struct uzram *dev;
 	int ret, shift;
 
-	if (c.size == 0 || c.size > MAX_PAGES * PAGE)
-		return uzram_set_error(-EINVAL,
-			"open: size %llu is not between 1 and %llu bytes",
-			(unsigned long long)c.size,
-			(unsigned long long)(MAX_PAGES * PAGE));
-	shift = cluster_shift(c.cluster_size);
+	shift = geometry_check(&c);
 	if (shift < 0)
-		return uzram_set_error(-EINVAL,
-			"open: cluster size %lu is not a power of two from "
-			"%u to %u bytes", (unsigned long)c.cluster_size,
-			1u << CLUSTER_MIN_SHIFT, 1u << CLUSTER_MAX_SHIFT);
+		return shift;
 	if (!c.algorithm)
 		c.algorithm = "lz4";
 

@@ -335,6 +335,66 @@ static void take_samples(struct uzram *dev, struct samples *train,
 	}
 }
 
+/*
+ * Train a dictionary of at most dict_size bytes for cur's codec on train's
+ * clusters, and measure it against none on test's, filling r's figures.
+ * Returns 1 with *zcp the codec with the dictionary (owned by the caller)
+ * if it saves UZRAM_DICT_MIN_GAIN percent; 0 with a message if it does
+ * not, or if no dictionary came out; or a negative errno.
+ */
+static int dict_train(const struct zcomp *cur, const struct samples *train,
+		      const struct samples *test, size_t dict_size,
+		      size_t csize, struct uzram_train_report *r,
+		      struct zcomp **zcp)
+{
+	unsigned char *dict = malloc(dict_size), *out = malloc(csize);
+	struct zcomp *zc = NULL;
+	size_t got;
+	int ret = 0;
+
+	*zcp = NULL;
+	if (!dict || !out) {
+		ret = uzram_set_error(-ENOMEM, "train_dictionary: out of memory");
+		goto out;
+	}
+	r->train_us = now_us();
+	got = ZDICT_trainFromBuffer(dict, dict_size, train->buf, train->sizes,
+				    (unsigned)train->n);
+	r->train_us = now_us() - r->train_us;
+	if (ZDICT_isError(got)) {
+		uzram_set_error(0, "train_dictionary: no dictionary from %zu "
+				"clusters (%zu bytes): %s", train->n,
+				train->bytes, ZDICT_getErrorName(got));
+		goto out;
+	}
+	r->dict_size = got;
+	ret = zcomp_create_dict(zcomp_name(cur), zcomp_level(cur), dict, got,
+				&zc);
+	if (ret) {
+		ret = codec_error("train_dictionary", zcomp_name(cur),
+				  zcomp_level(cur), got, ret);
+		goto out;
+	}
+	r->bytes_without = samples_cost(cur, test, out);
+	r->bytes_with = samples_cost(zc, test, out);
+	if (!test->n || r->bytes_with * 100 >
+			r->bytes_without * (100 - UZRAM_DICT_MIN_GAIN)) {
+		uzram_set_error(0, "train_dictionary: the dictionary saves too "
+				"little: %llu bytes instead of %llu on %zu "
+				"clusters", (unsigned long long)r->bytes_with,
+				(unsigned long long)r->bytes_without, test->n);
+		goto out;
+	}
+	*zcp = zc;
+	zc = NULL;
+	ret = 1;
+out:
+	zcomp_destroy(zc);
+	free(dict);
+	free(out);
+	return ret;
+}
+
 UZRAM_API int uzram_train_dictionary(struct uzram *dev, int prio,
 				     size_t dict_size, unsigned flags,
 				     struct uzram_train_report *rep)
@@ -343,8 +403,6 @@ UZRAM_API int uzram_train_dictionary(struct uzram *dev, int prio,
 	struct samples train = { 0 }, test = { 0 };
 	const struct zcomp *cur;
 	struct zcomp *zc = NULL;
-	unsigned char *dict = NULL, *out = NULL;
-	size_t got;
 	int ret;
 
 	if (!dev)
@@ -365,47 +423,17 @@ UZRAM_API int uzram_train_dictionary(struct uzram *dev, int prio,
 	if (samples_init(&train, dict_size * 100 < TRAIN_MAX ? dict_size * 100
 							      : TRAIN_MAX,
 			 dev->csize) ||
-	    samples_init(&test, TEST_MAX, dev->csize) ||
-	    !(dict = malloc(dict_size)) || !(out = malloc(dev->csize))) {
+	    samples_init(&test, TEST_MAX, dev->csize)) {
 		ret = uzram_set_error(-ENOMEM, "train_dictionary: out of memory");
 		goto out;
 	}
 	take_samples(dev, &train, &test);
 	r.train_bytes = train.bytes;
 	r.test_bytes = test.bytes;
-
-	r.train_us = now_us();
-	got = ZDICT_trainFromBuffer(dict, dict_size, train.buf, train.sizes,
-				    (unsigned)train.n);
-	r.train_us = now_us() - r.train_us;
-	if (ZDICT_isError(got)) {
-		uzram_set_error(0, "train_dictionary: no dictionary from %zu "
-				"clusters (%zu bytes): %s", train.n, train.bytes,
-				ZDICT_getErrorName(got));
-		ret = 0;
+	ret = dict_train(cur, &train, &test, dict_size, dev->csize, &r, &zc);
+	if (ret <= 0)
 		goto out;
-	}
-	r.dict_size = got;
-	ret = zcomp_create_dict(zcomp_name(cur), zcomp_level(cur), dict, got,
-				&zc);
-	if (ret) {
-		ret = codec_error("train_dictionary", zcomp_name(cur),
-				  zcomp_level(cur), got, ret);
-		goto out;
-	}
-	r.bytes_without = samples_cost(cur, &test, out);
-	r.bytes_with = samples_cost(zc, &test, out);
-	if (!test.n || r.bytes_with * 100 >
-			       r.bytes_without * (100 - UZRAM_DICT_MIN_GAIN)) {
-		uzram_set_error(0, "train_dictionary: the dictionary saves too "
-				"little: %llu bytes instead of %llu on %zu "
-				"clusters", (unsigned long long)r.bytes_with,
-				(unsigned long long)r.bytes_without, test.n);
-		ret = 0;
-		goto out;
-	}
 	ret = dict_install(dev, (unsigned)prio, zc, flags, &r.pages_reencoded);
-	zc = NULL;
 	if (!ret) {
 		r.kept = 1;
 		ret = 1;
@@ -413,10 +441,7 @@ UZRAM_API int uzram_train_dictionary(struct uzram *dev, int prio,
 out:
 	if (rep)
 		*rep = r;
-	zcomp_destroy(zc);
 	samples_free(&train);
 	samples_free(&test);
-	free(dict);
-	free(out);
 	return ret;
 }
