@@ -13,6 +13,7 @@
 
 #include "uzram.h"
 #include "error.h"
+#include "dedup.h"
 #include "image.h"
 #include "store.h"
 #include "tier.h"
@@ -31,14 +32,15 @@ UZRAM_API void uzram_config_init(struct uzram_config *cfg)
 
 /*
  * The layouts published so far: the first ended with mem_limit, the
- * second adds cluster_size, the third (the current one) the dictionary,
- * the tier's backing store and watermarks, and the image. Only these
- * sizes are known.
+ * second adds cluster_size, the third the dictionary, the tier's backing
+ * store and watermarks, and the image, the fourth (the current one) dedup.
+ * Only these sizes are known.
  */
 #define CONFIG_V1_SIZE \
 	(offsetof(struct uzram_config, mem_limit) + sizeof(uint64_t))
 #define CONFIG_V2_SIZE offsetof(struct uzram_config, dict)
-#define CONFIG_V3_SIZE sizeof(struct uzram_config)
+#define CONFIG_V3_SIZE offsetof(struct uzram_config, dedup)
+#define CONFIG_V4_SIZE sizeof(struct uzram_config)
 
 /* log2 of a valid cluster size (0 means one page), or -1. */
 static int cluster_shift(uint32_t bytes)
@@ -88,7 +90,8 @@ UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 				       cfg ? "device pointer" : "config");
 	if (cfg->struct_size != CONFIG_V1_SIZE &&
 	    cfg->struct_size != CONFIG_V2_SIZE &&
-	    cfg->struct_size != CONFIG_V3_SIZE)
+	    cfg->struct_size != CONFIG_V3_SIZE &&
+	    cfg->struct_size != CONFIG_V4_SIZE)
 		return uzram_set_error(-EINVAL,
 			"open: config struct_size %zu is not one this library "
 			"knows (use uzram_config_init)", cfg->struct_size);
@@ -159,6 +162,11 @@ int device_create(const struct uzram_config *cfg, struct uzram **devp)
 		goto fail;
 	}
 	dev->nchunks = (dev->nclusters + CHUNK_SLOTS - 1) >> CHUNK_SHIFT;
+	if (c.dedup && !(dev->dedup = dedup_create())) {
+		ret = uzram_set_error(-ENOMEM, "open: out of memory for the "
+				      "dedup index");
+		goto fail;
+	}
 	table_limit_apply(dev);
 	dev->dir = calloc(dev->nchunks, sizeof(*dev->dir));
 	if (!dev->dir) {
@@ -194,6 +202,7 @@ UZRAM_API void uzram_close(struct uzram *dev)
 	}
 	free(dev->dir);
 	zpool_destroy(dev->pool);
+	dedup_destroy(dev->dedup);
 	for (int i = 0; i <= UZRAM_MAX_RECOMP; i++)
 		for (int place = 0; place < 2; place++)
 			zcomp_destroy(atomic_load_explicit(&dev->comp[i][place],
@@ -223,7 +232,9 @@ UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
 	memset(&full, 0, sizeof full);
 	stats_snapshot(&dev->stats, dev->pool, dev->size,
 		       atomic_load_explicit(&dev->mem_limit, memory_order_relaxed),
-		       table_bytes(dev), &full);
+		       table_bytes_only(dev), &full);
+	stats_dedup(&dev->stats, &full);
+	full.dedup_index_bytes = dedup_bytes(dev->dedup);
 	if (dev->tier) {
 		full.bd_capacity = dev->tier->sp.nsegs << SEG_SHIFT;
 		full.bd_space = space_used(&dev->tier->sp);
@@ -246,7 +257,8 @@ UZRAM_API int uzram_set_mem_limit(struct uzram *dev, uint64_t bytes)
 }
 
 /*
- * mem_limit covers the allocator and the page table together. Two threads
+ * mem_limit covers the allocator and the page table (with the dedup index,
+ * store.h) together. Two threads
  * racing here (a new chunk and a new limit) may leave the older figure for
  * a moment; the next chunk or limit change corrects it.
  */

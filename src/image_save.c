@@ -228,7 +228,7 @@ static void record_put(struct writer *w, uint64_t idx, uint32_t flags,
 	unsigned char *r = w->buf + w->len;
 
 	img_put64(r, idx);
-	img_put32(r + 8, flags);
+	img_put32(r + 8, flags & ~SLOT_SHARED);   /* each record whole */
 	img_put32(r + 12, size);
 	memcpy(r + IMG_RECORD_HEAD, data, size);
 	w->len += IMG_RECORD_HEAD + size;
@@ -344,7 +344,7 @@ static int save_finish(struct uzram *dev, struct image_save *sv,
 		if (!ret)
 			ret = block_maybe_flush(w);
 		if (st == SLOT_OBJ || st == SLOT_HUGE)
-			zpool_free(dev->pool, (uint32_t)h->c.val);
+			content_free(dev, &h->c);
 		free(h);
 	}
 	sv->held = NULL;

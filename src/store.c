@@ -88,6 +88,7 @@
 #include <sys/mman.h>
 
 #include "uzram.h"
+#include "dedup.h"
 #include "error.h"
 #include "image.h"
 #include "slot.h"
@@ -251,13 +252,13 @@ void content_account(struct uzram *dev, const struct content *c,
 	stats_add(&st->pages_stored, pages);
 }
 
-/* Free what contents hold, in the allocator or on the backing store. */
-static void content_free(struct uzram *dev, const struct content *c)
+void content_free(struct uzram *dev, const struct content *c)
 {
 	enum slot_state state = (enum slot_state)(c->flags & SLOT_STATE_MASK);
 
 	if (state == SLOT_OBJ || state == SLOT_HUGE)
-		zpool_free(dev->pool, (uint32_t)c->val);
+		dedup_put(dev, c->flags, (uint32_t)c->val,
+			  (uint32_t)content_handle_size(c));
 	else if (state == SLOT_BACKED)
 		space_free(dev->tier, backed_off(c->val),
 			   round16(backed_size(c->val)));
@@ -294,10 +295,10 @@ static bool unit_same(const unsigned char *src, size_t len, uint64_t *val)
 	return !memcmp(src, src + sizeof *val, len - sizeof *val);
 }
 
-/* A unit's tag, already shifted into place in the slot flags (slot.h). */
-static uint32_t unit_tag(const unsigned char *src, size_t len)
+/* A unit's tag from its XXH3, shifted into place in the slot flags (slot.h). */
+static uint32_t hash_tag(uint64_t hash)
 {
-	return (uint32_t)(XXH3_64bits(src, len) >> 48) << SLOT_TAG_SHIFT;
+	return (uint32_t)(hash >> 48) << SLOT_TAG_SHIFT;
 }
 
 /*
@@ -340,7 +341,27 @@ static int unit_compress(struct uzram *dev, const unsigned char *src,
 	return 0;
 }
 
-/* Turn one unit of len bytes into slot contents (see unit_compress). */
+/*
+ * Store a unit of len bytes that is not same-filled, whose XXH3 is hash:
+ * with dedup on, as a reference to an equal whole cluster if one is
+ * stored, else compressed and indexed (dedup.c) before any slot names it.
+ */
+static int unit_store(struct uzram *dev, const unsigned char *src,
+		      size_t len, uint64_t hash, struct store_tls *t,
+		      struct content *c)
+{
+	bool dedup = dev->dedup && len == dev->csize;
+	int ret;
+
+	if (dedup && dedup_find(dev, src, len, hash, t, c))
+		return 0;
+	ret = unit_compress(dev, src, len, hash_tag(hash), t, c);
+	if (!ret && dedup)
+		dedup_insert(dev, c, hash);
+	return ret;
+}
+
+/* Turn one unit of len bytes into slot contents (see unit_store). */
 static int unit_encode(struct uzram *dev, const unsigned char *src,
 		       size_t len, struct store_tls *t, struct content *c)
 {
@@ -349,7 +370,7 @@ static int unit_encode(struct uzram *dev, const unsigned char *src,
 		c->place = -1;
 		return 0;
 	}
-	return unit_compress(dev, src, len, unit_tag(src, len), t, c);
+	return unit_store(dev, src, len, XXH3_64bits(src, len), t, c);
 }
 
 int slot_decode(struct uzram *dev, const struct slot *s,
@@ -526,16 +547,19 @@ static int unit_write_full(struct uzram *dev, uint64_t idx,
 	struct slot *s = slot_get(dev, idx, &ret);
 	struct store_tls *t = store_tls_get(dev->csize);
 	struct content c = { .place = -1 };
+	uint64_t hash = 0;
 
 	if (!s)
 		return ret;
 	if (!t)
 		return -ENOMEM;
-	/* SLOT_SAME, or the tag alone until unit_compress() adds the state */
-	if (unit_same(src, len, &c.val))
+	/* SLOT_SAME, or the tag alone until unit_store() adds the state */
+	if (unit_same(src, len, &c.val)) {
 		c.flags = SLOT_SAME;
-	else
-		c.flags = unit_tag(src, len);
+	} else {
+		hash = XXH3_64bits(src, len);
+		c.flags = hash_tag(hash);
+	}
 	if (unit_unchanged(dev, s, src, len, c.flags >> SLOT_TAG_SHIFT, t)) {
 		stats_add(&dev->stats.pages_unchanged, (int64_t)(len >> PAGE_SHIFT));
 		return 0;
@@ -544,8 +568,8 @@ static int unit_write_full(struct uzram *dev, uint64_t idx,
 		unit_commit(dev, s, idx, &c, len);
 		return 0;
 	}
-	for (uint32_t tag = c.flags;; c.flags = tag) {
-		ret = unit_compress(dev, src, len, tag, t, &c);
+	for (;;) {
+		ret = unit_store(dev, src, len, hash, t, &c);
 		if (ret)
 			return ret;
 		if (unit_commit(dev, s, idx, &c, len))

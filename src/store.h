@@ -21,6 +21,7 @@
 #include "slot.h"
 #include "stats.h"
 
+struct dedup;
 struct image_save;
 struct zcomp;
 struct zcomp_retired;
@@ -76,6 +77,7 @@ struct uzram {
 	 */
 	struct image_save *_Atomic save;
 	_Atomic uint64_t save_users;
+	struct dedup *dedup;   /* the index of dedup.c, NULL when off */
 };
 
 /* The contents of a slot, outside the table. */
@@ -129,6 +131,9 @@ struct slot *slot_get(struct uzram *dev, uint64_t idx, int *err);
 void content_account(struct uzram *dev, const struct content *c,
 		     int64_t sign, size_t len);
 
+/* Free what contents hold: the object (through dedup.c), or backing space. */
+void content_free(struct uzram *dev, const struct content *c);
+
 /*
  * Give back what the old contents of a unit of len bytes held: free the
  * object, count it out. Called once no slot names it.
@@ -160,8 +165,8 @@ static inline uint64_t chunk_bytes(const struct uzram *dev, uint64_t i)
 	return (slots * sizeof(struct slot) + PAGE_MASK) & ~PAGE_MASK;
 }
 
-/* Bytes of the page table: the directory and the chunks made so far. */
-static inline uint64_t table_bytes(struct uzram *dev)
+/* Bytes of the page table alone: the directory and the chunks made so far. */
+static inline uint64_t table_bytes_only(struct uzram *dev)
 {
 	uint64_t used = atomic_load_explicit(&dev->chunks_used,
 					     memory_order_relaxed);
@@ -171,6 +176,17 @@ static inline uint64_t table_bytes(struct uzram *dev)
 	if (used && atomic_load_explicit(&dev->dir[last], memory_order_relaxed))
 		return bytes + (used - 1) * CHUNK_BYTES + chunk_bytes(dev, last);
 	return bytes + used * CHUNK_BYTES;
+}
+
+uint64_t dedup_bytes(const struct dedup *d);
+
+/*
+ * Bytes of the page table: the directory and the chunks made so far, and
+ * the dedup index (dedup.c), which is counted with it.
+ */
+static inline uint64_t table_bytes(struct uzram *dev)
+{
+	return dedup_bytes(dev->dedup) + table_bytes_only(dev);
 }
 
 /*
