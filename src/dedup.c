@@ -71,7 +71,7 @@
 #define SHARD_BITS 6
 #define HOME_BITS (16 - SHARD_BITS)
 #define NSHARDS (1u << SHARD_BITS)
-#define ENT_MIN 64u
+#define ENT_MIN 16u
 
 struct shard {
 	pthread_mutex_t lock;
@@ -315,6 +315,14 @@ static bool ref_get(struct dedup *d, struct shard *sh, uint32_t handle)
 
 /* ---- the store's calls ---- */
 
+/* Count a reference past an object's first taken (sign 1) or dropped. */
+static void ref_count(struct uzram *dev, uint32_t size, int64_t sign)
+{
+	stats_add(&dev->stats.dedup_pages,
+		  sign * (int64_t)(dev->csize >> PAGE_SHIFT));
+	stats_add(&dev->stats.dedup_bytes, sign * (int64_t)size);
+}
+
 /* Whether the object (handle, size) decodes to the len bytes src. */
 static bool obj_equal(struct uzram *dev, const struct zcomp *zc,
 		      uint32_t handle, uint32_t size,
@@ -366,8 +374,7 @@ bool dedup_find(struct uzram *dev, const unsigned char *src, size_t len,
 	c->flags |= SLOT_SHARED | tag << SLOT_TAG_SHIFT;
 	c->val = (uint64_t)size << 32 | handle;
 	c->codec = zc;
-	stats_add(&dev->stats.dedup_pages, (int64_t)(len >> PAGE_SHIFT));
-	stats_add(&dev->stats.dedup_bytes, size);
+	ref_count(dev, size, 1);
 	return true;
 }
 
@@ -416,8 +423,7 @@ void dedup_put(struct uzram *dev, uint32_t flags, uint32_t handle,
 		zpool_free(dev->pool, handle);
 		return;
 	}
-	stats_add(&dev->stats.dedup_pages, -(int64_t)(dev->csize >> PAGE_SHIFT));
-	stats_add(&dev->stats.dedup_bytes, -(int64_t)size);
+	ref_count(dev, size, -1);
 }
 
 bool dedup_detach(struct uzram *dev, uint32_t flags, uint32_t handle)
@@ -434,4 +440,102 @@ bool dedup_detach(struct uzram *dev, uint32_t flags, uint32_t handle)
 		ent_remove(sh, slot_tag(flags), handle);
 	pthread_mutex_unlock(&sh->lock);
 	return !shared;
+}
+
+bool dedup_share(struct uzram *dev, uint32_t flags, uint32_t handle)
+{
+	struct shard *sh = shard_of(dev->dedup, slot_tag(flags));
+	bool ok;
+
+	pthread_mutex_lock(&sh->lock);
+	ok = ref_get(dev->dedup, sh, handle);
+	pthread_mutex_unlock(&sh->lock);
+	if (ok)
+		ref_count(dev, zpool_obj_size(dev->pool, handle), 1);
+	return ok;
+}
+
+/* ---- the shared objects a save wrote ---- */
+
+struct saved {
+	uint32_t handle, flags, size;  /* handle 0: empty */
+	uint64_t idx;
+};
+
+struct dedup_saved {
+	uint32_t cap, n;               /* cap: a power of two */
+	struct saved e[];
+};
+
+static struct saved *saved_at(struct dedup_saved *sv, uint32_t handle)
+{
+	uint32_t i = ref_home(handle, sv->cap);
+
+	while (sv->e[i].handle && sv->e[i].handle != handle)
+		i = (i + 1) & (sv->cap - 1);
+	return &sv->e[i];
+}
+
+/* Room for one more entry in *svp; false: no memory. */
+static bool saved_reserve(struct dedup_saved **svp)
+{
+	struct dedup_saved *sv = *svp, *nsv;
+	uint32_t cap = sv ? sv->cap * 2 : 64;
+
+	if (sv && (sv->n + 1) * 4 <= sv->cap * 3)
+		return true;
+	nsv = calloc(1, sizeof *nsv + cap * sizeof nsv->e[0]);
+	if (!nsv)
+		return false;
+	nsv->cap = cap;
+	for (uint32_t i = 0; sv && i < sv->cap; i++)
+		if (sv->e[i].handle) {
+			*saved_at(nsv, sv->e[i].handle) = sv->e[i];
+			nsv->n++;
+		}
+	free(sv);
+	*svp = nsv;
+	return true;
+}
+
+int dedup_saved_find(struct uzram *dev, struct dedup_saved **svp,
+		     uint32_t flags, uint32_t handle, uint32_t size,
+		     uint64_t idx, uint64_t *first)
+{
+	struct shard *sh;
+	struct saved *e;
+	bool shared;
+
+	if (!dev->dedup)
+		return 0;
+	if (*svp && (e = saved_at(*svp, handle))->handle) {
+		*first = e->idx;
+		return 1;
+	}
+	if (!saved_reserve(svp))
+		return -ENOMEM;
+	sh = shard_of(dev->dedup, slot_tag(flags));
+	pthread_mutex_lock(&sh->lock);
+	shared = ref_find(sh, handle) != UINT32_MAX;
+	/* the save's own reference keeps the handle from being reused */
+	if (shared && !ref_get(dev->dedup, sh, handle)) {
+		pthread_mutex_unlock(&sh->lock);
+		return -ENOMEM;
+	}
+	pthread_mutex_unlock(&sh->lock);
+	if (shared) {
+		*saved_at(*svp, handle) = (struct saved){ handle, flags, size, idx };
+		(*svp)->n++;
+		ref_count(dev, size, 1);
+	}
+	return 0;
+}
+
+void dedup_saved_free(struct uzram *dev, struct dedup_saved *sv)
+{
+	for (uint32_t i = 0; sv && i < sv->cap; i++)
+		if (sv->e[i].handle)
+			dedup_put(dev, sv->e[i].flags, sv->e[i].handle,
+				  sv->e[i].size);
+	free(sv);
 }

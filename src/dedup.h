@@ -59,4 +59,31 @@ void dedup_put(struct uzram *dev, uint32_t flags, uint32_t handle,
  */
 bool dedup_detach(struct uzram *dev, uint32_t flags, uint32_t handle);
 
+/*
+ * Take one more reference to the object (handle) of a slot with these
+ * flags, for an image's record that shares it (image_load.c). False: no
+ * memory.
+ */
+bool dedup_share(struct uzram *dev, uint32_t flags, uint32_t handle);
+
+/*
+ * Images keep the sharing (image-format.md, version 2): the first record of
+ * a shared object holds its bytes, and later ones name that record's
+ * cluster. A save keeps, per shared object it wrote, the cluster of that
+ * record in a struct dedup_saved, and a reference to the object, so that
+ * its handle cannot be freed and reused while the save runs. Only the
+ * saving thread calls these.
+ *
+ * dedup_saved_find(): for the object of a slot with these flags (OBJ or
+ * HUGE; handle, size) that cluster idx names: 1 with *first set if a
+ * record of the save holds it already; 0 if the record of idx is to hold
+ * it (noted if the object is shared); -ENOMEM.
+ */
+struct dedup_saved;
+int dedup_saved_find(struct uzram *dev, struct dedup_saved **sv,
+		     uint32_t flags, uint32_t handle, uint32_t size,
+		     uint64_t idx, uint64_t *first);
+/* Drop the save's references and free sv (NULL is accepted). */
+void dedup_saved_free(struct uzram *dev, struct dedup_saved *sv);
+
 #endif

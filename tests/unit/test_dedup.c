@@ -21,7 +21,9 @@
 #include <xxhash.h>
 
 #include "store_check.h"
+#include "../fuzz/image_fixup.h"
 #include "dedup.h"
+#include "image.h"
 #include "store.h"
 #include "zpool.h"
 
@@ -330,37 +332,124 @@ static void test_writeback(void **state)
 	uzram_close(dev);
 }
 
-/* An image of a device with sharing opens with the same bytes. */
+/* The image's file, read whole into *len bytes. */
+static uint8_t *file_read(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf;
+
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	*len = (size_t)ftell(f);
+	rewind(f);
+	buf = malloc(*len);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, *len, f), *len);
+	fclose(f);
+	return buf;
+}
+
+static void file_write(const char *path, const uint8_t *p, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	assert_non_null(f);
+	assert_int_equal(fwrite(p, 1, len, f), len);
+	fclose(f);
+}
+
+static struct uzram *image_open_dedup(const char *img, uint32_t dedup, int *err)
+{
+	struct uzram_config cfg;
+	struct uzram *dev = NULL;
+
+	uzram_config_init(&cfg);
+	cfg.image = img;
+	cfg.dedup = dedup;
+	*err = uzram_open(&cfg, &dev);
+	return dev;
+}
+
+/*
+ * An image keeps the sharing: one record per shared object, the others
+ * name its cluster. Opened with dedup, the clusters share again; without,
+ * each has its own copy. A shared record that names no earlier record of
+ * its object is refused.
+ */
 static void test_image(void **state)
 {
 	char img[] = "/tmp/uzram-dedup-img-XXXXXX";
-	int fd = mkstemp(img);
-	struct uzram_config cfg;
-	struct uzram *dev = dd_open(NPAGES, 0, NULL, 0), *back = NULL;
-	uint8_t *ref = calloc(NPAGES, PG);
+	int fd = mkstemp(img), err;
+	struct uzram *dev = dd_open(NPAGES, 0, NULL, 0), *back;
+	uint8_t *ref = calloc(NPAGES, PG), *file;
+	size_t len, hlen, nrec, off, forged = 0;
 
 	(void)state;
 	assert_true(fd >= 0);
 	close(fd);
-	unlink(img);
 	assert_non_null(ref);
 	for (uint64_t p = 0; p < 64; p++)
 		dev_write(dev, ref, data_page(p % 4), PG, p * 3 * PG);
 	assert_int_equal(get_stats(dev).pages_deduped, 60);
 	assert_int_equal(uzram_save(dev, img, 0), 0);
+	/* the save's own references are given back */
+	assert_int_equal(get_stats(dev).pages_deduped, 60);
 	uzram_close(dev);
-	uzram_config_init(&cfg);
-	cfg.image = img;
-	cfg.dedup = 1;
-	assert_int_equal(uzram_open(&cfg, &back), 0);
-	check_dev(back, ref, "opened from the image");
-	/* the device works as any other: rewrites, discards, hits */
+
+	back = image_open_dedup(img, 1, &err);
+	assert_int_equal(err, 0);
+	check_dev(back, ref, "opened from the image with dedup");
+	assert_int_equal(get_stats(back).pages_deduped, 60);
+	assert_int_equal(objects(back), 4);
+	/* the device works as any other: rewrites, discards */
 	dev_write(back, ref, data_page(9), PG, 0);
-	dev_write(back, ref, data_page(9), PG, PG);
 	assert_int_equal(uzram_discard(back, 30 * PG, 3 * PG), 0);
 	memset(ref + 3 * PG, 0, 30 * PG);
 	check_dev(back, ref, "the image's device changed");
+	assert_int_equal(get_stats(back).pages_deduped, 64 - 1 - 10 - 4);
 	uzram_close(back);
+	memset(ref, 0, NPAGES * PG);
+	for (uint64_t p = 0; p < 64; p++)
+		memcpy(ref + p * 3 * PG, data_page(p % 4), PG);
+
+	back = image_open_dedup(img, 0, &err);
+	assert_int_equal(err, 0);
+	check_dev(back, ref, "opened from the image without dedup");
+	assert_int_equal(get_stats(back).pages_deduped, 0);
+	assert_int_equal(objects(back), 64);
+	uzram_close(back);
+
+	/* a shared record pointed at a hole, then at another object */
+	file = file_read(img, &len);
+	hlen = img_get32(file + IMG_H_HEADER_LEN);
+	nrec = img_get32(file + hlen + IMG_B_RECORDS);
+	off = hlen + IMG_BLOCK_HEAD;
+	for (size_t i = 0; i < nrec && !forged; i++) {
+		if (img_get32(file + off + 8) & SLOT_SHARED)
+			forged = off;
+		off += IMG_RECORD_HEAD + img_get32(file + off + 12);
+	}
+	assert_true(forged > 0);
+	for (int k = 0; k < 2; k++) {
+		uint64_t was = img_get64(file + forged + IMG_RECORD_HEAD);
+		uint64_t page = was / 3 % 4, target = 1;   /* 1: a hole */
+
+		/* else a cluster of the first four, with other bytes */
+		for (uint64_t q = 0; k && q < 4; q++)
+			if (XXH3_64bits(data_page(q), PG) >> 48 !=
+			    XXH3_64bits(data_page(page), PG) >> 48)
+				target = 3 * q;
+		assert_true(target != 1 || !k);
+		img_put64(file + forged + IMG_RECORD_HEAD, target);
+		image_fixup(file, len);
+		file_write(img, file, len);
+		back = image_open_dedup(img, 1, &err);
+		assert_null(back);
+		assert_int_equal(err, -EBADMSG);
+		assert_non_null(strstr(uzram_last_error(), "shared record"));
+		img_put64(file + forged + IMG_RECORD_HEAD, was);
+	}
+	free(file);
 	unlink(img);
 	free(ref);
 }
