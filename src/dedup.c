@@ -41,9 +41,10 @@
  * Only whole clusters made by the device's own codec (priority 0) are
  * indexed, and a candidate is decoded with the codec now current: an
  * object made before a dictionary change fails to compare and is not
- * shared. Objects the index does not hold (written through to the tier,
- * recompressed, loaded from an image) are only never found; freeing one
- * finds no entry and frees it.
+ * shared. An image's objects are decoded and hashed as they are loaded,
+ * and indexed. Objects the index does not hold (written through to the
+ * tier, recompressed) are only never found; freeing one finds no entry and
+ * frees it.
  *
  * Composition: compaction moves objects under stable handles, so the index
  * does not follow it. Recompression and writeback replace an object under
@@ -67,6 +68,9 @@
 #include "store.h"
 #include "zcomp.h"
 #include "zpool.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #define SHARD_BITS 6
 #define HOME_BITS (16 - SHARD_BITS)
@@ -440,6 +444,30 @@ bool dedup_detach(struct uzram *dev, uint32_t flags, uint32_t handle)
 		ent_remove(sh, slot_tag(flags), handle);
 	pthread_mutex_unlock(&sh->lock);
 	return !shared;
+}
+
+void dedup_insert_loaded(struct uzram *dev, const struct content *c,
+			 size_t len)
+{
+	uint32_t size = (uint32_t)(c->val >> 32), handle = (uint32_t)c->val;
+	struct store_tls *t = store_tls_get(dev->csize);
+	const struct zcomp *zc = comp_at(dev, 0, NULL);
+	const unsigned char *obj;
+	uint64_t hash;
+	int ret = 0;
+
+	if (!t || len != dev->csize || slot_prio(c->flags) ||
+	    comp_of(dev, c->flags) != zc)
+		return;
+	obj = zpool_map(dev->pool, handle);
+	if (size == len)
+		memcpy(t->unit, obj, len);
+	else
+		ret = zcomp_decompress(zc, obj, size, t->unit, len);
+	zpool_unmap(dev->pool, handle);
+	hash = XXH3_64bits(t->unit, len);
+	if (!ret && (uint32_t)(hash >> 48) == slot_tag(c->flags))
+		dedup_insert(dev, c, hash);
 }
 
 bool dedup_share(struct uzram *dev, uint32_t flags, uint32_t handle)

@@ -60,6 +60,15 @@ void dedup_put(struct uzram *dev, uint32_t flags, uint32_t handle,
 bool dedup_detach(struct uzram *dev, uint32_t flags, uint32_t handle);
 
 /*
+ * Index an object an image's record stored (image_load.c), as the write
+ * path would have: it is decoded and hashed, and left out unless its hash
+ * matches the tag in its flags (a forged image cannot plant a wrong key).
+ * Best effort.
+ */
+void dedup_insert_loaded(struct uzram *dev, const struct content *c,
+			 size_t len);
+
+/*
  * Take one more reference to the object (handle) of a slot with these
  * flags, for an image's record that shares it (image_load.c). False: no
  * memory.

@@ -425,6 +425,9 @@ static int record_load(struct reader *r, struct uzram *dev, uint64_t idx,
 		if (!(flags & SLOT_SHARED))
 			c.val = (uint64_t)size << 32 | handle;
 	}
+	if (dev->dedup && (flags & SLOT_STATE_MASK) != SLOT_SAME &&
+	    !(flags & SLOT_SHARED))
+		dedup_insert_loaded(dev, &c, unit_len(dev, idx));
 	s->val = c.val;
 	slot_set_flags(s, c.flags);
 	content_account(dev, &c, 1, unit_len(dev, idx));

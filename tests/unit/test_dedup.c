@@ -401,6 +401,12 @@ static void test_image(void **state)
 	check_dev(back, ref, "opened from the image with dedup");
 	assert_int_equal(get_stats(back).pages_deduped, 60);
 	assert_int_equal(objects(back), 4);
+	/* the loaded objects are in the index: a new copy is a hit */
+	dev_write(back, ref, data_page(3), PG, 500 * PG);
+	assert_int_equal(get_stats(back).pages_deduped, 61);
+	assert_int_equal(objects(back), 4);
+	assert_int_equal(uzram_discard(back, PG, 500 * PG), 0);
+	memset(ref + 500 * PG, 0, PG);
 	/* the device works as any other: rewrites, discards */
 	dev_write(back, ref, data_page(9), PG, 0);
 	assert_int_equal(uzram_discard(back, 30 * PG, 3 * PG), 0);
