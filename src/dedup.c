@@ -187,22 +187,6 @@ static void ent_remove(struct shard *sh, uint32_t tag, uint32_t handle)
 	}
 }
 
-/*
- * Whether growing a table by `more` bytes keeps the device in its memory
- * limit (store.h's table_bytes() counts the index with the page table).
- */
-static bool index_fits(struct uzram *dev, uint64_t more)
-{
-	uint64_t limit = atomic_load_explicit(&dev->mem_limit,
-					      memory_order_relaxed);
-	struct zpool_stats zs;
-
-	if (!limit)
-		return true;
-	zpool_stats(dev->pool, &zs);
-	return zs.mem_used + table_bytes(dev) + more <= limit;
-}
-
 /* Room for one more entry: grow by a quarter past 80% full. */
 static bool ent_reserve(struct uzram *dev, struct shard *sh)
 {
@@ -211,7 +195,8 @@ static bool ent_reserve(struct uzram *dev, struct shard *sh)
 
 	if ((uint64_t)(sh->n + 1) * 5 <= (uint64_t)sh->cap * 4)
 		return true;
-	if (!index_fits(dev, (uint64_t)cap * sizeof *ent))
+	/* store.h's table_bytes() counts the index with the page table */
+	if (!mem_fits(dev, (uint64_t)cap * sizeof *ent))
 		return false;
 	ent = calloc(cap, sizeof *ent);
 	if (!ent)

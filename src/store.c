@@ -161,8 +161,7 @@ static inline struct span span_at(const struct uzram *dev, uint64_t off,
 	return sp;
 }
 
-/* Whether chunk i keeps the allocator and the table in the limit. */
-static bool table_fits(struct uzram *dev, uint64_t i)
+bool mem_fits(struct uzram *dev, uint64_t more)
 {
 	uint64_t limit = atomic_load_explicit(&dev->mem_limit,
 					      memory_order_relaxed);
@@ -171,7 +170,13 @@ static bool table_fits(struct uzram *dev, uint64_t i)
 	if (!limit)
 		return true;
 	zpool_stats(dev->pool, &zs);
-	return zs.mem_used + table_bytes(dev) + chunk_bytes(dev, i) <= limit;
+	return zs.mem_used + table_bytes(dev) + more <= limit;
+}
+
+/* Whether chunk i keeps the allocator and the table in the limit. */
+static bool table_fits(struct uzram *dev, uint64_t i)
+{
+	return mem_fits(dev, chunk_bytes(dev, i));
 }
 
 /*

@@ -190,6 +190,12 @@ static inline uint64_t table_bytes(struct uzram *dev)
 }
 
 /*
+ * Whether `more` bytes of table (or dedup index) keep the allocator and
+ * the table within mem_limit (store.c).
+ */
+bool mem_fits(struct uzram *dev, uint64_t more);
+
+/*
  * Give the allocator what mem_limit leaves after the table (device.c);
  * called when either changes.
  */

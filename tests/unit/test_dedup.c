@@ -209,22 +209,14 @@ static void test_last_reference(void **state)
 static void test_limit(void **state)
 {
 	struct uzram *dev = dd_open(NPAGES, 192 * 1024, NULL, 0);
-	uint8_t *ref = calloc(NPAGES, PG);
-	uint64_t seed = 11, p;
-	uint8_t page[PG];
-	int r = 0;
+	uint8_t *ref = calloc(NPAGES, PG), page[PG];
+	uint64_t seed = 12, p;
 
 	(void)state;
 	assert_non_null(ref);
-	for (p = 0; p < NPAGES; p++) {
-		fill_rand(page, PG, &seed);
-		r = uzram_write(dev, page, PG, p * PG);
-		if (r)
-			break;
-		memcpy(ref + p * PG, page, PG);
-	}
-	assert_int_equal(r, -ENOSPC);
+	p = fill_to_limit(dev, ref, NPAGES, 11);
 	assert_true(p > 4);
+	fill_rand(page, PG, &seed);
 	check_dev(dev, ref, "filled to the limit");
 	/* the same bytes elsewhere: a hit, at the limit */
 	for (uint64_t q = 0; q < 4; q++)
