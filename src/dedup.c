@@ -51,7 +51,9 @@
  * the slot lock: they first take it out of the index (dedup_detach()),
  * which refuses a shared object; those stay where they are, in memory and
  * with their codec, because the slots naming them are not known from the
- * object (a re-encode would have to find and switch all of them).
+ * object (a re-encode would have to find and switch all of them). So a
+ * dictionary change that needs the place of a shared object empty is
+ * refused (-EBUSY, dict.c) until the sharing ends.
  *
  * Lock rules: a shard's lock protects its two tables; it is taken after a
  * slot lock (never before one), and under it only the allocator's map

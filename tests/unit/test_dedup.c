@@ -6,8 +6,9 @@
  * the object whichever way it goes (rewrite, discard, write-zeroes,
  * close), a hit succeeds at the memory limit, compaction moves shared
  * objects, recompression and writeback leave shared objects alone and
- * take them once they are no longer shared, an image saved with sharing
- * opens with the same bytes, and 2 writers, readers, compaction and
+ * take them once they are no longer shared (a dictionary change that
+ * needs a shared object re-encoded is refused until then), an image keeps
+ * the sharing, and 2 writers, readers, compaction and
  * recompression run together on shared clusters (for TSan).
  *
  * Every check compares the whole device with a reference copy
@@ -324,6 +325,38 @@ static void test_writeback(void **state)
 	uzram_close(dev);
 }
 
+/*
+ * A dictionary change re-encodes what the old dictionary made, but not a
+ * shared object: the change after it, which would need that place empty,
+ * is refused with -EBUSY and changes nothing until the sharing ends.
+ */
+static void test_dictionary(void **state)
+{
+	struct uzram *dev = dd_open(NPAGES, 0, NULL, 0);
+	uint8_t *ref = calloc(NPAGES, PG);
+	const uint8_t *dict = data_page(20);
+
+	(void)state;
+	assert_non_null(ref);
+	dev_write(dev, ref, data_page(10), PG, 0);
+	dev_write(dev, ref, data_page(10), PG, PG);
+	dev_write(dev, ref, data_page(11), PG, 2 * PG);
+	assert_int_equal(uzram_set_dictionary(dev, 0, dict, 2048,
+					      UZRAM_DICT_REENCODE), 0);
+	check_dev(dev, ref, "a dictionary set");
+	assert_int_equal(uzram_set_dictionary(dev, 0, dict + 2048, 2048,
+					      UZRAM_DICT_REENCODE), -EBUSY);
+	assert_int_equal(get_stats(dev).pages_deduped, 1);
+	check_dev(dev, ref, "a second dictionary refused");
+	assert_int_equal(uzram_discard(dev, PG, PG), 0);
+	memset(ref + PG, 0, PG);
+	assert_int_equal(uzram_set_dictionary(dev, 0, dict + 2048, 2048,
+					      UZRAM_DICT_REENCODE), 0);
+	check_dev(dev, ref, "the second dictionary once not shared");
+	free(ref);
+	uzram_close(dev);
+}
+
 /* The image's file, read whole into *len bytes. */
 static uint8_t *file_read(const char *path, size_t *len)
 {
@@ -569,6 +602,7 @@ int main(void)
 		cmocka_unit_test(test_compaction),
 		cmocka_unit_test(test_recompress),
 		cmocka_unit_test(test_writeback),
+		cmocka_unit_test(test_dictionary),
 		cmocka_unit_test(test_image),
 		cmocka_unit_test(test_threads),
 	};
