@@ -292,7 +292,8 @@ struct uzram_stats {
 	/* Dedup (cfg.dedup), since 0.3: */
 	uint64_t pages_deduped;   /* pages stored as a reference to an object
 				   * another cluster holds, not as an object
-				   * of their own */
+				   * of their own (a running uzram_save()
+				   * holds such references too) */
 	uint64_t dedup_bytes_saved; /* compressed bytes those references would
 				     * have stored (not in compr_data_size) */
 	uint64_t dedup_index_bytes; /* the dedup index, about 10 to 13 bytes

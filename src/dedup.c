@@ -532,7 +532,12 @@ int dedup_saved_find(struct uzram *dev, struct dedup_saved **svp,
 	sh = shard_of(dev->dedup, slot_tag(flags));
 	pthread_mutex_lock(&sh->lock);
 	shared = ref_find(sh, handle) != UINT32_MAX;
-	/* the save's own reference keeps the handle from being reused */
+	/*
+	 * The save's own reference keeps the handle from being reused. It
+	 * counts in pages_deduped while the save runs, as any other: the
+	 * count is the references past each object's first, whichever goes
+	 * last.
+	 */
 	if (shared && !ref_get(dev->dedup, sh, handle)) {
 		pthread_mutex_unlock(&sh->lock);
 		return -ENOMEM;
