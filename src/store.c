@@ -57,6 +57,12 @@
  * byte for byte (the bits alone are wrong once in 65536), and stores
  * nothing if equal. A partial write compares the bytes it would change.
  *
+ * Dedup (cfg.dedup): new data of a whole cluster is looked up by its whole
+ * XXH3 in dedup.c's index before it is compressed, and a match confirmed
+ * byte for byte is stored as a reference to that object; every object is
+ * freed through dedup.c (content_free()), which frees it with its last
+ * reference.
+ *
  * Reading a cluster takes the slot lock shared, maps the object (pinning it
  * against compaction), decompresses (with the codec that made the object:
  * the device's, or a secondary one after recompress.c re-encoded it)
