@@ -10,11 +10,13 @@
  * memory first (not timed). Each thread writes its own contiguous share of
  * each copy in 1 MiB requests, the copies one after the other, as a
  * writer per queue would. Prints one JSON object:
- *	{"bytes": written, "seconds": S, "MBps": M, "mem": bytes held,
+ *	{"bytes": written, "seconds": S, "MBps": M, "cpu_s": C, "mem": bytes held,
  *	 "mem_used_total": .., "table_bytes": .., "dedup_index_bytes": ..,
  *	 "pages_deduped": .., "compr_data_size": ..}
  * where mem = mem_used_total + table_bytes + dedup_index_bytes, everything
- * the device holds (the figure mem_limit caps), and MB = 10^6 bytes.
+ * the device holds (the figure mem_limit caps), C the CPU seconds (user and
+ * system, all threads) the writes took, which other jobs on the machine
+ * disturb less than S, and MB = 10^6 bytes.
  * Uses the public API only.
  */
 #include <errno.h>
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "uzram.h"
@@ -43,6 +46,15 @@ static double now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double cpu_now(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
 static void *writer(void *arg)
@@ -88,7 +100,7 @@ int main(int argc, char **argv)
 	unsigned copies, threads;
 	uint64_t len, span;
 	unsigned char *data;
-	double t0, t;
+	double t0, t, c0, c;
 	int err = 0;
 
 	if (argc != 5 || (copies = (unsigned)atoi(argv[2])) < 1 ||
@@ -118,6 +130,7 @@ int main(int argc, char **argv)
 		jobs[i].hi = (i + 1) * share < len ? (i + 1) * share : len;
 	}
 	t0 = now();
+	c0 = cpu_now();
 	for (unsigned i = 0; i < threads; i++)
 		pthread_create(&th[i], NULL, writer, &jobs[i]);
 	for (unsigned i = 0; i < threads; i++) {
@@ -126,6 +139,7 @@ int main(int argc, char **argv)
 			err = jobs[i].err;
 	}
 	t = now() - t0;
+	c = cpu_now() - c0;
 	if (err) {
 		fprintf(stderr, "bench-dedup-fill: write: %s\n",
 			uzram_last_error());
@@ -133,10 +147,11 @@ int main(int argc, char **argv)
 	}
 	uzram_stats(dev, &st, sizeof st);
 	printf("{\"bytes\": %llu, \"seconds\": %.4f, \"MBps\": %.1f, "
-	       "\"mem\": %llu, \"mem_used_total\": %llu, \"table_bytes\": %llu, "
+	       "\"cpu_s\": %.4f, \"mem\": %llu, \"mem_used_total\": %llu, \"table_bytes\": %llu, "
 	       "\"dedup_index_bytes\": %llu, \"pages_deduped\": %llu, "
 	       "\"compr_data_size\": %llu}\n",
 	       (unsigned long long)(len * copies), t, (double)(len * copies) / t / 1e6,
+	       c,
 	       (unsigned long long)(st.mem_used_total + st.table_bytes +
 				    st.dedup_index_bytes),
 	       (unsigned long long)st.mem_used_total,
