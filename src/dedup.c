@@ -53,7 +53,11 @@
  * with their codec, because the slots naming them are not known from the
  * object (a re-encode would have to find and switch all of them). So a
  * dictionary change that needs the place of a shared object empty is
- * refused (-EBUSY, dict.c) until the sharing ends.
+ * refused (-EBUSY, dict.c) until the sharing ends. An image keeps the
+ * sharing: the save writes a shared object's bytes once, holding a
+ * reference to it until the save ends so that its handle is not reused
+ * under the records that name it (struct dedup_saved), and the loader
+ * takes one reference per shared record (image-format.md).
  *
  * Lock rules: a shard's lock protects its two tables; it is taken after a
  * slot lock (never before one), and under it only the allocator's map
