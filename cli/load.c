@@ -56,6 +56,7 @@ struct load_opts {
 	unsigned long long train;    /* train a dictionary of this size */
 	const char *save;            /* image to save to, or NULL */
 	bool json;
+	bool dedup;
 };
 
 struct load_result {
@@ -83,7 +84,7 @@ static void load_usage(FILE *f)
 		   "[--recompress ALGO[:LEVEL][:dict=FILE]]\n"
 		   "                 [--dict FILE] [--train-dict[=SIZE]] "
 		   "[--save IMAGE]\n"
-		   "                 [--backing FILE|DEVICE|NBD-URI]\n"
+		   "                 [--backing FILE|DEVICE|NBD-URI] [--dedup]\n"
 		   "  --save: save the device to IMAGE (uzram_save), open it "
 		   "again and check that too\n"
 		   "algorithms: %s\n", uzram_algorithms());
@@ -122,6 +123,8 @@ static int parse_args(int argc, char **argv, struct load_opts *o)
 			exit(0);
 		} else if (!strcmp(a, "--json")) {
 			o->json = true;
+		} else if (!strcmp(a, "--dedup")) {
+			o->dedup = true;
 		} else if ((v = opt_value(argc, argv, &i, "--algorithm"))) {
 			if (!*v)
 				return -EINVAL;
@@ -464,6 +467,7 @@ static int load(const struct load_opts *o, const unsigned char *map,
 		cfg.dict = dict;
 	}
 	cfg.backing = o->backing;
+	cfg.dedup = o->dedup;
 	ret = uzram_open(&cfg, &dev);
 	free(dict);
 	if (ret) {
@@ -594,6 +598,9 @@ static void print_json(const struct load_opts *o, const struct load_result *r)
 	json_u64("huge_pages", st->huge_pages);
 	json_u64("pages_stored", st->pages_stored);
 	json_u64("table_bytes", st->table_bytes);
+	json_u64("pages_deduped", st->pages_deduped);
+	json_u64("dedup_bytes_saved", st->dedup_bytes_saved);
+	json_u64("dedup_index_bytes", st->dedup_index_bytes);
 	printf("  \"recompress\": ");
 	if (o->recomp) {
 		json_string(o->recomp);
@@ -714,6 +721,11 @@ static void print_table(const struct load_opts *o, const struct load_result *r)
 	row_count("same_pages", st->same_pages);
 	row_count("huge_pages", st->huge_pages);
 	row_count("pages_stored", st->pages_stored);
+	if (o->dedup) {
+		row_count("pages_deduped", st->pages_deduped);
+		row_size("dedup_bytes_saved", st->dedup_bytes_saved);
+		row_size("dedup_index_bytes", st->dedup_index_bytes);
+	}
 	printf("  %-18s %15.1f MB/s  (%.3f s)\n", "write",
 	       mb_s(r->file_size, r->write_s), r->write_s);
 	if (o->recomp) {

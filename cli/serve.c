@@ -30,6 +30,7 @@ static void serve_usage(void)
 		"                   (--tls-psk FILE | --tls-certificates DIR [--tls-verify-peer])]\n"
 		"                   [--buffer-limit SIZE] [--timeout SECONDS]\n"
 		"                   [--handshake-timeout SECONDS]\n"
+		"                   [--dedup]\n"
 		"  --ctl-socket: the control socket for `uzram stat` and `uzram ctl`\n"
 		"         (default: SOCKET.ctl, or $XDG_RUNTIME_DIR/uzram/tcp-PORT.ctl)\n"
 		"  --tls: on offers TLS (NBD_OPT_STARTTLS), require refuses clients\n"
@@ -49,6 +50,7 @@ static void serve_usage(void)
 		"         cold clusters move there by themselves past the high watermark\n"
 		"         (90%% of the limit) down to the low one (80%%), and writes that\n"
 		"         find memory full go there\n"
+		"  --dedup: store clusters with equal bytes once (see README)\n"
 		"  --run: run COMMAND with sh -c once the server listens, with $uri set;\n"
 		"         stop when it exits, with its exit status\n"
 		"  --image: open the device from FILE if it exists (its size, cluster,\n"
@@ -276,6 +278,7 @@ int cmd_serve(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 'I' },
 		{ "handshake-timeout", required_argument, NULL, 'H' },
 		{ "image", required_argument, NULL, 'i' },
+		{ "dedup", no_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -415,6 +418,9 @@ int cmd_serve(int argc, char **argv)
 				goto bad_value;
 			*(o == 'W' ? &cfg.high_watermark : &cfg.low_watermark) =
 				(uint32_t)v;
+			break;
+		case 'U':
+			cfg.dedup = 1;
 			break;
 		case 'h':
 			serve_usage();

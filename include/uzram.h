@@ -114,6 +114,14 @@ struct uzram_config {
 				* is refused (-EINVAL), while algorithm, level,
 				* cluster_size and dict are ignored. mem_limit
 				* applies. See uzram_save(). */
+	/* Since 0.3: */
+	uint32_t dedup;        /* non-zero: a whole cluster whose bytes equal
+				* a stored one's (an XXH3 match confirmed by a
+				* byte compare) is stored as a reference to
+				* that object; a write to one of the clusters
+				* never changes the others. Costs an index of
+				* about 10 to 13 bytes per stored object.
+				* 0 (the default): off. */
 };
 
 /*
@@ -281,6 +289,17 @@ struct uzram_stats {
 				   * high watermark */
 	uint64_t policy_recompressed; /* pages it re-encoded */
 	uint64_t policy_written_back; /* pages it wrote back */
+	/* Dedup (cfg.dedup), since 0.3: */
+	uint64_t pages_deduped;   /* pages stored as a reference to an object
+				   * another cluster holds, not as an object
+				   * of their own (a running uzram_save()
+				   * holds such references too) */
+	uint64_t dedup_bytes_saved; /* compressed bytes those references would
+				     * have stored (not in compr_data_size) */
+	uint64_t dedup_index_bytes; /* the dedup index, about 10 to 13 bytes
+				     * per stored object: like the page table,
+				     * not in mem_used_total but counted
+				     * against mem_limit */
 };
 
 /*

@@ -10,7 +10,7 @@ pkgs_test="libcmocka-dev libxxhash-dev clang libclang-rt-14-dev qemu-utils libnb
            nbdkit gdb python3 e2fsprogs util-linux procps mount tar fuse3
            fuse2fs gnutls-bin iproute2 coreutils"
 pkgs_bench="fio nbdkit gnuplot-nox gdb python3 dpkg-dev linux-perf procps libnbd-dev bc qemu-utils
-            libnbd-bin"
+            libnbd-bin e2fsprogs"
 pkgs_run="gdb python3 libnbd-bin e2fsprogs fuse2fs fuse3 util-linux mount"
 
 want=()

@@ -5,6 +5,7 @@
  * store's write path (store.c), the save's copy on write (image_save.c)
  * and the image loader (image_load.c), which all use it.
  */
+#include "dedup.h"
 #include "slot.h"
 #include "stats.h"
 #include "store.h"
@@ -43,13 +44,13 @@ void content_account(struct uzram *dev, const struct content *c,
 	stats_add(&st->pages_stored, pages);
 }
 
-/* Free what contents hold, in the allocator or on the backing store. */
 void content_free(struct uzram *dev, const struct content *c)
 {
 	enum slot_state state = (enum slot_state)(c->flags & SLOT_STATE_MASK);
 
 	if (state == SLOT_OBJ || state == SLOT_HUGE)
-		zpool_free(dev->pool, (uint32_t)c->val);
+		dedup_put(dev, c->flags, (uint32_t)c->val,
+			  (uint32_t)content_handle_size(c));
 	else if (state == SLOT_BACKED)
 		space_free(dev->tier, backed_off(c->val),
 			   round16(backed_size(c->val)));

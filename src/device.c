@@ -13,6 +13,7 @@
 
 #include "uzram.h"
 #include "error.h"
+#include "dedup.h"
 #include "device.h"
 #include "tier.h"
 #include "zcomp.h"
@@ -99,6 +100,11 @@ int device_create(const struct uzram_config *cfg, struct uzram **devp)
 		goto fail;
 	}
 	dev->nchunks = (dev->nclusters + CHUNK_SLOTS - 1) >> CHUNK_SHIFT;
+	if (c.dedup && !(dev->dedup = dedup_create())) {
+		ret = uzram_set_error(-ENOMEM, "open: out of memory for the "
+				      "dedup index");
+		goto fail;
+	}
 	table_limit_apply(dev);
 	dev->dir = calloc(dev->nchunks, sizeof(*dev->dir));
 	if (!dev->dir) {
@@ -134,6 +140,7 @@ UZRAM_API void uzram_close(struct uzram *dev)
 	}
 	free(dev->dir);
 	zpool_destroy(dev->pool);
+	dedup_destroy(dev->dedup);
 	for (int i = 0; i <= UZRAM_MAX_RECOMP; i++)
 		for (int place = 0; place < 2; place++)
 			zcomp_destroy(atomic_load_explicit(&dev->comp[i][place],
@@ -163,7 +170,9 @@ UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
 	memset(&full, 0, sizeof full);
 	stats_snapshot(&dev->stats, dev->pool, dev->size,
 		       atomic_load_explicit(&dev->mem_limit, memory_order_relaxed),
-		       table_bytes(dev), &full);
+		       table_bytes_only(dev), &full);
+	stats_dedup(&dev->stats, &full);
+	full.dedup_index_bytes = dedup_bytes(dev->dedup);
 	if (dev->tier) {
 		full.bd_capacity = dev->tier->sp.nsegs << SEG_SHIFT;
 		full.bd_space = space_used(&dev->tier->sp);
@@ -186,7 +195,8 @@ UZRAM_API int uzram_set_mem_limit(struct uzram *dev, uint64_t bytes)
 }
 
 /*
- * mem_limit covers the allocator and the page table together. Two threads
+ * mem_limit covers the allocator and the page table (with the dedup index,
+ * store.h) together. Two threads
  * racing here (a new chunk and a new limit) may leave the older figure for
  * a moment; the next chunk or limit change corrects it.
  */

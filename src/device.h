@@ -14,6 +14,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,6 +23,7 @@
 #include "slot.h"
 #include "stats.h"
 
+struct dedup;
 struct image_save;
 struct zcomp;
 struct zcomp_retired;
@@ -73,6 +75,7 @@ struct uzram {
 	 */
 	struct image_save *_Atomic save;
 	_Atomic uint64_t save_users;
+	struct dedup *dedup;   /* the index of dedup.c, NULL when off */
 };
 
 /*
@@ -96,8 +99,8 @@ static inline uint64_t chunk_bytes(const struct uzram *dev, uint64_t i)
 	return (slots * sizeof(struct slot) + PAGE_MASK) & ~PAGE_MASK;
 }
 
-/* Bytes of the page table: the directory and the chunks made so far. */
-static inline uint64_t table_bytes(struct uzram *dev)
+/* Bytes of the page table alone: the directory and the chunks made so far. */
+static inline uint64_t table_bytes_only(struct uzram *dev)
 {
 	uint64_t used = atomic_load_explicit(&dev->chunks_used,
 					     memory_order_relaxed);
@@ -108,6 +111,23 @@ static inline uint64_t table_bytes(struct uzram *dev)
 		return bytes + (used - 1) * CHUNK_BYTES + chunk_bytes(dev, last);
 	return bytes + used * CHUNK_BYTES;
 }
+
+uint64_t dedup_bytes(const struct dedup *d);
+
+/*
+ * Bytes of the page table: the directory and the chunks made so far, and
+ * the dedup index (dedup.c), which is counted with it.
+ */
+static inline uint64_t table_bytes(struct uzram *dev)
+{
+	return dedup_bytes(dev->dedup) + table_bytes_only(dev);
+}
+
+/*
+ * Whether `more` bytes of table (or dedup index) keep the allocator and
+ * the table within mem_limit (store.c).
+ */
+bool mem_fits(struct uzram *dev, uint64_t more);
 
 /*
  * Give the allocator what mem_limit leaves after the table (device.c);

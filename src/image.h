@@ -26,7 +26,9 @@
 #include "uzram.h"
 
 #define IMG_MAGIC "UZRAMIMG"
-#define IMG_VERSION 1u
+#define IMG_VERSION 2u      /* what a save writes */
+#define IMG_VERSION_MIN 1u  /* the oldest a reader reads: 1 has no shared
+			     * records, and is otherwise the same */
 
 /*
  * Header fields, by byte offset. The codecs: for each priority (0 the

@@ -22,7 +22,9 @@
  *
  * Nothing is served before the whole file passed: the device is built
  * privately and closed on the first error, which says what and where
- * (-EBADMSG for damage, -EINVAL for what is not a version 1 image). The
+ * (-EBADMSG for damage, -EINVAL for what is not a version 1 or 2 image).
+ * A shared record (version 2) takes one more reference to the object an
+ * earlier record stored, or, on a device without dedup, a copy of it. The
  * checksums make damage show before any byte of a block is used; the
  * checks on each record hold even against a file made to pass them, so
  * that no input can make the store read outside an object (a forged
@@ -40,6 +42,7 @@
 #include <unistd.h>
 
 #include "uzram.h"
+#include "dedup.h"
 #include "error.h"
 #include "image.h"
 #include "slot.h"
@@ -55,6 +58,7 @@ struct reader {
 	uint64_t seed;           /* the header's checksum */
 	unsigned char *buf;      /* one block */
 	uint64_t blocks, records;
+	uint32_t version;
 };
 
 /* What the header says; names and dictionaries point into its bytes. */
@@ -114,6 +118,18 @@ static int bad(const struct reader *r, const char *fmt, const char *detail)
 			       r->path, fmt, detail);
 }
 
+static bool version_known(uint32_t version)
+{
+	return version >= IMG_VERSION_MIN && version <= IMG_VERSION;
+}
+
+static int version_refused(const struct reader *r, uint32_t version)
+{
+	return uzram_set_error(-EINVAL, "open: image %s has format version "
+			       "%u; this library reads versions %u to %u",
+			       r->path, version, IMG_VERSION_MIN, IMG_VERSION);
+}
+
 /*
  * Read the header whole into *hp (malloc'ed, *hlen bytes) and check its
  * magic, version, length and checksum. A version this library does not
@@ -135,13 +151,10 @@ static int header_read(struct reader *r, unsigned char **hp, uint32_t *hlen)
 	if (got < IMG_H_HEADER_LEN + 4)
 		return truncated(r, "the header");
 	version = img_get32(first + IMG_H_VERSION);
+	r->version = version;
 	*hlen = img_get32(first + IMG_H_HEADER_LEN);
 	if (*hlen < IMG_HEADER_MIN || *hlen > IMG_HEADER_MAX)
-		return version != IMG_VERSION ?
-		       uzram_set_error(-EINVAL, "open: image %s has format "
-				       "version %u; this library reads "
-				       "version %u", r->path, version,
-				       IMG_VERSION) :
+		return !version_known(version) ? version_refused(r, version) :
 		       bad(r, "header length out of range", "");
 	if ((size_t)got < sizeof first)
 		return truncated(r, "the header");
@@ -157,12 +170,7 @@ static int header_read(struct reader *r, unsigned char **hp, uint32_t *hlen)
 	if (img_get64(h + *hlen - IMG_SUM_LEN) !=
 	    img_sum(h, *hlen - IMG_SUM_LEN, 0))
 		return bad(r, "header checksum mismatch", "");
-	if (version != IMG_VERSION)
-		return uzram_set_error(-EINVAL, "open: image %s has format "
-				       "version %u; this library reads "
-				       "version %u", r->path, version,
-				       IMG_VERSION);
-	return 0;
+	return version_known(version) ? 0 : version_refused(r, version);
 }
 
 /* The codec entries and their dictionaries, into g. */
@@ -307,8 +315,8 @@ static int device_from_header(struct reader *r, const struct uzram_config *cfg,
 }
 
 /* Check one record's flags and size for cluster idx; NULL if fine. */
-static const char *record_check(struct uzram *dev, uint64_t idx,
-				uint32_t flags, uint32_t size)
+static const char *record_check(const struct reader *r, struct uzram *dev,
+				uint64_t idx, uint32_t flags, uint32_t size)
 {
 	size_t len;
 	bool codec = flags & (SLOT_PRIO_MASK | SLOT_PLACE);
@@ -316,8 +324,14 @@ static const char *record_check(struct uzram *dev, uint64_t idx,
 	if (idx >= dev->nclusters)
 		return "a cluster index past the end of the device";
 	len = unit_len(dev, idx);
-	if (flags & SLOT_SHARED)
-		return "the shared flag, which version 1 has not";
+	if (flags & SLOT_SHARED) {
+		enum slot_state st = (enum slot_state)(flags & SLOT_STATE_MASK);
+
+		if (r->version < 2)
+			return "the shared flag, which version 1 has not";
+		return size != 8 || (st != SLOT_OBJ && st != SLOT_HUGE) ?
+		       "a bad shared record" : NULL;
+	}
 	switch ((enum slot_state)(flags & SLOT_STATE_MASK)) {
 	case SLOT_SAME:
 		return size != 8 || codec ? "a bad same-filled record" : NULL;
@@ -336,9 +350,50 @@ static const char *record_check(struct uzram *dev, uint64_t idx,
 	}
 }
 
-/* Store one checked record in the fresh device. */
+/*
+ * A shared record of cluster idx, checked: the cluster (data) of an earlier
+ * record of the same object, and its slot (same state, codec and tag); a
+ * reference to that object with dedup, else a copy of it. -EBADMSG with
+ * *why, or -ENOMEM.
+ */
+static int record_share(struct uzram *dev, uint64_t idx, uint32_t flags,
+			const unsigned char *data, struct content *c,
+			const char **why)
+{
+	uint64_t first = img_get64(data);
+	struct slot *t = first < dev->nclusters ? slot_peek(dev, first) : NULL;
+	uint32_t same = SLOT_STATE_MASK | SLOT_PLACE | 0xffffu << SLOT_TAG_SHIFT;
+	struct store_tls *tls;
+	uint32_t handle;
+	int ret;
+
+	/* a raw object's priority bits are its slot's, not the object's */
+	if ((flags & SLOT_STATE_MASK) == SLOT_OBJ)
+		same |= SLOT_PRIO_MASK;
+	if (!t || ((slot_flags(t) ^ flags) & same) ||
+	    unit_len(dev, first) != unit_len(dev, idx)) {
+		*why = "a shared record naming no earlier record of its object";
+		return -EBADMSG;
+	}
+	c->val = t->val;
+	if (dev->dedup)
+		return dedup_share(dev, slot_flags(t), slot_handle(t)) ? 0 :
+		       -ENOMEM;
+	c->flags &= ~SLOT_SHARED;
+	tls = store_tls_get(dev->csize);
+	if (!tls)
+		return -ENOMEM;
+	memcpy(tls->cbuf, zpool_map(dev->pool, slot_handle(t)), slot_size(t));
+	zpool_unmap(dev->pool, slot_handle(t));
+	ret = zpool_store(dev->pool, tls->cbuf, slot_size(t), &handle);
+	c->val = (uint64_t)slot_size(t) << 32 | handle;
+	return ret;
+}
+
+/* Store one checked record in the fresh device; -EBADMSG with *why. */
 static int record_load(struct reader *r, struct uzram *dev, uint64_t idx,
-		       uint32_t flags, const unsigned char *data, uint32_t size)
+		       uint32_t flags, const unsigned char *data, uint32_t size,
+		       const char **why)
 {
 	int ret = -ENOMEM;
 	struct slot *s = slot_get(dev, idx, &ret);
@@ -354,7 +409,12 @@ static int record_load(struct reader *r, struct uzram *dev, uint64_t idx,
 	if ((flags & SLOT_STATE_MASK) == SLOT_SAME) {
 		memcpy(&c.val, data, sizeof c.val);
 	} else {
-		ret = zpool_store(dev->pool, data, size, &handle);
+		if (flags & SLOT_SHARED)
+			ret = record_share(dev, idx, flags, data, &c, why);
+		else
+			ret = zpool_store(dev->pool, data, size, &handle);
+		if (ret == -EBADMSG)
+			return ret;
 		if (ret == -ENOSPC)
 			return uzram_set_error(ret, "open: image %s does not "
 					       "fit in the memory limit of "
@@ -362,8 +422,12 @@ static int record_load(struct reader *r, struct uzram *dev, uint64_t idx,
 					       (unsigned long long)dev->mem_limit);
 		if (ret)
 			return uzram_set_error(ret, "open: out of memory");
-		c.val = (uint64_t)size << 32 | handle;
+		if (!(flags & SLOT_SHARED))
+			c.val = (uint64_t)size << 32 | handle;
 	}
+	if (dev->dedup && (flags & SLOT_STATE_MASK) != SLOT_SAME &&
+	    !(flags & SLOT_SHARED))
+		dedup_insert_loaded(dev, &c, unit_len(dev, idx));
 	s->val = c.val;
 	slot_set_flags(s, c.flags);
 	content_account(dev, &c, 1, unit_len(dev, idx));
@@ -391,9 +455,10 @@ static int block_load(struct reader *r, struct uzram *dev, uint32_t nrec,
 		if (!why && size > (size_t)(end - p) - IMG_RECORD_HEAD)
 			why = "a record past the end of its block";
 		if (!why)
-			why = record_check(dev, idx, flags, size);
+			why = record_check(r, dev, idx, flags, size);
 		ret = why ? -EBADMSG : record_load(r, dev, idx, flags,
-						   p + IMG_RECORD_HEAD, size);
+						   p + IMG_RECORD_HEAD, size,
+						   &why);
 		if (ret == -EBADMSG) {
 			snprintf(where, sizeof where, " (record %u of block "
 				 "%llu)", i, (unsigned long long)r->blocks);

@@ -79,6 +79,7 @@
 #include <unistd.h>
 
 #include "uzram.h"
+#include "dedup.h"
 #include "error.h"
 #include "image.h"
 #include "slot.h"
@@ -121,6 +122,7 @@ struct writer {
 	const struct zcomp *codec[IMG_CODECS];
 	uint64_t written;        /* bytes of the file so far */
 	uint64_t flushed;        /* of which write-back was started */
+	struct dedup_saved *shared; /* shared objects written (dedup.h) */
 };
 
 uint64_t img_sum(const void *p, size_t n, uint64_t seed)
@@ -273,6 +275,32 @@ static int backed_put(struct uzram *dev, struct writer *w, uint64_t idx,
 	return 0;
 }
 
+/*
+ * Record the object of cluster idx, mapped while copied; a shared object
+ * that a record of this save holds already is recorded as a reference to
+ * that record's cluster (image-format.md).
+ */
+static int object_put(struct uzram *dev, struct writer *w, uint64_t idx,
+		      uint32_t flags, uint32_t handle, uint32_t size)
+{
+	unsigned char ref[8];
+	uint64_t first;
+	int ret = dedup_saved_find(dev, &w->shared, flags, handle, size, idx,
+				   &first);
+
+	if (ret < 0)
+		return uzram_set_error(ret, "save: out of memory");
+	if (ret) {
+		img_put64(ref, first);
+		record_put(w, idx, flags | SLOT_SHARED, ref, sizeof ref);
+		return 0;
+	}
+	record_put(w, idx, flags & ~SLOT_SHARED,
+		   zpool_map(dev->pool, handle), size);
+	zpool_unmap(dev->pool, handle);
+	return 0;
+}
+
 /* Record contents c of cluster idx; objects are mapped while copied. */
 static int content_put(struct uzram *dev, struct writer *w, uint64_t idx,
 		       uint32_t flags, uint64_t val)
@@ -295,9 +323,7 @@ static int content_put(struct uzram *dev, struct writer *w, uint64_t idx,
 			return uzram_set_error(-EAGAIN, "save: an algorithm or "
 					       "a dictionary was set during the "
 					       "save; save again");
-		record_put(w, idx, flags, zpool_map(dev->pool, handle), size);
-		zpool_unmap(dev->pool, handle);
-		return 0;
+		return object_put(dev, w, idx, flags, handle, size);
 	case SLOT_BACKED:
 		return backed_put(dev, w, idx, flags, val);
 	}
@@ -344,7 +370,7 @@ static int save_finish(struct uzram *dev, struct image_save *sv,
 		if (!ret)
 			ret = block_maybe_flush(w);
 		if (st == SLOT_OBJ || st == SLOT_HUGE)
-			zpool_free(dev->pool, (uint32_t)h->c.val);
+			content_free(dev, &h->c);
 		free(h);
 	}
 	sv->held = NULL;
@@ -471,6 +497,7 @@ static int save_to(struct uzram *dev, struct image_save *sv, int fd,
 		return save_finish(dev, sv, &w, ret);
 	}
 	ret = save_walk(dev, sv, &w);
+	dedup_saved_free(dev, w.shared);
 	free(w.buf);
 	if (!ret && fsync(fd) < 0)
 		ret = sys_fail("sync", tmp);

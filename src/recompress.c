@@ -23,6 +23,8 @@
  * again by that priority or a lower one, as zram marks such a page
  * incompressible, and writeback's "incompressible" type picks it.
  *
+ * An object that dedup shares between clusters is left as it is (dedup.c).
+ *
  * The tag bits are kept: the bytes are the same; so is the idle bit. The
  * counters follow the object's size and state (a huge cluster that
  * shrinks is no longer huge).
@@ -43,6 +45,7 @@
 #include <stdbool.h>
 
 #include "uzram.h"
+#include "dedup.h"
 #include "error.h"
 #include "recompress.h"
 #include "slot.h"
@@ -130,8 +133,15 @@ static int recompress_one(struct uzram *dev, struct slot *s, uint64_t idx,
 	ret = zpool_store(dev->pool, data, (size_t)clen, &handle);
 	if (ret)
 		goto out;
+	if (!dedup_detach(dev, f, old_handle)) {
+		/* shared: see dedup.c */
+		zpool_free(dev->pool, handle);
+		ret = STEP_SKIPPED;
+		goto out;
+	}
 	s->val = (uint64_t)clen << 32 | handle;
-	slot_set_flags(s, (f & ~(SLOT_STATE_MASK | SLOT_PRIO_MASK | SLOT_PLACE)) |
+	slot_set_flags(s, (f & ~(SLOT_STATE_MASK | SLOT_PRIO_MASK | SLOT_PLACE |
+				 SLOT_SHARED)) |
 			  new_state | p->prio << SLOT_PRIO_SHIFT | place);
 	ret = STEP_DONE;
 out:

@@ -53,3 +53,11 @@ void stats_snapshot(const struct stats *st, struct zpool *pool,
 	out->policy_written_back = LOAD(policy_wb);
 #undef LOAD
 }
+
+void stats_dedup(const struct stats *st, struct uzram_stats *out)
+{
+	out->pages_deduped = nonneg(&st->dedup_pages);
+	out->dedup_bytes_saved = nonneg(&st->dedup_bytes);
+	out->compr_data_size -= out->compr_data_size > out->dedup_bytes_saved ?
+				out->dedup_bytes_saved : out->compr_data_size;
+}

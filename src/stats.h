@@ -35,6 +35,9 @@ struct stats {
 	_Atomic uint64_t bd_compacted;
 	_Atomic uint64_t wb_pages, wt_pages;
 	_Atomic uint64_t policy_runs, policy_recomp, policy_wb;
+	/* dedup (dedup.c): references past an object's first */
+	_Atomic int64_t dedup_pages;     /* pages they name */
+	_Atomic int64_t dedup_bytes;     /* bytes of the objects they name */
 };
 
 static inline void stats_addu(_Atomic uint64_t *c, uint64_t delta)
@@ -60,5 +63,8 @@ static inline void stats_inc(_Atomic uint64_t *c)
 void stats_snapshot(const struct stats *st, struct zpool *pool,
 		    uint64_t disksize, uint64_t mem_limit, uint64_t table_bytes,
 		    struct uzram_stats *out);
+
+/* Add dedup's counters, taking the bytes it saved out of compr_data_size. */
+void stats_dedup(const struct stats *st, struct uzram_stats *out);
 
 #endif

@@ -57,6 +57,12 @@
  * byte for byte (the bits alone are wrong once in 65536), and stores
  * nothing if equal. A partial write compares the bytes it would change.
  *
+ * Dedup (cfg.dedup): new data of a whole cluster is looked up by its whole
+ * XXH3 in dedup.c's index before it is compressed, and a match confirmed
+ * byte for byte is stored as a reference to that object; every object is
+ * freed through dedup.c (content_free()), which frees it with its last
+ * reference.
+ *
  * Reading a cluster takes the slot lock shared, maps the object (pinning it
  * against compaction), decompresses (with the codec that made the object:
  * the device's, or a secondary one after recompress.c re-encoded it)
@@ -88,6 +94,7 @@
 #include <sys/mman.h>
 
 #include "uzram.h"
+#include "dedup.h"
 #include "error.h"
 #include "image.h"
 #include "slot.h"
@@ -120,8 +127,7 @@ static inline struct span span_at(const struct uzram *dev, uint64_t off,
 	return sp;
 }
 
-/* Whether chunk i keeps the allocator and the table in the limit. */
-static bool table_fits(struct uzram *dev, uint64_t i)
+bool mem_fits(struct uzram *dev, uint64_t more)
 {
 	uint64_t limit = atomic_load_explicit(&dev->mem_limit,
 					      memory_order_relaxed);
@@ -130,7 +136,13 @@ static bool table_fits(struct uzram *dev, uint64_t i)
 	if (!limit)
 		return true;
 	zpool_stats(dev->pool, &zs);
-	return zs.mem_used + table_bytes(dev) + chunk_bytes(dev, i) <= limit;
+	return zs.mem_used + table_bytes(dev) + more <= limit;
+}
+
+/* Whether chunk i keeps the allocator and the table in the limit. */
+static bool table_fits(struct uzram *dev, uint64_t i)
+{
+	return mem_fits(dev, chunk_bytes(dev, i));
 }
 
 /*
@@ -203,10 +215,10 @@ static bool unit_same(const unsigned char *src, size_t len, uint64_t *val)
 	return !memcmp(src, src + sizeof *val, len - sizeof *val);
 }
 
-/* A unit's tag, already shifted into place in the slot flags (slot.h). */
-static uint32_t unit_tag(const unsigned char *src, size_t len)
+/* A unit's tag from its XXH3, shifted into place in the slot flags (slot.h). */
+static uint32_t hash_tag(uint64_t hash)
 {
-	return (uint32_t)(XXH3_64bits(src, len) >> 48) << SLOT_TAG_SHIFT;
+	return (uint32_t)(hash >> 48) << SLOT_TAG_SHIFT;
 }
 
 /*
@@ -249,7 +261,27 @@ static int unit_compress(struct uzram *dev, const unsigned char *src,
 	return 0;
 }
 
-/* Turn one unit of len bytes into slot contents (see unit_compress). */
+/*
+ * Store a unit of len bytes that is not same-filled, whose XXH3 is hash:
+ * with dedup on, as a reference to an equal whole cluster if one is
+ * stored, else compressed and indexed (dedup.c) before any slot names it.
+ */
+static int unit_store(struct uzram *dev, const unsigned char *src,
+		      size_t len, uint64_t hash, struct store_tls *t,
+		      struct content *c)
+{
+	bool dedup = dev->dedup && len == dev->csize;
+	int ret;
+
+	if (dedup && dedup_find(dev, src, len, hash, t, c))
+		return 0;
+	ret = unit_compress(dev, src, len, hash_tag(hash), t, c);
+	if (!ret && dedup)
+		dedup_insert(dev, c, hash);
+	return ret;
+}
+
+/* Turn one unit of len bytes into slot contents (see unit_store). */
 static int unit_encode(struct uzram *dev, const unsigned char *src,
 		       size_t len, struct store_tls *t, struct content *c)
 {
@@ -258,7 +290,7 @@ static int unit_encode(struct uzram *dev, const unsigned char *src,
 		c->place = -1;
 		return 0;
 	}
-	return unit_compress(dev, src, len, unit_tag(src, len), t, c);
+	return unit_store(dev, src, len, XXH3_64bits(src, len), t, c);
 }
 
 /*
@@ -419,16 +451,19 @@ static int unit_write_full(struct uzram *dev, uint64_t idx,
 	struct slot *s = slot_get(dev, idx, &ret);
 	struct store_tls *t = store_tls_get(dev->csize);
 	struct content c = { .place = -1 };
+	uint64_t hash = 0;
 
 	if (!s)
 		return ret;
 	if (!t)
 		return -ENOMEM;
-	/* SLOT_SAME, or the tag alone until unit_compress() adds the state */
-	if (unit_same(src, len, &c.val))
+	/* SLOT_SAME, or the tag alone until unit_store() adds the state */
+	if (unit_same(src, len, &c.val)) {
 		c.flags = SLOT_SAME;
-	else
-		c.flags = unit_tag(src, len);
+	} else {
+		hash = XXH3_64bits(src, len);
+		c.flags = hash_tag(hash);
+	}
 	if (unit_unchanged(dev, s, src, len, c.flags >> SLOT_TAG_SHIFT, t)) {
 		stats_add(&dev->stats.pages_unchanged, (int64_t)(len >> PAGE_SHIFT));
 		return 0;
@@ -437,8 +472,8 @@ static int unit_write_full(struct uzram *dev, uint64_t idx,
 		unit_commit(dev, s, idx, &c, len);
 		return 0;
 	}
-	for (uint32_t tag = c.flags;; c.flags = tag) {
-		ret = unit_compress(dev, src, len, tag, t, &c);
+	for (;;) {
+		ret = unit_store(dev, src, len, hash, t, &c);
 		if (ret)
 			return ret;
 		if (unit_commit(dev, s, idx, &c, len))

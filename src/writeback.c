@@ -14,6 +14,10 @@
  *        yes: OBJ/HUGE -> BACKED (other flag bits kept), free the memory
  *        no:  leave it, give the backing space back
  *
+ * An object that dedup shares between clusters stays in memory: the
+ * switch takes it out of the dedup index first, which refuses a shared
+ * one (dedup.c).
+ *
  * So a cluster leaves memory only after its write completed, and a write
  * that fails leaves every cluster of its batch in memory. "Still the
  * object written" compares the state, priority, tag, handle and size and
@@ -37,6 +41,7 @@
 #include <string.h>
 
 #include "uzram.h"
+#include "dedup.h"
 #include "error.h"
 #include "stats.h"
 #include "store.h"
@@ -122,9 +127,13 @@ static bool commit_one(struct batch *b, const struct wb_item *it)
 		same = !memcmp(obj, b->buf + (it->boff - b->start), it->size);
 		zpool_unmap(dev->pool, slot_handle(s));
 	}
+	/* a shared object stays in memory (dedup.c) */
+	if (same && !b->from_backing)
+		same = dedup_detach(dev, f, slot_handle(s));
 	if (same) {
 		s->val = backed_val(it->boff, it->size);
-		slot_set_flags(s, (f & ~SLOT_STATE_MASK) | SLOT_BACKED);
+		slot_set_flags(s, (f & ~(SLOT_STATE_MASK | SLOT_SHARED)) |
+				  SLOT_BACKED);
 	}
 	slot_unlock(s);
 	if (!same) {

@@ -178,6 +178,14 @@ const void *zpool_map(struct zpool *pool, uint32_t handle)
 	}
 }
 
+uint32_t zpool_obj_size(struct zpool *pool, uint32_t handle)
+{
+	/* compaction moves the object, never changes its size */
+	return (uint32_t)(atomic_load_explicit(&pool->cells[handle],
+					       memory_order_acquire) >>
+			  CELL_SIZE_SHIFT);
+}
+
 void zpool_unmap(struct zpool *pool, uint32_t handle)
 {
 	/* the cell cannot change while its frame is pinned */

@@ -53,6 +53,12 @@ void zpool_reset_max(struct zpool *pool);
 int zpool_store(struct zpool *pool, const void *data, size_t size,
 		uint32_t *handle);
 
+/*
+ * The size an object was stored with. The caller guarantees, as for
+ * zpool_map(), that the handle is not freed meanwhile. Lock-free.
+ */
+uint32_t zpool_obj_size(struct zpool *pool, uint32_t handle);
+
 /* Free an object. The handle may be reused by a later zpool_store(). */
 void zpool_free(struct zpool *pool, uint32_t handle);
 

@@ -8,6 +8,8 @@
  *          duplicates, counts, the trailer
  *   bit 1  after a successful open, save the device and open that image
  *          too: both must hold the same bytes
+ *   bit 2  open with dedup (cfg.dedup): shared records share an object
+ *          instead of copying it
  * The file goes to a memfd, opened through /proc/self/fd. The oracles: the
  * sanitizers; an open either succeeds or fails with -EBADMSG, -EINVAL,
  * -ENOENT, -ENOSPC or -ENOMEM and a message; a device that opened reads
@@ -48,7 +50,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-static struct uzram *open_image(const char *path, int *ret)
+static struct uzram *open_image(const char *path, int dedup, int *ret)
 {
 	struct uzram_config cfg;
 	struct uzram *dev = NULL;
@@ -56,6 +58,7 @@ static struct uzram *open_image(const char *path, int *ret)
 	uzram_config_init(&cfg);
 	cfg.image = path;
 	cfg.mem_limit = 64u << 20;
+	cfg.dedup = (uint32_t)dedup;
 	*ret = uzram_open(&cfg, &dev);
 	if (*ret && (!*uzram_last_error() ||
 		     (*ret != -EBADMSG && *ret != -EINVAL && *ret != -ENOENT &&
@@ -97,14 +100,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    pwrite(in_fd, img, size - 1, 0) != (ssize_t)(size - 1))
 		abort();
 	free(img);
-	dev = open_image(in_path, &ret);
+	dev = open_image(in_path, data[0] & 4, &ret);
 	if (!dev)
 		return 0;
 	n = read_back(dev, buf);
 	if (n && (data[0] & 2)) {
 		if (uzram_save(dev, save_path, 0))
 			abort();
-		again = open_image(save_path, &ret);
+		again = open_image(save_path, data[0] & 4, &ret);
 		if (!again || read_back(again, buf2) != n || memcmp(buf, buf2, n))
 			abort();
 		uzram_close(again);

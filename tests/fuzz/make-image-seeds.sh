@@ -47,4 +47,9 @@ seed lz4-dict-recompressed 03 "$tmp/mixed" --dict "$tmp/dict" \
 	--recompress "zstd:3:dict=$tmp/dict"
 head -c 4096 /dev/zero >"$tmp/zero"
 seed tiny 01 "$tmp/zero"
+# shared records (version 2): the mixed data twice, saved with dedup;
+# opened with dedup (option bit 2) and without
+cat "$tmp/mixed" "$tmp/mixed" >"$tmp/twice"
+seed dedup 07 "$tmp/twice" --dedup
+seed dedup-copied 03 "$tmp/twice" --dedup
 echo "make-image-seeds.sh: $n seeds in $out"

@@ -190,6 +190,29 @@ static inline void fill_rand(uint8_t *p, size_t len, uint64_t *seed)
 	}
 }
 
+/*
+ * Write random (so raw) pages from page 0 on, into the device and ref,
+ * until one fails: it must fail with -ENOSPC (a limit) before npages.
+ * Returns the number of pages written.
+ */
+static inline uint64_t fill_to_limit(struct uzram *dev, uint8_t *ref,
+				     uint64_t npages, uint64_t seed)
+{
+	uint8_t page[PG];
+	uint64_t p;
+	int r = 0;
+
+	for (p = 0; p < npages; p++) {
+		fill_rand(page, PG, &seed);
+		r = uzram_write(dev, page, PG, p * PG);
+		if (r)
+			break;
+		memcpy(ref + p * PG, page, PG);
+	}
+	assert_int_equal(r, -ENOSPC);
+	return p;
+}
+
 /* Compare every byte of the device with ref; report the first difference. */
 static inline void check_dev_at(struct uzram *dev, const uint8_t *ref,
 				const char *what, int line)

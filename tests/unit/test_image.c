@@ -421,9 +421,20 @@ static void test_foreign_and_version(void **state)
 		"not a uzram image");
 
 	memcpy(bad, good, len);
-	img_put32(bad + IMG_H_VERSION, 2);
+	img_put32(bad + IMG_H_VERSION, 3);
 	image_fixup(bad, len);
-	refused(bad, len, -EINVAL, "version 2", "version 2");
+	refused(bad, len, -EINVAL, "version 3", "version 3");
+	/* version 1, the same but for shared records, still opens */
+	memcpy(bad, good, len);
+	img_put32(bad + IMG_H_VERSION, 1);
+	image_fixup(bad, len);
+	write_file(img, bad, len);
+	{
+		struct uzram *v1 = reopen(img);
+
+		check_dev(v1, ref, "a version 1 image");
+		uzram_close(v1);
+	}
 	memcpy(bad, good, len);
 	img_put32(bad + IMG_H_VERSION, 7);
 	img_put32(bad + IMG_H_HEADER_LEN, 1);
@@ -480,6 +491,11 @@ static void test_forged_records(void **state)
 	img_put32(bad + r0 + 8, img_get32(good + r0 + 8) | SLOT_SHARED);
 	image_fixup(bad, len);
 	refused(bad, len, -EBADMSG, "the shared bit", "shared");
+	memcpy(bad, good, len);
+	img_put32(bad + IMG_H_VERSION, 1);
+	img_put32(bad + r0 + 8, img_get32(good + r0 + 8) | SLOT_SHARED);
+	image_fixup(bad, len);
+	refused(bad, len, -EBADMSG, "the shared bit in version 1", "version 1");
 	memcpy(bad, good, len);
 	img_put32(bad + r0 + 8, 5);
 	image_fixup(bad, len);

@@ -29,6 +29,14 @@
  * 1 MiB, so the device's policy thread writes back by itself and writes
  * that find memory full go through to the backing file.
  *
+ * Three seeds in four have dedup on (cfg.dedup): a quarter of the writes then
+ * copy page-aligned ranges of the device itself or take pages from a pool
+ * of 8 corpus pages, so that many clusters share one object, and those are
+ * rewritten, partly written, discarded, zeroed, compacted, written back,
+ * and re-encoded by uzram_recompress() (zstd, run by the second thread)
+ * among the other operations. The dedup counters must come back to 0 once
+ * everything is discarded.
+ *
  * One seed in three uses a device of 72 MiB and aims every operation at the
  * 8 MiB around 64 MiB, where the store's page table passes from one chunk
  * to the next; the others use 8..16 MiB devices, all of it.
@@ -71,6 +79,8 @@ struct run {
 	_Atomic long compact_err;
 	_Atomic uint64_t compactions;
 	int tier;                    /* the device has a backing file */
+	int dedup;                   /* cfg.dedup */
+	uint64_t deduped_max;        /* the most pages_deduped seen */
 	_Atomic uint64_t written_back;
 };
 
@@ -160,6 +170,19 @@ static const char *make_data(struct run *r, uint8_t *buf, uint64_t len,
 {
 	uint64_t v, src, i;
 
+	if (r->dedup && rnd(r, 4) == 0) {
+		/* Bytes stored elsewhere, for dedup: whole clusters repeat. */
+		if (rnd(r, 2)) {
+			src = rnd(r, (r->size - len) / PG + 1) * PG + off % PG;
+			if (src + len > r->size)
+				src -= PG;
+			memmove(buf, r->model + src, len);
+			return "copy of the device";
+		}
+		src = rnd(r, 8) * PG + off % PG;
+		memcpy(buf, corpus + src, len);
+		return "pooled corpus";
+	}
 	switch (rnd(r, 9)) {
 	case 8:
 		/* What the range already holds: the store finds it unchanged. */
@@ -409,9 +432,12 @@ static void check_counters(struct run *r)
 	assert_true(st.bd_space >= st.bd_bytes);
 	assert_true(st.mem_used_total >= st.compr_data_size);
 	assert_true(st.mem_used_max >= st.mem_used_total);
+	assert_true(st.pages_deduped <= st.pages_stored - st.same_pages);
+	if (!r->dedup)
+		assert_int_equal(st.pages_deduped + st.dedup_index_bytes, 0);
 	printf("   pages stored %llu (same %llu, huge %llu), %llu -> %llu "
 	       "bytes, mem_used_total %llu, pages_compacted %llu, backed %llu "
-	       "(%llu bytes in %llu)\n",
+	       "(%llu bytes in %llu), deduped %llu (%llu bytes)\n",
 	       (unsigned long long)st.pages_stored,
 	       (unsigned long long)st.same_pages,
 	       (unsigned long long)st.huge_pages,
@@ -421,7 +447,9 @@ static void check_counters(struct run *r)
 	       (unsigned long long)st.pages_compacted,
 	       (unsigned long long)st.bd_count,
 	       (unsigned long long)st.bd_bytes,
-	       (unsigned long long)st.bd_space);
+	       (unsigned long long)st.bd_space,
+	       (unsigned long long)st.pages_deduped,
+	       (unsigned long long)st.dedup_bytes_saved);
 }
 
 /* One step of the tier's work: a writeback or a compaction of it. */
@@ -453,6 +481,8 @@ static void *compactor(void *arg)
 		n = uzram_compact(r->dev);
 		if (n >= 0 && r->tier)
 			n = tier_step(r, &rng, i);
+		if (n >= 0 && r->dedup && i % 8 == 5)
+			n = uzram_recompress(r->dev, 1, 0, 0);
 		if (n < 0)
 			atomic_store(&r->compact_err, n);
 		atomic_fetch_add(&r->compactions, 1);
@@ -481,6 +511,8 @@ static void run_seed(uint64_t seed, uint64_t ops, const char *algo)
 		   (seed % 5) * PG + 1 + seed % 4000;
 	cfg.algorithm = algo;
 	r.tier = seed % 4 != 1;
+	r.dedup = seed % 4 != 3;
+	cfg.dedup = (uint32_t)r.dedup;
 	if (r.tier) {
 		static char path[] = "/tmp/uzram-model-XXXXXX";
 		int fd;
@@ -496,6 +528,8 @@ static void run_seed(uint64_t seed, uint64_t ops, const char *algo)
 	assert_int_equal(uzram_open(&cfg, &r.dev), 0);
 	if (r.tier)
 		unlink(cfg.backing);
+	if (r.dedup)
+		assert_int_equal(uzram_add_recomp_algorithm(r.dev, "zstd", 0), 1);
 	r.size = uzram_size(r.dev);
 	assert_int_equal(uzram_stats(r.dev, &st, sizeof(st)), 0);
 	mem0 = st.mem_used_total;
@@ -514,11 +548,12 @@ static void run_seed(uint64_t seed, uint64_t ops, const char *algo)
 	assert_non_null(r.state);
 	assert_non_null(r.buf);
 	printf("== seed %llu: %llu ops on %llu bytes (from byte %llu) with "
-	       "%s%s%s\n", (unsigned long long)seed, (unsigned long long)ops,
+	       "%s%s%s%s\n", (unsigned long long)seed, (unsigned long long)ops,
 	       (unsigned long long)r.size,
 	       (unsigned long long)(r.win_lo * PG), algo,
 	       r.tier ? ", a backing file" : "",
-	       cfg.mem_limit ? " and a 1 MiB memory limit" : "");
+	       cfg.mem_limit ? " and a 1 MiB memory limit" : "",
+	       r.dedup ? ", dedup" : "");
 	fflush(stdout);
 	assert_int_equal(pthread_create(&th, NULL, compactor, &r), 0);
 
@@ -537,6 +572,11 @@ static void run_seed(uint64_t seed, uint64_t ops, const char *algo)
 			op_zero(&r, 0, UZRAM_ZERO_NO_HOLE);
 		else
 			op_block_status(&r);
+		if (r.dedup && k % 1024 == 0) {
+			assert_int_equal(uzram_stats(r.dev, &st, sizeof(st)), 0);
+			if (st.pages_deduped > r.deduped_max)
+				r.deduped_max = st.pages_deduped;
+		}
 		if (k % VERIFY_EVERY == VERIFY_EVERY - 1) {
 			snprintf(r.what, sizeof(r.what), "full verify");
 			verify_all(&r);
@@ -553,8 +593,10 @@ static void run_seed(uint64_t seed, uint64_t ops, const char *algo)
 	verify_all(&r);
 	check_counters(&r);
 	printf("   %llu compactions ran meanwhile, %llu pages written back, "
-	       "%ld s\n", (unsigned long long)atomic_load(&r.compactions),
+	       "up to %llu pages deduped, %ld s\n",
+	       (unsigned long long)atomic_load(&r.compactions),
 	       (unsigned long long)atomic_load(&r.written_back),
+	       (unsigned long long)r.deduped_max,
 	       (long)(time(NULL) - t0));
 	/* The last word: everything discarded reads as zeros, costs nothing. */
 	assert_int_equal(uzram_discard(r.dev, r.size, 0), 0);
@@ -565,6 +607,8 @@ static void run_seed(uint64_t seed, uint64_t ops, const char *algo)
 	assert_int_equal(uzram_stats(r.dev, &st, sizeof(st)), 0);
 	assert_int_equal(st.bd_count, 0);
 	assert_int_equal(st.bd_bytes, 0);
+	assert_int_equal(st.pages_deduped, 0);
+	assert_int_equal(st.dedup_bytes_saved, 0);
 	if (st.bd_space > 2u << 20)  /* at most the two open heads */
 		fail_msg("seed %llu: %llu bytes of backing store held when "
 			 "nothing is on it", (unsigned long long)seed,

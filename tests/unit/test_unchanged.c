@@ -182,22 +182,12 @@ static void test_at_limit(void **state)
 {
 	struct uzram *dev = dev_open(1024 * PG, "lz4", 0, 256 * 1024);
 	uint8_t *ref = calloc(1024, PG);
-	uint64_t seed = 11, p;
-	int r = 0;
+	uint64_t p;
 
 	(void)state;
 	assert_non_null(ref);
 	/* random pages are kept raw: the limit is reached in ~64 of them */
-	for (p = 0; p < 1024; p++) {
-		uint8_t page[PG];
-
-		fill_rand(page, PG, &seed);
-		r = uzram_write(dev, page, PG, p * PG);
-		if (r)
-			break;
-		memcpy(ref + p * PG, page, PG);
-	}
-	assert_int_equal(r, -ENOSPC);
+	p = fill_to_limit(dev, ref, 1024, 11);
 	assert_true(p > 8);
 	check_dev(dev, ref, "filled to the limit");
 	assert_int_equal(uzram_write(dev, ref, p * PG, 0), 0);

@@ -1,0 +1,565 @@
+/*
+ * dedup.c - identical clusters stored once (cfg.dedup), as the two zram
+ * dedup RFC series (2017, 2018) did for pages: a content hash finds a
+ * stored object with the same bytes, a byte compare confirms it, and the
+ * write takes a reference to that object instead of storing a new one.
+ *
+ * The index costs bytes for every object, shared or not, so it is lean:
+ * an open-addressing table of 8-byte entries, split into 64 shards that
+ * each have their own lock, so that two writers of different data almost
+ * never meet (1 in 64), and never wait for anything device-wide.
+ *
+ *   XXH3 of the cluster (computed once by the write path):
+ *   63         48 47        32 31                           0
+ *   +-----------+-----------+------------------------------+
+ *   | tag (16)  | key low   |  (not kept)                  |
+ *   +-----------+-----------+------------------------------+
+ *    |  \__ 10 bits: home position in the shard, scaled to its size
+ *    \_____ 6 bits: shard
+ *
+ *   shard i:  lock | ent[cap]: {key: hash bits 63..32, handle} or 0
+ *                  | refs[rcap]: {handle, references} of shared objects
+ *
+ * The home position depends on the tag alone (the top 16 bits of the key),
+ * because the tag is all that a slot keeps of the hash (slot.h): freeing
+ * an object finds its entry from the slot's tag and the handle, with no
+ * hash to recompute. Positions are the tag scaled to the table, so the
+ * table can grow by a quarter at a time (not doubling: the slack is memory
+ * every object pays), kept between 64% and 80% full; linear probing, and
+ * deletion by shifting back, which keeps every run free of holes. A
+ * lookup compares 32 bits of hash, and only a match is decoded and
+ * compared byte for byte: a hash alone never decides.
+ *
+ * References: an object named by one slot is in ent[] only; the second
+ * reference adds it to refs[] with a count of 2. The last reference takes
+ * it out of both and frees it, under the shard lock, so a writer that found
+ * it (also under the lock) cannot take a reference to a freed object.
+ * A slot that took its reference through the index carries SLOT_SHARED;
+ * the slot that stored the object does not (nothing finds it from the
+ * index), so only refs[] says whether an object is shared.
+ *
+ * Only whole clusters made by the device's own codec (priority 0) are
+ * indexed, and a candidate is decoded with the codec now current: an
+ * object made before a dictionary change fails to compare and is not
+ * shared. An image's objects are decoded and hashed as they are loaded,
+ * and indexed. Objects the index does not hold (written through to the
+ * tier, recompressed) are only never found; freeing one finds no entry and
+ * frees it.
+ *
+ * Composition: compaction moves objects under stable handles, so the index
+ * does not follow it. Recompression and writeback replace an object under
+ * the slot lock: they first take it out of the index (dedup_detach()),
+ * which refuses a shared object; those stay where they are, in memory and
+ * with their codec, because the slots naming them are not known from the
+ * object (a re-encode would have to find and switch all of them). So a
+ * dictionary change that needs the place of a shared object empty is
+ * refused (-EBUSY, dict.c) until the sharing ends. An image keeps the
+ * sharing: the save writes a shared object's bytes once, holding a
+ * reference to it until the save ends so that its handle is not reused
+ * under the records that name it (struct dedup_saved), and the loader
+ * takes one reference per shared record (image-format.md).
+ *
+ * Lock rules: a shard's lock protects its two tables; it is taken after a
+ * slot lock (never before one), and under it only the allocator's map
+ * and the codec's decode are called, which take no store lock.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dedup.h"
+#include "slot.h"
+#include "stats.h"
+#include "store.h"
+#include "zcomp.h"
+#include "zpool.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#define SHARD_BITS 6
+#define HOME_BITS (16 - SHARD_BITS)
+#define NSHARDS (1u << SHARD_BITS)
+#define ENT_MIN 16u
+
+struct shard {
+	pthread_mutex_t lock;
+	uint64_t *ent;       /* key << 32 | handle; 0 is empty */
+	uint32_t cap, n;
+	uint64_t *refs;      /* handle << 32 | references (>= 2); 0 empty */
+	uint32_t rcap, rn;   /* rcap: 0 or a power of two */
+} __attribute__((aligned(64)));
+
+struct dedup {
+	struct shard shard[NSHARDS];
+	_Atomic uint64_t bytes;
+};
+
+struct dedup *dedup_create(void)
+{
+	struct dedup *d = aligned_alloc(64, sizeof *d);
+
+	if (!d)
+		return NULL;
+	memset(d, 0, sizeof *d);
+	for (unsigned i = 0; i < NSHARDS; i++)
+		pthread_mutex_init(&d->shard[i].lock, NULL);
+	return d;
+}
+
+void dedup_destroy(struct dedup *d)
+{
+	if (!d)
+		return;
+	for (unsigned i = 0; i < NSHARDS; i++) {
+		free(d->shard[i].ent);
+		free(d->shard[i].refs);
+		pthread_mutex_destroy(&d->shard[i].lock);
+	}
+	free(d);
+}
+
+uint64_t dedup_bytes(const struct dedup *d)
+{
+	return d ? atomic_load_explicit(&d->bytes, memory_order_relaxed) +
+		   sizeof *d : 0;
+}
+
+static struct shard *shard_of(struct dedup *d, uint32_t tag)
+{
+	return &d->shard[tag >> HOME_BITS];
+}
+
+/* ---- ent[]: the index by hash ---- */
+
+static uint32_t ent_home(uint32_t tag, uint32_t cap)
+{
+	return (uint32_t)(((uint64_t)(tag & ((1u << HOME_BITS) - 1)) * cap) >>
+			  HOME_BITS);
+}
+
+static uint32_t ent_tag(uint64_t e)
+{
+	return (uint32_t)(e >> 48);
+}
+
+static void ent_place(uint64_t *ent, uint32_t cap, uint64_t e)
+{
+	uint32_t i = ent_home(ent_tag(e), cap);
+
+	while (ent[i])
+		i = i + 1 == cap ? 0 : i + 1;
+	ent[i] = e;
+}
+
+/* Empty ent[i] and shift back the entries after it that may move. */
+static void ent_delete(struct shard *sh, uint32_t i)
+{
+	uint32_t cap = sh->cap, j = i;
+
+	sh->ent[i] = 0;
+	for (;;) {
+		uint64_t e;
+		uint32_t h;
+
+		j = j + 1 == cap ? 0 : j + 1;
+		e = sh->ent[j];
+		if (!e)
+			break;
+		h = ent_home(ent_tag(e), cap);
+		if ((j - h + cap) % cap >= (j - i + cap) % cap) {
+			sh->ent[i] = e;
+			sh->ent[j] = 0;
+			i = j;
+		}
+	}
+	sh->n--;
+}
+
+/* Take handle (of an object whose slot tag is tag) out of ent[], if in. */
+static void ent_remove(struct shard *sh, uint32_t tag, uint32_t handle)
+{
+	uint64_t e;
+
+	if (!sh->cap)
+		return;
+	for (uint32_t i = ent_home(tag, sh->cap); (e = sh->ent[i]);
+	     i = i + 1 == sh->cap ? 0 : i + 1) {
+		if ((uint32_t)e == handle && ent_tag(e) == tag) {
+			ent_delete(sh, i);
+			return;
+		}
+	}
+}
+
+/* Room for one more entry: grow by a quarter past 80% full. */
+static bool ent_reserve(struct uzram *dev, struct shard *sh)
+{
+	uint32_t cap = sh->cap ? sh->cap + sh->cap / 4 : ENT_MIN;
+	uint64_t *ent;
+
+	if ((uint64_t)(sh->n + 1) * 5 <= (uint64_t)sh->cap * 4)
+		return true;
+	/* store.h's table_bytes() counts the index with the page table */
+	if (!mem_fits(dev, (uint64_t)cap * sizeof *ent))
+		return false;
+	ent = calloc(cap, sizeof *ent);
+	if (!ent)
+		return false;
+	for (uint32_t i = 0; i < sh->cap; i++)
+		if (sh->ent[i])
+			ent_place(ent, cap, sh->ent[i]);
+	free(sh->ent);
+	atomic_fetch_add_explicit(&dev->dedup->bytes,
+				  (uint64_t)(cap - sh->cap) * sizeof *ent,
+				  memory_order_relaxed);
+	sh->ent = ent;
+	sh->cap = cap;
+	table_limit_apply(dev);
+	return true;
+}
+
+/* ---- refs[]: the reference counts of shared objects ---- */
+
+static uint32_t ref_home(uint32_t handle, uint32_t rcap)
+{
+	return (handle * UINT32_C(0x9e3779b1)) & (rcap - 1);
+}
+
+/* The index of handle's entry in refs[], or UINT32_MAX. */
+static uint32_t ref_find(const struct shard *sh, uint32_t handle)
+{
+	uint64_t r;
+
+	if (!sh->rcap)
+		return UINT32_MAX;
+	for (uint32_t i = ref_home(handle, sh->rcap); (r = sh->refs[i]);
+	     i = (i + 1) & (sh->rcap - 1))
+		if ((uint32_t)(r >> 32) == handle)
+			return i;
+	return UINT32_MAX;
+}
+
+static void ref_place(uint64_t *refs, uint32_t rcap, uint64_t r)
+{
+	uint32_t i = ref_home((uint32_t)(r >> 32), rcap);
+
+	while (refs[i])
+		i = (i + 1) & (rcap - 1);
+	refs[i] = r;
+}
+
+static void ref_delete(struct shard *sh, uint32_t i)
+{
+	uint32_t mask = sh->rcap - 1, j = i;
+
+	sh->refs[i] = 0;
+	for (;;) {
+		uint64_t r;
+		uint32_t h;
+
+		j = (j + 1) & mask;
+		r = sh->refs[j];
+		if (!r)
+			break;
+		h = ref_home((uint32_t)(r >> 32), sh->rcap);
+		if (((j - h) & mask) >= ((j - i) & mask)) {
+			sh->refs[i] = r;
+			sh->refs[j] = 0;
+			i = j;
+		}
+	}
+	sh->rn--;
+}
+
+/*
+ * One more reference to handle. A dedup hit needs no memory from the
+ * allocator, so the limit does not apply here: refs[] holds 8 bytes per
+ * shared object at 3/8..3/4 full, less than each share saves. False: no
+ * memory.
+ */
+static bool ref_get(struct dedup *d, struct shard *sh, uint32_t handle)
+{
+	uint32_t i = ref_find(sh, handle);
+
+	if (i != UINT32_MAX) {
+		sh->refs[i]++;
+		return true;
+	}
+	if ((sh->rn + 1) * 4 > sh->rcap * 3) {
+		uint32_t rcap = sh->rcap ? sh->rcap * 2 : 16;
+		uint64_t *refs = calloc(rcap, sizeof *refs);
+
+		if (!refs)
+			return false;
+		for (uint32_t k = 0; k < sh->rcap; k++)
+			if (sh->refs[k])
+				ref_place(refs, rcap, sh->refs[k]);
+		free(sh->refs);
+		atomic_fetch_add_explicit(&d->bytes,
+					  (uint64_t)(rcap - sh->rcap) * sizeof *refs,
+					  memory_order_relaxed);
+		sh->refs = refs;
+		sh->rcap = rcap;
+	}
+	ref_place(sh->refs, sh->rcap, (uint64_t)handle << 32 | 2);
+	sh->rn++;
+	return true;
+}
+
+/* ---- the store's calls ---- */
+
+/* Count a reference past an object's first taken (sign 1) or dropped. */
+static void ref_count(struct uzram *dev, uint32_t size, int64_t sign)
+{
+	stats_add(&dev->stats.dedup_pages,
+		  sign * (int64_t)(dev->csize >> PAGE_SHIFT));
+	stats_add(&dev->stats.dedup_bytes, sign * (int64_t)size);
+}
+
+/* Whether the object (handle, size) decodes to the len bytes src. */
+static bool obj_equal(struct uzram *dev, const struct zcomp *zc,
+		      uint32_t handle, uint32_t size,
+		      const unsigned char *src, size_t len, unsigned char *buf)
+{
+	const unsigned char *obj = zpool_map(dev->pool, handle);
+	bool same;
+
+	if (size == len)
+		same = !memcmp(obj, src, len);
+	else
+		same = size < len && !zcomp_decompress(zc, obj, size, buf, len) &&
+		       !memcmp(buf, src, len);
+	zpool_unmap(dev->pool, handle);
+	return same;
+}
+
+bool dedup_find(struct uzram *dev, const unsigned char *src, size_t len,
+		uint64_t hash, struct store_tls *t, struct content *c)
+{
+	uint32_t key = (uint32_t)(hash >> 32), tag = key >> 16, place_flag;
+	struct shard *sh = shard_of(dev->dedup, tag);
+	const struct zcomp *zc = comp_at(dev, 0, &place_flag);
+	uint32_t handle = 0, size = 0;
+	uint64_t e;
+
+	pthread_mutex_lock(&sh->lock);
+	for (uint32_t i = sh->cap ? ent_home(tag, sh->cap) : 0;
+	     sh->cap && (e = sh->ent[i]); i = i + 1 == sh->cap ? 0 : i + 1) {
+		if ((uint32_t)(e >> 32) != key)
+			continue;
+		size = zpool_obj_size(dev->pool, (uint32_t)e);
+		if (obj_equal(dev, zc, (uint32_t)e, size, src, len, t->unit) &&
+		    ref_get(dev->dedup, sh, (uint32_t)e)) {
+			handle = (uint32_t)e;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&sh->lock);
+	if (!handle)
+		return false;
+	if (size == len) {
+		c->flags = SLOT_HUGE;
+		c->place = -1;
+	} else {
+		c->flags = SLOT_OBJ | place_flag;
+		c->place = place_flag ? 1 : 0;
+	}
+	c->flags |= SLOT_SHARED | tag << SLOT_TAG_SHIFT;
+	c->val = (uint64_t)size << 32 | handle;
+	c->codec = zc;
+	ref_count(dev, size, 1);
+	return true;
+}
+
+void dedup_insert(struct uzram *dev, const struct content *c, uint64_t hash)
+{
+	enum slot_state state = (enum slot_state)(c->flags & SLOT_STATE_MASK);
+	uint32_t key = (uint32_t)(hash >> 32);
+	struct shard *sh;
+
+	if (state != SLOT_OBJ && state != SLOT_HUGE)
+		return;
+	sh = shard_of(dev->dedup, key >> 16);
+	pthread_mutex_lock(&sh->lock);
+	if (ent_reserve(dev, sh)) {
+		ent_place(sh->ent, sh->cap, (uint64_t)key << 32 | (uint32_t)c->val);
+		sh->n++;
+	}
+	pthread_mutex_unlock(&sh->lock);
+}
+
+void dedup_put(struct uzram *dev, uint32_t flags, uint32_t handle,
+	       uint32_t size)
+{
+	struct shard *sh;
+	uint32_t i;
+	bool last = true;
+
+	if (!dev->dedup) {
+		zpool_free(dev->pool, handle);
+		return;
+	}
+	sh = shard_of(dev->dedup, slot_tag(flags));
+	pthread_mutex_lock(&sh->lock);
+	i = ref_find(sh, handle);
+	if (i != UINT32_MAX) {
+		last = false;
+		if ((uint32_t)sh->refs[i] > 2)
+			sh->refs[i]--;
+		else
+			ref_delete(sh, i);
+	} else {
+		ent_remove(sh, slot_tag(flags), handle);
+	}
+	pthread_mutex_unlock(&sh->lock);
+	if (last) {
+		zpool_free(dev->pool, handle);
+		return;
+	}
+	ref_count(dev, size, -1);
+}
+
+bool dedup_detach(struct uzram *dev, uint32_t flags, uint32_t handle)
+{
+	struct shard *sh;
+	bool shared;
+
+	if (!dev->dedup)
+		return true;
+	sh = shard_of(dev->dedup, slot_tag(flags));
+	pthread_mutex_lock(&sh->lock);
+	shared = ref_find(sh, handle) != UINT32_MAX;
+	if (!shared)
+		ent_remove(sh, slot_tag(flags), handle);
+	pthread_mutex_unlock(&sh->lock);
+	return !shared;
+}
+
+void dedup_insert_loaded(struct uzram *dev, const struct content *c,
+			 size_t len)
+{
+	uint32_t size = (uint32_t)(c->val >> 32), handle = (uint32_t)c->val;
+	struct store_tls *t = store_tls_get(dev->csize);
+	const struct zcomp *zc = comp_at(dev, 0, NULL);
+	const unsigned char *obj;
+	uint64_t hash;
+	int ret = 0;
+
+	if (!t || len != dev->csize || slot_prio(c->flags) ||
+	    comp_of(dev, c->flags) != zc)
+		return;
+	obj = zpool_map(dev->pool, handle);
+	if (size == len)
+		memcpy(t->unit, obj, len);
+	else
+		ret = zcomp_decompress(zc, obj, size, t->unit, len);
+	zpool_unmap(dev->pool, handle);
+	hash = XXH3_64bits(t->unit, len);
+	if (!ret && (uint32_t)(hash >> 48) == slot_tag(c->flags))
+		dedup_insert(dev, c, hash);
+}
+
+bool dedup_share(struct uzram *dev, uint32_t flags, uint32_t handle)
+{
+	struct shard *sh = shard_of(dev->dedup, slot_tag(flags));
+	bool ok;
+
+	pthread_mutex_lock(&sh->lock);
+	ok = ref_get(dev->dedup, sh, handle);
+	pthread_mutex_unlock(&sh->lock);
+	if (ok)
+		ref_count(dev, zpool_obj_size(dev->pool, handle), 1);
+	return ok;
+}
+
+/* ---- the shared objects a save wrote ---- */
+
+struct saved {
+	uint32_t handle, flags, size;  /* handle 0: empty */
+	uint64_t idx;
+};
+
+struct dedup_saved {
+	uint32_t cap, n;               /* cap: a power of two */
+	struct saved e[];
+};
+
+static struct saved *saved_at(struct dedup_saved *sv, uint32_t handle)
+{
+	uint32_t i = ref_home(handle, sv->cap);
+
+	while (sv->e[i].handle && sv->e[i].handle != handle)
+		i = (i + 1) & (sv->cap - 1);
+	return &sv->e[i];
+}
+
+/* Room for one more entry in *svp; false: no memory. */
+static bool saved_reserve(struct dedup_saved **svp)
+{
+	struct dedup_saved *sv = *svp, *nsv;
+	uint32_t cap = sv ? sv->cap * 2 : 64;
+
+	if (sv && (sv->n + 1) * 4 <= sv->cap * 3)
+		return true;
+	nsv = calloc(1, sizeof *nsv + cap * sizeof nsv->e[0]);
+	if (!nsv)
+		return false;
+	nsv->cap = cap;
+	for (uint32_t i = 0; sv && i < sv->cap; i++)
+		if (sv->e[i].handle) {
+			*saved_at(nsv, sv->e[i].handle) = sv->e[i];
+			nsv->n++;
+		}
+	free(sv);
+	*svp = nsv;
+	return true;
+}
+
+int dedup_saved_find(struct uzram *dev, struct dedup_saved **svp,
+		     uint32_t flags, uint32_t handle, uint32_t size,
+		     uint64_t idx, uint64_t *first)
+{
+	struct shard *sh;
+	struct saved *e;
+	bool shared;
+
+	if (!dev->dedup)
+		return 0;
+	if (*svp && (e = saved_at(*svp, handle))->handle) {
+		*first = e->idx;
+		return 1;
+	}
+	if (!saved_reserve(svp))
+		return -ENOMEM;
+	sh = shard_of(dev->dedup, slot_tag(flags));
+	pthread_mutex_lock(&sh->lock);
+	shared = ref_find(sh, handle) != UINT32_MAX;
+	/*
+	 * The save's own reference keeps the handle from being reused. It
+	 * counts in pages_deduped while the save runs, as any other: the
+	 * count is the references past each object's first, whichever goes
+	 * last.
+	 */
+	if (shared && !ref_get(dev->dedup, sh, handle)) {
+		pthread_mutex_unlock(&sh->lock);
+		return -ENOMEM;
+	}
+	pthread_mutex_unlock(&sh->lock);
+	if (shared) {
+		*saved_at(*svp, handle) = (struct saved){ handle, flags, size, idx };
+		(*svp)->n++;
+		ref_count(dev, size, 1);
+	}
+	return 0;
+}
+
+void dedup_saved_free(struct uzram *dev, struct dedup_saved *sv)
+{
+	for (uint32_t i = 0; sv && i < sv->cap; i++)
+		if (sv->e[i].handle)
+			dedup_put(dev, sv->e[i].flags, sv->e[i].handle,
+				  sv->e[i].size);
+	free(sv);
+}

@@ -1,0 +1,98 @@
+/*
+ * dedup.h - one object for every cluster that holds the same bytes
+ * (cfg.dedup). Private to the library; the design is at the top of dedup.c.
+ *
+ * Every call takes the device; with dev->dedup NULL (dedup off) they do
+ * what the store did before dedup existed, or nothing. All of them may be
+ * called from any thread; none takes a slot lock, so a caller may hold one
+ * (the order is slot lock, then index shard).
+ */
+#ifndef UZRAM_DEDUP_H
+#define UZRAM_DEDUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct content;
+struct dedup;
+struct store_tls;
+struct uzram;
+
+/* A new, empty index, or NULL (no memory). */
+struct dedup *dedup_create(void);
+void dedup_destroy(struct dedup *d);   /* NULL is accepted */
+
+/* Bytes the index holds: counted against mem_limit, as the page table. */
+uint64_t dedup_bytes(const struct dedup *d);
+
+/*
+ * Find a stored object holding exactly the len bytes src, whose XXH3 is
+ * hash: the index is searched by hash and each candidate is decoded (into
+ * t->unit) and compared byte for byte. On a match, takes a reference to it,
+ * fills *c as slot contents naming it (with SLOT_SHARED) and returns true.
+ * The reference is given back by content_free()/dedup_put().
+ */
+bool dedup_find(struct uzram *dev, const unsigned char *src, size_t len,
+		uint64_t hash, struct store_tls *t, struct content *c);
+
+/*
+ * Index a new object, contents c made by unit_compress() from bytes whose
+ * XXH3 is hash, before any slot names it (so no one can free it under us).
+ * Best effort: an object left out is only never found.
+ */
+void dedup_insert(struct uzram *dev, const struct content *c, uint64_t hash);
+
+/*
+ * Drop one reference to the object (handle, size) of a slot with these
+ * flags (OBJ or HUGE): the last one takes it out of the index and frees
+ * it. With dedup off, frees it.
+ */
+void dedup_put(struct uzram *dev, uint32_t flags, uint32_t handle,
+	       uint32_t size);
+
+/*
+ * Take the object of a slot with these flags out of the index before
+ * recompression or writeback replaces it, unless it is shared: then
+ * returns false and the caller leaves it as it is. The caller holds the
+ * slot lock exclusively.
+ */
+bool dedup_detach(struct uzram *dev, uint32_t flags, uint32_t handle);
+
+/*
+ * Index an object an image's record stored (image_load.c), as the write
+ * path would have: it is decoded and hashed, and left out unless its hash
+ * matches the tag in its flags (a forged image cannot plant a wrong key).
+ * Best effort.
+ */
+void dedup_insert_loaded(struct uzram *dev, const struct content *c,
+			 size_t len);
+
+/*
+ * Take one more reference to the object (handle) of a slot with these
+ * flags, for an image's record that shares it (image_load.c). False: no
+ * memory.
+ */
+bool dedup_share(struct uzram *dev, uint32_t flags, uint32_t handle);
+
+/*
+ * Images keep the sharing (image-format.md, version 2): the first record of
+ * a shared object holds its bytes, and later ones name that record's
+ * cluster. A save keeps, per shared object it wrote, the cluster of that
+ * record in a struct dedup_saved, and a reference to the object, so that
+ * its handle cannot be freed and reused while the save runs. Only the
+ * saving thread calls these.
+ *
+ * dedup_saved_find(): for the object of a slot with these flags (OBJ or
+ * HUGE; handle, size) that cluster idx names: 1 with *first set if a
+ * record of the save holds it already; 0 if the record of idx is to hold
+ * it (noted if the object is shared); -ENOMEM.
+ */
+struct dedup_saved;
+int dedup_saved_find(struct uzram *dev, struct dedup_saved **sv,
+		     uint32_t flags, uint32_t handle, uint32_t size,
+		     uint64_t idx, uint64_t *first);
+/* Drop the save's references and free sv (NULL is accepted). */
+void dedup_saved_free(struct uzram *dev, struct dedup_saved *sv);
+
+#endif

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# t31-dedup.sh - `uzram serve --dedup` over NBD: nbdcopy of one image to two
+# offsets of one export (the second through nbdkit's offset filter), both
+# read back byte for byte; the second copy stores nothing new (its pages are
+# counted in pages_deduped and compr_data_size does not grow); a write into
+# one copy leaves the other as it was; `uzram stat` shows the figures; and
+# a server without --dedup reports none.
+source "$(dirname "$0")/functions.sh"
+require nbdcopy nbdkit qemu-io
+
+MiB=$((1024 * 1024))
+SIZE=$((64 * MiB))
+OFF=$((32 * MiB))
+TARSZ=$(stat -c %s "$TAR")
+((TARSZ <= OFF)) || fail "the corpus tar is larger than 32 MiB"
+
+# copy_at NAME OFFSET FILE: nbdcopy FILE into export NAME at OFFSET.
+copy_at()
+{
+	nbdcopy "$3" -- [ nbdkit --exit-with-parent --filter=offset nbd \
+		uri="${URI[$1]}" offset="$2" range="$TARSZ" ]
+}
+
+step "start a 64 MiB export with --dedup"
+start_server d --size 64M --dedup
+
+step "the image at offset 0"
+nbdcopy "$TAR" "${URI[d]}"
+stored=$(stat_field d pages_stored)
+same=$(stat_field d same_pages)
+deduped=$(stat_field d pages_deduped)
+compr=$(stat_field d compr_data_size)
+((stored > same)) || fail "nothing stored: $stored pages, $same same-filled"
+
+step "the same image at offset 32 MiB: every data page is a hit"
+copy_at d "$OFF" "$TAR"
+assert_eq "$(stat_field d pages_deduped)" $((deduped + stored - same)) \
+	"pages_deduped after the second copy"
+assert_eq "$(stat_field d compr_data_size)" "$compr" \
+	"compr_data_size after the second copy"
+(($(stat_field d dedup_bytes_saved) >= compr)) ||
+	fail "dedup_bytes_saved below the bytes of the first copy"
+(($(stat_field d dedup_index_bytes) > 0)) || fail "no index bytes reported"
+
+step "both copies read back byte for byte"
+nbdcopy "${URI[d]}" "$T/out"
+assert_same_range "$TAR" 0 "$T/out" 0 "$TARSZ"
+assert_same_range "$TAR" 0 "$T/out" "$OFF" "$TARSZ"
+
+step "a write into the first copy leaves the second as it was"
+qio "${URI[d]}" "write -P 0x5a 4096 8192" "write -P 0xa5 100000 3"
+nbdcopy "${URI[d]}" "$T/out2"
+assert_same_range "$TAR" 0 "$T/out2" "$OFF" "$TARSZ"
+cmp -s -n 8192 -i 4096:$((OFF + 4096)) "$T/out2" "$T/out2" &&
+	fail "the write into the first copy shows in the second"
+(($(stat_field d pages_deduped) < deduped + stored - same)) ||
+	fail "pages_deduped did not drop after copy on write"
+
+step "uzram stat shows the dedup figures"
+uzram stat --socket "${SOCK[d]}" >"$T/stat.txt"
+grep -Eq '^pages_deduped +[1-9]' "$T/stat.txt" ||
+	fail "no pages_deduped in uzram stat: $(cat "$T/stat.txt")"
+grep -Eq '^dedup_index_bytes +[1-9]' "$T/stat.txt" ||
+	fail "no dedup_index_bytes in uzram stat"
+stop_server d
+
+step "without --dedup nothing is deduplicated"
+start_server n --size 64M
+nbdcopy "$TAR" "${URI[n]}"
+copy_at n "$OFF" "$TAR"
+assert_eq "$(stat_field n pages_deduped)" 0 "pages_deduped without --dedup"
+assert_eq "$(stat_field n dedup_index_bytes)" 0 "index bytes without --dedup"
+stop_server n

@@ -1,0 +1,611 @@
+/*
+ * test_dedup.c - identical clusters stored once (cfg.dedup, dedup.c): a hit
+ * takes no new object, equal hash bits over different bytes never share
+ * (a collision forced through the index's own calls), a write into one
+ * sharing cluster leaves the others as they were, the last reference frees
+ * the object whichever way it goes (rewrite, discard, write-zeroes,
+ * close), a hit succeeds at the memory limit, compaction moves shared
+ * objects, recompression and writeback leave shared objects alone and
+ * take them once they are no longer shared (a dictionary change that
+ * needs a shared object re-encoded is refused until then), an image keeps
+ * the sharing, and 2 writers, readers, compaction and
+ * recompression run together on shared clusters (for TSan).
+ *
+ * Every check compares the whole device with a reference copy
+ * (store_check.h); object counts come from the allocator itself.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "store_check.h"
+#include "../fuzz/image_fixup.h"
+#include "dedup.h"
+#include "image.h"
+#include "store.h"
+#include "zpool.h"
+
+#define NPAGES 1024
+
+static struct uzram *dd_open(uint64_t npages, uint64_t limit,
+			     const char *backing, uint32_t cluster)
+{
+	struct uzram_config cfg;
+	struct uzram *dev = NULL;
+	int r;
+
+	uzram_config_init(&cfg);
+	cfg.size = npages * PG;
+	cfg.mem_limit = limit;
+	cfg.backing = backing;
+	cfg.cluster_size = cluster;
+	cfg.dedup = 1;
+	r = uzram_open(&cfg, &dev);
+	if (r)
+		fail_msg("uzram_open with dedup: %s", uzram_last_error());
+	return dev;
+}
+
+/* Objects the allocator holds: the truth about what is stored. */
+static uint64_t objects(struct uzram *dev)
+{
+	struct zpool_stats zs;
+
+	zpool_stats(dev->pool, &zs);
+	return zs.objects;
+}
+
+static void test_hit(void **state)
+{
+	struct uzram *dev = dd_open(NPAGES, 0, NULL, 0);
+	uint8_t *ref = calloc(NPAGES, PG);
+	struct uzram_stats one, st;
+
+	(void)state;
+	assert_non_null(ref);
+	dev_write(dev, ref, data_page(0), PG, 0);
+	one = get_stats(dev);
+	assert_int_equal(objects(dev), 1);
+	for (uint64_t p = 1; p < 8; p++)
+		dev_write(dev, ref, data_page(0), PG, p * 7 * PG);
+	st = get_stats(dev);
+	assert_int_equal(objects(dev), 1);
+	assert_int_equal(st.pages_stored, 8);
+	assert_int_equal(st.pages_deduped, 7);
+	assert_int_equal(st.dedup_bytes_saved, 7 * one.compr_data_size);
+	assert_int_equal(st.compr_data_size, one.compr_data_size);
+	assert_true(st.dedup_index_bytes > 0);
+	/* a different page is a miss */
+	dev_write(dev, ref, data_page(1), PG, 100 * PG);
+	assert_int_equal(objects(dev), 2);
+	assert_int_equal(get_stats(dev).pages_deduped, 7);
+	/* rewriting a sharing cluster with its own bytes changes nothing */
+	dev_write(dev, ref, data_page(0), PG, 7 * PG);
+	assert_int_equal(get_stats(dev).pages_unchanged, 1);
+	assert_int_equal(objects(dev), 2);
+	check_dev(dev, ref, "eight clusters sharing one object");
+	/* a raw (incompressible) cluster is shared too */
+	{
+		uint8_t page[PG];
+		uint64_t seed = 3;
+
+		fill_rand(page, PG, &seed);
+		dev_write(dev, ref, page, PG, 200 * PG);
+		dev_write(dev, ref, page, PG, 201 * PG);
+		st = get_stats(dev);
+		assert_int_equal(st.huge_pages, 2);
+		assert_int_equal(st.pages_deduped, 8);
+		assert_int_equal(objects(dev), 3);
+	}
+	check_dev(dev, ref, "a raw cluster shared");
+	free(ref);
+	uzram_close(dev);
+}
+
+/*
+ * Equal hash, different bytes: no XXH3 collision can be found in a test's
+ * time, so the index is asked directly, with page 1's bytes and page 0's
+ * hash; it must compare the bytes and say no. Then the same with the bytes
+ * of page 0 (the hit), to show the call itself works.
+ */
+static void test_collision(void **state)
+{
+	struct uzram *dev = dd_open(NPAGES, 0, NULL, 0);
+	uint8_t *ref = calloc(NPAGES, PG);
+	uint64_t h0 = XXH3_64bits(data_page(0), PG);
+	struct store_tls *t = store_tls_get(PG);
+	struct content c = { .place = -1 };
+
+	(void)state;
+	assert_non_null(ref);
+	assert_non_null(t);
+	dev_write(dev, ref, data_page(0), PG, 0);
+	assert_false(dedup_find(dev, data_page(1), PG, h0, t, &c));
+	assert_int_equal(get_stats(dev).pages_deduped, 0);
+	assert_true(dedup_find(dev, data_page(0), PG, h0, t, &c));
+	assert_int_equal(get_stats(dev).pages_deduped, 1);
+	assert_true(c.flags & SLOT_SHARED);
+	content_free(dev, &c);     /* give the reference back */
+	assert_int_equal(get_stats(dev).pages_deduped, 0);
+	assert_int_equal(objects(dev), 1);
+	/* and a real write of page 1 stores a new object */
+	dev_write(dev, ref, data_page(1), PG, PG);
+	assert_int_equal(objects(dev), 2);
+	check_dev(dev, ref, "a forced collision");
+	free(ref);
+	uzram_close(dev);
+}
+
+/* A write into one of the sharing clusters changes only that one. */
+static void test_copy_on_write(void **state)
+{
+	struct uzram *dev = dd_open(NPAGES, 0, NULL, 0);
+	uint8_t *ref = calloc(NPAGES, PG), byte = data_page(2)[100] ^ 0xff;
+
+	(void)state;
+	assert_non_null(ref);
+	for (uint64_t p = 0; p < 4; p++)
+		dev_write(dev, ref, data_page(2), PG, p * PG);
+	dev_write(dev, ref, data_page(3), PG, PG);          /* whole */
+	dev_write(dev, ref, &byte, 1, 2 * PG + 100);         /* partial */
+	assert_int_equal(uzram_write_zeroes(dev, 64, 3 * PG, 0), 0);
+	memset(ref + 3 * PG, 0, 64);
+	check_dev(dev, ref, "three of four sharing clusters rewritten");
+	assert_int_equal(get_stats(dev).pages_deduped, 0);
+	assert_int_equal(objects(dev), 4);
+	/* a partial write that makes a cluster equal to a stored one shares */
+	dev_write(dev, ref, data_page(2), 64, 3 * PG);
+	assert_int_equal(get_stats(dev).pages_deduped, 1);
+	assert_int_equal(objects(dev), 3);
+	check_dev(dev, ref, "a partial write back to the shared bytes");
+	free(ref);
+	uzram_close(dev);
+}
+
+/* The object goes with its last reference, whichever call drops it. */
+static void test_last_reference(void **state)
+{
+	struct uzram *dev = dd_open(NPAGES, 0, NULL, 0);
+	uint8_t *ref = calloc(NPAGES, PG);
+	struct uzram_stats st;
+
+	(void)state;
+	assert_non_null(ref);
+	for (uint64_t p = 0; p < 4; p++)
+		dev_write(dev, ref, data_page(4), PG, p * PG);
+	assert_int_equal(objects(dev), 1);
+	/* the slot that stored the object goes first */
+	assert_int_equal(uzram_discard(dev, PG, 0), 0);
+	memset(ref, 0, PG);
+	assert_int_equal(uzram_write_zeroes(dev, PG, PG, 0), 0);
+	memset(ref + PG, 0, PG);
+	assert_int_equal(uzram_write_zeroes(dev, PG, 2 * PG,
+					    UZRAM_ZERO_NO_HOLE), 0);
+	memset(ref + 2 * PG, 0, PG);
+	st = get_stats(dev);
+	assert_int_equal(st.pages_deduped, 0);
+	assert_int_equal(st.dedup_bytes_saved, 0);
+	assert_int_equal(objects(dev), 1);
+	check_dev(dev, ref, "one reference left");
+	/* the last one, by a rewrite with other bytes */
+	dev_write(dev, ref, data_page(5), PG, 3 * PG);
+	assert_int_equal(objects(dev), 1);
+	/* and page 4 is no longer found: storing it again makes an object */
+	dev_write(dev, ref, data_page(4), PG, 9 * PG);
+	assert_int_equal(objects(dev), 2);
+	assert_int_equal(get_stats(dev).pages_deduped, 0);
+	check_dev(dev, ref, "the shared object freed");
+	/* close with sharing in place: ASan and the pool see no leak */
+	for (uint64_t p = 10; p < 20; p++)
+		dev_write(dev, ref, data_page(5), PG, p * PG);
+	assert_int_equal(get_stats(dev).pages_deduped, 10);
+	free(ref);
+	uzram_close(dev);
+}
+
+/* A hit needs no memory: it succeeds at the limit, new data does not. */
+static void test_limit(void **state)
+{
+	struct uzram *dev = dd_open(NPAGES, 192 * 1024, NULL, 0);
+	uint8_t *ref = calloc(NPAGES, PG), page[PG];
+	uint64_t seed = 12, p;
+
+	(void)state;
+	assert_non_null(ref);
+	p = fill_to_limit(dev, ref, NPAGES, 11);
+	assert_true(p > 4);
+	fill_rand(page, PG, &seed);
+	check_dev(dev, ref, "filled to the limit");
+	/* the same bytes elsewhere: a hit, at the limit */
+	for (uint64_t q = 0; q < 4; q++)
+		dev_write(dev, ref, ref, PG, (p + 1 + q) * PG);
+	assert_int_equal(get_stats(dev).pages_deduped, 4);
+	assert_int_equal(uzram_write(dev, page, PG, (p + 10) * PG), -ENOSPC);
+	check_dev(dev, ref, "hits at the limit, and new data refused");
+	free(ref);
+	uzram_close(dev);
+}
+
+/* Shared objects move with compaction; every reader still finds them. */
+static void test_compaction(void **state)
+{
+	struct uzram *dev = dd_open(NPAGES, 0, NULL, 0);
+	uint8_t *ref = calloc(NPAGES, PG);
+	struct uzram_stats st;
+
+	(void)state;
+	assert_non_null(ref);
+	/* unique pages interleaved with copies of 16 shared ones */
+	for (uint64_t p = 0; p < 512; p++)
+		dev_write(dev, ref, data_page(p % 2 ? 100 + p : p % 32), PG,
+			  p * PG);
+	/* free most unique pages: their zspages become sparse */
+	for (uint64_t p = 1; p < 512; p += 2)
+		if (p % 8 != 1) {
+			assert_int_equal(uzram_discard(dev, PG, p * PG), 0);
+			memset(ref + p * PG, 0, PG);
+		}
+	assert_true(uzram_compact(dev) >= 0);
+	st = get_stats(dev);
+	assert_true(st.pages_compacted > 0);
+	assert_int_equal(st.pages_deduped, 256 - 16);
+	check_dev(dev, ref, "after compaction");
+	/* hits on the moved objects */
+	for (uint64_t p = 600; p < 632; p++)
+		dev_write(dev, ref, data_page(p % 16 * 2), PG, p * PG);
+	assert_int_equal(get_stats(dev).pages_deduped, 256 - 16 + 32);
+	check_dev(dev, ref, "hits on moved objects");
+	free(ref);
+	uzram_close(dev);
+}
+
+/* Shared objects are left as they are; unshared ones are re-encoded. */
+static void test_recompress(void **state)
+{
+	struct uzram *dev = dd_open(NPAGES, 0, NULL, 0);
+	uint8_t *ref = calloc(NPAGES, PG);
+
+	(void)state;
+	assert_non_null(ref);
+	assert_int_equal(uzram_add_recomp_algorithm(dev, "zstd", 0), 1);
+	dev_write(dev, ref, data_page(6), PG, 0);
+	dev_write(dev, ref, data_page(6), PG, PG);
+	dev_write(dev, ref, data_page(7), PG, 2 * PG);
+	assert_int_equal(uzram_recompress(dev, 1, 0, 0), 1);
+	assert_int_equal(get_stats(dev).pages_recompressed, 1);
+	check_dev(dev, ref, "recompressed around a shared object");
+	/* no longer shared: now it is taken */
+	assert_int_equal(uzram_discard(dev, PG, 0), 0);
+	memset(ref, 0, PG);
+	assert_int_equal(uzram_recompress(dev, 1, 0, 0), 1);
+	assert_int_equal(get_stats(dev).pages_recompressed, 2);
+	check_dev(dev, ref, "the last reference recompressed");
+	/* a recompressed object has left the index: a copy is a new object */
+	dev_write(dev, ref, data_page(6), PG, 5 * PG);
+	assert_int_equal(get_stats(dev).pages_deduped, 0);
+	assert_int_equal(objects(dev), 3);
+	check_dev(dev, ref, "after recompression");
+	free(ref);
+	uzram_close(dev);
+}
+
+/* Shared objects stay in memory; once alone, they are written back. */
+static void test_writeback(void **state)
+{
+	char path[] = "/tmp/uzram-dedup-XXXXXX";
+	int fd = mkstemp(path);
+	struct uzram *dev;
+	uint8_t *ref = calloc(NPAGES, PG);
+	struct uzram_stats st;
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	dev = dd_open(NPAGES, 0, path, 0);
+	unlink(path);
+	assert_non_null(ref);
+	dev_write(dev, ref, data_page(8), PG, 0);
+	dev_write(dev, ref, data_page(8), PG, PG);
+	dev_write(dev, ref, data_page(9), PG, 2 * PG);
+	assert_true(uzram_writeback(dev, 0, 0, NPAGES - 1, 0) >= 1);
+	st = get_stats(dev);
+	assert_int_equal(st.bd_count, 1);
+	assert_int_equal(st.pages_deduped, 1);
+	check_dev(dev, ref, "written back around a shared object");
+	assert_int_equal(uzram_discard(dev, PG, PG), 0);
+	memset(ref + PG, 0, PG);
+	assert_true(uzram_writeback(dev, 0, 0, NPAGES - 1, 0) >= 1);
+	assert_int_equal(get_stats(dev).bd_count, 2);
+	assert_int_equal(objects(dev), 0);
+	check_dev(dev, ref, "the last reference written back");
+	free(ref);
+	uzram_close(dev);
+}
+
+/*
+ * A dictionary change re-encodes what the old dictionary made, but not a
+ * shared object: the change after it, which would need that place empty,
+ * is refused with -EBUSY and changes nothing until the sharing ends.
+ */
+static void test_dictionary(void **state)
+{
+	struct uzram *dev = dd_open(NPAGES, 0, NULL, 0);
+	uint8_t *ref = calloc(NPAGES, PG);
+	const uint8_t *dict = data_page(20);
+
+	(void)state;
+	assert_non_null(ref);
+	dev_write(dev, ref, data_page(10), PG, 0);
+	dev_write(dev, ref, data_page(10), PG, PG);
+	dev_write(dev, ref, data_page(11), PG, 2 * PG);
+	assert_int_equal(uzram_set_dictionary(dev, 0, dict, 2048,
+					      UZRAM_DICT_REENCODE), 0);
+	check_dev(dev, ref, "a dictionary set");
+	assert_int_equal(uzram_set_dictionary(dev, 0, dict + 2048, 2048,
+					      UZRAM_DICT_REENCODE), -EBUSY);
+	assert_int_equal(get_stats(dev).pages_deduped, 1);
+	check_dev(dev, ref, "a second dictionary refused");
+	assert_int_equal(uzram_discard(dev, PG, PG), 0);
+	memset(ref + PG, 0, PG);
+	assert_int_equal(uzram_set_dictionary(dev, 0, dict + 2048, 2048,
+					      UZRAM_DICT_REENCODE), 0);
+	check_dev(dev, ref, "the second dictionary once not shared");
+	free(ref);
+	uzram_close(dev);
+}
+
+/* The image's file, read whole into *len bytes. */
+static uint8_t *file_read(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf;
+
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	*len = (size_t)ftell(f);
+	rewind(f);
+	buf = malloc(*len);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, *len, f), *len);
+	fclose(f);
+	return buf;
+}
+
+static void file_write(const char *path, const uint8_t *p, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	assert_non_null(f);
+	assert_int_equal(fwrite(p, 1, len, f), len);
+	fclose(f);
+}
+
+static struct uzram *image_open_dedup(const char *img, uint32_t dedup, int *err)
+{
+	struct uzram_config cfg;
+	struct uzram *dev = NULL;
+
+	uzram_config_init(&cfg);
+	cfg.image = img;
+	cfg.dedup = dedup;
+	*err = uzram_open(&cfg, &dev);
+	return dev;
+}
+
+/*
+ * An image keeps the sharing: one record per shared object, the others
+ * name its cluster. Opened with dedup, the clusters share again; without,
+ * each has its own copy. A shared record that names no earlier record of
+ * its object is refused.
+ */
+static void test_image(void **state)
+{
+	char img[] = "/tmp/uzram-dedup-img-XXXXXX";
+	int fd = mkstemp(img), err;
+	struct uzram *dev = dd_open(NPAGES, 0, NULL, 0), *back;
+	uint8_t *ref = calloc(NPAGES, PG), *file;
+	size_t len, hlen, nrec, off, forged = 0;
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	assert_non_null(ref);
+	for (uint64_t p = 0; p < 64; p++)
+		dev_write(dev, ref, data_page(p % 4), PG, p * 3 * PG);
+	assert_int_equal(get_stats(dev).pages_deduped, 60);
+	assert_int_equal(uzram_save(dev, img, 0), 0);
+	/* the save's own references are given back */
+	assert_int_equal(get_stats(dev).pages_deduped, 60);
+	uzram_close(dev);
+
+	back = image_open_dedup(img, 1, &err);
+	assert_int_equal(err, 0);
+	check_dev(back, ref, "opened from the image with dedup");
+	assert_int_equal(get_stats(back).pages_deduped, 60);
+	assert_int_equal(objects(back), 4);
+	/* the loaded objects are in the index: a new copy is a hit */
+	dev_write(back, ref, data_page(3), PG, 500 * PG);
+	assert_int_equal(get_stats(back).pages_deduped, 61);
+	assert_int_equal(objects(back), 4);
+	assert_int_equal(uzram_discard(back, PG, 500 * PG), 0);
+	memset(ref + 500 * PG, 0, PG);
+	/* the device works as any other: rewrites, discards */
+	dev_write(back, ref, data_page(9), PG, 0);
+	assert_int_equal(uzram_discard(back, 30 * PG, 3 * PG), 0);
+	memset(ref + 3 * PG, 0, 30 * PG);
+	check_dev(back, ref, "the image's device changed");
+	assert_int_equal(get_stats(back).pages_deduped, 64 - 1 - 10 - 4);
+	uzram_close(back);
+	memset(ref, 0, NPAGES * PG);
+	for (uint64_t p = 0; p < 64; p++)
+		memcpy(ref + p * 3 * PG, data_page(p % 4), PG);
+
+	back = image_open_dedup(img, 0, &err);
+	assert_int_equal(err, 0);
+	check_dev(back, ref, "opened from the image without dedup");
+	assert_int_equal(get_stats(back).pages_deduped, 0);
+	assert_int_equal(objects(back), 64);
+	uzram_close(back);
+
+	/* a shared record pointed at a hole, then at another object */
+	file = file_read(img, &len);
+	hlen = img_get32(file + IMG_H_HEADER_LEN);
+	nrec = img_get32(file + hlen + IMG_B_RECORDS);
+	off = hlen + IMG_BLOCK_HEAD;
+	for (size_t i = 0; i < nrec && !forged; i++) {
+		if (img_get32(file + off + 8) & SLOT_SHARED)
+			forged = off;
+		off += IMG_RECORD_HEAD + img_get32(file + off + 12);
+	}
+	assert_true(forged > 0);
+	for (int k = 0; k < 2; k++) {
+		uint64_t was = img_get64(file + forged + IMG_RECORD_HEAD);
+		uint64_t page = was / 3 % 4, target = 1;   /* 1: a hole */
+
+		/* else a cluster of the first four, with other bytes */
+		for (uint64_t q = 0; k && q < 4; q++)
+			if (XXH3_64bits(data_page(q), PG) >> 48 !=
+			    XXH3_64bits(data_page(page), PG) >> 48)
+				target = 3 * q;
+		assert_true(target != 1 || !k);
+		img_put64(file + forged + IMG_RECORD_HEAD, target);
+		image_fixup(file, len);
+		file_write(img, file, len);
+		back = image_open_dedup(img, 1, &err);
+		assert_null(back);
+		assert_int_equal(err, -EBADMSG);
+		assert_non_null(strstr(uzram_last_error(), "shared record"));
+		img_put64(file + forged + IMG_RECORD_HEAD, was);
+	}
+	free(file);
+	unlink(img);
+	free(ref);
+}
+
+/* ---- threads: 2 writers, readers, compaction, recompression ---- */
+
+#define T_PAGES 256
+#define T_POOL 8
+
+static struct uzram *tdev;
+static atomic_int tstop;
+static _Atomic int tfail;
+static uint8_t *tmodel;   /* what each writer last wrote, per page */
+
+/* Writer w owns pages [w * T_PAGES / 2, (w + 1) * T_PAGES / 2). */
+static void *twrite(void *arg)
+{
+	uint64_t w = (uint64_t)(uintptr_t)arg, seed = 77 + w;
+	uint64_t lo = w * T_PAGES / 2;
+	uint64_t n = tu_scaled(20000) + 1;
+
+	for (uint64_t i = 0; i < n && !atomic_load(&tfail); i++) {
+		uint64_t p = lo + tu_rand(&seed) % (T_PAGES / 2);
+		unsigned k = (unsigned)(tu_rand(&seed) % (T_POOL + 1));
+
+		if (k == T_POOL) {
+			if (uzram_discard(tdev, PG, p * PG))
+				atomic_store(&tfail, 1);
+			memset(tmodel + p * PG, 0, PG);
+			continue;
+		}
+		if (uzram_write(tdev, data_page(k), PG, p * PG))
+			atomic_store(&tfail, 1);
+		memcpy(tmodel + p * PG, data_page(k), PG);
+	}
+	return NULL;
+}
+
+/* A reader sees one of the pool's pages or zeros, never anything else. */
+static void *tread(void *arg)
+{
+	uint64_t seed = 99 + (uint64_t)(uintptr_t)arg;
+	uint8_t page[PG], zero[PG] = { 0 };
+
+	while (!atomic_load(&tstop)) {
+		uint64_t p = tu_rand(&seed) % T_PAGES;
+		bool ok = false;
+
+		if (uzram_read(tdev, page, PG, p * PG)) {
+			atomic_store(&tfail, 2);
+			break;
+		}
+		ok = !memcmp(page, zero, PG);
+		for (unsigned k = 0; k < T_POOL && !ok; k++)
+			ok = !memcmp(page, data_page(k), PG);
+		if (!ok) {
+			atomic_store(&tfail, 3);
+			break;
+		}
+	}
+	return NULL;
+}
+
+static void *tchurn(void *arg)
+{
+	(void)arg;
+	for (unsigned i = 0; !atomic_load(&tstop); i++) {
+		if (uzram_compact(tdev) < 0 ||
+		    (i % 4 == 0 && uzram_recompress(tdev, 1, 0, 0) < 0))
+			atomic_store(&tfail, 4);
+		usleep(200);
+	}
+	return NULL;
+}
+
+static void test_threads(void **state)
+{
+	pthread_t w[2], r[2], c;
+
+	(void)state;
+	tdev = dd_open(T_PAGES, 0, NULL, 0);
+	tmodel = calloc(T_PAGES, PG);
+	assert_non_null(tmodel);
+	assert_int_equal(uzram_add_recomp_algorithm(tdev, "zstd", 0), 1);
+	atomic_store(&tstop, 0);
+	atomic_store(&tfail, 0);
+	for (uintptr_t i = 0; i < 2; i++) {
+		assert_int_equal(pthread_create(&w[i], NULL, twrite, (void *)i), 0);
+		assert_int_equal(pthread_create(&r[i], NULL, tread, (void *)i), 0);
+	}
+	assert_int_equal(pthread_create(&c, NULL, tchurn, NULL), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(w[i], NULL);
+	atomic_store(&tstop, 1);
+	for (int i = 0; i < 2; i++)
+		pthread_join(r[i], NULL);
+	pthread_join(c, NULL);
+	if (atomic_load(&tfail))
+		fail_msg("a thread failed (%d: 1 write, 2 read, 3 wrong bytes, "
+			 "4 compact or recompress)", atomic_load(&tfail));
+	check_dev(tdev, tmodel, "after the threads");
+	assert_true(get_stats(tdev).pages_deduped > 0);
+	assert_true(objects(tdev) < get_stats(tdev).pages_stored);
+	assert_int_equal(uzram_discard(tdev, T_PAGES * PG, 0), 0);
+	assert_int_equal(get_stats(tdev).pages_deduped, 0);
+	assert_int_equal(objects(tdev), 0);
+	uzram_close(tdev);
+	free(tmodel);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hit),
+		cmocka_unit_test(test_collision),
+		cmocka_unit_test(test_copy_on_write),
+		cmocka_unit_test(test_last_reference),
+		cmocka_unit_test(test_limit),
+		cmocka_unit_test(test_compaction),
+		cmocka_unit_test(test_recompress),
+		cmocka_unit_test(test_writeback),
+		cmocka_unit_test(test_dictionary),
+		cmocka_unit_test(test_image),
+		cmocka_unit_test(test_threads),
+	};
+
+	return cmocka_run_group_tests(tests, load_corpus, free_corpus);
+}
