@@ -124,7 +124,7 @@ static void check_level(const char *name, int level)
 {
 	static const unsigned char zero[PAGE];
 	struct zcomp *zc = make(name, level), *ref = make("lz4", 0);
-	const size_t n = tu_scaled(96) < 16 ? 16 : tu_scaled(96);
+	const size_t n = tu_scaled(96) < 64 ? 64 : tu_scaled(96);
 	const unsigned char *const bufs[] = { tar, core };
 	const size_t lens[] = { tar_len, core_len };
 	const unsigned char **pages = malloc(n * sizeof(*pages));
