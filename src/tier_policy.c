@@ -7,13 +7,17 @@
  * set by store.c). An age is now - stamp modulo 256, so to keep old
  * clusters from looking young after a wrap, every walk of the table here
  * saturates ages past AGE_MAX (128 ticks, 512 s): the stamp is moved to
- * now - AGE_MAX. The thread walks every 32 ticks; uzram_mark_idle_age()
- * walks too.
+ * now - AGE_MAX. The thread walks every 32 ticks while it runs (below);
+ * uzram_mark_idle_age() walks too. With no walk for 256 ticks (a device
+ * with no limit), an age wraps: as on a device with no backing store,
+ * ages are then exact up to 1020 s only.
  *
- * The policy. With a backing store, the thread wakes every 200 ms, or at
- * once when a writer had to write through to the backing store. If the
- * device has a memory limit and holds more than the high watermark of it
- * (or a writer found it full), one step:
+ * The policy. The thread ("uzram-tier") has work only while the device
+ * has a memory limit: with none it sleeps until uzram_set_mem_limit()
+ * sets one, and never wakes otherwise. With one, it wakes every 200 ms,
+ * or at once when a writer had to write through to the backing store. If
+ * memory holds more than the high watermark of the limit (or a writer
+ * found it full), one step:
  *
  *   need = mem_used - low watermark
  *   A    = the highest age such that the objects at least A old hold
@@ -192,7 +196,10 @@ static void *policy_main(void *arg)
 		struct timespec ts;
 
 		pthread_mutex_lock(&t->lock);
-		if (!t->stop && !t->kick) {
+		if (!t->stop && !t->kick && !atomic_load(&dev->mem_limit)) {
+			/* nothing to keep in: sleep until a limit is set */
+			pthread_cond_wait(&t->cond, &t->lock);
+		} else if (!t->stop && !t->kick) {
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_nsec += WAKE_MS * 1000000L;
 			if (ts.tv_nsec >= 1000000000L) {
@@ -232,6 +239,7 @@ int tier_policy_start(struct uzram *dev)
 	if (ret)
 		return uzram_set_error(-ret, "backing store: cannot start the "
 				       "tier's thread");
+	(void)pthread_setname_np(t->thread, "uzram-tier");
 	t->running = true;
 	return 0;
 }

@@ -14,6 +14,7 @@
  * hook (backing.h); the integration tests inject real ones (nbdkit's error
  * filter, a full file system).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -477,6 +478,71 @@ static void test_faults(void **state)
 	done(dev, ref);
 }
 
+/*
+ * The voluntary context switches of the tier's thread (named uzram-tier),
+ * which count its wakeups; -1 if there is no such thread.
+ */
+static long tier_wakeups(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	char name[300], line[128];
+	long n = -1;
+
+	assert_non_null(d);
+	while (n < 0 && (e = readdir(d))) {
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(name, sizeof name, "/proc/self/task/%s/comm", e->d_name);
+		f = fopen(name, "r");
+		if (!f)
+			continue;
+		if (fgets(line, sizeof line, f) && !strcmp(line, "uzram-tier\n")) {
+			fclose(f);
+			snprintf(name, sizeof name, "/proc/self/task/%s/status",
+				 e->d_name);
+			f = fopen(name, "r");
+			assert_non_null(f);
+			while (fgets(line, sizeof line, f))
+				sscanf(line, "voluntary_ctxt_switches: %ld", &n);
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+/* With no memory limit the policy thread sleeps; a limit wakes it. */
+static void test_policy_sleeps(void **state)
+{
+	struct uzram *dev = tier_open_dev(NPAGES * PG, 0, 0);
+	long before, after;
+
+	(void)state;
+	/* until it has gone to sleep: its start may switch once or twice */
+	after = tier_wakeups();
+	do {
+		before = after;
+		assert_true(before >= 0);
+		usleep(100 * 1000);
+		after = tier_wakeups();
+	} while (after != before);
+	usleep(700 * 1000);     /* 3 wakeups of a device with a limit */
+	after = tier_wakeups();
+	assert_int_equal(after, before);
+	assert_int_equal(get_stats(dev).policy_runs, 0);
+	assert_int_equal(uzram_set_mem_limit(dev, 64 << 20), 0);
+	for (int i = 0; i < 100 && after == before; i++) {
+		usleep(100 * 1000);
+		after = tier_wakeups();
+	}
+	assert_true(after > before);
+	uzram_close(dev);
+	assert_int_equal(tier_wakeups(), -1);
+}
+
 /* The second of several batch writes in flight fails: the others commit. */
 static void test_fault_in_flight(void **state)
 {
@@ -598,6 +664,7 @@ int main(void)
 		cmocka_unit_test(test_lower_limit),
 		cmocka_unit_test(test_idle_ages),
 		cmocka_unit_test(test_faults),
+		cmocka_unit_test(test_policy_sleeps),
 		cmocka_unit_test(test_fault_in_flight),
 		cmocka_unit_test(test_bad_backing),
 		cmocka_unit_test(test_clusters),
