@@ -36,6 +36,12 @@
  * Every step is counted (policy_runs, policy_recompressed,
  * policy_written_back in the stats).
  *
+ * A writer that needs a new chunk of the page table while memory is full
+ * cannot write through (the slot itself is memory), so it runs a step
+ * itself, as the kernel's direct reclaim does (tier_make_room): down to
+ * the low watermark or further, until the chunk fits, instead of failing
+ * with -ENOSPC while the backing store has room.
+ *
  * Lock rules: the thread takes tier->wb_lock for its steps, as
  * uzram_writeback() does, and the slot locks one at a time.
  */
@@ -140,20 +146,25 @@ static int strongest_recomp(struct uzram *dev)
 	return 0;
 }
 
-void tier_policy_step(struct uzram *dev)
+/* One step: move clusters out until memory holds at most low bytes. */
+static void policy_step(struct uzram *dev, uint64_t low)
 {
 	struct tier *t = dev->tier;
-	uint64_t limit = atomic_load(&dev->mem_limit), used, low;
+	uint64_t limit = atomic_load(&dev->mem_limit), used;
 	struct wb_params p = { .last = dev->nclusters - 1 };
 	int prio = strongest_recomp(dev);
 	long n;
 
-	used = mem_used(dev);
-	low = limit / 100 * t->low;
-	if (!limit || used <= low)
+	if (!limit || mem_used(dev) <= low)
 		return;
-	stats_inc(&dev->stats.policy_runs);
 	pthread_mutex_lock(&t->wb_lock);
+	/* another step may have made the room meanwhile */
+	used = mem_used(dev);
+	if (used <= low) {
+		pthread_mutex_unlock(&t->wb_lock);
+		return;
+	}
+	stats_inc(&dev->stats.policy_runs);
 	p.min_age = cold_age(dev, used - low);
 	if (prio) {
 		/* room for each new object before its old one is freed */
@@ -162,7 +173,7 @@ void tier_policy_step(struct uzram *dev)
 
 		zpool_set_limit(dev->pool, (used > limit ? used : limit) + room);
 		(void)recompress_run(dev, prio, 0, 0, p.min_age);
-		zpool_set_limit(dev->pool, atomic_load(&dev->mem_limit));
+		table_limit_apply(dev);
 		stats_addu(&dev->stats.policy_recomp, (uint64_t)
 			   (atomic_load(&dev->stats.pages_recompressed) - before));
 		zpool_compact(dev->pool);
@@ -183,6 +194,21 @@ void tier_policy_step(struct uzram *dev)
 	if (backing_needs_compaction(dev))
 		(void)backing_compact_locked(dev, false);
 	pthread_mutex_unlock(&t->wb_lock);
+}
+
+void tier_policy_step(struct uzram *dev)
+{
+	policy_step(dev, atomic_load(&dev->mem_limit) / 100 * dev->tier->low);
+}
+
+void tier_make_room(struct uzram *dev, uint64_t need)
+{
+	uint64_t limit = atomic_load(&dev->mem_limit);
+	uint64_t low = limit / 100 * dev->tier->low;
+
+	if (limit > need && limit - need < low)
+		low = limit - need;
+	policy_step(dev, low);
 }
 
 static void *policy_main(void *arg)

@@ -362,6 +362,49 @@ static void test_write_through(void **state)
 }
 
 /*
+ * Memory full when a write needs a new chunk of the page table: the writer
+ * makes room itself. Watermarks of 100% and 99% keep the policy thread
+ * idle (the pool, capped at the limit minus the table, never passes 99%),
+ * so only the writer's own step can free the chunk's 256 KiB.
+ */
+static void test_table_room(void **state)
+{
+	const uint64_t size = 128u << 20, limit = 1u << 20;
+	uint8_t *ref = calloc(1, size);
+	struct uzram_config cfg;
+	struct uzram *dev = NULL;
+	struct uzram_stats st;
+	int r;
+
+	(void)state;
+	assert_non_null(ref);
+	uzram_config_init(&cfg);
+	cfg.size = size;
+	cfg.mem_limit = limit;
+	cfg.high_watermark = 100;
+	cfg.low_watermark = 99;
+	cfg.backing = backing_file();
+	r = uzram_open(&cfg, &dev);
+	unlink(path);
+	if (r)
+		fail_msg("uzram_open with backing: %s", uzram_last_error());
+	for (uint64_t p = 0; p < 2048; p++)
+		dev_write(dev, ref, data_page(p), PG, p * PG);
+	st = get_stats(dev);
+	assert_true(st.pages_written_through > 0);
+	assert_int_equal(st.policy_written_back, 0);
+	/* the first page of the second chunk (64 MiB of 4 KiB clusters) */
+	dev_write(dev, ref, data_page(0), PG, 64u << 20);
+	st = get_stats(dev);
+	assert_true(st.policy_written_back > 0);
+	assert_int_equal(st.failed_writes, 0);
+	assert_true(st.mem_used_total <= limit);
+	check_dev(dev, ref, "a new chunk with memory full");
+	uzram_close(dev);
+	free(ref);
+}
+
+/*
  * A limit lowered under what the device holds: the policy moves it out,
  * recompressing first when the device has a secondary algorithm.
  */
@@ -661,6 +704,7 @@ int main(void)
 		cmocka_unit_test(test_largest_first),
 		cmocka_unit_test(test_churn_and_compaction),
 		cmocka_unit_test(test_write_through),
+		cmocka_unit_test(test_table_room),
 		cmocka_unit_test(test_lower_limit),
 		cmocka_unit_test(test_idle_ages),
 		cmocka_unit_test(test_faults),
