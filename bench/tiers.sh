@@ -187,7 +187,7 @@ busy=
 cat >bench/sections/tiers.md <<EOF
 ## The second tier (\`make bench-tiers\`)
 
-\`bench/tiers.sh $((SIZE >> 20)) $((LIMIT >> 20))\`, run $started on $(nproc) CPUs, load average $load_start at the start and $load_end at the end$busy. $((SIZE >> 20)) MiB of the corpus (files.tar, then the Python core) copied by \`nbdcopy --flush\` into \`uzram serve --size $DEV\` (lz4): with no limit, and with \`--mem-limit $((LIMIT >> 20))M\` and a backing store, the policy on and no operator command, the store a file or nbdkit's memory plugin over a Unix socket. Each fill was read back with nbdcopy and compared byte for byte (all matched). Peak RSS is the server's VmHWM; \`mem_used_max\` is the pool's peak (the limit covers the pool and the page table).
+\`bench/tiers.sh $((SIZE >> 20)) $((LIMIT >> 20))\`, run $started on $(nproc) CPUs, load average $load_start at the start and $load_end at the end$busy. The first $((SIZE >> 20)) MiB of the corpus (files.tar, and the Python core after it if it is shorter) copied by \`nbdcopy --flush\` into \`uzram serve --size $DEV\` (lz4): with no limit, and with \`--mem-limit $((LIMIT >> 20))M\` and a backing store, the policy on and no operator command, the store a file or nbdkit's memory plugin over a Unix socket. Each fill was read back with nbdcopy and compared byte for byte (all matched). Peak RSS is the server's VmHWM; \`mem_used_max\` is the pool's peak (the limit covers the pool and the page table).
 
 | | no limit | limit, file | limit, nbdkit |
 |---|---|---|---|
