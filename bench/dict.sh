@@ -96,16 +96,5 @@ open(sys.argv[3], "w").write("\n".join(L) + "\n")
 PY
 
 # The same section in BENCHMARKS.md now, in place of an older one.
-python3 - BENCHMARKS.md bench/sections/dict.md <<'PY'
-import re, sys
-doc, sec = open(sys.argv[1]).read(), open(sys.argv[2]).read()
-head = "## Dictionaries (`make bench-dict`)"
-if head in doc:
-    start = doc.index(head)
-    nxt = doc.find("\n## ", start + len(head))
-    doc = doc[:start] + sec + (doc[nxt + 1:] if nxt >= 0 else "")
-else:
-    doc = doc.rstrip("\n") + "\n\n" + sec
-open(sys.argv[1], "w").write(doc)
-PY
+python3 bench/put_section.py BENCHMARKS.md bench/sections/dict.md
 cat bench/sections/dict.md

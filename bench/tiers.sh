@@ -21,7 +21,8 @@
 #            before and after `ctl backing-compact`; file and nbdkit
 #
 # Prints a small table; writes bench/out/tiers.txt and
-# bench/sections/tiers.md (which bench/report.py copies into BENCHMARKS.md).
+# bench/sections/tiers.md (which bench/report.py copies into BENCHMARKS.md),
+# and puts that section into BENCHMARKS.md now.
 # The machine should be otherwise idle for the figures to mean anything;
 # the section says the load average it ran under.
 set -euo pipefail
@@ -211,4 +212,5 @@ Backing store used / live compressed bytes on it, after the whole corpus was wri
 | after the churn | $ch_file_before | $ch_nbd_before |
 | after \`ctl backing-compact\` | $ch_file_after | $ch_nbd_after |
 EOF
-echo "wrote bench/sections/tiers.md"
+python3 bench/put_section.py BENCHMARKS.md bench/sections/tiers.md
+echo "wrote bench/sections/tiers.md and its section of BENCHMARKS.md"
