@@ -10,16 +10,21 @@
 #            peak RSS (VmHWM) of the server, what went to the backing store,
 #            and a byte-for-byte read back with nbdcopy
 #   randread 4K random reads of written-back data (`uzram load --backing
-#            --randread`, one thread, in-process) beside fio psync 4K random
-#            reads, one job, of a file as large as what the backing store
-#            holds: the tier's own limit; both files in the page cache
+#            --randread`, one thread, in-process), to a backing file and to
+#            nbdkit, beside fio psync 4K random reads, one job, of a file as
+#            large as what the backing store holds (the tier's own limit;
+#            both files in the page cache), and beside the same reads of
+#            the same data held in memory (the codec's own limit)
 #   churn    rewrites and discards of 256 KiB runs at random places of a
 #            device written back, with `ctl writeback` after each round:
 #            bytes of backing store used / live compressed bytes on it,
-#            before and after `ctl backing-compact`
+#            before and after `ctl backing-compact`; file and nbdkit
 #
-# Prints a small table; writes bench/out/tiers.txt. The machine should be
-# otherwise idle for the figures to mean anything.
+# Prints a small table; writes bench/out/tiers.txt and
+# bench/sections/tiers.md (which bench/report.py copies into BENCHMARKS.md),
+# and puts that section into BENCHMARKS.md now.
+# The machine should be otherwise idle for the figures to mean anything;
+# the section says the load average it ran under.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -28,11 +33,13 @@ CORPUS=${BENCH_CORPUS:-$PWD/build/corpus}
 SIZE=$((${1:-512} << 20))
 LIMIT=$((${2:-128} << 20))
 out=$PWD/bench/out
-mkdir -p "$out"
+mkdir -p "$out" bench/sections
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+started=$(date -u '+%Y-%m-%d %H:%M UTC')
 T=$(mktemp -d /tmp/uzram-bench-tiers.XXXXXX)
 source bench/servers.sh
 server_pid=
-trap 'stop_server; rm -rf "$T"' EXIT
+trap 'stop_server; [[ -f $T/nbdkit.pid ]] && kill "$(cat "$T/nbdkit.pid")"; rm -rf "$T"' EXIT
 
 head -c "$SIZE" "$CORPUS/files.tar" >"$T/data"
 head -c $((SIZE - $(stat -c %s "$T/data"))) "$CORPUS/heap-python.core" >>"$T/data"
@@ -73,70 +80,137 @@ fill() {
 	rm -f "$T/back"
 }
 
+nbdkit_start() {
+	rm -f "$T/nbdkit.sock"
+	nbdkit -U "$T/nbdkit.sock" -P "$T/nbdkit.pid" memory $((SIZE * 2))
+}
+nbdkit_stop() { kill "$(cat "$T/nbdkit.pid")"; rm -f "$T/nbdkit.pid"; }
+nbd_backing="nbd+unix:///?socket=$T/nbdkit.sock"
+
 fill nolimit
 fill limit --mem-limit "$LIMIT" --backing "$T/backing"
-# the same with nbdkit's memory plugin over a Unix socket as the backing store
-nbdkit -U "$T/nbdkit.sock" -P "$T/nbdkit.pid" memory $((SIZE * 2))
-fill nbd --mem-limit "$LIMIT" --backing "nbd+unix:///?socket=$T/nbdkit.sock"
-kill "$(cat "$T/nbdkit.pid")"
+nbdkit_start
+fill nbd --mem-limit "$LIMIT" --backing "$nbd_backing"
+nbdkit_stop
 
-# randread: uzram load --backing, then fio on a file of bd_space bytes
+# randread NAME ARGS...: uzram load ARGS --randread N: ${NAME}_iops, and
+# ${NAME}_space, what the backing store held
 N=200000
+randread() {
+	local name=$1 us
+	shift
+	"$UZRAM" load "$T/data" "$@" --randread "$N" --json >"$T/load.json"
+	us=$(python3 -c "import json; print(json.load(open('$T/load.json'))['randread_4k_us'])")
+	printf -v "${name}_iops" %d "$(echo "1000000 / $us" | bc)"
+	printf -v "${name}_space" %d "$(python3 -c "import json; print(json.load(open('$T/load.json')).get('bd_space', 0))")"
+}
 rm -f "$T/lb"
-"$UZRAM" load "$T/data" --backing "$T/lb" --randread "$N" --json >"$T/load.json"
-us=$(python3 -c "import json; print(json.load(open('$T/load.json'))['randread_4k_us'])")
-space=$(python3 -c "import json; print(json.load(open('$T/load.json'))['bd_space'])")
-tier_iops=$(echo "1000000 / $us" | bc)
-head -c "$space" "$T/data" >"$T/ref"
+randread rr_file --backing "$T/lb"
+rm -f "$T/lb"
+randread rr_mem
+nbdkit_start
+randread rr_nbd --backing "$nbd_backing"
+nbdkit_stop
+head -c "$rr_file_space" "$T/data" >"$T/ref"
 cat "$T/ref" >/dev/null
 fio --name=ref --filename="$T/ref" --rw=randread --bs=4k --ioengine=psync \
 	--numjobs=1 --invalidate=0 --time_based --runtime=5 --output-format=json \
 	>"$T/fio.json"
 fio_iops=$(python3 -c "import json; print(int(json.load(open('$T/fio.json'))['jobs'][0]['read']['iops']))")
+rm -f "$T/ref"
 
-# churn
-serve --backing "$T/churn"
-nbdcopy "$T/data" "$uri"
-"$UZRAM" ctl --socket "$T/s.sock" writeback >/dev/null
-RANDOM=12345
-runs=$((SIZE / (256 << 10)))
-for round in 1 2 3 4; do
-	cmds=()
-	for i in $(seq 64); do
-		off=$(( (RANDOM * 32768 + RANDOM) % runs * (256 << 10) ))
-		src=$(( (RANDOM * 32768 + RANDOM) % runs ))
-		if ((RANDOM % 3 == 0)); then
-			cmds+=(-c "discard $off 256k")
-		else
-			dd if="$T/data" of="$T/chunk$i" bs=256k skip="$src" count=1 \
-				status=none
-			cmds+=(-c "write -s $T/chunk$i $off 256k")
-		fi
-	done
-	qemu-io -f raw "${cmds[@]}" "$uri" >/dev/null
+# churn NAME BACKING: ${NAME}_before and ${NAME}_after
+churn() {
+	local name=$1 round i off src cmds runs
+	serve --backing "$2"
+	nbdcopy "$T/data" "$uri"
 	"$UZRAM" ctl --socket "$T/s.sock" writeback >/dev/null
-done
-stat_json >"$T/stat.json"
-churn_before=$(echo "$(field bd_space) / $(field bd_bytes)" | bc -l)
-"$UZRAM" ctl --socket "$T/s.sock" backing-compact >/dev/null
-stat_json >"$T/stat.json"
-churn_after=$(echo "$(field bd_space) / $(field bd_bytes)" | bc -l)
-stop_server
+	RANDOM=12345
+	runs=$((SIZE / (256 << 10)))
+	for round in 1 2 3 4; do
+		cmds=()
+		for i in $(seq 64); do
+			off=$(( (RANDOM * 32768 + RANDOM) % runs * (256 << 10) ))
+			src=$(( (RANDOM * 32768 + RANDOM) % runs ))
+			if ((RANDOM % 3 == 0)); then
+				cmds+=(-c "discard $off 256k")
+			else
+				dd if="$T/data" of="$T/chunk$i" bs=256k skip="$src" \
+					count=1 status=none
+				cmds+=(-c "write -s $T/chunk$i $off 256k")
+			fi
+		done
+		qemu-io -f raw "${cmds[@]}" "$uri" >/dev/null
+		"$UZRAM" ctl --socket "$T/s.sock" writeback >/dev/null
+	done
+	stat_json >"$T/stat.json"
+	printf -v "${name}_before" %.3f "$(echo "$(field bd_space) / $(field bd_bytes)" | bc -l)"
+	"$UZRAM" ctl --socket "$T/s.sock" backing-compact >/dev/null
+	stat_json >"$T/stat.json"
+	printf -v "${name}_after" %.3f "$(echo "$(field bd_space) / $(field bd_bytes)" | bc -l)"
+	stop_server
+}
+churn ch_file "$T/churn"
+nbdkit_start
+churn ch_nbd "$nbd_backing"
+nbdkit_stop
 
+mib() { echo $(($1 >> 20)); }
+ratio() { printf %.2f "$(echo "$1 / $2" | bc -l)"; }
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 {
-	echo "tiers bench: $((SIZE >> 20)) MiB of the corpus, mem limit $((LIMIT >> 20)) MiB, $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
+	echo "tiers bench: $((SIZE >> 20)) MiB of the corpus, mem limit $((LIMIT >> 20)) MiB, $(nproc) cores, load $load_start at the start, $load_end at the end"
 	printf '%-44s %12s %12s %12s\n' "" "no limit" "limit+file" "limit+nbdkit"
 	printf '%-44s %12s %12s %12s\n' "fill MB/s (nbdcopy)" "$nolimit_mbs" "$limit_mbs" "$nbd_mbs"
-	printf '%-44s %12s %12s %12s\n' "server peak RSS MiB" "$((nolimit_hwm >> 20))" \
-		"$((limit_hwm >> 20))" "$((nbd_hwm >> 20))"
-	printf '%-44s %12s %12s %12s\n' "mem_used_max MiB" "$((nolimit_memmax >> 20))" \
-		"$((limit_memmax >> 20))" "$((nbd_memmax >> 20))"
+	printf '%-44s %12s %12s %12s\n' "server peak RSS MiB" "$(mib "$nolimit_hwm")" \
+		"$(mib "$limit_hwm")" "$(mib "$nbd_hwm")"
+	printf '%-44s %12s %12s %12s\n' "mem_used_max MiB" "$(mib "$nolimit_memmax")" \
+		"$(mib "$limit_memmax")" "$(mib "$nbd_memmax")"
 	printf '%-44s %12s %12s %12s\n' "pages on the backing store" "$nolimit_bd" "$limit_bd" "$nbd_bd"
 	printf '%-44s %12s %12s %12s\n' "failed requests" "$nolimit_errors" "$limit_errors" \
 		"$nbd_errors"
-	printf '%-44s %12s\n' "4K random reads of written-back data, IOPS" "$tier_iops"
+	printf '%-44s %12s %12s %12s\n' "4K random reads (memory/file/nbdkit), IOPS" \
+		"$rr_mem_iops" "$rr_file_iops" "$rr_nbd_iops"
 	printf '%-44s %12s\n' "fio psync 4K random reads of the file, IOPS" "$fio_iops"
-	printf '%-44s %12.2f\n' "tier / fio" "$(echo "$tier_iops / $fio_iops" | bc -l)"
-	printf '%-44s %12.3f\n' "backing bytes / live bytes after churn" "$churn_before"
-	printf '%-44s %12.3f\n' "... after ctl backing-compact" "$churn_after"
+	printf '%-44s %12s %12s %12s\n' "  / fio" "$(ratio "$rr_mem_iops" "$fio_iops")" \
+		"$(ratio "$rr_file_iops" "$fio_iops")" "$(ratio "$rr_nbd_iops" "$fio_iops")"
+	printf '%-44s %12s %12s %12s\n' "backing bytes / live bytes after churn" "" \
+		"$ch_file_before" "$ch_nbd_before"
+	printf '%-44s %12s %12s %12s\n' "... after ctl backing-compact" "" \
+		"$ch_file_after" "$ch_nbd_after"
 } | tee "$out/tiers.txt"
+
+met=missed
+(($(echo "$rr_file_iops >= 0.8 * $fio_iops" | bc))) && met=met
+busy=
+(($(echo "${load_start%% *} > 1.5" | bc))) &&
+	busy=" (the machine was busy with other jobs: the speeds are rough)"
+cat >bench/sections/tiers.md <<EOF
+## The second tier (\`make bench-tiers\`)
+
+\`bench/tiers.sh $((SIZE >> 20)) $((LIMIT >> 20))\`, run $started on $(nproc) CPUs, load average $load_start at the start and $load_end at the end$busy. The first $((SIZE >> 20)) MiB of the corpus (files.tar, and the Python core after it if it is shorter) copied by \`nbdcopy --flush\` into \`uzram serve --size $DEV\` (lz4): with no limit, and with \`--mem-limit $((LIMIT >> 20))M\` and a backing store, the policy on and no operator command, the store a file or nbdkit's memory plugin over a Unix socket. Each fill was read back with nbdcopy and compared byte for byte (all matched). Peak RSS is the server's VmHWM; \`mem_used_max\` is the pool's peak (the limit covers the pool and the page table).
+
+| | no limit | limit, file | limit, nbdkit |
+|---|---|---|---|
+| fill, MB/s | $nolimit_mbs | $limit_mbs | $nbd_mbs |
+| server peak RSS | $(mib "$nolimit_hwm") MiB | $(mib "$limit_hwm") MiB | $(mib "$nbd_hwm") MiB |
+| mem_used_max | $(mib "$nolimit_memmax") MiB | $(mib "$limit_memmax") MiB | $(mib "$nbd_memmax") MiB |
+| pages on the backing store | $nolimit_bd | $limit_bd | $nbd_bd |
+| failed requests | $nolimit_errors | $limit_errors | $nbd_errors |
+
+4K random reads, one thread, in-process (\`uzram load --randread $N\`), of the same data held in memory (the codec's own limit) and written back to a file or to nbdkit, beside fio \`psync\` 4K random reads (one job) of a page-cached file as large as the backing file ($(mib "$rr_file_space") MiB). Target: the tier at least 0.8x of fio ($met).
+
+| | in memory | written back, file | written back, nbdkit | fio psync on the file |
+|---|---|---|---|---|
+| IOPS | $rr_mem_iops | $rr_file_iops | $rr_nbd_iops | $fio_iops |
+| / fio | $(ratio "$rr_mem_iops" "$fio_iops") | $(ratio "$rr_file_iops" "$fio_iops") | $(ratio "$rr_nbd_iops" "$fio_iops") | 1 |
+
+Backing store used / live compressed bytes on it, after the whole corpus was written back and four rounds of 64 rewrites and discards of 256 KiB runs at random places, each round followed by \`ctl writeback\`:
+
+| | file | nbdkit |
+|---|---|---|
+| after the churn | $ch_file_before | $ch_nbd_before |
+| after \`ctl backing-compact\` | $ch_file_after | $ch_nbd_after |
+EOF
+python3 bench/section.py BENCHMARKS.md bench/sections/tiers.md
+echo "wrote bench/sections/tiers.md and its section of BENCHMARKS.md"

@@ -1,7 +1,8 @@
 # tiers.mk - `make bench-tiers`: the second tier's figures (bench/tiers.sh):
 # the mem-limit fill beside the same fill with no limit, random reads of
 # written-back data beside fio on the backing file, backing bytes after
-# churn. TIERS_SIZE and TIERS_LIMIT in MiB (defaults: the issue's 512, 128).
+# churn. Writes bench/sections/tiers.md and puts it into BENCHMARKS.md.
+# TIERS_SIZE and TIERS_LIMIT in MiB (defaults: the issue's 512, 128).
 TIERS_SIZE ?= 512
 TIERS_LIMIT ?= 128
 

@@ -3,21 +3,40 @@
  *
  *   file, block device   pread/pwrite on one descriptor; a freed range is
  *                        punched out (a hole in a file, a discard on a
- *                        device that supports it)
+ *                        device that supports it); asynchronous writes
+ *                        go to a pool of BACKING_WRITERS threads
  *   nbd:// nbd+unix://   libnbd's synchronous calls on one handle, which
- *                        libnbd makes safe to share between threads; a
- *                        freed range is trimmed if the server allows it
+ *                        libnbd makes safe to share between threads, and
+ *                        its aio calls for asynchronous writes; a freed
+ *                        range is trimmed if the server allows it
  *
  * A regular file is created sparse and grows only as far as segments are
  * used (tier.c takes the lowest free segment first); it must be empty when
  * opened, because the tier owns every byte of it, and is truncated to
  * nothing at close. Short transfers are retried; a read past the end of
  * what was written is corruption (-EIO).
+ *
+ * The writer pool: submit appends to a queue under pool.lock and signals
+ * `work`; a writer takes the head, writes it with no lock held, stores the
+ * result and broadcasts `done`, on which backing_wait() sleeps. Writers
+ * start at the first submit (a device that never writes back has none)
+ * and block every signal, as the tier's thread does.
+ *
+ * NBD: a submit is nbd_aio_pwrite(), which queues the request on the
+ * handle and returns its cookie; the wait polls the handle until
+ * nbd_aio_command_completed() says the reply came. A synchronous read of
+ * another thread may run the handle meanwhile and take that reply in: the
+ * wait finds the command completed all the same, and its poll has a
+ * timeout so that it never sleeps on a reply already taken. A connection
+ * that dies fails every command in flight (libnbd retires them with an
+ * error), so the wait returns -EIO.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <libnbd.h>
 #include <linux/fs.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -27,10 +46,23 @@
 #include "backing.h"
 #include "error.h"
 
+#define BACKING_WRITERS 4
+#define NBD_POLL_MS 10
+
+struct writer_pool {
+	pthread_mutex_t lock;
+	pthread_cond_t work, done;
+	struct backing_aio *head, *tail;
+	pthread_t th[BACKING_WRITERS];
+	unsigned n;                     /* writers started */
+	bool stop;
+};
+
 struct backing_fd {
 	struct backing b;
 	int fd;
 	int regular;
+	struct writer_pool pool;
 };
 
 struct backing_nbd {
@@ -56,12 +88,30 @@ int backing_pread(struct backing *b, void *buf, size_t len, uint64_t off)
 	return b->ops->pread(b, buf, len, off);
 }
 
+static int write_fault(struct backing *b)
+{
+	return !fault(&b->pass_writes) && fault(&b->fail_writes);
+}
+
 int backing_pwrite(struct backing *b, const void *buf, size_t len,
 		   uint64_t off)
 {
-	if (fault(&b->fail_writes))
+	if (write_fault(b))
 		return -EIO;
 	return b->ops->pwrite(b, buf, len, off);
+}
+
+int backing_submit(struct backing *b, struct backing_aio *io)
+{
+	io->done = false;
+	io->ret = 0;
+	io->failed = write_fault(b);
+	return io->failed ? 0 : b->ops->submit(b, io);
+}
+
+int backing_wait(struct backing *b, struct backing_aio *io)
+{
+	return io->failed ? -EIO : b->ops->wait(b, io);
 }
 
 static int fd_pread(struct backing *b, void *buf, size_t len, uint64_t off)
@@ -115,10 +165,99 @@ static void fd_discard(struct backing *b, uint64_t len, uint64_t off)
 			(off_t)off, (off_t)len);
 }
 
+static void *writer_main(void *arg)
+{
+	struct backing_fd *f = arg;
+	struct writer_pool *p = &f->pool;
+	struct backing_aio *io;
+
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		while (!p->head && !p->stop)
+			pthread_cond_wait(&p->work, &p->lock);
+		if (!p->head)
+			break;
+		io = p->head;
+		p->head = io->next;
+		if (!p->head)
+			p->tail = NULL;
+		pthread_mutex_unlock(&p->lock);
+		io->ret = fd_pwrite(&f->b, io->buf, io->len, io->off);
+		pthread_mutex_lock(&p->lock);
+		io->done = true;
+		pthread_cond_broadcast(&p->done);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+/* Start the writers if none runs yet; under p->lock. */
+static int pool_start(struct backing_fd *f)
+{
+	struct writer_pool *p = &f->pool;
+	sigset_t all, old;
+	int ret = 0;
+
+	if (p->n)
+		return 0;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	while (p->n < BACKING_WRITERS) {
+		ret = pthread_create(&p->th[p->n], NULL, writer_main, f);
+		if (ret)
+			break;
+		p->n++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return p->n ? 0 : -ret;
+}
+
+static int fd_submit(struct backing *b, struct backing_aio *io)
+{
+	struct backing_fd *f = (struct backing_fd *)b;
+	struct writer_pool *p = &f->pool;
+	int ret;
+
+	pthread_mutex_lock(&p->lock);
+	ret = pool_start(f);
+	if (!ret) {
+		io->next = NULL;
+		if (p->tail)
+			p->tail->next = io;
+		else
+			p->head = io;
+		p->tail = io;
+		pthread_cond_signal(&p->work);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return ret;
+}
+
+static int fd_wait(struct backing *b, struct backing_aio *io)
+{
+	struct writer_pool *p = &((struct backing_fd *)b)->pool;
+
+	pthread_mutex_lock(&p->lock);
+	while (!io->done)
+		pthread_cond_wait(&p->done, &p->lock);
+	pthread_mutex_unlock(&p->lock);
+	return io->ret;
+}
+
 static void fd_close(struct backing *b)
 {
 	struct backing_fd *f = (struct backing_fd *)b;
+	struct writer_pool *p = &f->pool;
 
+	pthread_mutex_lock(&p->lock);
+	p->stop = true;
+	pthread_cond_broadcast(&p->work);
+	pthread_mutex_unlock(&p->lock);
+	for (unsigned i = 0; i < p->n; i++)
+		pthread_join(p->th[i], NULL);
+	pthread_cond_destroy(&p->done);
+	pthread_cond_destroy(&p->work);
+	pthread_mutex_destroy(&p->lock);
 	if (f->regular)
 		(void)ftruncate(f->fd, 0);
 	close(f->fd);
@@ -126,7 +265,7 @@ static void fd_close(struct backing *b)
 }
 
 static const struct backing_ops fd_ops = {
-	fd_pread, fd_pwrite, fd_discard, fd_close,
+	fd_pread, fd_pwrite, fd_discard, fd_submit, fd_wait, fd_close,
 };
 
 static int open_path(const char *path, uint64_t want, struct backing **out)
@@ -164,6 +303,9 @@ static int open_path(const char *path, uint64_t want, struct backing **out)
 	}
 	f->fd = fd;
 	f->regular = S_ISREG(sb.st_mode);
+	pthread_mutex_init(&f->pool.lock, NULL);
+	pthread_cond_init(&f->pool.work, NULL);
+	pthread_cond_init(&f->pool.done, NULL);
 	f->b.ops = &fd_ops;
 	f->b.kind = f->regular ? "file" : "block device";
 	f->b.capacity = f->regular ? want : size;
@@ -199,6 +341,33 @@ static int nbdb_pwrite(struct backing *b, const void *buf, size_t len,
 	return nbd_pwrite(n->nbd, buf, len, off, 0) < 0 ? nbd_err() : 0;
 }
 
+static int nbdb_submit(struct backing *b, struct backing_aio *io)
+{
+	struct backing_nbd *n = (struct backing_nbd *)b;
+
+	io->cookie = nbd_aio_pwrite(n->nbd, io->buf, io->len, io->off,
+				    NBD_NULL_COMPLETION, 0);
+	return io->cookie < 0 ? nbd_err() : 0;
+}
+
+static int nbdb_wait(struct backing *b, struct backing_aio *io)
+{
+	struct backing_nbd *n = (struct backing_nbd *)b;
+
+	for (;;) {
+		int r = nbd_aio_command_completed(n->nbd, (uint64_t)io->cookie);
+
+		if (r == 1)
+			return 0;
+		if (r < 0)
+			return nbd_err();
+		if (nbd_poll(n->nbd, NBD_POLL_MS) < 0 &&
+		    (nbd_aio_is_dead(n->nbd) || nbd_aio_is_closed(n->nbd)) &&
+		    nbd_aio_command_completed(n->nbd, (uint64_t)io->cookie) == 0)
+			return -EIO;   /* dead, and the command not retired */
+	}
+}
+
 static void nbdb_discard(struct backing *b, uint64_t len, uint64_t off)
 {
 	struct backing_nbd *n = (struct backing_nbd *)b;
@@ -216,7 +385,8 @@ static void nbdb_close(struct backing *b)
 }
 
 static const struct backing_ops nbd_ops = {
-	nbdb_pread, nbdb_pwrite, nbdb_discard, nbdb_close,
+	nbdb_pread, nbdb_pwrite, nbdb_discard, nbdb_submit, nbdb_wait,
+	nbdb_close,
 };
 
 static int open_nbd(const char *uri, struct backing **out)

@@ -35,8 +35,9 @@
  * against mem_limit: a chunk that would take mem_used_total + table_bytes
  * past the limit is not made, and the write needing it fails with -ENOSPC
  * (otherwise zeroing a large device with NO_HOLE grew the table, 16 bytes
- * a cluster, outside any limit). The allocator's own limit is kept at
- * mem_limit minus the table (table_limit_apply()).
+ * a cluster, outside any limit), unless a tier can write enough back first
+ * (tier_make_room()). The allocator's own limit is kept at mem_limit minus
+ * the table (table_limit_apply()).
  *
  * Writing a cluster. A whole cluster is classified and compressed into the
  * thread's own buffer and stored in the allocator before the slot is even
@@ -158,8 +159,15 @@ struct slot *slot_get(struct uzram *dev, uint64_t idx, int *err)
 	if (__builtin_expect(chunk != NULL, 1))
 		return &chunk[idx & (CHUNK_SLOTS - 1)];
 	*err = -ENOSPC;
-	if (!table_fits(dev, idx >> CHUNK_SHIFT))
-		return NULL;
+	if (!table_fits(dev, idx >> CHUNK_SHIFT)) {
+		/* memory is full: the tier, if any, makes room in this thread */
+		if (!dev->tier)
+			return NULL;
+		tier_make_room(dev, table_bytes(dev) +
+				    chunk_bytes(dev, idx >> CHUNK_SHIFT));
+		if (!table_fits(dev, idx >> CHUNK_SHIFT))
+			return NULL;
+	}
 	*err = -ENOMEM;
 	/* Anonymous memory is zeroed, and a zero slot is an unlocked hole. */
 	chunk = mmap(NULL, CHUNK_BYTES, PROT_READ | PROT_WRITE,

@@ -132,6 +132,13 @@ void tier_kick(struct tier *t);
 
 /* Move clusters out until memory is below low; the policy's step. */
 void tier_policy_step(struct uzram *dev);
+/*
+ * The same, run by a writer that needs need bytes of memory under the
+ * limit and cannot write through (a chunk of the page table): until memory
+ * is under the low watermark and need bytes under the limit, or nothing
+ * more can go. The caller holds no slot lock.
+ */
+void tier_make_room(struct uzram *dev, uint64_t need);
 
 /*
  * The internals of uzram_writeback(), for the policy too: clusters in

@@ -7,13 +7,17 @@
  * set by store.c). An age is now - stamp modulo 256, so to keep old
  * clusters from looking young after a wrap, every walk of the table here
  * saturates ages past AGE_MAX (128 ticks, 512 s): the stamp is moved to
- * now - AGE_MAX. The thread walks every 32 ticks; uzram_mark_idle_age()
- * walks too.
+ * now - AGE_MAX. The thread walks every 32 ticks while it runs (below);
+ * uzram_mark_idle_age() walks too. With no walk for 256 ticks (a device
+ * with no limit), an age wraps: as on a device with no backing store,
+ * ages are then exact up to 1020 s only.
  *
- * The policy. With a backing store, the thread wakes every 200 ms, or at
- * once when a writer had to write through to the backing store. If the
- * device has a memory limit and holds more than the high watermark of it
- * (or a writer found it full), one step:
+ * The policy. The thread ("uzram-tier") has work only while the device
+ * has a memory limit: with none it sleeps until uzram_set_mem_limit()
+ * sets one, and never wakes otherwise. With one, it wakes every 200 ms,
+ * or at once when a writer had to write through to the backing store. If
+ * memory holds more than the high watermark of the limit (or a writer
+ * found it full), one step:
  *
  *   need = mem_used - low watermark
  *   A    = the highest age such that the objects at least A old hold
@@ -31,6 +35,12 @@
  *
  * Every step is counted (policy_runs, policy_recompressed,
  * policy_written_back in the stats).
+ *
+ * A writer that needs a new chunk of the page table while memory is full
+ * cannot write through (the slot itself is memory), so it runs a step
+ * itself, as the kernel's direct reclaim does (tier_make_room): down to
+ * the low watermark or further, until the chunk fits, instead of failing
+ * with -ENOSPC while the backing store has room.
  *
  * Lock rules: the thread takes tier->wb_lock for its steps, as
  * uzram_writeback() does, and the slot locks one at a time.
@@ -136,20 +146,25 @@ static int strongest_recomp(struct uzram *dev)
 	return 0;
 }
 
-void tier_policy_step(struct uzram *dev)
+/* One step: move clusters out until memory holds at most low bytes. */
+static void policy_step(struct uzram *dev, uint64_t low)
 {
 	struct tier *t = dev->tier;
-	uint64_t limit = atomic_load(&dev->mem_limit), used, low;
+	uint64_t limit = atomic_load(&dev->mem_limit), used;
 	struct wb_params p = { .last = dev->nclusters - 1 };
 	int prio = strongest_recomp(dev);
 	long n;
 
-	used = mem_used(dev);
-	low = limit / 100 * t->low;
-	if (!limit || used <= low)
+	if (!limit || mem_used(dev) <= low)
 		return;
-	stats_inc(&dev->stats.policy_runs);
 	pthread_mutex_lock(&t->wb_lock);
+	/* another step may have made the room meanwhile */
+	used = mem_used(dev);
+	if (used <= low) {
+		pthread_mutex_unlock(&t->wb_lock);
+		return;
+	}
+	stats_inc(&dev->stats.policy_runs);
 	p.min_age = cold_age(dev, used - low);
 	if (prio) {
 		/* room for each new object before its old one is freed */
@@ -158,7 +173,7 @@ void tier_policy_step(struct uzram *dev)
 
 		zpool_set_limit(dev->pool, (used > limit ? used : limit) + room);
 		(void)recompress_run(dev, prio, 0, 0, p.min_age);
-		zpool_set_limit(dev->pool, atomic_load(&dev->mem_limit));
+		table_limit_apply(dev);
 		stats_addu(&dev->stats.policy_recomp, (uint64_t)
 			   (atomic_load(&dev->stats.pages_recompressed) - before));
 		zpool_compact(dev->pool);
@@ -181,6 +196,21 @@ void tier_policy_step(struct uzram *dev)
 	pthread_mutex_unlock(&t->wb_lock);
 }
 
+void tier_policy_step(struct uzram *dev)
+{
+	policy_step(dev, atomic_load(&dev->mem_limit) / 100 * dev->tier->low);
+}
+
+void tier_make_room(struct uzram *dev, uint64_t need)
+{
+	uint64_t limit = atomic_load(&dev->mem_limit);
+	uint64_t low = limit / 100 * dev->tier->low;
+
+	if (limit > need && limit - need < low)
+		low = limit - need;
+	policy_step(dev, low);
+}
+
 static void *policy_main(void *arg)
 {
 	struct uzram *dev = arg;
@@ -192,7 +222,10 @@ static void *policy_main(void *arg)
 		struct timespec ts;
 
 		pthread_mutex_lock(&t->lock);
-		if (!t->stop && !t->kick) {
+		if (!t->stop && !t->kick && !atomic_load(&dev->mem_limit)) {
+			/* nothing to keep in: sleep until a limit is set */
+			pthread_cond_wait(&t->cond, &t->lock);
+		} else if (!t->stop && !t->kick) {
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_nsec += WAKE_MS * 1000000L;
 			if (ts.tv_nsec >= 1000000000L) {
@@ -232,6 +265,7 @@ int tier_policy_start(struct uzram *dev)
 	if (ret)
 		return uzram_set_error(-ret, "backing store: cannot start the "
 				       "tier's thread");
+	(void)pthread_setname_np(t->thread, "uzram-tier");
 	t->running = true;
 	return 0;
 }

@@ -9,18 +9,25 @@
  *
  *   slot (shared lock) --copy--> staging --append--> batch buffer, 1 MiB
  *   at most, one contiguous range of the open segment of head 0
- *   batch --one pwrite--> backing store
- *   then per object: slot (exclusive lock): still the object written?
+ *   batch --one asynchronous write (backing_submit)--> backing store
+ *   the walk goes on filling the next batch buffer of a ring of
+ *   WB_INFLIGHT, so up to that many writes are in flight; a full ring
+ *   waits for its oldest write (backing_wait), then per object of it:
+ *        slot (exclusive lock): still the object written?
  *        yes: OBJ/HUGE -> BACKED (other flag bits kept), free the memory
  *        no:  leave it, give the backing space back
+ *
+ *     ring:  w[0] in flight | w[1] in flight | w[2] filling | w[3] idle
  *
  * An object that dedup shares between clusters stays in memory: the
  * switch takes it out of the dedup index first, which refuses a shared
  * one (dedup.c).
  *
  * So a cluster leaves memory only after its write completed, and a write
- * that fails leaves every cluster of its batch in memory. "Still the
- * object written" compares the state, priority, tag, handle and size and
+ * that fails leaves every cluster of its batch in memory (and is counted
+ * in bd_failed_writes); the walk stops at the first failure, and the
+ * writes still in flight are waited for and committed as they completed.
+ * "Still the object written" compares the state, priority, tag, handle and size and
  * then the bytes: a handle freed and reused for the same slot between the
  * copy and the switch cannot pass for the old object.
  *
@@ -49,6 +56,7 @@
 #include "zpool.h"
 
 #define BATCH_ITEMS 256
+#define WB_INFLIGHT 4      /* batch writes in flight at once */
 #define MAX_VICTIMS 32
 
 struct wb_item {
@@ -60,33 +68,58 @@ struct wb_item {
 	uint32_t pages;
 };
 
-struct batch {
-	struct uzram *dev;
-	bool from_backing;         /* compaction: the source is a place */
-	unsigned char *buf;        /* SEG_BYTES */
-	unsigned char *stage;      /* one object */
+/* One batch write: a contiguous range of head 0 and the objects in it. */
+struct wbuf {
+	unsigned char *buf;        /* SEG_BYTES, allocated at first use */
 	uint64_t start;
 	size_t fill;
 	unsigned n;
-	uint64_t pages, freed;     /* moved so far */
-	uint64_t pending_pages, pending_bytes;
+	bool busy;                 /* submitted, not yet reaped */
+	struct backing_aio io;
 	struct wb_item it[BATCH_ITEMS];
 };
 
-static int batch_init(struct batch *b, struct uzram *dev, bool from_backing)
+/*
+ * A ring of WB_INFLIGHT batch writes: w[cur] is being filled, the others
+ * are in flight or idle; the one after cur is the oldest in flight, so a
+ * full ring waits for it before filling it again.
+ */
+struct batch {
+	struct uzram *dev;
+	bool from_backing;         /* compaction: the source is a place */
+	unsigned char *stage;      /* one object */
+	unsigned cur;
+	int err;                   /* the first failed write */
+	uint64_t pages, freed;     /* moved so far */
+	uint64_t pending_pages, pending_bytes;   /* gathered, not reaped */
+	struct wbuf w[WB_INFLIGHT];
+};
+
+static struct batch *batch_new(struct uzram *dev, bool from_backing)
 {
-	memset(b, 0, sizeof *b);
+	struct batch *b = calloc(1, sizeof *b);
+
+	if (!b)
+		return NULL;
 	b->dev = dev;
 	b->from_backing = from_backing;
-	b->buf = malloc(SEG_BYTES);
 	b->stage = malloc(dev->csize);
-	return b->buf && b->stage ? 0 : -ENOMEM;
+	b->w[0].buf = malloc(SEG_BYTES);
+	if (!b->stage || !b->w[0].buf) {
+		free(b->stage);
+		free(b->w[0].buf);
+		free(b);
+		return NULL;
+	}
+	return b;
 }
 
 static void batch_free(struct batch *b)
 {
-	free(b->buf);
+	for (unsigned i = 0; i < WB_INFLIGHT; i++)
+		free(b->w[i].buf);
 	free(b->stage);
+	free(b);
 }
 
 static bool wb_limit_take(struct tier *t, uint64_t pages)
@@ -104,8 +137,15 @@ static bool wb_limit_take(struct tier *t, uint64_t pages)
 	return true;
 }
 
+static void wb_limit_give(struct tier *t, uint64_t pages)
+{
+	if (atomic_load(&t->wb_limit_on))
+		atomic_fetch_add(&t->wb_limit, pages);
+}
+
 /* Switch one written object's slot, if it still holds what was copied. */
-static bool commit_one(struct batch *b, const struct wb_item *it)
+static bool commit_one(struct batch *b, const struct wbuf *w,
+		       const struct wb_item *it)
 {
 	struct uzram *dev = b->dev;
 	struct slot *s = it->s;
@@ -124,7 +164,7 @@ static bool commit_one(struct batch *b, const struct wb_item *it)
 	if (same && !b->from_backing) {
 		const void *obj = zpool_map(dev->pool, slot_handle(s));
 
-		same = !memcmp(obj, b->buf + (it->boff - b->start), it->size);
+		same = !memcmp(obj, w->buf + (it->boff - w->start), it->size);
 		zpool_unmap(dev->pool, slot_handle(s));
 	}
 	/* a shared object stays in memory (dedup.c) */
@@ -156,35 +196,77 @@ static bool commit_one(struct batch *b, const struct wb_item *it)
 	return true;
 }
 
-/* Write the batch out and switch its slots. 0 or the write's error. */
-static int batch_flush(struct batch *b)
+/*
+ * End batch write w, whose write returned ret: switch its slots, or, if
+ * the write failed, leave every one in memory and give its space back.
+ */
+static void wbuf_reap(struct batch *b, struct wbuf *w, int ret)
 {
 	struct tier *t = b->dev->tier;
-	int ret = 0;
 
-	if (!b->n)
-		return 0;
-	ret = backing_pwrite(t->b, b->buf, b->fill, b->start);
-	for (unsigned i = 0; i < b->n; i++) {
-		const struct wb_item *it = &b->it[i];
+	for (unsigned i = 0; i < w->n; i++) {
+		const struct wb_item *it = &w->it[i];
 
+		b->pending_pages -= it->pages;
+		b->pending_bytes -= it->size;
 		if (ret) {
 			space_free(t, it->boff, round16(it->size));
-			if (atomic_load(&t->wb_limit_on))
-				atomic_fetch_add(&t->wb_limit, it->pages);
-		} else if (commit_one(b, it)) {
+			wb_limit_give(t, it->pages);
+		} else if (commit_one(b, w, it)) {
 			b->pages += it->pages;
 			b->freed += it->size;
-		} else if (atomic_load(&t->wb_limit_on)) {
-			atomic_fetch_add(&t->wb_limit, it->pages);
+		} else {
+			wb_limit_give(t, it->pages);
 		}
 	}
-	if (ret)
+	if (ret) {
 		stats_inc(&b->dev->stats.bd_failed_writes);
-	b->n = 0;
-	b->fill = 0;
-	b->pending_pages = b->pending_bytes = 0;
-	return ret;
+		if (!b->err)
+			b->err = ret;
+	}
+	w->n = 0;
+	w->fill = 0;
+	w->busy = false;
+}
+
+static void wbuf_wait(struct batch *b, struct wbuf *w)
+{
+	if (w->busy)
+		wbuf_reap(b, w, backing_wait(b->dev->tier->b, &w->io));
+}
+
+/*
+ * Send the batch being filled and move on to the next one of the ring,
+ * waiting for it if it is still in flight. 0, or the first failed write.
+ */
+static int batch_submit(struct batch *b)
+{
+	struct wbuf *w = &b->w[b->cur];
+	int ret;
+
+	if (w->n) {
+		w->io.buf = w->buf;
+		w->io.len = w->fill;
+		w->io.off = w->start;
+		ret = backing_submit(b->dev->tier->b, &w->io);
+		if (ret)
+			wbuf_reap(b, w, ret);
+		else
+			w->busy = true;
+		b->cur = (b->cur + 1) % WB_INFLIGHT;
+		wbuf_wait(b, &b->w[b->cur]);
+	}
+	return b->err;
+}
+
+/* Send what is gathered and wait for every write: 0 or the first error. */
+static int batch_drain(struct batch *b)
+{
+	int ret = batch_submit(b);
+
+	for (unsigned i = 1; i <= WB_INFLIGHT; i++)
+		wbuf_wait(b, &b->w[(b->cur + i) % WB_INFLIGHT]);
+	return ret ? ret : b->err;
 }
 
 /* Append the staged object that slot s held as (flags, val). */
@@ -192,31 +274,36 @@ static int batch_add(struct batch *b, struct slot *s, uint32_t flags,
 		     uint64_t val, uint32_t size, uint32_t pages)
 {
 	uint32_t len = round16(size);
+	struct wbuf *w = &b->w[b->cur];
 	uint64_t off;
 	int ret;
 
-	if (b->n == BATCH_ITEMS) {
-		ret = batch_flush(b);
+	if (w->n == BATCH_ITEMS) {
+		ret = batch_submit(b);
 		if (ret)
 			return ret;
+		w = &b->w[b->cur];
 	}
 	ret = space_alloc(&b->dev->tier->sp, HEAD_WB, len, &off);
 	if (ret)
 		return ret;
-	if (b->n && (off != b->start + b->fill ||
-		     b->fill + len > SEG_BYTES)) {
-		ret = batch_flush(b);
-		if (ret) {
-			space_free(b->dev->tier, off, len);
-			return ret;
-		}
+	if (w->n && (off != w->start + w->fill ||
+		     w->fill + len > SEG_BYTES)) {
+		ret = batch_submit(b);
+		w = &b->w[b->cur];
 	}
-	if (!b->n)
-		b->start = off;
-	memcpy(b->buf + b->fill, b->stage, size);
-	memset(b->buf + b->fill + size, 0, len - size);
-	b->fill += len;
-	b->it[b->n++] = (struct wb_item){ s, flags, val, off, size, pages };
+	if (!ret && !w->buf && !(w->buf = malloc(SEG_BYTES)))
+		ret = -ENOMEM;
+	if (ret) {
+		space_free(b->dev->tier, off, len);
+		return ret;
+	}
+	if (!w->n)
+		w->start = off;
+	memcpy(w->buf + w->fill, b->stage, size);
+	memset(w->buf + w->fill + size, 0, len - size);
+	w->fill += len;
+	w->it[w->n++] = (struct wb_item){ s, flags, val, off, size, pages };
 	b->pending_pages += pages;
 	b->pending_bytes += size;
 	return 0;
@@ -269,8 +356,7 @@ static int wb_walk(struct batch *b, const struct wb_params *p, uint32_t lo,
 			return 1;
 		ret = batch_add(b, s, f, val, size, pages);
 		if (ret) {
-			if (atomic_load(&dev->tier->wb_limit_on))
-				atomic_fetch_add(&dev->tier->wb_limit, pages);
+			wb_limit_give(dev->tier, pages);
 			return ret;
 		}
 	}
@@ -283,26 +369,21 @@ long writeback_run(struct uzram *dev, const struct wb_params *p)
 	uint32_t now = tier_clock(dev), lo, hi;
 	int nbands = p->max_pages || p->free_bytes ||
 		     atomic_load(&t->wb_limit_on) ? PP_BANDS : 1;
-	struct batch *b = malloc(sizeof *b);
+	struct batch *b = batch_new(dev, false);
 	int ret = 0, fret;
 	long pages;
 
-	if (!b || batch_init(b, dev, false)) {
-		if (b)
-			batch_free(b);
-		free(b);
+	if (!b)
 		return -ENOMEM;
-	}
 	for (int k = 0; k < nbands && !ret && !wb_done(b, p); k++) {
 		pp_band(dev->csize, k, nbands, &lo, &hi);
 		ret = wb_walk(b, p, lo, hi, now);
 	}
-	fret = batch_flush(b);
+	fret = batch_drain(b);
 	if (ret >= 0 && fret)
 		ret = fret;
 	pages = (long)b->pages;
 	batch_free(b);
-	free(b);
 	return ret < 0 ? ret : pages;
 }
 
@@ -351,7 +432,7 @@ static int move_victims(struct batch *b, const uint64_t *v, unsigned nv)
 {
 	struct uzram *dev = b->dev;
 	struct slot *s;
-	int ret;
+	int ret = 0, fret;
 
 	for (uint64_t idx = 0; (s = slot_next(dev, &idx)); idx++) {
 		uint32_t size;
@@ -375,29 +456,26 @@ static int move_victims(struct batch *b, const uint64_t *v, unsigned nv)
 				    backed_off(val));
 		if (ret) {
 			stats_inc(&dev->stats.bd_failed_reads);
-			return ret;
+			break;
 		}
 		ret = batch_add(b, s, SLOT_BACKED, val, size, 0);
 		if (ret)
-			return ret;
+			break;
 	}
-	return batch_flush(b);
+	fret = batch_drain(b);
+	return ret ? ret : fret;
 }
 
 long backing_compact_locked(struct uzram *dev, bool all)
 {
 	struct tier *t = dev->tier;
 	uint64_t v[MAX_VICTIMS], before = space_used(&t->sp), after;
-	struct batch *b = malloc(sizeof *b);
+	struct batch *b = batch_new(dev, true);
 	unsigned nv;
 	int ret = 0;
 
-	if (!b || batch_init(b, dev, true)) {
-		if (b)
-			batch_free(b);
-		free(b);
+	if (!b)
 		return -ENOMEM;
-	}
 	/* until nothing qualifies, or a pass frees nothing (objects that
 	 * cannot move: corrupt slots, failing reads) */
 	for (uint64_t used = before, prev = UINT64_MAX; !ret && used < prev;
@@ -410,7 +488,6 @@ long backing_compact_locked(struct uzram *dev, bool all)
 		release_victims(t, v, nv);
 	}
 	batch_free(b);
-	free(b);
 	after = space_used(&t->sp);
 	if (ret)
 		return ret;

@@ -5,7 +5,8 @@
  * (whole and partial), rewrites, partial writes, discards and write-zeroes
  * of written-back clusters; compaction of the backing store after churn;
  * write-through when memory is full; idle ages; faults (a failing write
- * leaves the data in memory, a failing read fails that request only) and
+ * leaves its clusters in memory, also when it is one of several writes in
+ * flight, and a failing read fails that request only) and
  * bad backing stores refused with a clear error.
  *
  * Every check compares the whole device with a reference copy
@@ -13,6 +14,7 @@
  * hook (backing.h); the integration tests inject real ones (nbdkit's error
  * filter, a full file system).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -360,6 +362,49 @@ static void test_write_through(void **state)
 }
 
 /*
+ * Memory full when a write needs a new chunk of the page table: the writer
+ * makes room itself. Watermarks of 100% and 99% keep the policy thread
+ * idle (the pool, capped at the limit minus the table, never passes 99%),
+ * so only the writer's own step can free the chunk's 256 KiB.
+ */
+static void test_table_room(void **state)
+{
+	const uint64_t size = 128u << 20, limit = 1u << 20;
+	uint8_t *ref = calloc(1, size);
+	struct uzram_config cfg;
+	struct uzram *dev = NULL;
+	struct uzram_stats st;
+	int r;
+
+	(void)state;
+	assert_non_null(ref);
+	uzram_config_init(&cfg);
+	cfg.size = size;
+	cfg.mem_limit = limit;
+	cfg.high_watermark = 100;
+	cfg.low_watermark = 99;
+	cfg.backing = backing_file();
+	r = uzram_open(&cfg, &dev);
+	unlink(path);
+	if (r)
+		fail_msg("uzram_open with backing: %s", uzram_last_error());
+	for (uint64_t p = 0; p < 2048; p++)
+		dev_write(dev, ref, data_page(p), PG, p * PG);
+	st = get_stats(dev);
+	assert_true(st.pages_written_through > 0);
+	assert_int_equal(st.policy_written_back, 0);
+	/* the first page of the second chunk (64 MiB of 4 KiB clusters) */
+	dev_write(dev, ref, data_page(0), PG, 64u << 20);
+	st = get_stats(dev);
+	assert_true(st.policy_written_back > 0);
+	assert_int_equal(st.failed_writes, 0);
+	assert_true(st.mem_used_total <= limit);
+	check_dev(dev, ref, "a new chunk with memory full");
+	uzram_close(dev);
+	free(ref);
+}
+
+/*
  * A limit lowered under what the device holds: the policy moves it out,
  * recompressing first when the device has a secondary algorithm.
  */
@@ -440,21 +485,27 @@ static void test_faults(void **state)
 	struct uzram *dev = filled(&ref);
 	struct uzram_stats st0, st;
 	uint8_t buf[PG];
+	long n;
 
 	(void)state;
 	st0 = get_stats(dev);
-	/* a failing write: nothing leaves memory */
+	/*
+	 * a failing write: its clusters stay in memory. 576 pages make at
+	 * least three batch writes, all in flight before the first one fails
+	 * (at its wait), so the others may complete.
+	 */
 	atomic_store(&dev->tier->b->fail_writes, 1);
 	assert_int_equal(uzram_writeback(dev, 0, 0, UINT64_MAX, 0), -EIO);
 	assert_non_null(strstr(uzram_last_error(), "backing store"));
 	st = get_stats(dev);
 	assert_int_equal(st.bd_failed_writes, 1);
-	assert_int_equal(st.bd_count, 0);
-	assert_int_equal(st.compr_data_size, st0.compr_data_size);
-	assert_true(st.bd_space <= TIER_HEADS * SEG_BYTES);
+	assert_true(st.bd_count < 576);
+	assert_int_equal(st.compr_data_size + st.bd_bytes, st0.compr_data_size);
 	check_dev(dev, ref, "failed writeback");
-	/* then it works */
-	assert_int_equal(uzram_writeback(dev, 0, 0, UINT64_MAX, 0), 576);
+	/* then it works: what stayed goes out */
+	n = 576 - (long)st.bd_count;
+	assert_int_equal(uzram_writeback(dev, 0, 0, UINT64_MAX, 0), n);
+	assert_int_equal(get_stats(dev).bd_count, 576);
 	/* a failing read: that request only, the data stays */
 	atomic_store(&dev->tier->b->fail_reads, 1);
 	assert_int_equal(uzram_read(dev, buf, PG, 7 * PG), -EIO);
@@ -467,6 +518,97 @@ static void test_faults(void **state)
 	atomic_store(&dev->tier->b->fail_reads, 1);
 	assert_int_equal(uzram_write(dev, "x", 1, 8 * PG + 5), -EIO);
 	check_dev(dev, ref, "after a failed merge");
+	done(dev, ref);
+}
+
+/*
+ * The voluntary context switches of the tier's thread (named uzram-tier),
+ * which count its wakeups; -1 if there is no such thread.
+ */
+static long tier_wakeups(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	char name[300], line[128];
+	long n = -1;
+
+	assert_non_null(d);
+	while (n < 0 && (e = readdir(d))) {
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(name, sizeof name, "/proc/self/task/%s/comm", e->d_name);
+		f = fopen(name, "r");
+		if (!f)
+			continue;
+		if (fgets(line, sizeof line, f) && !strcmp(line, "uzram-tier\n")) {
+			fclose(f);
+			snprintf(name, sizeof name, "/proc/self/task/%s/status",
+				 e->d_name);
+			f = fopen(name, "r");
+			assert_non_null(f);
+			while (fgets(line, sizeof line, f))
+				sscanf(line, "voluntary_ctxt_switches: %ld", &n);
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+/* With no memory limit the policy thread sleeps; a limit wakes it. */
+static void test_policy_sleeps(void **state)
+{
+	struct uzram *dev = tier_open_dev(NPAGES * PG, 0, 0);
+	long before, after;
+
+	(void)state;
+	/* until it has gone to sleep: its start may switch once or twice */
+	after = tier_wakeups();
+	do {
+		before = after;
+		assert_true(before >= 0);
+		usleep(100 * 1000);
+		after = tier_wakeups();
+	} while (after != before);
+	usleep(700 * 1000);     /* 3 wakeups of a device with a limit */
+	after = tier_wakeups();
+	assert_int_equal(after, before);
+	assert_int_equal(get_stats(dev).policy_runs, 0);
+	assert_int_equal(uzram_set_mem_limit(dev, 64 << 20), 0);
+	for (int i = 0; i < 100 && after == before; i++) {
+		usleep(100 * 1000);
+		after = tier_wakeups();
+	}
+	assert_true(after > before);
+	uzram_close(dev);
+	assert_int_equal(tier_wakeups(), -1);
+}
+
+/* The second of several batch writes in flight fails: the others commit. */
+static void test_fault_in_flight(void **state)
+{
+	uint8_t *ref;
+	struct uzram *dev = filled(&ref);
+	struct uzram_stats st0, st;
+	long n;
+
+	(void)state;
+	st0 = get_stats(dev);
+	atomic_store(&dev->tier->b->pass_writes, 1);
+	atomic_store(&dev->tier->b->fail_writes, 1);
+	assert_int_equal(uzram_writeback(dev, 0, 0, UINT64_MAX, 0), -EIO);
+	st = get_stats(dev);
+	assert_int_equal(st.bd_failed_writes, 1);
+	assert_true(st.bd_count > 0 && st.bd_count < 576);
+	assert_int_equal(st.compr_data_size + st.bd_bytes, st0.compr_data_size);
+	assert_int_equal(st.bd_writes, st.bd_count);
+	check_dev(dev, ref, "a failed write among writes in flight");
+	n = 576 - (long)st.bd_count;
+	assert_int_equal(uzram_writeback(dev, 0, 0, UINT64_MAX, 0), n);
+	check_backed(dev, 576);
+	check_dev(dev, ref, "written back after the failure");
 	done(dev, ref);
 }
 
@@ -562,9 +704,12 @@ int main(void)
 		cmocka_unit_test(test_largest_first),
 		cmocka_unit_test(test_churn_and_compaction),
 		cmocka_unit_test(test_write_through),
+		cmocka_unit_test(test_table_room),
 		cmocka_unit_test(test_lower_limit),
 		cmocka_unit_test(test_idle_ages),
 		cmocka_unit_test(test_faults),
+		cmocka_unit_test(test_policy_sleeps),
+		cmocka_unit_test(test_fault_in_flight),
 		cmocka_unit_test(test_bad_backing),
 		cmocka_unit_test(test_clusters),
 	};
