@@ -55,6 +55,7 @@ struct load_opts {
 	const char *recomp_dict;     /* and for the secondary one */
 	unsigned long long train;    /* train a dictionary of this size */
 	const char *save;            /* image to save to, or NULL */
+	unsigned long long threads;  /* the device's worker threads */
 	bool json;
 };
 
@@ -64,6 +65,7 @@ struct load_result {
 	uint32_t cluster_size;
 	struct uzram_stats st;
 	double write_s, read_s, randread_s, recomp_s, train_s, wb_s;
+	double write_cpu_s;          /* CPU seconds of the process then */
 	uint64_t compr_before, mem_before; /* before recompression */
 	uint64_t train_compr_before, train_mem_before; /* before training */
 	struct uzram_train_report train;
@@ -82,7 +84,7 @@ static void load_usage(FILE *f)
 		   "                 [--cluster SIZE] [--randread N] "
 		   "[--recompress ALGO[:LEVEL][:dict=FILE]]\n"
 		   "                 [--dict FILE] [--train-dict[=SIZE]] "
-		   "[--save IMAGE]\n"
+		   "[--save IMAGE] [--threads N]\n"
 		   "                 [--backing FILE|DEVICE|NBD-URI]\n"
 		   "  --save: save the device to IMAGE (uzram_save), open it "
 		   "again and check that too\n"
@@ -190,6 +192,18 @@ static int parse_args(int argc, char **argv, struct load_opts *o)
 					"--train-dict\n", a + 13);
 				return -EINVAL;
 			}
+		} else if ((v = opt_value(argc, argv, &i, "--threads"))) {
+			char *end;
+
+			errno = 0;
+			o->threads = strtoull(v, &end, 10);
+			if (!*v || *end || errno || *v == '-' ||
+			    o->threads > UZRAM_MAX_THREADS) {
+				fprintf(stderr, "uzram load: bad count '%s' "
+					"for --threads (0 to %d)\n", v,
+					UZRAM_MAX_THREADS);
+				return -EINVAL;
+			}
 		} else if ((v = opt_value(argc, argv, &i, "--save"))) {
 			if (!*v)
 				return -EINVAL;
@@ -217,6 +231,15 @@ static double now(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* CPU seconds of the whole process: its worker threads count too. */
+static double cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
@@ -443,7 +466,7 @@ static int load(const struct load_opts *o, const unsigned char *map,
 	unsigned char *buf;
 	void *dict = NULL;
 	uint64_t off;
-	double t;
+	double t, cpu;
 	int ret;
 
 	buf = malloc(CHUNK);
@@ -457,6 +480,7 @@ static int load(const struct load_opts *o, const unsigned char *map,
 	cfg.level = o->level;
 	cfg.mem_limit = o->mem_limit;
 	cfg.cluster_size = (uint32_t)o->cluster;
+	cfg.threads = (uint32_t)o->threads;
 	if (o->dict) {
 		ret = read_dict("load", o->dict, &dict, &cfg.dict_size);
 		if (ret)
@@ -476,6 +500,7 @@ static int load(const struct load_opts *o, const unsigned char *map,
 	r->cluster_size = uzram_cluster_size(dev);
 
 	t = now();
+	cpu = cpu_now();
 	for (off = 0; off < len; off += CHUNK) {
 		size_t n = len - off < CHUNK ? (size_t)(len - off) : CHUNK;
 
@@ -486,6 +511,7 @@ static int load(const struct load_opts *o, const unsigned char *map,
 		}
 	}
 	r->write_s = now() - t;
+	r->write_cpu_s = cpu_now() - cpu;
 
 	if (o->train) {
 		ret = train(o, dev, r);
@@ -647,6 +673,7 @@ static void print_json(const struct load_opts *o, const struct load_result *r)
 	printf("  \"write_seconds\": %.6f,\n", r->write_s);
 	printf("  \"read_seconds\": %.6f,\n", r->read_s);
 	printf("  \"write_mb_s\": %.1f,\n", mb_s(r->file_size, r->write_s));
+	printf("  \"write_cpu_seconds\": %.6f,\n", r->write_cpu_s);
 	printf("  \"read_mb_s\": %.1f,\n", mb_s(r->dev_size, r->read_s));
 	json_u64("randread_4k", o->randread);
 	if (o->randread)
@@ -714,8 +741,8 @@ static void print_table(const struct load_opts *o, const struct load_result *r)
 	row_count("same_pages", st->same_pages);
 	row_count("huge_pages", st->huge_pages);
 	row_count("pages_stored", st->pages_stored);
-	printf("  %-18s %15.1f MB/s  (%.3f s)\n", "write",
-	       mb_s(r->file_size, r->write_s), r->write_s);
+	printf("  %-18s %15.1f MB/s  (%.3f s, %.3f s of CPU)\n", "write",
+	       mb_s(r->file_size, r->write_s), r->write_s, r->write_cpu_s);
 	if (o->recomp) {
 		printf("  %-18s %15s level %d: %llu pages in %.3f s\n",
 		       "recompress", o->recomp, o->recomp_level,

@@ -29,7 +29,9 @@ static void serve_usage(void)
 		"                   [--ctl-socket PATH] [--image FILE] [--tls=off|on|require\n"
 		"                   (--tls-psk FILE | --tls-certificates DIR [--tls-verify-peer])]\n"
 		"                   [--buffer-limit SIZE] [--timeout SECONDS]\n"
-		"                   [--handshake-timeout SECONDS]\n"
+		"                   [--handshake-timeout SECONDS] [--threads N]\n"
+		"  --threads: worker threads that compress a large write's clusters\n"
+		"         beside the connection's thread (default 0: none)\n"
 		"  --ctl-socket: the control socket for `uzram stat` and `uzram ctl`\n"
 		"         (default: SOCKET.ctl, or $XDG_RUNTIME_DIR/uzram/tcp-PORT.ctl)\n"
 		"  --tls: on offers TLS (NBD_OPT_STARTTLS), require refuses clients\n"
@@ -276,6 +278,7 @@ int cmd_serve(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 'I' },
 		{ "handshake-timeout", required_argument, NULL, 'H' },
 		{ "image", required_argument, NULL, 'i' },
+		{ "threads", required_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -371,6 +374,11 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case 'i':
 			sc.image = optarg;
+			break;
+		case 'j':
+			if (parse_uint(optarg, UZRAM_MAX_THREADS, &v) < 0)
+				goto bad_value;
+			cfg.threads = (uint32_t)v;
 			break;
 		case 'R':
 			sc.run = optarg;

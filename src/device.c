@@ -16,6 +16,7 @@
 #include "image.h"
 #include "store.h"
 #include "tier.h"
+#include "workers.h"
 #include "zcomp.h"
 #include "zpool.h"
 
@@ -31,14 +32,15 @@ UZRAM_API void uzram_config_init(struct uzram_config *cfg)
 
 /*
  * The layouts published so far: the first ended with mem_limit, the
- * second adds cluster_size, the third (the current one) the dictionary,
- * the tier's backing store and watermarks, and the image. Only these
- * sizes are known.
+ * second adds cluster_size, the third the dictionary, the tier's backing
+ * store and watermarks, and the image, the fourth (the current one) the
+ * threads. Only these sizes are known.
  */
 #define CONFIG_V1_SIZE \
 	(offsetof(struct uzram_config, mem_limit) + sizeof(uint64_t))
 #define CONFIG_V2_SIZE offsetof(struct uzram_config, dict)
-#define CONFIG_V3_SIZE sizeof(struct uzram_config)
+#define CONFIG_V3_SIZE offsetof(struct uzram_config, threads)
+#define CONFIG_V4_SIZE sizeof(struct uzram_config)
 
 /* log2 of a valid cluster size (0 means one page), or -1. */
 static int cluster_shift(uint32_t bytes)
@@ -88,7 +90,8 @@ UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 				       cfg ? "device pointer" : "config");
 	if (cfg->struct_size != CONFIG_V1_SIZE &&
 	    cfg->struct_size != CONFIG_V2_SIZE &&
-	    cfg->struct_size != CONFIG_V3_SIZE)
+	    cfg->struct_size != CONFIG_V3_SIZE &&
+	    cfg->struct_size != CONFIG_V4_SIZE)
 		return uzram_set_error(-EINVAL,
 			"open: config struct_size %zu is not one this library "
 			"knows (use uzram_config_init)", cfg->struct_size);
@@ -118,6 +121,10 @@ int device_create(const struct uzram_config *cfg, struct uzram **devp)
 			"open: cluster size %lu is not a power of two from "
 			"%u to %u bytes", (unsigned long)c.cluster_size,
 			1u << CLUSTER_MIN_SHIFT, 1u << CLUSTER_MAX_SHIFT);
+	if (c.threads > UZRAM_MAX_THREADS)
+		return uzram_set_error(-EINVAL,
+			"open: %lu threads is more than %u",
+			(unsigned long)c.threads, UZRAM_MAX_THREADS);
 	if (!c.algorithm)
 		c.algorithm = "lz4";
 
@@ -167,6 +174,15 @@ int device_create(const struct uzram_config *cfg, struct uzram **devp)
 			(unsigned long long)dev->nchunks);
 		goto fail;
 	}
+	if (c.threads) {
+		ret = workers_create(c.threads, &dev->workers);
+		if (ret) {
+			uzram_set_error(ret, "open: cannot start %lu threads: %s",
+					(unsigned long)c.threads,
+					uzram_strerror(ret));
+			goto fail;
+		}
+	}
 	if (c.backing) {
 		ret = tier_open(dev, c.backing, c.high_watermark,
 				c.low_watermark);
@@ -185,6 +201,7 @@ UZRAM_API void uzram_close(struct uzram *dev)
 {
 	if (!dev)
 		return;
+	workers_destroy(dev->workers);
 	tier_close(dev);
 	for (uint64_t i = 0; dev->dir && i < dev->nchunks; i++) {
 		struct slot *chunk = atomic_load_explicit(&dev->dir[i],

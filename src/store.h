@@ -25,6 +25,7 @@ struct image_save;
 struct zcomp;
 struct zcomp_retired;
 struct zpool;
+struct workers;
 
 #define PAGE UZRAM_PAGE_SIZE
 #define PAGE_SHIFT 12
@@ -68,6 +69,7 @@ struct uzram {
 	struct zpool *pool;
 	struct stats stats;
 	struct tier *tier;     /* the second tier (tier.h), or NULL */
+	struct workers *workers; /* cfg.threads' pool (workers.h), or NULL */
 	_Atomic int64_t clock0; /* CLOCK_MONOTONIC_COARSE seconds at open
 				 * (atomic only so tests may move it) */
 	/*
