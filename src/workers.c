@@ -31,6 +31,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -172,6 +173,7 @@ static void workers_stop(struct workers *w, unsigned started)
 
 int workers_create(unsigned n, struct workers **wp)
 {
+	sigset_t all, old;
 	struct workers *w;
 	int err = 0;
 	unsigned i;
@@ -186,8 +188,12 @@ int workers_create(unsigned n, struct workers **wp)
 	pthread_cond_init(&w->left, NULL);
 	w->tail = &w->head;
 	w->n = n;
+	/* the caller's signals are its own: the threads block them all */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	for (i = 0; i < n && !err; i++)
 		err = -pthread_create(&w->tid[i], NULL, worker_main, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
 		workers_stop(w, i - 1);
 		w->n = 0;
