@@ -620,6 +620,10 @@ static void print_json(const struct load_opts *o, const struct load_result *r)
 	json_u64("huge_pages", st->huge_pages);
 	json_u64("pages_stored", st->pages_stored);
 	json_u64("table_bytes", st->table_bytes);
+	json_u64("slot_lock_waits", st->slot_lock_waits);
+	json_u64("slot_lock_wait_ns", st->slot_lock_wait_ns);
+	json_u64("class_lock_waits", st->class_lock_waits);
+	json_u64("class_lock_wait_ns", st->class_lock_wait_ns);
 	printf("  \"recompress\": ");
 	if (o->recomp) {
 		json_string(o->recomp);

@@ -298,6 +298,23 @@ struct uzram_stats {
 				   * high watermark */
 	uint64_t policy_recompressed; /* pages it re-encoded */
 	uint64_t policy_written_back; /* pages it wrote back */
+	/*
+	 * Since 0.3: lock waits, as zram's debug_stat. Each pair counts the
+	 * times a thread found a lock taken and had to wait, and the total
+	 * nanoseconds it waited; a lock taken at once is not counted. They
+	 * are the whole process's, every device in it together (each thread
+	 * counts its own waits, summed here).
+	 */
+	uint64_t slot_lock_waits;   /* writers waiting for a cluster's lock */
+	uint64_t slot_lock_wait_ns;
+	uint64_t slot_read_waits;   /* readers waiting for a writer of the
+				     * cluster to finish */
+	uint64_t slot_read_wait_ns;
+	uint64_t class_lock_waits;  /* waits for an allocator size class */
+	uint64_t class_lock_wait_ns;
+	uint64_t frame_waits;       /* readers waiting for compaction to
+				     * finish moving the object's zspage */
+	uint64_t frame_wait_ns;
 };
 
 /*

@@ -14,6 +14,7 @@
 #include "uzram.h"
 #include "error.h"
 #include "image.h"
+#include "lockstat.h"
 #include "store.h"
 #include "tier.h"
 #include "workers.h"
@@ -230,6 +231,21 @@ UZRAM_API uint32_t uzram_cluster_size(const struct uzram *dev)
 	return dev ? (uint32_t)dev->csize : 0;
 }
 
+static void lock_figures(struct uzram_stats *st)
+{
+	struct lock_counts lc;
+
+	lockstat_sum(&lc);
+	st->slot_lock_waits = lc.waits[LOCK_SLOT];
+	st->slot_lock_wait_ns = lc.wait_ns[LOCK_SLOT];
+	st->slot_read_waits = lc.waits[LOCK_SLOT_SHARED];
+	st->slot_read_wait_ns = lc.wait_ns[LOCK_SLOT_SHARED];
+	st->class_lock_waits = lc.waits[LOCK_CLASS];
+	st->class_lock_wait_ns = lc.wait_ns[LOCK_CLASS];
+	st->frame_waits = lc.waits[LOCK_FRAME];
+	st->frame_wait_ns = lc.wait_ns[LOCK_FRAME];
+}
+
 UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
 			  size_t st_size)
 {
@@ -241,6 +257,7 @@ UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
 	stats_snapshot(&dev->stats, dev->pool, dev->size,
 		       atomic_load_explicit(&dev->mem_limit, memory_order_relaxed),
 		       table_bytes(dev), &full);
+	lock_figures(&full);
 	if (dev->tier) {
 		full.bd_capacity = dev->tier->sp.nsegs << SEG_SHIFT;
 		full.bd_space = space_used(&dev->tier->sp);

@@ -5,7 +5,7 @@
 # writes at once), unaligned writes (partial clusters around the pooled
 # whole ones), 16 KiB clusters, a write that meets the memory limit half way
 # (each page old or new, never torn; the server lives on), and bad thread
-# counts refused with a message.
+# counts refused with a message; the lock figures in uzram stat.
 source "$(dirname "$0")/functions.sh"
 require nbdcopy
 require qemu-io
@@ -24,6 +24,15 @@ nbdcopy --connections=4 --requests=16 "$T/data" "${URI[a]}"
 nbdcopy "${URI[a]}" "$T/out"
 assert_same_data "$T/data" "$T/out" $((24 * MiB))
 assert_zero "$T/out" $((24 * MiB)) $((40 * MiB))
+
+step "the lock figures are in uzram stat, text and JSON"
+for f in slot_lock slot_read class_lock frame; do
+	for g in ${f}_waits ${f}_wait_ns; do
+		[[ $(stat_field a $g) =~ ^[0-9]+$ ]] || fail "no $g in uzram stat --json"
+		uzram stat --socket "${SOCK[a]}" | grep -qE "^$g +[0-9]+$" ||
+			fail "no $g in uzram stat"
+	done
+done
 
 step "unaligned 1 MiB writes over the data read back exactly"
 qio "${URI[a]}" "write -P 0x5a 12345 1048576" "write -P 0xa5 $((5 * MiB - 7)) 3000000"

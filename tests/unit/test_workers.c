@@ -11,9 +11,14 @@
  *    -ENOSPC naming an offset: every page before it holds the new bytes,
  *    the page at it the old ones, and each page after it all old or all
  *    new bytes (uzram.h's promise for devices with threads).
+ *  - the lock figures: threads that fight over one cluster make waits
+ *    counted with their time, and the figures stay once the threads exit.
  * The model test and test_threads also run with threads on some devices.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "uzram.h"
@@ -187,12 +192,85 @@ static void test_enospc(void **state)
 	free(old);
 }
 
+struct fighter {
+	struct uzram *dev;
+	_Atomic int *stop;
+	int id, err;
+};
+
+/* Rewrite cluster 0 (the first 8 rewrite two at once), or read it. */
+static void *fight(void *arg)
+{
+	struct fighter *f = arg;
+	uint8_t buf[2 * PG];
+	uint64_t k = 0;
+
+	while (!atomic_load(f->stop) && !f->err) {
+		size_t len = f->id % 2 ? 2 * PG : PG;
+
+		if (f->id < 2) {
+			memcpy(buf, corpus + (k++ % 64) * PG, len);
+			f->err = uzram_write(f->dev, buf, len, 0);
+		} else {
+			f->err = uzram_read(f->dev, buf, len, 0);
+		}
+	}
+	return NULL;
+}
+
+static uint64_t all_waits(struct uzram *dev, uint64_t *ns)
+{
+	struct uzram_stats st;
+
+	assert_int_equal(uzram_stats(dev, &st, sizeof st), 0);
+	*ns = st.slot_lock_wait_ns + st.slot_read_wait_ns +
+	      st.class_lock_wait_ns + st.frame_wait_ns;
+	return st.slot_lock_waits + st.slot_read_waits + st.class_lock_waits +
+	       st.frame_waits;
+}
+
+static void test_lock_figures(void **state)
+{
+	struct uzram *dev = open_dev(1u << 20, 0, 0, 0);
+	struct fighter f[4];
+	pthread_t th[4];
+	_Atomic int stop = 0;
+	uint64_t w0, ns0, w1, ns1, w2, ns2;
+
+	(void)state;
+	w0 = all_waits(dev, &ns0);
+	for (int i = 0; i < 4; i++) {
+		f[i] = (struct fighter){ .dev = dev, .stop = &stop, .id = i };
+		assert_int_equal(pthread_create(&th[i], NULL, fight, &f[i]), 0);
+	}
+	/* until a wait is counted (the threads take turns on any machine) */
+	for (int polls = 0; (w1 = all_waits(dev, &ns1)) == w0; polls++) {
+		if (polls == 1000000)
+			break;
+		sched_yield();
+	}
+	atomic_store(&stop, 1);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+		assert_int_equal(f[i].err, 0);
+	}
+	if (w1 == w0)
+		fail_msg("four threads on one cluster never waited for a lock");
+	assert_true(ns1 > ns0);
+	/* the threads are gone; their figures are not */
+	w2 = all_waits(dev, &ns2);
+	assert_true(w2 >= w1);
+	assert_true(ns2 >= ns1);
+	uzram_close(dev);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bad_threads),
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_enospc),
+		cmocka_unit_test(test_lock_figures),
 	};
 
 	return cmocka_run_group_tests(tests, load_corpus, free_corpus);
