@@ -385,6 +385,10 @@ static void write_stats(struct thread_data *td, const char *path,
 		"\"huge_pages\": %" PRIu64 ", \"pages_stored\": %" PRIu64 ", "
 		"\"pages_compacted\": %" PRIu64 ", \"table_bytes\": %" PRIu64 ", "
 		"\"failed_reads\": %" PRIu64 ", \"failed_writes\": %" PRIu64 ", "
+		"\"slot_lock_waits\": %" PRIu64 ", \"slot_lock_wait_ns\": %" PRIu64 ", "
+		"\"slot_read_waits\": %" PRIu64 ", \"slot_read_wait_ns\": %" PRIu64 ", "
+		"\"class_lock_waits\": %" PRIu64 ", \"class_lock_wait_ns\": %" PRIu64 ", "
+		"\"frame_waits\": %" PRIu64 ", \"frame_wait_ns\": %" PRIu64 ", "
 		"\"cpu_seconds\": %.4f}\n",
 		td->o.name, shared.algorithm, uzram_cluster_size(shared.dev),
 		rss_kib() * 1024,
@@ -392,7 +396,9 @@ static void write_stats(struct thread_data *td, const char *path,
 		st.orig_data_size, st.compr_data_size, st.mem_used_total,
 		st.mem_used_max, st.same_pages, st.huge_pages, st.pages_stored,
 		st.pages_compacted, st.table_bytes, st.failed_reads,
-		st.failed_writes, cpu);
+		st.failed_writes, st.slot_lock_waits, st.slot_lock_wait_ns,
+		st.slot_read_waits, st.slot_read_wait_ns, st.class_lock_waits,
+		st.class_lock_wait_ns, st.frame_waits, st.frame_wait_ns, cpu);
 	if (f)
 		fclose(f);
 }
