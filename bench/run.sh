@@ -200,7 +200,9 @@ run_inproc() { # run_inproc TARGET ALGORITHM
 		return
 	fi
 	export UZ_ALGO=$2 UZ_STATS=$raw/$t.stats.jsonl UZ_QD_ENGINE=external:$UZ_ENGINE_SO
-	log "$t: libuzram in-process ($2) via fio external engine: fill + workloads"
+	local what="fill + workloads"
+	[[ ${UZ_FILL_ONLY:-} ]] && what="fill only"
+	log "$t: libuzram in-process ($2) via fio external engine: $what"
 	fio_run "$t" target-uzram.fio fill || { skip "$t" "fio failed"; return; }
 	summary "$t"
 }
