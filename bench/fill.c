@@ -9,8 +9,10 @@
  * synchronous nbd_pwrite, one request in flight). LENGTH bytes of SRC from
  * its start go to DEST at OFFSET, BS bytes at a time (default 1 MiB);
  * LENGTH must be a multiple of BS. Prints one JSON object:
- *	{"bytes": N, "seconds": S, "MBps": M}
- * with MB = 10^6 bytes.
+ *	{"bytes": N, "seconds": S, "MBps": M, "cpu_seconds": C}
+ * with MB = 10^6 bytes, and C this process's CPU time (user and system)
+ * over the writes: the kernel's zram compresses in the writer's context,
+ * so for /dev/zram0 that is the fill's whole cost.
  *
  * fio can only write generated patterns, so the benchmark fills the kernel
  * and NBD targets with this, and the in-process target through the fio
@@ -34,6 +36,14 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static double cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 static int parse_u64(const char *s, uint64_t *v)
 {
 	char *end;
@@ -49,7 +59,7 @@ int main(int argc, char **argv)
 	struct nbd_handle *nbd = NULL;
 	int src, dst = -1, ret = 1;
 	void *buf = NULL;
-	double t0, t;
+	double t0, t, cpu0;
 
 	if (argc < 5 || argc > 6 || parse_u64(argv[3], &off) ||
 	    parse_u64(argv[4], &len) || (argc == 6 && parse_u64(argv[5], &bs)) ||
@@ -83,6 +93,7 @@ int main(int argc, char **argv)
 		}
 	}
 	t0 = now();
+	cpu0 = cpu_now();
 	while (done < len) {
 		ssize_t got = pread(src, buf, bs, done);
 
@@ -101,8 +112,9 @@ int main(int argc, char **argv)
 		done += bs;
 	}
 	t = now() - t0;
-	printf("{\"bytes\": %llu, \"seconds\": %.4f, \"MBps\": %.1f}\n",
-	       (unsigned long long)done, t, done / t / 1e6);
+	printf("{\"bytes\": %llu, \"seconds\": %.4f, \"MBps\": %.1f, "
+	       "\"cpu_seconds\": %.4f}\n", (unsigned long long)done, t,
+	       done / t / 1e6, cpu_now() - cpu0);
 	ret = 0;
 out:
 	if (nbd) {

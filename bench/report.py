@@ -31,6 +31,7 @@ TARGETS = [
     ("uzram-lz4", "uzram in-process, lz4", "in-process", "lz4"),
     ("uzram-zstd", "uzram in-process, zstd", "in-process", "zstd"),
     ("uzram-lz4-c16k", "uzram in-process, lz4, 16K clusters", "in-process", "lz4"),
+    ("uzram-lz4-pool", "uzram in-process, lz4, 1 worker thread", "in-process", "lz4"),
     ("uzram-zstd-c32k", "uzram in-process, zstd, 32K clusters", "in-process", "zstd"),
     ("zram-lz4", "kernel zram, lz4", "kernel", "lz4"),
     ("serve-lz4", "uzram serve (NBD), lz4", "nbd", "lz4"),
@@ -109,6 +110,8 @@ def collect_target(raw, name):
         if ext:
             fill[part] = {"MBps": ext["MBps"], "bytes": ext["bytes"],
                           "seconds": ext["seconds"], "by": "bench-fill"}
+            if "cpu_seconds" in ext:
+                fill[part]["cpu_seconds"] = ext["cpu_seconds"]
         elif "fill-" + part in jobs:
             j = jobs.pop("fill-" + part)
             fill[part] = {"MBps": j["MBps"], "by": "fio uzram engine"}
@@ -118,22 +121,31 @@ def collect_target(raw, name):
         fill["core"]["bytes"] = env.get("corpus_core_mib", 0) << 20
         for p in ("tar", "core"):
             fill[p]["seconds"] = fill[p]["bytes"] / (fill[p]["MBps"] * 1e6)
-    if "tar" in fill and "core" in fill:
-        b = fill["tar"]["bytes"] + fill["core"]["bytes"]
-        s = fill["tar"]["seconds"] + fill["core"]["seconds"]
-        fill["all"] = {"MBps": b / s / 1e6, "bytes": b, "seconds": s}
-    t["fill"] = fill
     mem = {}
     stats = os.path.join(raw, name + ".stats.jsonl")
+    lines = {}
     if os.path.exists(stats):
         for line in open(stats):
             try:
                 s = json.loads(line)
             except ValueError:
                 continue
-            if s.get("job") == "fill-core":
-                mem = {k: v for k, v in s.items() if k not in ("job",)}
-                break
+            lines[s.get("job")] = s
+            part = s.get("job", "")[5:] if s.get("job", "").startswith("fill-") else None
+            if part in fill and "cpu_seconds" in s:
+                fill[part].setdefault("cpu_seconds", s["cpu_seconds"])
+            if s.get("job") == "fill-core" and not mem:
+                mem = {k: v for k, v in s.items() if k not in ("job", "cpu_seconds")}
+    if "tar" in fill and "core" in fill:
+        b = fill["tar"]["bytes"] + fill["core"]["bytes"]
+        s = fill["tar"]["seconds"] + fill["core"]["seconds"]
+        fill["all"] = {"MBps": b / s / 1e6, "bytes": b, "seconds": s}
+        if "cpu_seconds" in fill["tar"] and "cpu_seconds" in fill["core"]:
+            c = fill["tar"]["cpu_seconds"] + fill["core"]["cpu_seconds"]
+            fill["all"]["cpu_seconds"] = c
+            fill["all"]["cpu_s_per_gb"] = c / (b / 1e9)
+    t["fill"] = fill
+    t["lock_mix"] = lock_delta(lines, "randread-qd16", ("mix-read", "mix-write"))
     m = load_json(os.path.join(raw, name + ".mem.json"))
     if m:
         st = m.pop("stat", None)
@@ -152,6 +164,21 @@ def collect_target(raw, name):
         t["memory_after_workloads"] = after
     t["jobs"] = jobs
     return t
+
+
+LOCK_FIELDS = ["slot_lock_waits", "slot_lock_wait_ns", "slot_read_waits",
+               "slot_read_wait_ns", "class_lock_waits", "class_lock_wait_ns",
+               "frame_waits", "frame_wait_ns"]
+
+
+def lock_delta(lines, before, during):
+    """The lock figures counted while the jobs `during` ran: the engine's
+    stats lines are cumulative, one per job at its end."""
+    a = lines.get(before)
+    bs = [lines[j] for j in during if j in lines]
+    if not a or not bs or any(k not in a for k in LOCK_FIELDS):
+        return None
+    return {k: max(b.get(k, 0) for b in bs) - a[k] for k in LOCK_FIELDS}
 
 
 def get(d, *keys):
@@ -358,6 +385,79 @@ def targets_table(R):
     return rows
 
 
+# ---- the targets of issue 14 (the write path) ------------------------------
+
+def issue14_table(R):
+    """Issue 14's targets, ratios within this run, each met or missed."""
+    T, C = R["targets"], R.get("codec") or {}
+    N = get(R, "nbdcopy", "targets") or {}
+    rows = []
+
+    def row(measure, target, value, met, basis):
+        rows.append({"measure": measure, "target": target, "value": value,
+                     "met": met, "basis": basis})
+
+    uz, pool, zr = (T.get(k) or {} for k in ("uzram-lz4", "uzram-lz4-pool",
+                                            "zram-lz4"))
+    fw, pw, zf = (get(t, "fill", "all", "MBps") for t in (uz, pool, zr))
+    uc, pc, zc = (get(t, "fill", "all", "cpu_s_per_gb") for t in (uz, pool, zr))
+    r = ratio(fw, zf)
+    row("in-process fill, 1 writer, default settings", "≥ 1.0× kernel zram",
+        "%s vs %s MB/s = %s; CPU %s s/GB vs zram %s s/GB. With 1 worker "
+        "thread: %s MB/s = %s zram, CPU %s s/GB"
+        % (f1(fw), f1(zf), fx(r), f2(uc), f2(zc), f1(pw), fx(ratio(pw, zf)),
+           f2(pc)),
+        None if r is None else r >= 1.0,
+        "fill of the corpus, 1M writes qd1; uzram-lz4-pool: UZRAM_FIO_THREADS=1")
+
+    a, b = get(N, "serve-lz4", "change", "seconds"), get(N, "nbdkit-sparse", "change", "seconds")
+    r = ratio(a, b)
+    row("nbdcopy of a different file over stored data", "≤ 1.0× nbdkit sparse's time",
+        "%s s vs %s s = %s" % (f2(a), f2(b), fx(r)),
+        None if r is None else r <= 1.0, "bench/nbdcopy.sh, phase change")
+
+    a = get(T, "serve-lz4", "jobs", "seqread", "MBps")
+    b = get(T, "nbdkit-sparse", "jobs", "seqread", "MBps")
+    a1, b1 = get(N, "serve-lz4", "fio-1m", "MBps"), get(N, "nbdkit-sparse", "fio-1m", "MBps")
+    r = ratio(a1, b1) if a1 is not None else ratio(a, b)
+    row("fio nbd 1 MiB sequential reads, qd1", "≥ 1.0× nbdkit sparse",
+        "nbdcopy.sh fio-1m: %s vs %s MB/s = %s; workloads seqread: %s vs %s MB/s = %s"
+        % (f0(a1), f0(b1), fx(ratio(a1, b1)), f0(a), f0(b), fx(ratio(a, b))),
+        None if r is None else r >= 1.0, "serve-lz4 vs nbdkit-sparse")
+
+    q1 = get(uz, "jobs", "randread-qd1", "iops")
+    dr1 = get(C, "decompress_random", "1", "pages_per_s")
+    r = ratio(q1, dr1)
+    row("in-process 4K random read, qd1", "≥ 85% of raw LZ4 decode",
+        "%s IOPS = %s of %s pages/s" % (f0(q1), fp1(r), f0(dr1)),
+        None if r is None else r >= 0.85, "uzram-lz4 randread-qd1 / codec")
+
+    lat = get(uz, "jobs", "mix-read", "lat_us") or {}
+    zlat = get(zr, "jobs", "mix-read", "lat_us") or {}
+    mx, zmx = lat.get("max"), zlat.get("max")
+    r = ratio(lat.get("p99.99"), zlat.get("p99.99"))
+    met = None
+    if r is not None and mx is not None and zmx is not None:
+        met = mx <= 5000 and mx <= zmx and r <= 0.5
+    lm = uz.get("lock_mix")
+    waits = ""
+    if lm:
+        waits = ("; lock waits during the mix: readers on a cluster %d (%s µs "
+                 "in all), on a moving frame %d (%s µs), writer on a cluster "
+                 "%d, on a size class %d (%s µs)"
+                 % (lm["slot_read_waits"], f1(lm["slot_read_wait_ns"] / 1e3),
+                    lm["frame_waits"], f1(lm["frame_wait_ns"] / 1e3),
+                    lm["slot_lock_waits"], lm["class_lock_waits"],
+                    f1(lm["class_lock_wait_ns"] / 1e3)))
+    row("reader latency under one writer, in-process",
+        "max ≤ 5 ms and ≤ zram's; p99.99 ≤ 0.5× zram's",
+        "max %s µs (zram %s µs); p99.99 %s µs vs %s µs = %s%s"
+        % (f1(mx), f1(zmx), f1(lat.get("p99.99")), f1(zlat.get("p99.99")), f3(r),
+           waits),
+        met, "mix-read while mix-write rewrites")
+    return rows
+
+
 # ---- nbdcopy (issue 3), from bench/nbdcopy.sh ------------------------------
 
 NBDCOPY_PHASES = [
@@ -488,6 +588,15 @@ def markdown(R, chart_rel):
         w("| %s | %s | %s | %s |" % (r["measure"], r["target"], r["value"], met))
     w("")
 
+    w("## Targets of issue 14, the write path (computed from this run)")
+    w("")
+    w("| measure | target | this run | met? |")
+    w("|---|---|---|---|")
+    for r in R.get("issue14_table", []):
+        met = {True: "**met**", False: "**missed**", None: "not measured"}[r["met"]]
+        w("| %s | %s | %s | %s |" % (r["measure"], r["target"], r["value"], met))
+    w("")
+
     w("## Targets run")
     w("")
     w("| target | how | status |")
@@ -496,6 +605,7 @@ def markdown(R, chart_rel):
         "uzram-lz4": "libuzram in the fio process, `ioengine=external:build/uzram-fio.so`",
         "uzram-zstd": "the same with `uzram_algorithm=zstd`",
         "uzram-lz4-c16k": "the same with `uzram_cluster=16384` (lz4)",
+        "uzram-lz4-pool": "the same with one worker thread (`UZRAM_FIO_THREADS=1`), fill only",
         "uzram-zstd-c32k": "the same with `uzram_algorithm=zstd`, `uzram_cluster=32768`",
         "zram-lz4": "/dev/zram0 (lz4, 2G), fio psync direct=1 (qd16: io_uring)",
         "serve-lz4": "`build/uzram serve --algorithm lz4`, fio nbd engine, Unix socket",
@@ -764,13 +874,14 @@ def build(raw, root):
         R["sections"] = [open(os.path.join(secdir, n)).read()
                          for n in sorted(os.listdir(secdir)) if n.endswith(".md")]
     R["targets_table"] = targets_table(R)
+    R["issue14_table"] = issue14_table(R)
     with open(os.path.join(root, "bench", "results.json"), "w") as f:
         json.dump(R, f, indent=1, sort_keys=False)
         f.write("\n")
     rel = chart(R, root) or "bench/chart.png"
     with open(os.path.join(root, "BENCHMARKS.md"), "w") as f:
         f.write(markdown(R, rel))
-    for r in R["targets_table"]:
+    for r in R["targets_table"] + R["issue14_table"]:
         met = {True: "met", False: "MISSED", None: "not measured"}[r["met"]]
         print("  %-46s %-12s %s" % (r["measure"], met, r["value"]))
 

@@ -8,6 +8,7 @@
 #   uzram-lz4     build/uzram-fio.so, in-process         lz4
 #   uzram-zstd    build/uzram-fio.so, in-process         zstd
 #   uzram-lz4-c16k   the same, 16 KiB clusters            lz4
+#   uzram-lz4-pool   the same, 1 worker thread, fill only lz4
 #   uzram-zstd-c32k  the same, 32 KiB clusters            zstd
 #   zram-lz4      /dev/zram0, psync direct=1 (root)      lz4
 #   serve-lz4     `uzram serve`, fio nbd engine, Unix    lz4
@@ -44,13 +45,13 @@ case $mode in
 full)
 	corpus=$root/build/bench-corpus mib=512 cap_mib=0
 	runtime=5 ramp=1 mix_runtime=10 write_runtime=3 wsize=256m codec_s=1.5
-	targets="uzram-lz4 uzram-zstd uzram-lz4-c16k uzram-zstd-c32k zram-lz4 serve-lz4 serve-zstd serve-zstd-c32k nbdkit-sparse nbdkit-zstd nbdcopy"
+	targets="uzram-lz4 uzram-lz4-pool uzram-zstd uzram-lz4-c16k uzram-zstd-c32k zram-lz4 serve-lz4 serve-zstd serve-zstd-c32k nbdkit-sparse nbdkit-zstd nbdcopy"
 	nbdcopy_reps=3
 	;;
 quick)
 	corpus=$root/build/bench-corpus-quick mib=64 cap_mib=64
 	runtime=500ms ramp=0 mix_runtime=1 write_runtime=500ms wsize=32m codec_s=0.25
-	targets="uzram-lz4 zram-lz4 serve-lz4 serve-zstd nbdkit-sparse nbdkit-zstd nbdcopy"
+	targets="uzram-lz4 uzram-lz4-pool zram-lz4 serve-lz4 serve-zstd nbdkit-sparse nbdkit-zstd nbdcopy"
 	nbdcopy_reps=1
 	;;
 *)
@@ -199,7 +200,9 @@ run_inproc() { # run_inproc TARGET ALGORITHM
 		return
 	fi
 	export UZ_ALGO=$2 UZ_STATS=$raw/$t.stats.jsonl UZ_QD_ENGINE=external:$UZ_ENGINE_SO
-	log "$t: libuzram in-process ($2) via fio external engine: fill + workloads"
+	local what="fill + workloads"
+	[[ ${UZ_FILL_ONLY:-} ]] && what="fill only"
+	log "$t: libuzram in-process ($2) via fio external engine: $what"
 	fio_run "$t" target-uzram.fio fill || { skip "$t" "fio failed"; return; }
 	summary "$t"
 }
@@ -309,6 +312,7 @@ for t in $targets; do
 	uzram-lz4) run_inproc "$t" lz4 ;;
 	uzram-zstd) run_inproc "$t" zstd ;;
 	uzram-lz4-c16k) UZRAM_FIO_CLUSTER=16384 run_inproc "$t" lz4 ;;
+	uzram-lz4-pool) UZRAM_FIO_THREADS=1 UZ_FILL_ONLY=1 run_inproc "$t" lz4 ;;
 	uzram-zstd-c32k) UZRAM_FIO_CLUSTER=32768 run_inproc "$t" zstd ;;
 	zram-lz4) run_zram ;;
 	serve-lz4) run_nbd "$t" serve lz4 ;;

@@ -40,7 +40,10 @@
  *   uzram_discard    1: discard the whole device when the job starts
  * The same can be given as environment variables UZRAM_FIO_SIZE,
  * UZRAM_FIO_ALGORITHM, UZRAM_FIO_LEVEL, UZRAM_FIO_CLUSTER, UZRAM_FIO_SRC and UZRAM_FIO_STATS;
- * job options win.
+ * job options win. UZRAM_FIO_THREADS (environment only) gives the device
+ * worker threads (uzram_config.threads). Each stats line also carries
+ * cpu_seconds: the CPU time of the whole process (the device's threads
+ * included) from the job's start to its end.
  *
  * Requests are synchronous in-process calls. At iodepth > 1 the engine
  * queues up to iodepth requests and runs them at commit, which is what a
@@ -162,9 +165,18 @@ struct uzfio_job {
 	uint64_t src_base;	/* device offset of the source's byte 0 */
 	unsigned int nr_queued;
 	unsigned int nr_events;
+	double cpu0;		/* process CPU seconds at the job's start */
 	struct io_u **queued;
 	struct io_u **events;
 };
+
+static double cpu_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
 static const char *opt_or_env(const char *opt, const char *env)
 {
@@ -213,6 +225,8 @@ static int open_shared(struct thread_data *td, uint64_t size,
 	cfg.algorithm = algorithm;
 	cfg.level = level;
 	cfg.cluster_size = cluster;
+	if (getenv("UZRAM_FIO_THREADS"))
+		cfg.threads = (uint32_t)atoi(getenv("UZRAM_FIO_THREADS"));
 	ret = uzram_open(&cfg, &shared.dev);
 	if (ret) {
 		log_err("uzram: uzram_open(%" PRIu64 ", %s, %d): %s: %s\n",
@@ -320,6 +334,7 @@ static int uzfio_init(struct thread_data *td)
 	td->io_ops_data = j;
 	j->dev = shared.dev;
 	j->src_fd = -1;
+	j->cpu0 = cpu_seconds();
 	if (td->o.iodepth > 1) {
 		j->queued = calloc(td->o.iodepth, sizeof(*j->queued));
 		j->events = calloc(td->o.iodepth, sizeof(*j->events));
@@ -347,7 +362,8 @@ static int uzfio_init(struct thread_data *td)
 	return 0;
 }
 
-static void write_stats(struct thread_data *td, const char *path)
+static void write_stats(struct thread_data *td, const char *path,
+			double cpu)
 {
 	struct uzram_stats st;
 	FILE *f;
@@ -368,14 +384,21 @@ static void write_stats(struct thread_data *td, const char *path)
 		"\"mem_used_max\": %" PRIu64 ", \"same_pages\": %" PRIu64 ", "
 		"\"huge_pages\": %" PRIu64 ", \"pages_stored\": %" PRIu64 ", "
 		"\"pages_compacted\": %" PRIu64 ", \"table_bytes\": %" PRIu64 ", "
-		"\"failed_reads\": %" PRIu64 ", \"failed_writes\": %" PRIu64 "}\n",
+		"\"failed_reads\": %" PRIu64 ", \"failed_writes\": %" PRIu64 ", "
+		"\"slot_lock_waits\": %" PRIu64 ", \"slot_lock_wait_ns\": %" PRIu64 ", "
+		"\"slot_read_waits\": %" PRIu64 ", \"slot_read_wait_ns\": %" PRIu64 ", "
+		"\"class_lock_waits\": %" PRIu64 ", \"class_lock_wait_ns\": %" PRIu64 ", "
+		"\"frame_waits\": %" PRIu64 ", \"frame_wait_ns\": %" PRIu64 ", "
+		"\"cpu_seconds\": %.4f}\n",
 		td->o.name, shared.algorithm, uzram_cluster_size(shared.dev),
 		rss_kib() * 1024,
 		shared.rss_open_kib * 1024, st.disksize,
 		st.orig_data_size, st.compr_data_size, st.mem_used_total,
 		st.mem_used_max, st.same_pages, st.huge_pages, st.pages_stored,
 		st.pages_compacted, st.table_bytes, st.failed_reads,
-		st.failed_writes);
+		st.failed_writes, st.slot_lock_waits, st.slot_lock_wait_ns,
+		st.slot_read_waits, st.slot_read_wait_ns, st.class_lock_waits,
+		st.class_lock_wait_ns, st.frame_waits, st.frame_wait_ns, cpu);
 	if (f)
 		fclose(f);
 }
@@ -384,8 +407,10 @@ static void uzfio_cleanup(struct thread_data *td)
 {
 	struct uzfio_options *o = td->eo;
 	struct uzfio_job *j = td->io_ops_data;
+	double cpu = 0;
 
 	if (j) {
+		cpu = cpu_seconds() - j->cpu0;
 		if (j->src_fd >= 0)
 			close(j->src_fd);
 		free(j->queued);
@@ -395,7 +420,7 @@ static void uzfio_cleanup(struct thread_data *td)
 	}
 	pthread_mutex_lock(&shared.lock);
 	if (shared.dev)
-		write_stats(td, opt_or_env(o->stats, "UZRAM_FIO_STATS"));
+		write_stats(td, opt_or_env(o->stats, "UZRAM_FIO_STATS"), cpu);
 	pthread_mutex_unlock(&shared.lock);
 }
 

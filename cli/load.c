@@ -55,6 +55,7 @@ struct load_opts {
 	const char *recomp_dict;     /* and for the secondary one */
 	unsigned long long train;    /* train a dictionary of this size */
 	const char *save;            /* image to save to, or NULL */
+	unsigned long long threads;  /* the device's worker threads */
 	bool json;
 	bool dedup;
 };
@@ -65,6 +66,7 @@ struct load_result {
 	uint32_t cluster_size;
 	struct uzram_stats st;
 	double write_s, read_s, randread_s, recomp_s, train_s, wb_s;
+	double write_cpu_s;          /* CPU seconds of the process then */
 	uint64_t compr_before, mem_before; /* before recompression */
 	uint64_t train_compr_before, train_mem_before; /* before training */
 	struct uzram_train_report train;
@@ -83,7 +85,7 @@ static void load_usage(FILE *f)
 		   "                 [--cluster SIZE] [--randread N] "
 		   "[--recompress ALGO[:LEVEL][:dict=FILE]]\n"
 		   "                 [--dict FILE] [--train-dict[=SIZE]] "
-		   "[--save IMAGE]\n"
+		   "[--save IMAGE] [--threads N]\n"
 		   "                 [--backing FILE|DEVICE|NBD-URI] [--dedup]\n"
 		   "  --save: save the device to IMAGE (uzram_save), open it "
 		   "again and check that too\n"
@@ -193,6 +195,18 @@ static int parse_args(int argc, char **argv, struct load_opts *o)
 					"--train-dict\n", a + 13);
 				return -EINVAL;
 			}
+		} else if ((v = opt_value(argc, argv, &i, "--threads"))) {
+			char *end;
+
+			errno = 0;
+			o->threads = strtoull(v, &end, 10);
+			if (!*v || *end || errno || *v == '-' ||
+			    o->threads > UZRAM_MAX_THREADS) {
+				fprintf(stderr, "uzram load: bad count '%s' "
+					"for --threads (0 to %d)\n", v,
+					UZRAM_MAX_THREADS);
+				return -EINVAL;
+			}
 		} else if ((v = opt_value(argc, argv, &i, "--save"))) {
 			if (!*v)
 				return -EINVAL;
@@ -220,6 +234,15 @@ static double now(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* CPU seconds of the whole process: its worker threads count too. */
+static double cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
@@ -446,7 +469,7 @@ static int load(const struct load_opts *o, const unsigned char *map,
 	unsigned char *buf;
 	void *dict = NULL;
 	uint64_t off;
-	double t;
+	double t, cpu;
 	int ret;
 
 	buf = malloc(CHUNK);
@@ -460,6 +483,7 @@ static int load(const struct load_opts *o, const unsigned char *map,
 	cfg.level = o->level;
 	cfg.mem_limit = o->mem_limit;
 	cfg.cluster_size = (uint32_t)o->cluster;
+	cfg.threads = (uint32_t)o->threads;
 	if (o->dict) {
 		ret = read_dict("load", o->dict, &dict, &cfg.dict_size);
 		if (ret)
@@ -480,6 +504,7 @@ static int load(const struct load_opts *o, const unsigned char *map,
 	r->cluster_size = uzram_cluster_size(dev);
 
 	t = now();
+	cpu = cpu_now();
 	for (off = 0; off < len; off += CHUNK) {
 		size_t n = len - off < CHUNK ? (size_t)(len - off) : CHUNK;
 
@@ -490,6 +515,7 @@ static int load(const struct load_opts *o, const unsigned char *map,
 		}
 	}
 	r->write_s = now() - t;
+	r->write_cpu_s = cpu_now() - cpu;
 
 	if (o->train) {
 		ret = train(o, dev, r);
@@ -601,6 +627,10 @@ static void print_json(const struct load_opts *o, const struct load_result *r)
 	json_u64("pages_deduped", st->pages_deduped);
 	json_u64("dedup_bytes_saved", st->dedup_bytes_saved);
 	json_u64("dedup_index_bytes", st->dedup_index_bytes);
+	json_u64("slot_lock_waits", st->slot_lock_waits);
+	json_u64("slot_lock_wait_ns", st->slot_lock_wait_ns);
+	json_u64("class_lock_waits", st->class_lock_waits);
+	json_u64("class_lock_wait_ns", st->class_lock_wait_ns);
 	printf("  \"recompress\": ");
 	if (o->recomp) {
 		json_string(o->recomp);
@@ -654,6 +684,7 @@ static void print_json(const struct load_opts *o, const struct load_result *r)
 	printf("  \"write_seconds\": %.6f,\n", r->write_s);
 	printf("  \"read_seconds\": %.6f,\n", r->read_s);
 	printf("  \"write_mb_s\": %.1f,\n", mb_s(r->file_size, r->write_s));
+	printf("  \"write_cpu_seconds\": %.6f,\n", r->write_cpu_s);
 	printf("  \"read_mb_s\": %.1f,\n", mb_s(r->dev_size, r->read_s));
 	json_u64("randread_4k", o->randread);
 	if (o->randread)
@@ -726,8 +757,8 @@ static void print_table(const struct load_opts *o, const struct load_result *r)
 		row_size("dedup_bytes_saved", st->dedup_bytes_saved);
 		row_size("dedup_index_bytes", st->dedup_index_bytes);
 	}
-	printf("  %-18s %15.1f MB/s  (%.3f s)\n", "write",
-	       mb_s(r->file_size, r->write_s), r->write_s);
+	printf("  %-18s %15.1f MB/s  (%.3f s, %.3f s of CPU)\n", "write",
+	       mb_s(r->file_size, r->write_s), r->write_s, r->write_cpu_s);
 	if (o->recomp) {
 		printf("  %-18s %15s level %d: %llu pages in %.3f s\n",
 		       "recompress", o->recomp, o->recomp_level,

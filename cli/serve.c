@@ -29,8 +29,10 @@ static void serve_usage(void)
 		"                   [--ctl-socket PATH] [--image FILE] [--tls=off|on|require\n"
 		"                   (--tls-psk FILE | --tls-certificates DIR [--tls-verify-peer])]\n"
 		"                   [--buffer-limit SIZE] [--timeout SECONDS]\n"
-		"                   [--handshake-timeout SECONDS]\n"
+		"                   [--handshake-timeout SECONDS] [--threads N]\n"
 		"                   [--dedup]\n"
+		"  --threads: worker threads that compress a large write's clusters\n"
+		"         beside the connection's thread (default 0: none)\n"
 		"  --ctl-socket: the control socket for `uzram stat` and `uzram ctl`\n"
 		"         (default: SOCKET.ctl, or $XDG_RUNTIME_DIR/uzram/tcp-PORT.ctl)\n"
 		"  --tls: on offers TLS (NBD_OPT_STARTTLS), require refuses clients\n"
@@ -279,6 +281,7 @@ int cmd_serve(int argc, char **argv)
 		{ "handshake-timeout", required_argument, NULL, 'H' },
 		{ "image", required_argument, NULL, 'i' },
 		{ "dedup", no_argument, NULL, 'U' },
+		{ "threads", required_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -374,6 +377,11 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case 'i':
 			sc.image = optarg;
+			break;
+		case 'j':
+			if (parse_uint(optarg, UZRAM_MAX_THREADS, &v) < 0)
+				goto bad_value;
+			cfg.threads = (uint32_t)v;
 			break;
 		case 'R':
 			sc.run = optarg;

@@ -122,7 +122,18 @@ struct uzram_config {
 				* never changes the others. Costs an index of
 				* about 10 to 13 bytes per stored object.
 				* 0 (the default): off. */
+	uint32_t threads;      /* worker threads, 0 (the default) to
+				* UZRAM_MAX_THREADS: with n > 0, a write
+				* of several whole clusters is compressed
+				* and stored on the calling thread and on
+				* those of the device's n threads that are
+				* free, each cluster on one thread (see
+				* uzram_write()). 0: on the caller's thread
+				* only, as the kernel's zram does. */
 };
+
+/* The largest uzram_config.threads. */
+#define UZRAM_MAX_THREADS 64
 
 /*
  * Fill *cfg with defaults: no size, lz4 at its default level, no limit,
@@ -177,7 +188,12 @@ UZRAM_API int uzram_read(struct uzram *dev, void *buf, size_t len, uint64_t off)
  * Write len bytes from buf at byte offset off. Pages are written one by one;
  * a failure leaves the failing page and all later pages with their old bytes,
  * and earlier pages written: each page holds all its old bytes or all its
- * new ones, never a mix.
+ * new ones, never a mix. On a device with threads, the whole pages of a
+ * write may be written in any order and at once: a failure then leaves the
+ * failing page (the first that failed) with its old bytes, every earlier
+ * page written, and each later page with its old or its new bytes, never
+ * a mix. (A failed write to a disk, to the kernel's zram or over NBD leaves
+ * its whole range unspecified; this is stronger.)
  * Returns 0, or:
  *   -EINVAL  dev or buf is NULL;
  *   -ERANGE  off + len is past the end of the device, or overflows;
@@ -300,6 +316,23 @@ struct uzram_stats {
 				     * per stored object: like the page table,
 				     * not in mem_used_total but counted
 				     * against mem_limit */
+	/*
+	 * Since 0.3: lock waits, as zram's debug_stat. Each pair counts the
+	 * times a thread found a lock taken and had to wait, and the total
+	 * nanoseconds it waited; a lock taken at once is not counted. They
+	 * are the whole process's, every device in it together (each thread
+	 * counts its own waits, summed here).
+	 */
+	uint64_t slot_lock_waits;   /* writers waiting for a cluster's lock */
+	uint64_t slot_lock_wait_ns;
+	uint64_t slot_read_waits;   /* readers waiting for a writer of the
+				     * cluster to finish */
+	uint64_t slot_read_wait_ns;
+	uint64_t class_lock_waits;  /* waits for an allocator size class */
+	uint64_t class_lock_wait_ns;
+	uint64_t frame_waits;       /* readers waiting for compaction to
+				     * finish moving the object's zspage */
+	uint64_t frame_wait_ns;
 };
 
 /*

@@ -15,7 +15,9 @@
 #include "error.h"
 #include "dedup.h"
 #include "device.h"
+#include "lockstat.h"
 #include "tier.h"
+#include "workers.h"
 #include "zcomp.h"
 #include "zpool.h"
 
@@ -59,6 +61,10 @@ int device_create(const struct uzram_config *cfg, struct uzram **devp)
 	shift = geometry_check(&c);
 	if (shift < 0)
 		return shift;
+	if (c.threads > UZRAM_MAX_THREADS)
+		return uzram_set_error(-EINVAL,
+			"open: %lu threads is more than %u",
+			(unsigned long)c.threads, UZRAM_MAX_THREADS);
 	if (!c.algorithm)
 		c.algorithm = "lz4";
 
@@ -113,6 +119,15 @@ int device_create(const struct uzram_config *cfg, struct uzram **devp)
 			(unsigned long long)dev->nchunks);
 		goto fail;
 	}
+	if (c.threads) {
+		ret = workers_create(c.threads, &dev->workers);
+		if (ret) {
+			uzram_set_error(ret, "open: cannot start %lu threads: %s",
+					(unsigned long)c.threads,
+					uzram_strerror(ret));
+			goto fail;
+		}
+	}
 	if (c.backing) {
 		ret = tier_open(dev, c.backing, c.high_watermark,
 				c.low_watermark);
@@ -131,6 +146,7 @@ UZRAM_API void uzram_close(struct uzram *dev)
 {
 	if (!dev)
 		return;
+	workers_destroy(dev->workers);
 	tier_close(dev);
 	for (uint64_t i = 0; dev->dir && i < dev->nchunks; i++) {
 		struct slot *chunk = atomic_load_explicit(&dev->dir[i],
@@ -160,6 +176,21 @@ UZRAM_API uint32_t uzram_cluster_size(const struct uzram *dev)
 	return dev ? (uint32_t)dev->csize : 0;
 }
 
+static void lock_figures(struct uzram_stats *st)
+{
+	struct lock_counts lc;
+
+	lockstat_sum(&lc);
+	st->slot_lock_waits = lc.waits[LOCK_SLOT];
+	st->slot_lock_wait_ns = lc.wait_ns[LOCK_SLOT];
+	st->slot_read_waits = lc.waits[LOCK_SLOT_SHARED];
+	st->slot_read_wait_ns = lc.wait_ns[LOCK_SLOT_SHARED];
+	st->class_lock_waits = lc.waits[LOCK_CLASS];
+	st->class_lock_wait_ns = lc.wait_ns[LOCK_CLASS];
+	st->frame_waits = lc.waits[LOCK_FRAME];
+	st->frame_wait_ns = lc.wait_ns[LOCK_FRAME];
+}
+
 UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
 			  size_t st_size)
 {
@@ -173,6 +204,7 @@ UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
 		       table_bytes_only(dev), &full);
 	stats_dedup(&dev->stats, &full);
 	full.dedup_index_bytes = dedup_bytes(dev->dedup);
+	lock_figures(&full);
 	if (dev->tier) {
 		full.bd_capacity = dev->tier->sp.nsegs << SEG_SHIFT;
 		full.bd_space = space_used(&dev->tier->sp);

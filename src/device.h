@@ -28,6 +28,7 @@ struct image_save;
 struct zcomp;
 struct zcomp_retired;
 struct zpool;
+struct workers;
 
 #define CLUSTER_MIN_SHIFT PAGE_SHIFT
 #define CLUSTER_MAX_SHIFT 16
@@ -67,6 +68,7 @@ struct uzram {
 	struct zpool *pool;
 	struct stats stats;
 	struct tier *tier;     /* the second tier (tier.h), or NULL */
+	struct workers *workers; /* cfg.threads' pool (workers.h), or NULL */
 	_Atomic int64_t clock0; /* CLOCK_MONOTONIC_COARSE seconds at open
 				 * (atomic only so tests may move it) */
 	/*

@@ -25,7 +25,8 @@ UZRAM_API void uzram_config_init(struct uzram_config *cfg)
 /*
  * The layouts published so far: the first ended with mem_limit, the
  * second adds cluster_size, the third the dictionary, the tier's backing
- * store and watermarks, and the image, the fourth (the current one) dedup.
+ * store and watermarks, and the image, the fourth (the current one) dedup and
+ * the worker threads.
  * Only these sizes are known.
  */
 #define CONFIG_V1_SIZE \

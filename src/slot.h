@@ -70,6 +70,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "lockstat.h"
 #include "spin.h"
 
 enum slot_state {
@@ -98,15 +99,22 @@ struct slot {
 	uint64_t val;
 };
 
+/* Waits are counted (lockstat.h); taking a free lock costs nothing more. */
 static inline void slot_lock_shared(struct slot *s)
 {
 	unsigned spins = 0;
+	uint64_t t0 = 0;
 
 	for (;;) {
 		uint32_t v = atomic_fetch_add_explicit(&s->lock, 1,
 						       memory_order_acquire);
-		if (!(v & SLOT_WRITER))
+		if (!(v & SLOT_WRITER)) {
+			if (__builtin_expect(t0 != 0, 0))
+				lockstat_end(LOCK_SLOT_SHARED, t0);
 			return;
+		}
+		if (!t0)
+			t0 = lockstat_begin();
 		atomic_fetch_sub_explicit(&s->lock, 1, memory_order_relaxed);
 		while (atomic_load_explicit(&s->lock, memory_order_relaxed) &
 		       SLOT_WRITER)
@@ -122,13 +130,22 @@ static inline void slot_unlock_shared(struct slot *s)
 static inline void slot_lock(struct slot *s)
 {
 	unsigned spins = 0;
+	uint64_t t0 = 0;
 
 	while (atomic_fetch_or_explicit(&s->lock, SLOT_WRITER,
-					memory_order_acquire) & SLOT_WRITER)
+					memory_order_acquire) & SLOT_WRITER) {
+		if (!t0)
+			t0 = lockstat_begin();
 		spin_backoff(&spins, SLOT_SPIN_LIMIT);
+	}
 	while (atomic_load_explicit(&s->lock, memory_order_acquire) !=
-	       SLOT_WRITER)
+	       SLOT_WRITER) {
+		if (!t0)
+			t0 = lockstat_begin();
 		spin_backoff(&spins, SLOT_SPIN_LIMIT);
+	}
+	if (__builtin_expect(t0 != 0, 0))
+		lockstat_end(LOCK_SLOT, t0);
 }
 
 static inline void slot_unlock(struct slot *s)

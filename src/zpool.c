@@ -104,6 +104,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lockstat.h"
 #include "zpool_impl.h"
 
 /* ---- handles (class lock held) ---- */
@@ -147,15 +148,21 @@ static inline void pin_get(_Atomic uint32_t *pin)
 {
 	uint32_t v = atomic_load_explicit(pin, memory_order_relaxed);
 	unsigned spins = 0;
+	uint64_t t0 = 0;
 
 	for (;;) {
 		if (likely(!(v & PIN_MIGRATE))) {
 			if (likely(atomic_compare_exchange_weak_explicit(pin, &v,
 					v + 1, memory_order_acquire,
-					memory_order_relaxed)))
+					memory_order_relaxed))) {
+				if (unlikely(t0 != 0))
+					lockstat_end(LOCK_FRAME, t0);
 				return;
+			}
 			continue;
 		}
+		if (!t0)
+			t0 = lockstat_begin();
 		spin_backoff(&spins, SPIN_LIMIT);
 		v = atomic_load_explicit(pin, memory_order_relaxed);
 	}
@@ -217,7 +224,7 @@ int zpool_store(struct zpool *pool, const void *data, size_t size,
 	if (!size || size > pool->max_object)
 		return -EINVAL;
 	c = class_of(pool, size);
-	pthread_mutex_lock(&c->lock);
+	lockstat_mutex_lock(&c->lock, LOCK_CLASS);
 	zs = fullest(c, NULL);
 	if (!zs && !c->zspages && c->borrowed < c->objs &&
 	    (n = zp_borrow(pool, c, size, 1))) {
@@ -281,7 +288,7 @@ static struct size_class *class_lock(struct zpool *pool,
 							memory_order_acquire));
 		struct size_class *c = &pool->classes[i < pool->nclasses ? i : 0];
 
-		pthread_mutex_lock(&c->lock);
+		lockstat_mutex_lock(&c->lock, LOCK_CLASS);
 		*cell = atomic_load_explicit(cellp, memory_order_relaxed);
 		if (frame_class(pool, *cell) == (uint32_t)(c - pool->classes) &&
 		    atomic_load_explicit(cellp, memory_order_relaxed) == *cell)

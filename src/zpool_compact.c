@@ -20,6 +20,7 @@
 #include <assert.h>
 #include <string.h>
 
+#include "lockstat.h"
 #include "zpool_impl.h"
 
 /* ---- (class lock held) ---- */
@@ -224,7 +225,7 @@ long zpool_compact(struct zpool *pool)
 	for (unsigned i = 0; i < pool->nclasses; i++) {
 		struct size_class *c = &pool->classes[i];
 
-		pthread_mutex_lock(&c->lock);
+		lockstat_mutex_lock(&c->lock, LOCK_CLASS);
 		compact_class(pool, c, ~0u, MIGRATE_PATIENCE);
 		compact_lend(pool, c);
 		freed += class_shrink(pool, c);

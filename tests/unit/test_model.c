@@ -41,6 +41,10 @@
  * 8 MiB around 64 MiB, where the store's page table passes from one chunk
  * to the next; the others use 8..16 MiB devices, all of it.
  *
+ * Every other seed gives the device two worker threads (cfg.threads), so
+ * that writes of four whole pages or more are split between threads;
+ * UZRAM_TEST_THREADS=<n> gives every seed n.
+ *
  * Seeds: a few fixed ones and one from the clock, each printed first.
  * UZRAM_TEST_SEED=<n> runs only that seed; UZRAM_TEST_OPS=<n> sets the
  * operations per seed. A failure prints the seed, the operation number, the
@@ -510,6 +514,7 @@ static void run_seed(uint64_t seed, uint64_t ops, const char *algo)
 	cfg.size = ((seed % 3 == 0 ? 72 : 8 + seed % 9) << 20) +
 		   (seed % 5) * PG + 1 + seed % 4000;
 	cfg.algorithm = algo;
+	cfg.threads = tu_threads(seed % 2 ? 2 : 0);
 	r.tier = seed % 4 != 1;
 	r.dedup = seed % 4 != 3;
 	cfg.dedup = (uint32_t)r.dedup;
@@ -548,9 +553,9 @@ static void run_seed(uint64_t seed, uint64_t ops, const char *algo)
 	assert_non_null(r.state);
 	assert_non_null(r.buf);
 	printf("== seed %llu: %llu ops on %llu bytes (from byte %llu) with "
-	       "%s%s%s%s\n", (unsigned long long)seed, (unsigned long long)ops,
-	       (unsigned long long)r.size,
-	       (unsigned long long)(r.win_lo * PG), algo,
+	       "%s, %u threads%s%s%s\n", (unsigned long long)seed,
+	       (unsigned long long)ops, (unsigned long long)r.size,
+	       (unsigned long long)(r.win_lo * PG), algo, cfg.threads,
 	       r.tier ? ", a backing file" : "",
 	       cfg.mem_limit ? " and a 1 MiB memory limit" : "",
 	       r.dedup ? ", dedup" : "");

@@ -8,7 +8,9 @@
  *                                  of the bytes already there), checked
  *                                  exactly against the worker's own copy
  *   pages 4*REGION .. +SHARED-1    one shared range: two threads write
- *                                  whole self-describing pages into it and
+ *                                  whole self-describing pages into it (up
+ *                                  to 8 at once: the device has 2 worker
+ *                                  threads, UZRAM_TEST_THREADS to change) and
  *                                  read them back, while discarding some
  *                                  and writing some back as they read them
  *   + a compaction thread and a thread reading stats and block status
@@ -76,6 +78,7 @@ static int load(void **state)
 	corpus = tu_corpus_mix(8u << 20, 16u << 20, &corpus_len);
 	uzram_config_init(&cfg);
 	cfg.size = NPAGES * PG;
+	cfg.threads = tu_threads(2);
 	assert_int_equal(uzram_open(&cfg, &dev), 0);
 	return 0;
 }
@@ -257,7 +260,7 @@ static void *shared_worker(void *arg)
 {
 	struct worker *w = arg;
 	const uint64_t base = NPRIV * REGION;
-	uint8_t *buf = malloc(4 * PG);
+	uint8_t *buf = malloc(8 * PG);
 	uint64_t k, p, n, i, seq = 0;
 	const char *why;
 	int e;
@@ -268,7 +271,7 @@ static void *shared_worker(void *arg)
 	}
 	for (k = 0; k < w->ops && !atomic_load(&stop); k++) {
 		p = rnd(&w->rng, SHARED);
-		n = 1 + rnd(&w->rng, 4);
+		n = 1 + rnd(&w->rng, 8);
 		if (p + n > SHARED)
 			n = SHARED - p;
 		switch (rnd(&w->rng, 10)) {

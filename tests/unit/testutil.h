@@ -4,7 +4,10 @@
  *   UZRAM_TEST_SCALE   multiplies the iteration counts of randomized tests
  *                      (the sanitizer builds run them with less than 1);
  *   UZRAM_TEST_CORPUS  a folder made by scripts/corpus.sh
- *                      (make test builds a small one in build/corpus).
+ *                      (make test builds a small one in build/corpus);
+ *   UZRAM_TEST_THREADS the worker threads (uzram_config.threads) of the
+ *                      devices of tests that run with and without them;
+ *                      unset, each such test picks.
  */
 #ifndef UZRAM_TESTUTIL_H
 #define UZRAM_TESTUTIL_H
@@ -32,6 +35,14 @@ static inline uint64_t tu_scaled(uint64_t n)
 	double v = (double)n * tu_scale();
 
 	return v < 1 ? 1 : (uint64_t)v;
+}
+
+/* UZRAM_TEST_THREADS if set, else def. */
+static inline uint32_t tu_threads(uint32_t def)
+{
+	const char *s = getenv("UZRAM_TEST_THREADS");
+
+	return s && *s ? (uint32_t)atoi(s) : def;
 }
 
 /*
