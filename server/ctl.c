@@ -1,6 +1,14 @@
 /*
- * ctl.c - the requests of the control channel (PATH.ctl, see server.c):
- * parsing, strictly, and running those that act on the device.
+ * ctl.c - the control channel (PATH.ctl; where it lives: ctlpath.c), both
+ * sides: the requests, parsed strictly and run on the device; the threads
+ * that serve control clients; and nbd_server_ctl(), the client that
+ * `uzram stat` and `uzram ctl` use.
+ *
+ * The main loop only accepts on the control socket: each control client
+ * is served by a detached thread of its own (at most CTL_MAX at once; more
+ * get "error: busy"), which waits up to CTL_WAIT_MS for the request line
+ * and runs it. So a silent control client, or a compact or recompress
+ * that runs for seconds, never delays new NBD clients or a signal.
  *
  * A request is one line: "json", "text", "compact", "mem-limit BYTES",
  * "reset-max", "idle" or "recompress PRIORITY FLAGS THRESHOLD", as zram's
@@ -419,8 +427,6 @@ void serve_ctl(struct server *srv, int lfd)
 {
 	static const char busy[] = "error: busy, try again\n";
 	struct ctl_client *cc;
-	pthread_attr_t attr;
-	pthread_t tid;
 	bool started = false;
 	int fd;
 
@@ -431,11 +437,7 @@ void serve_ctl(struct server *srv, int lfd)
 	pthread_mutex_lock(&srv->lock);
 	if (cc && srv->ctl_running < CTL_MAX) {
 		*cc = (struct ctl_client){ srv, fd };
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		pthread_attr_setstacksize(&attr, 256u << 10);
-		started = !pthread_create(&tid, &attr, ctl_main, cc);
-		pthread_attr_destroy(&attr);
+		started = !start_detached(ctl_main, cc);
 		srv->ctl_running += started;
 	}
 	pthread_mutex_unlock(&srv->lock);

@@ -23,6 +23,7 @@
 #include "server.h"
 
 #define DRAIN_SECS 10  /* how long in-flight requests may take at exit */
+#define LISTEN_BACKLOG 128 /* connections the kernel queues for accept() */
 
 struct client;
 
@@ -46,7 +47,29 @@ struct server {
 	char ctl_path[PATH_MAX + 8];
 	char uri[PATH_MAX + 600];
 	pid_t child;            /* --run's command, 0 if none or reaped */
+	int sfd;                /* signalfd of the signals the server handles */
+	int lfd;                /* the export's listening socket */
+	int cfd;                /* the control socket */
+	bool tcp;               /* lfd is TCP, not a Unix socket */
 };
+
+/*
+ * Start fn(arg) in a detached thread with the server's stack size; 0, or
+ * pthread_create()'s error (then fn does not run).
+ */
+static inline int start_detached(void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	pthread_t tid;
+	int r;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, NBD_THREAD_STACK);
+	r = pthread_create(&tid, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return r;
+}
 
 /* stats.c: the figures of srv into out, as JSON or text; 0, or -1 if cut. */
 int format_stats(struct server *srv, bool json, char *out, size_t n);

@@ -1,6 +1,6 @@
 /*
- * server.c - the listening side of `uzram serve`: sockets, one thread per
- * client, signals, the control channel and the figures it reports.
+ * server.c - the main loop of `uzram serve` and its client list; the
+ * files around it are named in internal.h.
  *
  * The main thread owns everything that is not a client: it waits in poll()
  * on the listening socket(s), the control socket and a signalfd (all
@@ -13,21 +13,18 @@
  *                   read side of every client so its leader sees end of
  *                   input; requests in flight finish and their replies go
  *                   out; then remove the sockets
- *   SIGUSR1         print the figures to stderr
- *   SIGCHLD         (--run) the command exited: stop as for SIGTERM
- *   PATH.ctl        `uzram stat` connects, sends "json\n" or "text\n" and
- *                   gets the same figures back (where it is: ctlpath.c);
- *                   `uzram ctl` sends commands (ctl.c)
+ *   SIGUSR1         print the figures (stats.c) to stderr
+ *   SIGCHLD         (--run, captive.c) the command exited: stop as for
+ *                   SIGTERM
+ *   PATH.ctl        `uzram stat` and `uzram ctl` (ctl.c; where the socket
+ *                   is: ctlpath.c); each control client is served by a
+ *                   thread of its own, so the main loop only accepts it
  *   --image FILE    after the clients are gone, the device is saved to FILE
  *
- * The main thread only accepts on the control socket: each control client
- * is served by a detached thread of its own (at most CTL_MAX at once; more
- * get "error: busy"), which waits up to CTL_WAIT_MS for the request line
- * and runs it. So a silent control client, or a compact or recompress
- * that runs for seconds, never delays new NBD clients or a signal. At
- * shutdown, control threads still running count as requests in flight:
- * the server waits for them as for clients before it lets go of the
- * device.
+ * nbd_server_run() is setup (server_init, server_listen), the loop
+ * (server_loop) and the drain (server_drain). At shutdown, control threads
+ * still running count as requests in flight: the server waits for them as
+ * for clients before it lets go of the device.
  *
  * Lock rule: srv->lock guards the client list and the count of control
  * threads, and is taken only when a client or control thread comes or
@@ -82,9 +79,7 @@ static void *client_main(void *arg)
 
 static void accept_client(struct server *srv, int lfd, bool tcp)
 {
-	pthread_attr_t attr;
 	struct client *cl;
-	pthread_t tid;
 	int fd, one = 1, sndbuf = NBD_UNIX_SNDBUF;
 
 	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -116,12 +111,10 @@ static void accept_client(struct server *srv, int lfd, bool tcp)
 		/*
 		 * A Unix socket holds only sndbuf bytes of replies (212 KiB by
 		 * default): a 256 KiB read reply would put the sending thread
-		 * to sleep until the client drained it. With room for whole
-		 * replies, nbdcopy's copy out took 1,200-2,600 context switches
-		 * instead of 5,300-6,600 and 15-20% less server CPU. The
-		 * kernel caps the size at net.core.wmem_max (4 MiB on the VM
-		 * measured; where it is the usual 212 KiB this changes
-		 * nothing). TCP tunes its own.
+		 * to sleep until the client drained it, so make room for whole
+		 * replies (bench/notes.md, "Server design figures"). The
+		 * kernel caps the size at net.core.wmem_max; where that is the
+		 * usual 212 KiB this changes nothing. TCP tunes its own.
 		 */
 		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
 	}
@@ -134,10 +127,7 @@ static void accept_client(struct server *srv, int lfd, bool tcp)
 	srv->nclients++;
 	ctr_add(&srv->ctr.conns_current, 1);
 	ctr_add(&srv->ctr.conns_total, 1);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 256u << 10);
-	if (pthread_create(&tid, &attr, client_main, cl)) {
+	if (start_detached(client_main, cl)) {
 		srv->clients = cl->next;
 		if (cl->next)
 			cl->next->prev = NULL;
@@ -146,7 +136,6 @@ static void accept_client(struct server *srv, int lfd, bool tcp)
 		close(fd);
 		free(cl);
 	}
-	pthread_attr_destroy(&attr);
 	pthread_mutex_unlock(&srv->lock);
 }
 
@@ -171,20 +160,19 @@ static void drain_clients(struct server *srv)
 	pthread_mutex_unlock(&srv->lock);
 }
 
-int nbd_server_run(const struct nbd_server_config *cfg)
+/*
+ * The server's state before it listens: the buffer budget, checked
+ * against --max-connections, the client list, and the signals, blocked in
+ * every thread and read from srv->sfd. 0, or the exit status.
+ */
+static int server_init(struct server *srv)
 {
-	struct server srv = { .cfg = cfg, .started = time(NULL),
-			      .export = cfg->export };
-	struct signalfd_siginfo si;
-	struct pollfd pf[3];
-	sigset_t mask;
-	int lfd, cfd = -1, sfd, status = 1, run_status = 1;
-	bool tcp = cfg->socket_path == NULL;
+	const struct nbd_server_config *cfg = srv->cfg;
 	pthread_condattr_t ca;
-	char out[4096];
+	sigset_t mask;
 
-	if (nbd_shared_init(&srv.shared, cfg->buffer_limit, cfg->handshake_secs,
-			    cfg->idle_secs) < 0) {
+	if (nbd_shared_init(&srv->shared, cfg->buffer_limit,
+			    cfg->handshake_secs, cfg->idle_secs) < 0) {
 		fprintf(stderr, "uzram serve: bad buffer limit %zu\n",
 			cfg->buffer_limit);
 		return 1;
@@ -197,14 +185,14 @@ int nbd_server_run(const struct nbd_server_config *cfg)
 			"or raise --buffer-limit\n", cfg->buffer_limit,
 			nbd_max_connections_for(cfg->buffer_limit),
 			2 * NBD_IDLE_BUF >> 10);
-		nbd_shared_destroy(&srv.shared);
+		nbd_shared_destroy(&srv->shared);
 		return 2;
 	}
-	srv.export.shared = &srv.shared;
+	srv->export.shared = &srv->shared;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* immune to clock steps */
-	pthread_mutex_init(&srv.lock, NULL);
-	pthread_cond_init(&srv.gone_cv, &ca);
+	pthread_mutex_init(&srv->lock, NULL);
+	pthread_cond_init(&srv->gone_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&mask);
@@ -215,44 +203,59 @@ int nbd_server_run(const struct nbd_server_config *cfg)
 	if (cfg->run)
 		sigaddset(&mask, SIGCHLD);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL); /* inherited by every thread */
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
-	if (sfd < 0) {
+	srv->sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (srv->sfd < 0) {
 		perror("uzram serve: signalfd");
-		goto out;
+		return 1;
 	}
+	return 0;
+}
+
+/* The export's socket (srv->lfd) and the control socket (srv->cfd); 0 or -1. */
+static int server_listen(struct server *srv)
+{
+	const struct nbd_server_config *cfg = srv->cfg;
 
 	if (abs_path(cfg->socket_path ? cfg->socket_path : "uzram.sock",
-		     srv.sock_path, sizeof srv.sock_path) < 0) {
+		     srv->sock_path, sizeof srv->sock_path) < 0) {
 		fprintf(stderr, "uzram serve: socket path too long\n");
-		goto out;
+		return -1;
 	}
-	if (ctl_path_find(cfg->ctl_socket, tcp ? NULL : srv.sock_path,
-			  cfg->tcp_port, true, "uzram serve", srv.ctl_path,
-			  sizeof srv.ctl_path) < 0)
-		goto out;
-	lfd = tcp ? listen_tcp(cfg->tcp_host, cfg->tcp_port,
-				     !nbd_tls_required(cfg->export.tls))
-		  : listen_unix(srv.sock_path);
-	if (lfd < 0)
-		goto out;
-	cfd = listen_unix(srv.ctl_path);
-	if (cfd < 0) {
-		close(lfd);
-		if (!tcp)
-			unlink(srv.sock_path);
-		goto out;
+	if (ctl_path_find(cfg->ctl_socket, srv->tcp ? NULL : srv->sock_path,
+			  cfg->tcp_port, true, "uzram serve", srv->ctl_path,
+			  sizeof srv->ctl_path) < 0)
+		return -1;
+	srv->lfd = srv->tcp ? listen_tcp(cfg->tcp_host, cfg->tcp_port,
+					 !nbd_tls_required(cfg->export.tls))
+			    : listen_unix(srv->sock_path);
+	if (srv->lfd < 0)
+		return -1;
+	srv->cfd = listen_unix(srv->ctl_path);
+	if (srv->cfd < 0) {
+		close(srv->lfd);
+		if (!srv->tcp)
+			unlink(srv->sock_path);
+		return -1;
 	}
-	if (cfd >= 0) /* accept() must never block the main thread */
-		(void)fcntl(cfd, F_SETFL, fcntl(cfd, F_GETFL) | O_NONBLOCK);
+	/* accept() must never block the main thread */
+	(void)fcntl(srv->cfd, F_SETFL, fcntl(srv->cfd, F_GETFL) | O_NONBLOCK);
+	return 0;
+}
 
-	make_uri(&srv);
-	if (!cfg->run)
-		print_banner(&srv);
-	else if (start_command(&srv) < 0)
-		goto stop;
-	pf[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
-	pf[1] = (struct pollfd){ .fd = lfd, .events = POLLIN };
-	pf[2] = (struct pollfd){ .fd = cfd, .events = POLLIN };
+/*
+ * Accept clients and control clients and answer signals until one says
+ * stop: SIGINT, SIGTERM, SIGHUP, or (--run) the command's exit, whose
+ * status goes to *run_status.
+ */
+static void server_loop(struct server *srv, int *run_status)
+{
+	struct signalfd_siginfo si;
+	struct pollfd pf[3];
+	char out[4096];
+
+	pf[0] = (struct pollfd){ .fd = srv->sfd, .events = POLLIN };
+	pf[1] = (struct pollfd){ .fd = srv->lfd, .events = POLLIN };
+	pf[2] = (struct pollfd){ .fd = srv->cfd, .events = POLLIN };
 	for (;;) {
 		if (poll(pf, 3, -1) < 0) {
 			if (errno == EINTR)
@@ -261,19 +264,19 @@ int nbd_server_run(const struct nbd_server_config *cfg)
 			break;
 		}
 		if (pf[1].revents & POLLIN)
-			accept_client(&srv, lfd, tcp);
+			accept_client(srv, srv->lfd, srv->tcp);
 		if (pf[2].revents & POLLIN)
-			serve_ctl(&srv, cfd);
+			serve_ctl(srv, srv->cfd);
 		if (!(pf[0].revents & POLLIN) ||
-		    read(sfd, &si, sizeof si) != sizeof si)
+		    read(srv->sfd, &si, sizeof si) != sizeof si)
 			continue;
 		if (si.ssi_signo == SIGUSR1) {
-			format_stats(&srv, false, out, sizeof out);
+			format_stats(srv, false, out, sizeof out);
 			fputs(out, stderr);
 			continue;
 		}
 		if (si.ssi_signo == SIGCHLD) {
-			if (command_exited(&srv, &run_status))
+			if (command_exited(srv, run_status))
 				break;
 			continue;
 		}
@@ -281,38 +284,73 @@ int nbd_server_run(const struct nbd_server_config *cfg)
 			strsignal((int)si.ssi_signo));
 		break;
 	}
-stop:
-	atomic_store(&srv.shared.stopping, true);
-	close(lfd);
-	if (!tcp)
-		unlink(srv.sock_path);
-	drain_clients(&srv);
-	if (cfd >= 0) {
-		close(cfd);
-		unlink(srv.ctl_path);
-	}
-	drain_ctl(&srv);
+}
+
+/*
+ * Stop accepting, let the clients and control requests finish, remove the
+ * sockets, then save the --image. Returns the exit status: 1 if a thread
+ * did not finish in time or the save failed, else run_status with --run.
+ */
+static int server_drain(struct server *srv, int run_status)
+{
+	const struct nbd_server_config *cfg = srv->cfg;
+	char out[4096];
+	int status;
+
+	atomic_store(&srv->shared.stopping, true);
+	close(srv->lfd);
+	if (!srv->tcp)
+		unlink(srv->sock_path);
+	drain_clients(srv);
+	close(srv->cfd);
+	unlink(srv->ctl_path);
+	drain_ctl(srv);
 	/* A client that ignored both shutdowns still holds the device. */
-	pthread_mutex_lock(&srv.lock);
-	status = srv.nclients || srv.ctl_running ? 1 : 0;
-	pthread_mutex_unlock(&srv.lock);
+	pthread_mutex_lock(&srv->lock);
+	status = srv->nclients || srv->ctl_running ? 1 : 0;
+	pthread_mutex_unlock(&srv->lock);
 	if (status)
 		fprintf(stderr, "uzram serve: %s did not finish in time\n",
-			srv.nclients ? "clients" : "control requests");
+			srv->nclients ? "clients" : "control requests");
 	else if (cfg->run)
 		status = run_status;
 	if (cfg->image) {
 		/* a client that did not finish may still write: saves allow it */
-		if (save_image(&srv, cfg->image, out, sizeof out) < 0) {
+		if (save_image(srv, cfg->image, out, sizeof out) < 0) {
 			fprintf(stderr, "uzram serve: %s", out + 7);
 			status = 1;
 		} else {
 			fprintf(stderr, "uzram serve: %s", out + 4);
 		}
 	}
+	return status;
+}
+
+int nbd_server_run(const struct nbd_server_config *cfg)
+{
+	struct server srv = { .cfg = cfg, .started = time(NULL),
+			      .export = cfg->export, .sfd = -1, .lfd = -1,
+			      .cfd = -1, .tcp = cfg->socket_path == NULL };
+	int status, run_status = 1;
+
+	status = server_init(&srv);
+	if (status)
+		goto out;
+	if (server_listen(&srv) < 0) {
+		status = 1;
+		goto out;
+	}
+	make_uri(&srv);
+	if (!cfg->run) {
+		print_banner(&srv);
+		server_loop(&srv, &run_status);
+	} else if (start_command(&srv) == 0) {
+		server_loop(&srv, &run_status);
+	}
+	status = server_drain(&srv, run_status);
 out:
-	if (sfd >= 0)
-		close(sfd);
+	if (srv.sfd >= 0)
+		close(srv.sfd);
 	if (!status) /* else a stuck thread may still use it */
 		nbd_shared_destroy(&srv.shared);
 	return status;

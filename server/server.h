@@ -46,6 +46,7 @@
 #define NBD_UNIX_SNDBUF     (4 << 20)   /* SO_SNDBUF of a Unix socket client */
 #define NBD_META_ID_ALLOC   1           /* our id for base:allocation */
 #define NBD_IDLE_BUF        (128u << 10) /* buffer an idle connection keeps */
+#define NBD_THREAD_STACK    (256u << 10) /* every server thread's stack */
 
 /*
  * What every connection of one server shares and may change: the budget

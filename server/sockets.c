@@ -62,7 +62,7 @@ int listen_unix(const char *path)
 	old = umask(0177); /* the socket is born with mode 0600 */
 	r = bind(fd, (struct sockaddr *)&sa, sizeof sa);
 	umask(old);
-	if (r < 0 || listen(fd, 128) < 0)
+	if (r < 0 || listen(fd, LISTEN_BACKLOG) < 0)
 		goto fail;
 	return fd;
 fail:
@@ -109,7 +109,7 @@ int listen_tcp(const char *host, const char *port, bool plaintext)
 			continue;
 		(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
 		if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 &&
-		    listen(fd, 128) == 0)
+		    listen(fd, LISTEN_BACKLOG) == 0)
 			break;
 		close(fd);
 		fd = -1;

@@ -21,9 +21,7 @@
  * running elsewhere, every further one is handed off too, so a pipelining
  * client (qemu, nbdcopy, fio at depth) gets its requests run in parallel,
  * replies in completion order, and a slow request (a large write to
- * compress, a trim of gigabytes) never holds up the reading. (Measured
- * with fio, 4K random writes from 2 connections at depth 16: always running
- * small writes inline gave 13-15K IOPS, handing them off 15-17K.)
+ * compress, a trim of gigabytes) never holds up the reading.
  * The threads of one connection never wait for another connection's: a
  * slow client only stalls its own threads, and the device needs no server
  * lock (libuzram is thread-safe per page).
@@ -39,14 +37,11 @@
  *        NBD_REPLY_FLAG_DONE (decided under send_lock)
  *
  * so decoding runs on several cores and overlaps the client's receiving,
- * instead of the client waiting for the whole buffer. fio, 1 MiB reads at
- * depth 1, medians of 12 interleaved runs under SCHED_FIFO on this 2-core
- * VM shared with other work: 1,137-1,266 MB/s cut, 980-1,065 uncut. With
- * no core to spare (the same at normal priority) it gains nothing: 1,065
- * vs 1,118. Helpers: one per CPU beyond the first. Only when nothing
- * else is running and no further request is buffered: at depth, requests
- * already run in parallel, and more chunks would only cost the client
- * more system calls.
+ * instead of the client waiting for the whole buffer; it pays only when a
+ * core is free to help. Helpers: one per CPU beyond the first. Only when
+ * nothing else is running and no further request is buffered: at depth,
+ * requests already run in parallel, and more chunks would only cost the
+ * client more system calls.
  *
  * Bounds: a request holds at most max_block bytes of buffer (the maximum
  * block size we advertise); the leader waits before reading a payload or
@@ -148,7 +143,7 @@ void tx_spawn_locked(struct nbd_conn *c)
 	pthread_attr_t attr;
 
 	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, THREAD_STACK);
+	pthread_attr_setstacksize(&attr, NBD_THREAD_STACK);
 	if (!pthread_create(&c->threads[c->nspawned], &attr, thread_main, c)) {
 		c->nspawned++;
 		c->nthreads++;

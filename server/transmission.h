@@ -16,7 +16,6 @@
 #define PIECE        (128u << 10)  /* bytes per piece of a cut read */
 #define MIN_BUF      NBD_IDLE_BUF  /* smallest buffer, kept while waiting */
 #define KEEP_BUF     (4u << 20)
-#define THREAD_STACK (256u << 10)
 #define IDLE_RELEASE_MS 250        /* idle this long: give the buffer back */
 
 struct nbd_request {
