@@ -6,7 +6,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
-#include "server.h"
+#include "conn.h"
 
 /* Bound how long a client may sit in the handshake (a socket only). */
 static void set_recv_timeout(int fd, int secs)

@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server.h"
+#include "conn.h"
 
 struct opt_reader {
 	const unsigned char *p;

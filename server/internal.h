@@ -20,7 +20,7 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "server.h"
+#include "conn.h"
 
 #define DRAIN_SECS 10  /* how long in-flight requests may take at exit */
 #define LISTEN_BACKLOG 128 /* connections the kernel queues for accept() */
@@ -96,5 +96,45 @@ void print_banner(struct server *srv);
 int start_command(struct server *srv);
 /* captive.c: whether the command exited; if so, *status as sh reports it. */
 bool command_exited(struct server *srv, int *status);
+
+/* ctlpath.c */
+
+/*
+ * Refuse a control socket another user could have put there: path, if it
+ * exists, and its directory must belong to us or root, and the directory
+ * must not be writable by others unless sticky. 0, or -1 after a message.
+ */
+int ctl_path_check(const char *path, const char *who);
+
+/* ctl.c */
+
+enum nbd_ctl_op {
+	NBD_CTL_JSON, NBD_CTL_TEXT, NBD_CTL_COMPACT, NBD_CTL_MEM_LIMIT,
+	NBD_CTL_RESET_MAX, NBD_CTL_IDLE, NBD_CTL_RECOMPRESS,
+	NBD_CTL_IDLE_AGE, NBD_CTL_WRITEBACK, NBD_CTL_WRITEBACK_LIMIT,
+	NBD_CTL_BACKING_COMPACT, NBD_CTL_TRAIN_DICT,
+};
+
+struct nbd_ctl_req {
+	enum nbd_ctl_op op;
+	uint64_t bytes;           /* mem-limit; writeback's and
+				   * writeback-limit's pages; train-dict's
+				   * dictionary size */
+	unsigned prio, flags;     /* recompress, writeback, writeback-limit's
+				   * enable, train-dict */
+	uint32_t threshold;       /* recompress; idle's seconds */
+	uint64_t first, last;     /* writeback's pages (all: 0, UINT64_MAX) */
+};
+
+/*
+ * Parse one control request of len bytes (a line, its "\n" or "\r\n"
+ * optional): 0, or -1 with a message for the client ("error: ...\n") in
+ * err. Numbers are decimal digits only: no sign, no blank, no overflow.
+ */
+int nbd_ctl_parse(const char *line, size_t len, struct nbd_ctl_req *rq,
+		  char *err, size_t n);
+/* Run a parsed request other than json/text on dev; the reply in out. */
+void nbd_ctl_execute(struct uzram *dev, const struct nbd_ctl_req *rq,
+		     char *out, size_t n);
 
 #endif /* UZRAM_SERVER_INTERNAL_H */

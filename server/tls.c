@@ -44,7 +44,7 @@
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 
-#include "server.h"
+#include "conn.h"
 
 #define TLS_FLUSH (64u << 10)
 #define PSK_PRIORITY "NORMAL:+ECDHE-PSK:+DHE-PSK:+PSK"

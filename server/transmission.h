@@ -7,7 +7,7 @@
 #ifndef UZRAM_TRANSMISSION_H
 #define UZRAM_TRANSMISSION_H
 
-#include "server.h"
+#include "conn.h"
 
 #define MAX_CHUNKS   64            /* structured read reply chunks */
 #define MAX_DESC     1024          /* block status descriptors per reply */

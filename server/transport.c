@@ -27,7 +27,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "server.h"
+#include "conn.h"
 
 #define DIRECT_READ_MIN (16u << 10)
 
