@@ -21,6 +21,8 @@ int cmd_umount(int argc, char **argv); /* cli/mount.c: take it down */
  */
 int mount_socket_path(const char *dir, char *out, size_t n);
 
+/* options.c */
+
 /* Parse "123", "4K", "1.5G" (powers of 1024) into bytes; 0 or -EINVAL. */
 int parse_size(const char *s, unsigned long long *out);
 
