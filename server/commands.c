@@ -1,15 +1,14 @@
 /*
  * commands.c - one request run on the device and its reply: simple
  * replies, structured replies whose data comes as OFFSET_DATA and
- * OFFSET_HOLE chunks (the runs uzram_block_status() reports), the pieces
- * of a cut read (transmission.c explains when a read is cut and who runs
- * the pieces), base:allocation block status, and the errno mapping.
+ * OFFSET_HOLE chunks (the runs uzram_block_status() reports), one piece
+ * of a cut read (transmission.c cuts reads and hands out the pieces),
+ * base:allocation block status, and the errno mapping.
  *
  * Every reply frame (or chunk group) goes out whole under c->send_lock;
  * the first failed send marks the connection send_failed and shuts its
  * read side, so the leader stops reading requests nobody will see answered.
  */
-#include <assert.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -236,48 +235,10 @@ void tx_read_piece(struct worker *w, struct read_job *j, int i)
 	pthread_mutex_unlock(&c->send_lock);
 }
 
-/*
- * The leader's side of a cut read: publish the job, wake idle threads to
- * help (starting one if none is idle), take pieces until none is left,
- * then wait for the helpers' pieces before the buffer is released.
- */
-static void do_read_split(struct worker *w, const struct nbd_request *rq)
-{
-	struct nbd_conn *c = w->c;
-	struct read_job j = {
-		.rq = rq,
-		.buf = w->buf,
-		.npieces = (int)((rq->len + PIECE - 1) / PIECE),
-	};
-	int want;
-
-	j.unfinished = j.unsent = j.npieces;
-	want = j.npieces - 1 < c->helpers ? j.npieces - 1 : c->helpers;
-	pthread_mutex_lock(&c->lock);
-	assert(!c->job);
-	c->job = &j;
-	for (int i = 0; i < want && i < c->idle; i++)
-		pthread_cond_signal(&c->lead_cv);
-	if (c->idle < want && !c->closing && c->nspawned < NBD_MAX_THREADS)
-		tx_spawn_locked(c);
-	while (tx_help_locked(w))
-		;
-	while (j.unfinished > 0)
-		pthread_cond_wait(&c->job_cv, &c->lock);
-	c->job = NULL;
-	pthread_mutex_unlock(&c->lock);
-	if (!j.err)
-		ctr_add(&c->ctr->bytes_read, rq->len);
-}
-
 static void do_read(struct worker *w, const struct nbd_request *rq)
 {
 	int r;
 
-	if (rq->split) {
-		do_read_split(w, rq);
-		return;
-	}
 	if (w->c->structured) {
 		do_read_structured(w, rq);
 		return;

@@ -64,6 +64,7 @@
  * The input buffer belongs to whoever leads. Never take c->lock while
  * holding c->send_lock.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -93,7 +94,7 @@ static int timed_wait(pthread_cond_t *cv, pthread_mutex_t *m, int ms)
 /* ---- leadership and the in-flight budget (c->lock) ---- */
 
 /* Help with the read job's pieces, if any; called and returns with c->lock. */
-bool tx_help_locked(struct worker *w)
+static bool tx_help_locked(struct worker *w)
 {
 	struct nbd_conn *c = w->c;
 	struct read_job *j = c->job;
@@ -138,7 +139,7 @@ static bool lead(struct worker *w)
 	return ok;
 }
 
-void tx_spawn_locked(struct nbd_conn *c)
+static void tx_spawn_locked(struct nbd_conn *c)
 {
 	pthread_attr_t attr;
 
@@ -428,6 +429,40 @@ static int wait_request(struct worker *w)
 	}
 }
 
+/*
+ * The leader's side of a cut read: publish the job, wake idle threads to
+ * help (starting one if none is idle), take pieces until none is left,
+ * then wait for the helpers' pieces before the buffer is released.
+ */
+static void do_read_split(struct worker *w, const struct nbd_request *rq)
+{
+	struct nbd_conn *c = w->c;
+	struct read_job j = {
+		.rq = rq,
+		.buf = w->buf,
+		.npieces = (int)((rq->len + PIECE - 1) / PIECE),
+	};
+	int want;
+
+	j.unfinished = j.unsent = j.npieces;
+	want = j.npieces - 1 < c->helpers ? j.npieces - 1 : c->helpers;
+	pthread_mutex_lock(&c->lock);
+	assert(!c->job);
+	c->job = &j;
+	for (int i = 0; i < want && i < c->idle; i++)
+		pthread_cond_signal(&c->lead_cv);
+	if (c->idle < want && !c->closing && c->nspawned < NBD_MAX_THREADS)
+		tx_spawn_locked(c);
+	while (tx_help_locked(w))
+		;
+	while (j.unfinished > 0)
+		pthread_cond_wait(&c->job_cv, &c->lock);
+	c->job = NULL;
+	pthread_mutex_unlock(&c->lock);
+	if (!j.err)
+		ctr_add(&c->ctr->bytes_read, rq->len);
+}
+
 static void serve(struct nbd_conn *c)
 {
 	struct worker *w = calloc(1, sizeof *w);
@@ -456,7 +491,10 @@ static void serve(struct nbd_conn *c)
 			unlead(c);
 			leading = false;
 		}
-		tx_execute(w, &rq, err);
+		if (rq.split)
+			do_read_split(w, &rq);
+		else
+			tx_execute(w, &rq, err);
 		budget_give(c, held, handed_off);
 		buf_trim(w);
 	}

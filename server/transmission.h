@@ -58,12 +58,10 @@ struct worker {
 	unsigned char desc[4 + 8 * MAX_DESC];
 };
 
-/* transmission.c: help with the read job (see there); c->lock held. */
-bool tx_help_locked(struct worker *w);
-/* transmission.c: start one more thread for c; c->lock held. */
-void tx_spawn_locked(struct nbd_conn *c);
-
-/* commands.c: run rq (or answer it with err, if not 0) and reply. */
+/*
+ * commands.c: run rq (or answer it with err, if not 0) and reply; a cut
+ * read (rq->split) is transmission.c's, which calls tx_read_piece().
+ */
 void tx_execute(struct worker *w, const struct nbd_request *rq, uint32_t err);
 /* commands.c: piece i of a cut read: decode it and send it. */
 void tx_read_piece(struct worker *w, struct read_job *j, int i);
