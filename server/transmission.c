@@ -345,11 +345,11 @@ static int read_request(struct worker *w, struct nbd_request *rq,
 		ctr_add(&c->ctr->proto_errors, 1);
 		return -1;
 	}
-	rq->flags = get16(h + 4);
-	rq->type = get16(h + 6);
-	rq->cookie = get64(h + 8);
-	rq->off = get64(h + 16);
-	rq->len = get32(h + 24);
+	rq->flags = get16(h + NBD_REQUEST_FLAGS);
+	rq->type = get16(h + NBD_REQUEST_TYPE);
+	rq->cookie = get64(h + NBD_REQUEST_COOKIE);
+	rq->off = get64(h + NBD_REQUEST_OFFSET);
+	rq->len = get32(h + NBD_REQUEST_LENGTH);
 	rq->split = false;
 	ctr_add(&c->ctr->requests[rq->type < NBD_CMD_NR ? rq->type : NBD_CMD_NR], 1);
 	if (rq->type == NBD_CMD_DISC)

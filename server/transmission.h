@@ -53,9 +53,10 @@ struct worker {
 	unsigned char *buf;
 	size_t cap;
 	struct chunk ch[MAX_CHUNKS];
-	unsigned char hdr[MAX_CHUNKS][32];
+	/* a chunk's header, and its payload but for the data */
+	unsigned char hdr[MAX_CHUNKS][NBD_CHUNK_HDR_SIZE + NBD_HOLE_PAYLOAD];
 	struct iovec iov[2 * MAX_CHUNKS];
-	unsigned char desc[4 + 8 * MAX_DESC];
+	unsigned char desc[NBD_BS_PAYLOAD_HDR + NBD_BS_DESC_SIZE * MAX_DESC];
 };
 
 /*
