@@ -27,6 +27,13 @@ int mount_socket_path(const char *dir, char *out, size_t n);
 int parse_size(const char *s, unsigned long long *out);
 
 /*
+ * A compression level: decimal, from -UZRAM_CLI_MAX_LEVEL to
+ * UZRAM_CLI_MAX_LEVEL (each codec then checks its own range). 0 or -EINVAL.
+ */
+#define UZRAM_CLI_MAX_LEVEL 1000
+int parse_level(const char *s, int *level);
+
+/*
  * Parse "NAME" or "NAME:LEVEL" (an algorithm and its level, 0 if none) in
  * place: *name points into s afterwards. 0 or -EINVAL.
  */

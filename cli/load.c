@@ -37,6 +37,7 @@
 
 #include "uzram.h"
 #include "cli.h"
+#include "../server/server.h"
 
 #define CHUNK (1u << 20)
 #define MIB (1024.0 * 1024.0)
@@ -127,17 +128,11 @@ static int parse_args(int argc, char **argv, struct load_opts *o)
 				return -EINVAL;
 			o->algorithm = v;
 		} else if ((v = opt_value(argc, argv, &i, "--level"))) {
-			char *end;
-			long l;
-
-			errno = 0;
-			l = strtol(v, &end, 10);
-			if (!*v || *end || errno || l < INT_MIN || l > INT_MAX) {
+			if (parse_level(v, &o->level) < 0) {
 				fprintf(stderr, "uzram load: bad level '%s'\n",
 					v);
 				return -EINVAL;
 			}
-			o->level = (int)l;
 		} else if ((v = opt_value(argc, argv, &i, "--mem-limit"))) {
 			if (!*v || parse_size(v, &o->mem_limit)) {
 				fprintf(stderr,
@@ -541,20 +536,12 @@ static double mb_s(uint64_t bytes, double s)
 	return s > 0 ? (double)bytes / s / 1e6 : 0;
 }
 
+/* s as a JSON string; the values printed are paths and names. */
 static void json_string(const char *s)
 {
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
+	char buf[JSON_ESCAPED_MAX(PATH_MAX)];
 
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
+	printf("\"%s\"", json_escape(s, buf, sizeof buf));
 }
 
 static void json_u64(const char *key, uint64_t v)

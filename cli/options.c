@@ -11,23 +11,33 @@
 
 #include "cli.h"
 
+int parse_level(const char *s, int *level)
+{
+	char *end;
+	long l;
+
+	errno = 0;
+	l = strtol(s, &end, 10);
+	if (!*s || *end || errno || l < -UZRAM_CLI_MAX_LEVEL ||
+	    l > UZRAM_CLI_MAX_LEVEL)
+		return -EINVAL;
+	*level = (int)l;
+	return 0;
+}
+
 int parse_algo_level(char *s, const char **name, int *level)
 {
-	char *colon = strchr(s, ':'), *end;
-	long l = 0;
+	char *colon = strchr(s, ':');
+	int l = 0;
 
-	if (colon) {
-		errno = 0;
-		l = strtol(colon + 1, &end, 10);
-		if (!colon[1] || *end || errno || l < -1000 || l > 1000)
-			return -EINVAL;
-	}
+	if (colon && parse_level(colon + 1, &l) < 0)
+		return -EINVAL;
 	if (s == colon || !*s)
 		return -EINVAL;
 	if (colon)
 		*colon = '\0';
 	*name = s;
-	*level = (int)l;
+	*level = l;
 	return 0;
 }
 

@@ -309,17 +309,10 @@ int cmd_serve(int argc, char **argv)
 			cfg.algorithm = optarg;
 			algo_set = true;
 			break;
-		case 'l': {
-			char *end;
-			long lv;
-
-			errno = 0;
-			lv = strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || lv < -1000 || lv > 1000)
+		case 'l':
+			if (parse_level(optarg, &cfg.level) < 0)
 				goto bad_value;
-			cfg.level = (int)lv;
 			break;
-		}
 		case 'm':
 			if (parse_size(optarg, &v) < 0)
 				goto bad_value;

@@ -120,6 +120,16 @@ int nbd_server_run(const struct nbd_server_config *cfg);
 int nbd_server_ctl(const char *ctl_path, const char *request,
 		   const char *who);
 
+/* stats.c */
+
+/*
+ * s as the inside of a JSON string (quotes, backslashes and control
+ * characters escaped) into out, cut to fit its n bytes; returns out.
+ * Nothing is cut when n is at least JSON_ESCAPED_MAX(strlen(s)).
+ */
+#define JSON_ESCAPED_MAX(len) (6 * (size_t)(len) + 8)
+const char *json_escape(const char *s, char *out, size_t n);
+
 /* ctlpath.c */
 
 /*

@@ -15,8 +15,7 @@ static const char *const cmd_names[NBD_CMD_NR + 1] = {
 	"block_status", "unknown",
 };
 
-/* s as the inside of a JSON string, cut to fit n bytes. */
-static const char *json_escape(const char *s, char *out, size_t n)
+const char *json_escape(const char *s, char *out, size_t n)
 {
 	size_t j = 0;
 
@@ -40,7 +39,7 @@ int format_stats(struct server *srv, bool json, char *out, size_t n)
 {
 	struct nbd_counters *c = &srv->ctr;
 	struct uzram_stats st;
-	char name[512];
+	char name[512]; /* the name, cut: the figures must fit one reply */
 	size_t len = 0;
 
 	struct uzram_dict_info di = { 0 };
