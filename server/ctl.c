@@ -236,6 +236,15 @@ static void train_dict(struct uzram *dev, const struct nbd_ctl_req *rq,
 			 (unsigned long long)rep.pages_reencoded);
 }
 
+/* The reply to a request that returns a count r of what, or an error. */
+static void reply_count(char *out, size_t n, long r, const char *what)
+{
+	if (r < 0)
+		snprintf(out, n, "error: %s\n", uzram_last_error());
+	else
+		snprintf(out, n, "ok: %ld %s\n", r, what);
+}
+
 void nbd_ctl_execute(struct uzram *dev, const struct nbd_ctl_req *rq,
 		     char *out, size_t n)
 {
@@ -261,10 +270,7 @@ void nbd_ctl_execute(struct uzram *dev, const struct nbd_ctl_req *rq,
 		return;
 	case NBD_CTL_RECOMPRESS:
 		r = uzram_recompress(dev, (int)rq->prio, rq->flags, rq->threshold);
-		if (r < 0)
-			snprintf(out, n, "error: %s\n", uzram_last_error());
-		else
-			snprintf(out, n, "ok: %ld pages re-encoded\n", r);
+		reply_count(out, n, r, "pages re-encoded");
 		return;
 	case NBD_CTL_IDLE:
 		snprintf(out, n, "ok: %ld pages marked idle\n",
@@ -278,18 +284,12 @@ void nbd_ctl_execute(struct uzram *dev, const struct nbd_ctl_req *rq,
 		return;
 	case NBD_CTL_IDLE_AGE:
 		r = uzram_mark_idle_age(dev, rq->threshold);
-		if (r < 0)
-			snprintf(out, n, "error: %s\n", uzram_last_error());
-		else
-			snprintf(out, n, "ok: %ld pages marked idle\n", r);
+		reply_count(out, n, r, "pages marked idle");
 		return;
 	case NBD_CTL_WRITEBACK:
 		r = uzram_writeback(dev, rq->flags, rq->first, rq->last,
 				    rq->bytes);
-		if (r < 0)
-			snprintf(out, n, "error: %s\n", uzram_last_error());
-		else
-			snprintf(out, n, "ok: %ld pages written back\n", r);
+		reply_count(out, n, r, "pages written back");
 		return;
 	case NBD_CTL_WRITEBACK_LIMIT:
 		if (uzram_set_writeback_limit(dev, rq->flags != 0, rq->bytes) < 0)
@@ -302,11 +302,7 @@ void nbd_ctl_execute(struct uzram *dev, const struct nbd_ctl_req *rq,
 		return;
 	case NBD_CTL_BACKING_COMPACT:
 		r = uzram_backing_compact(dev);
-		if (r < 0)
-			snprintf(out, n, "error: %s\n", uzram_last_error());
-		else
-			snprintf(out, n, "ok: %ld bytes of backing store freed\n",
-				 r);
+		reply_count(out, n, r, "bytes of backing store freed");
 		return;
 	case NBD_CTL_TRAIN_DICT:
 		train_dict(dev, rq, out, n);

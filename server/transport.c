@@ -64,6 +64,17 @@ static int wait_deadline(struct nbd_conn *c)
 	return r == 0 ? -1 : 0;
 }
 
+/* Refill the empty input buffer: the bytes read, or -1 (EOF, error, deadline). */
+static ssize_t refill(struct nbd_conn *c)
+{
+	ssize_t r;
+
+	if (wait_deadline(c) < 0)
+		return -1;
+	r = read_some(c, c->ibuf, NBD_IBUF_SIZE);
+	return r > 0 ? r : -1;
+}
+
 int conn_wait_input(struct nbd_conn *c, int ms)
 {
 	struct pollfd p = { .fd = c->in_fd, .events = POLLIN };
@@ -114,10 +125,8 @@ int conn_recv(struct nbd_conn *c, void *dst, size_t n)
 		n -= (size_t)r;
 	}
 	while (n > 0) {
-		if (wait_deadline(c) < 0)
-			return -1;
-		r = read_some(c, c->ibuf, NBD_IBUF_SIZE);
-		if (r <= 0)
+		r = refill(c);
+		if (r < 0)
 			return -1;
 		c->iend = (size_t)r;
 		c->ipos = n < (size_t)r ? n : (size_t)r;
@@ -140,10 +149,8 @@ int conn_skip(struct nbd_conn *c, uint64_t n)
 	n -= have;
 	c->ipos = c->iend = 0;
 	while (n > 0) {
-		if (wait_deadline(c) < 0)
-			return -1;
-		r = read_some(c, c->ibuf, NBD_IBUF_SIZE);
-		if (r <= 0)
+		r = refill(c);
+		if (r < 0)
 			return -1;
 		if ((uint64_t)r > n) {
 			c->ipos = (size_t)n;
