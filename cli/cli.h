@@ -6,7 +6,10 @@
 #ifndef UZRAM_CLI_H
 #define UZRAM_CLI_H
 
+#include <getopt.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 int cmd_load(int argc, char **argv);   /* cli/load.c */
 int cmd_serve(int argc, char **argv);  /* cli/serve.c */
@@ -52,5 +55,53 @@ int parse_algo_spec(char *s, const char **name, int *level, const char **dict);
  * prefixed by "uzram CMD:". 0 or a negative errno.
  */
 int read_dict(const char *cmd, const char *path, void **buf, size_t *len);
+
+/*
+ * One option of a subcommand, for the parser and for --help alike. key is
+ * what the parser hands over: a letter, which is also the short option
+ * when it is in the command's shorts. The table ends with an all-zero
+ * entry.
+ */
+struct cli_option {
+	const char *name;  /* long name without "--"; NULL: short only */
+	int key;
+	int has_arg;       /* getopt's no_argument or required_argument */
+	const char *arg;   /* the value's name for --help, or NULL */
+	const char *help;  /* --help's text; lines separated by "\n" */
+};
+
+struct cli_command {
+	const char *name;              /* "serve": messages say "uzram serve: " */
+	const char *operands;          /* after the options in the usage: "DIR" */
+	const char *summary;           /* lines after the usage line, or NULL */
+	const char *shorts;            /* getopt's short options: "o:fh" */
+	const struct cli_option *opts;
+};
+
+/* The codec's options, the same in every subcommand that makes a device. */
+#define CLI_CODEC_OPTIONS \
+	{ "algorithm", 'a', required_argument, "ALGO", \
+	  "the compression algorithm (default lz4)" }, \
+	{ "level", 'l', required_argument, "N", \
+	  "its level (default: its own)" }, \
+	{ "cluster", 'C', required_argument, "4K..64K", \
+	  "pages compressed together (default 4K)" }
+
+#define CLI_BAD_VALUE (-1)
+
+/*
+ * Parse argv's options with cmd's table: take(ctx, key, value) gets each
+ * and returns 0, CLI_BAD_VALUE (the parser says "uzram CMD: bad value 'V'
+ * for --NAME" and returns 2) or an exit status to stop with. 'h' without
+ * an arg prints the usage and returns 0; an unknown option prints it on
+ * stderr and returns 2. Returns -1 once all options are taken (optind is
+ * then at the first operand), else the exit status.
+ */
+int cli_parse(const struct cli_command *cmd, int argc, char **argv,
+	      int (*take)(void *ctx, int key, char *arg), void *ctx);
+/* The entry of opts for key, or NULL. */
+const struct cli_option *cli_find(const struct cli_option *opts, int key);
+/* The usage and every option's help, from cmd's table. */
+void cli_usage(const struct cli_command *cmd, FILE *f);
 
 #endif

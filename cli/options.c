@@ -1,9 +1,12 @@
 /*
- * options.c - the values of command-line options that several
- * subcommands take: sizes, "ALGO[:LEVEL][:dict=PATH]", dictionary files.
+ * options.c - the subcommands' options: the values several of them take
+ * (sizes, levels, "ALGO[:LEVEL][:dict=PATH]", dictionary files), and one
+ * parser for all, driven by a table with one entry per option from which
+ * both getopt_long's table and the --help text are made.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,4 +126,92 @@ int parse_size(const char *s, unsigned long long *out)
 		return -EINVAL;
 	*out = (unsigned long long)v;
 	return 0;
+}
+
+/* ---- one parser for the subcommands' options ---- */
+
+#define CLI_MAX_OPTIONS 48
+#define HELP_COLUMN     26 /* where the help text starts */
+
+const struct cli_option *cli_find(const struct cli_option *opts, int key)
+{
+	for (; opts->name || opts->key; opts++)
+		if (opts->key == key)
+			return opts;
+	return NULL;
+}
+
+/* The option's left column: "-o, --name ARG", as far as it has each. */
+static int option_title(const struct cli_option *o, const char *shorts,
+			char *out, size_t n)
+{
+	char letter[8] = "";
+
+	if (o->key > 0 && o->key < 128 && strchr(shorts, o->key))
+		snprintf(letter, sizeof letter, "-%c%s", o->key,
+			 o->name ? ", " : (o->arg ? " " : ""));
+	return snprintf(out, n, "%s%s%s%s%s", letter, o->name ? "--" : "",
+			o->name ? o->name : "", o->name && o->arg ? " " : "",
+			o->arg ? o->arg : "");
+}
+
+void cli_usage(const struct cli_command *cmd, FILE *f)
+{
+	char title[80];
+
+	fprintf(f, "usage: uzram %s [OPTION]...%s%s\n", cmd->name,
+		cmd->operands ? " " : "", cmd->operands ? cmd->operands : "");
+	if (cmd->summary)
+		fprintf(f, "%s", cmd->summary);
+	for (const struct cli_option *o = cmd->opts; o->name || o->key; o++) {
+		const char *line = o->help, *nl;
+		int w = option_title(o, cmd->shorts, title, sizeof title);
+
+		fprintf(f, "  %s", title);
+		if (w + 2 >= HELP_COLUMN - 1) {
+			fputc('\n', f);
+			w = -2;
+		}
+		for (; line; line = nl ? nl + 1 : NULL) {
+			nl = strchr(line, '\n');
+			fprintf(f, "%*s%.*s\n", HELP_COLUMN - 2 - w, "",
+				nl ? (int)(nl - line) : (int)strlen(line), line);
+			w = -2;
+		}
+	}
+}
+
+int cli_parse(const struct cli_command *cmd, int argc, char **argv,
+	      int (*take)(void *ctx, int key, char *arg), void *ctx)
+{
+	struct option lopts[CLI_MAX_OPTIONS + 1];
+	const struct cli_option *o;
+	size_t n = 0;
+	int key, r;
+
+	for (o = cmd->opts; o->name || o->key; o++)
+		if (o->name && n < CLI_MAX_OPTIONS)
+			lopts[n++] = (struct option){ o->name, o->has_arg,
+						      NULL, o->key };
+	lopts[n] = (struct option){ NULL, 0, NULL, 0 };
+	while ((key = getopt_long(argc, argv, cmd->shorts, lopts, NULL)) != -1) {
+		if (key == 'h') {
+			cli_usage(cmd, stdout);
+			return 0;
+		}
+		o = cli_find(cmd->opts, key);
+		if (!o) {
+			cli_usage(cmd, stderr);
+			return 2;
+		}
+		r = take(ctx, key, optarg);
+		if (r == CLI_BAD_VALUE) {
+			fprintf(stderr, "uzram %s: bad value '%s' for --%s\n",
+				cmd->name, optarg, o->name);
+			return 2;
+		}
+		if (r)
+			return r;
+	}
+	return -1;
 }
