@@ -76,6 +76,7 @@ struct cli_command {
 	const char *summary;           /* lines after the usage line, or NULL */
 	const char *shorts;            /* getopt's short options: "o:fh" */
 	const struct cli_option *opts;
+	void (*footer)(FILE *f);       /* prints after the options, or NULL */
 };
 
 /* The codec's options, the same in every subcommand that makes a device. */
@@ -88,14 +89,18 @@ struct cli_command {
 	  "pages compressed together (default 4K)" }
 
 #define CLI_BAD_VALUE (-1)
+#define CLI_USAGE     (-2)
 
 /*
  * Parse argv's options with cmd's table: take(ctx, key, value) gets each
  * and returns 0, CLI_BAD_VALUE (the parser says "uzram CMD: bad value 'V'
- * for --NAME" and returns 2) or an exit status to stop with. 'h' without
- * an arg prints the usage and returns 0; an unknown option prints it on
- * stderr and returns 2. Returns -1 once all options are taken (optind is
- * then at the first operand), else the exit status.
+ * for --NAME" and returns 2), CLI_USAGE (take said what is wrong, if
+ * anything; the parser prints the usage on stderr and returns 2) or an
+ * exit status to stop with. 'h' prints the usage on stdout and returns 0;
+ * an unknown option or a missing value is named ("uzram CMD: unknown
+ * option '--x'", "uzram CMD: --x needs a value"), then the usage goes to
+ * stderr and the status is 2. Returns -1 once all options are taken
+ * (optind is then at the first operand), else the exit status.
  */
 int cli_parse(const struct cli_command *cmd, int argc, char **argv,
 	      int (*take)(void *ctx, int key, char *arg), void *ctx);

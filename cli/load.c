@@ -76,135 +76,139 @@ struct load_result {
 	double save_s, open_s;
 };
 
-static void load_usage(FILE *f)
+static void load_footer(FILE *f)
 {
-	fprintf(f, "usage: uzram load FILE [--algorithm A] [--level N] "
-		   "[--json] [--mem-limit SIZE]\n"
-		   "                 [--cluster SIZE] [--randread N] "
-		   "[--recompress ALGO[:LEVEL][:dict=FILE]]\n"
-		   "                 [--dict FILE] [--train-dict[=SIZE]] "
-		   "[--save IMAGE]\n"
-		   "                 [--backing FILE|DEVICE|NBD-URI]\n"
-		   "  --save: save the device to IMAGE (uzram_save), open it "
-		   "again and check that too\n"
-		   "algorithms: %s\n", uzram_algorithms());
+	fprintf(f, "algorithms: %s\n", uzram_algorithms());
 }
 
-/* "--name VALUE" or "--name=VALUE"; advances *i past what it used. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name)
-{
-	size_t n = strlen(name);
-	const char *a = argv[*i];
+static const struct cli_option load_opts_table[] = {
+	CLI_CODEC_OPTIONS,
+	{ "json", 'j', no_argument, NULL, "the figures as one JSON object" },
+	{ "mem-limit", 'm', required_argument, "SIZE",
+	  "the most memory the device may take (mem_limit)" },
+	{ "randread", 'R', required_argument, "N",
+	  "time N random 4 KiB reads" },
+	{ "recompress", 'r', required_argument, "ALGO[:LEVEL][:dict=FILE]",
+	  "then re-encode every page with this algorithm" },
+	{ "dict", 'D', required_argument, "FILE",
+	  "a dictionary for the algorithm (lz4, zstd)" },
+	{ "train-dict", 't', optional_argument, "[=SIZE]",
+	  "train a dictionary (64 KiB by default) from the data,\n"
+	  "keep it if it pays, re-encode with it" },
+	{ "save", 'S', required_argument, "IMAGE",
+	  "save the device to IMAGE (uzram_save), open it\n"
+	  "again and check that too" },
+	{ "backing", 'b', required_argument, "FILE|DEVICE|NBD-URI",
+	  "write everything back to this backing store and\n"
+	  "read it from there" },
+	{ "help", 'h', no_argument, NULL, "this text" },
+	{ NULL, 0, 0, NULL, NULL },
+};
 
-	if (strncmp(a, name, n))
-		return NULL;
-	if (a[n] == '=')
-		return a + n + 1;
-	if (a[n] != '\0')
-		return NULL;
-	if (*i + 1 >= argc) {
-		fprintf(stderr, "uzram load: %s needs a value\n", name);
-		return "";
+static const struct cli_command load_cmd = {
+	.name = "load",
+	.operands = "FILE",
+	.summary = "Load FILE into a new device, read it back and compare, and report.\n",
+	.shorts = "h",
+	.opts = load_opts_table,
+	.footer = load_footer,
+};
+
+/* A size for --NAME, or a message; 0 or CLI_USAGE. */
+static int load_size(const char *v, const char *name, unsigned long long max,
+		     unsigned long long *out)
+{
+	if (!*v || parse_size(v, out) || *out > max) {
+		fprintf(stderr, "uzram load: bad size '%s' for --%s\n", v, name);
+		return CLI_USAGE;
 	}
-	return argv[++*i];
+	return 0;
 }
 
+/* One option into the load_opts ctx (cli_parse()'s take). */
+static int load_take(void *ctx, int key, char *v)
+{
+	struct load_opts *o = ctx;
+	char *end;
+
+	switch (key) {
+	case 'j':
+		o->json = true;
+		return 0;
+	case 'a':
+		o->algorithm = v;
+		return *v ? 0 : CLI_USAGE;
+	case 'l':
+		if (parse_level(v, &o->level) < 0) {
+			fprintf(stderr, "uzram load: bad level '%s'\n", v);
+			return CLI_USAGE;
+		}
+		return 0;
+	case 'm':
+		return load_size(v, "mem-limit", ULLONG_MAX, &o->mem_limit);
+	case 'C':
+		return load_size(v, "cluster", UINT32_MAX, &o->cluster);
+	case 'R':
+		errno = 0;
+		o->randread = strtoull(v, &end, 10);
+		if (!*v || *end || errno || *v == '-') {
+			fprintf(stderr, "uzram load: bad count '%s' for "
+				"--randread\n", v);
+			return CLI_USAGE;
+		}
+		return 0;
+	case 'r':
+		if (!*v || parse_algo_spec(v, &o->recomp, &o->recomp_level,
+					   &o->recomp_dict)) {
+			fprintf(stderr, "uzram load: bad value '%s' for "
+				"--recompress, want ALGO[:LEVEL][:dict=FILE]\n",
+				v);
+			return CLI_USAGE;
+		}
+		return 0;
+	case 't':
+		o->train = UZRAM_DICT_DEFAULT_SIZE;
+		if (v && (parse_size(v, &o->train) || !o->train)) {
+			fprintf(stderr, "uzram load: bad size '%s' for "
+				"--train-dict\n", v);
+			return CLI_USAGE;
+		}
+		return 0;
+	case 'D':
+		o->dict = v;
+		return *v ? 0 : CLI_USAGE;
+	case 'b':
+		o->backing = v;
+		return *v ? 0 : CLI_USAGE;
+	case 'S':
+		o->save = v;
+		return *v ? 0 : CLI_USAGE;
+	default:
+		return 2; /* not in load_opts_table */
+	}
+}
+
+/* The options and FILE into o: -1 to go on, or the exit status. */
 static int parse_args(int argc, char **argv, struct load_opts *o)
 {
-	const char *v;
+	int r;
 
 	memset(o, 0, sizeof(*o));
 	o->algorithm = "lz4";
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			load_usage(stdout);
-			exit(0);
-		} else if (!strcmp(a, "--json")) {
-			o->json = true;
-		} else if ((v = opt_value(argc, argv, &i, "--algorithm"))) {
-			if (!*v)
-				return -EINVAL;
-			o->algorithm = v;
-		} else if ((v = opt_value(argc, argv, &i, "--level"))) {
-			if (parse_level(v, &o->level) < 0) {
-				fprintf(stderr, "uzram load: bad level '%s'\n",
-					v);
-				return -EINVAL;
-			}
-		} else if ((v = opt_value(argc, argv, &i, "--mem-limit"))) {
-			if (!*v || parse_size(v, &o->mem_limit)) {
-				fprintf(stderr,
-					"uzram load: bad size '%s' for "
-					"--mem-limit\n", v);
-				return -EINVAL;
-			}
-		} else if ((v = opt_value(argc, argv, &i, "--cluster"))) {
-			if (!*v || parse_size(v, &o->cluster) ||
-			    o->cluster > UINT32_MAX) {
-				fprintf(stderr,
-					"uzram load: bad size '%s' for "
-					"--cluster\n", v);
-				return -EINVAL;
-			}
-		} else if ((v = opt_value(argc, argv, &i, "--randread"))) {
-			char *end;
-
-			errno = 0;
-			o->randread = strtoull(v, &end, 10);
-			if (!*v || *end || errno || *v == '-') {
-				fprintf(stderr, "uzram load: bad count '%s' "
-					"for --randread\n", v);
-				return -EINVAL;
-			}
-		} else if ((v = opt_value(argc, argv, &i, "--backing"))) {
-			if (!*v)
-				return -EINVAL;
-			o->backing = v;
-		} else if ((v = opt_value(argc, argv, &i, "--recompress"))) {
-			/* v points into argv[i], which is ours to cut */
-			if (!*v || parse_algo_spec(argv[i] + (v - argv[i]),
-						   &o->recomp,
-						   &o->recomp_level,
-						   &o->recomp_dict)) {
-				fprintf(stderr, "uzram load: bad value '%s' "
-					"for --recompress, want "
-					"ALGO[:LEVEL][:dict=FILE]\n", v);
-				return -EINVAL;
-			}
-		} else if ((v = opt_value(argc, argv, &i, "--dict"))) {
-			if (!*v)
-				return -EINVAL;
-			o->dict = v;
-		} else if (!strcmp(a, "--train-dict")) {
-			o->train = UZRAM_DICT_DEFAULT_SIZE;
-		} else if (!strncmp(a, "--train-dict=", 13)) {
-			if (parse_size(a + 13, &o->train) || !o->train) {
-				fprintf(stderr, "uzram load: bad size '%s' for "
-					"--train-dict\n", a + 13);
-				return -EINVAL;
-			}
-		} else if ((v = opt_value(argc, argv, &i, "--save"))) {
-			if (!*v)
-				return -EINVAL;
-			o->save = v;
-		} else if (a[0] == '-' && a[1] != '\0') {
-			fprintf(stderr, "uzram load: unknown option '%s'\n", a);
-			return -EINVAL;
-		} else if (o->file) {
-			fprintf(stderr, "uzram load: more than one file ('%s', "
-				"'%s')\n", o->file, a);
-			return -EINVAL;
-		} else {
-			o->file = a;
-		}
-	}
-	if (!o->file) {
+	r = cli_parse(&load_cmd, argc, argv, load_take, o);
+	if (r >= 0)
+		return r;
+	if (optind + 1 < argc)
+		fprintf(stderr, "uzram load: more than one file ('%s', "
+			"'%s')\n", argv[optind], argv[optind + 1]);
+	else if (optind == argc)
 		fprintf(stderr, "uzram load: no file given\n");
-		return -EINVAL;
-	}
-	return 0;
+	else
+		o->file = argv[optind];
+	if (o->file)
+		return -1;
+	cli_usage(&load_cmd, stderr);
+	return 2;
 }
 
 static double now(void)
@@ -760,10 +764,9 @@ int cmd_load(int argc, char **argv)
 	void *map;
 	int fd, ret;
 
-	if (parse_args(argc, argv, &o)) {
-		load_usage(stderr);
-		return 2;
-	}
+	ret = parse_args(argc, argv, &o);
+	if (ret >= 0)
+		return ret;
 	fd = open(o.file, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		fprintf(stderr, "uzram load: cannot open %s: %s\n", o.file,

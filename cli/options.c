@@ -151,7 +151,8 @@ static int option_title(const struct cli_option *o, const char *shorts,
 		snprintf(letter, sizeof letter, "-%c%s", o->key,
 			 o->name ? ", " : (o->arg ? " " : ""));
 	return snprintf(out, n, "%s%s%s%s%s", letter, o->name ? "--" : "",
-			o->name ? o->name : "", o->name && o->arg ? " " : "",
+			o->name ? o->name : "",
+			o->name && o->arg && o->arg[0] != '[' ? " " : "",
 			o->arg ? o->arg : "");
 }
 
@@ -179,6 +180,22 @@ void cli_usage(const struct cli_command *cmd, FILE *f)
 			w = -2;
 		}
 	}
+	if (cmd->footer)
+		cmd->footer(f);
+}
+
+/* After getopt_long() returned '?' or ':' (missing value): say which. */
+static void option_error(const struct cli_command *cmd, int key, char **argv)
+{
+	const char *arg = argv[optind - 1];
+	char letter[3] = { '-', (char)optopt, '\0' };
+
+	if (strncmp(arg, "--", 2)) /* a short one, maybe inside -fx */
+		arg = letter;
+	if (key == ':')
+		fprintf(stderr, "uzram %s: %s needs a value\n", cmd->name, arg);
+	else
+		fprintf(stderr, "uzram %s: unknown option '%s'\n", cmd->name, arg);
 }
 
 int cli_parse(const struct cli_command *cmd, int argc, char **argv,
@@ -186,6 +203,7 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv,
 {
 	struct option lopts[CLI_MAX_OPTIONS + 1];
 	const struct cli_option *o;
+	char shorts[64];
 	size_t n = 0;
 	int key, r;
 
@@ -194,22 +212,28 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv,
 			lopts[n++] = (struct option){ o->name, o->has_arg,
 						      NULL, o->key };
 	lopts[n] = (struct option){ NULL, 0, NULL, 0 };
-	while ((key = getopt_long(argc, argv, cmd->shorts, lopts, NULL)) != -1) {
+	/* ':' first: getopt prints nothing and tells a missing value apart */
+	snprintf(shorts, sizeof shorts, ":%s", cmd->shorts);
+	opterr = 0;
+	while ((key = getopt_long(argc, argv, shorts, lopts, NULL)) != -1) {
 		if (key == 'h') {
 			cli_usage(cmd, stdout);
 			return 0;
 		}
 		o = cli_find(cmd->opts, key);
-		if (!o) {
+		if (!o || key == '?' || key == ':') {
+			option_error(cmd, key, argv);
 			cli_usage(cmd, stderr);
 			return 2;
 		}
 		r = take(ctx, key, optarg);
-		if (r == CLI_BAD_VALUE) {
+		if (r == CLI_BAD_VALUE)
 			fprintf(stderr, "uzram %s: bad value '%s' for --%s\n",
 				cmd->name, optarg, o->name);
+		if (r == CLI_USAGE)
+			cli_usage(cmd, stderr);
+		if (r == CLI_BAD_VALUE || r == CLI_USAGE)
 			return 2;
-		}
 		if (r)
 			return r;
 	}
