@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -434,22 +435,14 @@ static int train(const struct load_opts *o, struct uzram *dev,
 }
 
 /* Write map[0..len) to a fresh device, read it back and compare. */
-static int load(const struct load_opts *o, const unsigned char *map,
-		uint64_t len, struct load_result *r)
+/* A device for len bytes of o->file, as o says; 0 or a negative errno. */
+static int open_device(const struct load_opts *o, uint64_t len,
+		       struct uzram **dev)
 {
 	struct uzram_config cfg;
-	struct uzram *dev = NULL;
-	unsigned char *buf;
 	void *dict = NULL;
-	uint64_t off;
-	double t;
 	int ret;
 
-	buf = malloc(CHUNK);
-	if (!buf) {
-		fprintf(stderr, "uzram load: out of memory\n");
-		return -ENOMEM;
-	}
 	uzram_config_init(&cfg);
 	cfg.size = len;
 	cfg.algorithm = o->algorithm;
@@ -459,61 +452,83 @@ static int load(const struct load_opts *o, const unsigned char *map,
 	if (o->dict) {
 		ret = read_dict("load", o->dict, &dict, &cfg.dict_size);
 		if (ret)
-			goto out;
+			return ret;
 		cfg.dict = dict;
 	}
 	cfg.backing = o->backing;
-	ret = uzram_open(&cfg, &dev);
+	ret = uzram_open(&cfg, dev);
 	free(dict);
-	if (ret) {
+	if (ret)
 		fprintf(stderr, "uzram load: cannot open a device for %s: %s\n",
 			o->file, uzram_last_error());
-		goto out;
-	}
-	r->file_size = len;
-	r->dev_size = uzram_size(dev);
-	r->cluster_size = uzram_cluster_size(dev);
+	return ret;
+}
 
-	t = now();
-	for (off = 0; off < len; off += CHUNK) {
+/* The whole file into dev, CHUNK bytes a write, timed. */
+static int store(const struct load_opts *o, struct uzram *dev,
+		 const unsigned char *map, uint64_t len, struct load_result *r)
+{
+	double t = now();
+	int ret;
+
+	for (uint64_t off = 0; off < len; off += CHUNK) {
 		size_t n = len - off < CHUNK ? (size_t)(len - off) : CHUNK;
 
 		ret = uzram_write(dev, map + off, n, off);
 		if (ret) {
 			fail_io("store", o->file, off, ret);
-			goto out;
+			return ret;
 		}
 	}
 	r->write_s = now() - t;
+	return 0;
+}
 
-	if (o->train) {
-		ret = train(o, dev, r);
-		if (ret)
-			goto out;
-	}
-	if (o->recomp) {
-		ret = recompress(o, dev, r);
-		if (ret)
-			goto out;
-	}
-	if (o->backing) {
-		long n;
+/* --backing: everything written back, timed. */
+static int write_back(struct uzram *dev, struct load_result *r)
+{
+	double t = now();
+	long n = uzram_writeback(dev, 0, 0, UINT64_MAX, 0);
 
-		t = now();
-		n = uzram_writeback(dev, 0, 0, UINT64_MAX, 0);
-		r->wb_s = now() - t;
-		if (n < 0) {
-			fprintf(stderr, "uzram load: writeback: %s\n",
-				uzram_last_error());
-			ret = (int)n;
-			goto out;
-		}
+	r->wb_s = now() - t;
+	if (n < 0) {
+		fprintf(stderr, "uzram load: writeback: %s\n",
+			uzram_last_error());
+		return (int)n;
 	}
+	return 0;
+}
 
-	ret = verify(o, dev, map, len, buf, r);
+static int load(const struct load_opts *o, const unsigned char *map,
+		uint64_t len, struct load_result *r)
+{
+	struct uzram *dev = NULL;
+	unsigned char *buf;
+	int ret;
+
+	buf = malloc(CHUNK);
+	if (!buf) {
+		fprintf(stderr, "uzram load: out of memory\n");
+		return -ENOMEM;
+	}
+	ret = open_device(o, len, &dev);
 	if (ret)
 		goto out;
-	ret = randread(o, dev, buf, r);
+	r->file_size = len;
+	r->dev_size = uzram_size(dev);
+	r->cluster_size = uzram_cluster_size(dev);
+
+	ret = store(o, dev, map, len, r);
+	if (!ret && o->train)
+		ret = train(o, dev, r);
+	if (!ret && o->recomp)
+		ret = recompress(o, dev, r);
+	if (!ret && o->backing)
+		ret = write_back(dev, r);
+	if (!ret)
+		ret = verify(o, dev, map, len, buf, r);
+	if (!ret)
+		ret = randread(o, dev, buf, r);
 	if (ret)
 		goto out;
 	ret = uzram_stats(dev, &r->st, sizeof(r->st));
@@ -562,6 +577,122 @@ static void json_ratio(const char *key, uint64_t a, uint64_t b)
 		printf("  \"%s\": null,\n", key);
 }
 
+static void row_size(const char *name, uint64_t v)
+{
+	printf("  %-18s %15llu bytes %12.2f MiB\n", name,
+	       (unsigned long long)v, (double)v / MIB);
+}
+
+static void row_count(const char *name, uint64_t v)
+{
+	printf("  %-18s %15llu\n", name, (unsigned long long)v);
+}
+
+static void row_ratio(const char *name, uint64_t a, uint64_t b)
+{
+	if (b)
+		printf("  %-18s %15.3f\n", name, ratio(a, b));
+	else
+		printf("  %-18s %15s\n", name, "-");
+}
+
+/*
+ * The device's figures both reports show, in their order: the JSON key,
+ * the table's label (NULL: JSON only), and the field(s) of uzram_stats.
+ */
+enum row_kind { ROW_SIZE, ROW_COUNT, ROW_RATIO };
+#define ST(f) offsetof(struct uzram_stats, f)
+static const struct stat_row {
+	const char *key, *label;
+	enum row_kind kind;
+	size_t a, b; /* ROW_RATIO: a / b */
+} stat_rows[] = {
+	{ "disksize", NULL, ROW_SIZE, ST(disksize), 0 },
+	{ "orig_data_size", "orig_data_size", ROW_SIZE, ST(orig_data_size), 0 },
+	{ "compr_data_size", "compr_data_size", ROW_SIZE, ST(compr_data_size), 0 },
+	{ "mem_used_total", "mem_used_total", ROW_SIZE, ST(mem_used_total), 0 },
+	{ "mem_used_max", "mem_used_max", ROW_SIZE, ST(mem_used_max), 0 },
+	{ "ratio_compr", "ratio orig/compr", ROW_RATIO, ST(orig_data_size),
+	  ST(compr_data_size) },
+	{ "ratio_mem", "ratio orig/mem", ROW_RATIO, ST(orig_data_size),
+	  ST(mem_used_total) },
+	{ "same_pages", "same_pages", ROW_COUNT, ST(same_pages), 0 },
+	{ "huge_pages", "huge_pages", ROW_COUNT, ST(huge_pages), 0 },
+	{ "pages_stored", "pages_stored", ROW_COUNT, ST(pages_stored), 0 },
+	{ "table_bytes", NULL, ROW_SIZE, ST(table_bytes), 0 },
+};
+#undef ST
+
+static uint64_t st_get(const struct uzram_stats *st, size_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, (const char *)st + off, sizeof v);
+	return v;
+}
+
+static void print_stat_rows(const struct uzram_stats *st, bool json)
+{
+	for (size_t i = 0; i < sizeof stat_rows / sizeof stat_rows[0]; i++) {
+		const struct stat_row *w = &stat_rows[i];
+		uint64_t a = st_get(st, w->a), b = st_get(st, w->b);
+
+		if (!json && !w->label)
+			continue;
+		if (w->kind == ROW_RATIO)
+			json ? json_ratio(w->key, a, b) : row_ratio(w->label, a, b);
+		else if (json)
+			json_u64(w->key, a);
+		else
+			(w->kind == ROW_SIZE ? row_size : row_count)(w->label, a);
+	}
+}
+
+/* --json's "recompress", "dict" and "train_dict". */
+static void print_json_codec(const struct load_opts *o,
+			     const struct load_result *r)
+{
+	const struct uzram_train_report *t = &r->train;
+
+	printf("  \"recompress\": ");
+	if (o->recomp) {
+		json_string(o->recomp);
+		printf(",\n  \"recompress_level\": %d,\n", o->recomp_level);
+		printf("  \"recompress_seconds\": %.6f,\n", r->recomp_s);
+		json_u64("pages_recompressed", r->st.pages_recompressed);
+		json_u64("compr_data_size_before", r->compr_before);
+		json_u64("mem_used_before", r->mem_before);
+	} else {
+		printf("null,\n");
+	}
+	printf("  \"dict\": ");
+	if (o->dict)
+		json_string(o->dict);
+	else
+		printf("null");
+	printf(",\n  \"train_dict\": ");
+	if (!o->train) {
+		printf("null,\n");
+		return;
+	}
+	printf("{\"kept\": %s, \"dict_size\": %llu, "
+	       "\"train_bytes\": %llu, \"test_bytes\": %llu, "
+	       "\"bytes_without\": %llu, \"bytes_with\": %llu, "
+	       "\"train_us\": %llu, \"pages_reencoded\": %llu, "
+	       "\"seconds\": %.6f, \"compr_data_size_before\": %llu, "
+	       "\"mem_used_before\": %llu},\n",
+	       t->kept ? "true" : "false",
+	       (unsigned long long)t->dict_size,
+	       (unsigned long long)t->train_bytes,
+	       (unsigned long long)t->test_bytes,
+	       (unsigned long long)t->bytes_without,
+	       (unsigned long long)t->bytes_with,
+	       (unsigned long long)t->train_us,
+	       (unsigned long long)t->pages_reencoded, r->train_s,
+	       (unsigned long long)r->train_compr_before,
+	       (unsigned long long)r->train_mem_before);
+}
+
 static void print_json(const struct load_opts *o, const struct load_result *r)
 {
 	const struct uzram_stats *st = &r->st;
@@ -574,56 +705,8 @@ static void print_json(const struct load_opts *o, const struct load_result *r)
 	json_u64("mem_limit", o->mem_limit);
 	printf("  \"cluster_size\": %u,\n", (unsigned)r->cluster_size);
 	json_u64("file_size", r->file_size);
-	json_u64("disksize", st->disksize);
-	json_u64("orig_data_size", st->orig_data_size);
-	json_u64("compr_data_size", st->compr_data_size);
-	json_u64("mem_used_total", st->mem_used_total);
-	json_u64("mem_used_max", st->mem_used_max);
-	json_ratio("ratio_compr", st->orig_data_size, st->compr_data_size);
-	json_ratio("ratio_mem", st->orig_data_size, st->mem_used_total);
-	json_u64("same_pages", st->same_pages);
-	json_u64("huge_pages", st->huge_pages);
-	json_u64("pages_stored", st->pages_stored);
-	json_u64("table_bytes", st->table_bytes);
-	printf("  \"recompress\": ");
-	if (o->recomp) {
-		json_string(o->recomp);
-		printf(",\n  \"recompress_level\": %d,\n", o->recomp_level);
-		printf("  \"recompress_seconds\": %.6f,\n", r->recomp_s);
-		json_u64("pages_recompressed", st->pages_recompressed);
-		json_u64("compr_data_size_before", r->compr_before);
-		json_u64("mem_used_before", r->mem_before);
-	} else {
-		printf("null,\n");
-	}
-	printf("  \"dict\": ");
-	if (o->dict)
-		json_string(o->dict);
-	else
-		printf("null");
-	printf(",\n  \"train_dict\": ");
-	if (o->train) {
-		const struct uzram_train_report *t = &r->train;
-
-		printf("{\"kept\": %s, \"dict_size\": %llu, "
-		       "\"train_bytes\": %llu, \"test_bytes\": %llu, "
-		       "\"bytes_without\": %llu, \"bytes_with\": %llu, "
-		       "\"train_us\": %llu, \"pages_reencoded\": %llu, "
-		       "\"seconds\": %.6f, \"compr_data_size_before\": %llu, "
-		       "\"mem_used_before\": %llu},\n",
-		       t->kept ? "true" : "false",
-		       (unsigned long long)t->dict_size,
-		       (unsigned long long)t->train_bytes,
-		       (unsigned long long)t->test_bytes,
-		       (unsigned long long)t->bytes_without,
-		       (unsigned long long)t->bytes_with,
-		       (unsigned long long)t->train_us,
-		       (unsigned long long)t->pages_reencoded, r->train_s,
-		       (unsigned long long)r->train_compr_before,
-		       (unsigned long long)r->train_mem_before);
-	} else {
-		printf("null,\n");
-	}
+	print_stat_rows(st, true);
+	print_json_codec(o, r);
 	printf("  \"backing\": ");
 	if (o->backing) {
 		json_string(o->backing);
@@ -663,25 +746,6 @@ static void print_json(const struct load_opts *o, const struct load_result *r)
 	printf("  \"round_trip\": \"%s\"\n}\n", r->match ? "ok" : "mismatch");
 }
 
-static void row_size(const char *name, uint64_t v)
-{
-	printf("  %-18s %15llu bytes %12.2f MiB\n", name,
-	       (unsigned long long)v, (double)v / MIB);
-}
-
-static void row_count(const char *name, uint64_t v)
-{
-	printf("  %-18s %15llu\n", name, (unsigned long long)v);
-}
-
-static void row_ratio(const char *name, uint64_t a, uint64_t b)
-{
-	if (b)
-		printf("  %-18s %15.3f\n", name, ratio(a, b));
-	else
-		printf("  %-18s %15s\n", name, "-");
-}
-
 static void print_table(const struct load_opts *o, const struct load_result *r)
 {
 	const struct uzram_stats *st = &r->st;
@@ -696,15 +760,7 @@ static void print_table(const struct load_opts *o, const struct load_result *r)
 		row_size("mem_limit", o->mem_limit);
 	row_count("cluster_size", r->cluster_size);
 	row_size("file size", r->file_size);
-	row_size("orig_data_size", st->orig_data_size);
-	row_size("compr_data_size", st->compr_data_size);
-	row_size("mem_used_total", st->mem_used_total);
-	row_size("mem_used_max", st->mem_used_max);
-	row_ratio("ratio orig/compr", st->orig_data_size, st->compr_data_size);
-	row_ratio("ratio orig/mem", st->orig_data_size, st->mem_used_total);
-	row_count("same_pages", st->same_pages);
-	row_count("huge_pages", st->huge_pages);
-	row_count("pages_stored", st->pages_stored);
+	print_stat_rows(st, false);
 	printf("  %-18s %15.1f MB/s  (%.3f s)\n", "write",
 	       mb_s(r->file_size, r->write_s), r->write_s);
 	if (o->recomp) {

@@ -35,13 +35,53 @@ const char *json_escape(const char *s, char *out, size_t n)
 	return out;
 }
 
+struct figure {
+	const char *name;
+	uint64_t v;
+};
+
+/* The nf figures f, and the requests by type, as JSON or text into out. */
+static int print_figures(struct server *srv, const struct figure *f,
+			 size_t nf, bool json, char *out, size_t n)
+{
+	struct nbd_counters *c = &srv->ctr;
+	char name[512]; /* the name, cut: the figures must fit one reply */
+	size_t len = 0;
+
+#define OUT(...) do { \
+		int w_ = snprintf(out + len, len < n ? n - len : 0, __VA_ARGS__); \
+		if (w_ > 0) \
+			len += (size_t)w_; \
+	} while (0)
+
+	if (json) {
+		OUT("{\"export\":\"%s\",\"algorithm\":\"%s\"",
+		    json_escape(srv->cfg->export.name, name, sizeof name),
+		    srv->cfg->algorithm);
+		for (size_t i = 0; i < nf; i++)
+			OUT(",\"%s\":%llu", f[i].name, (unsigned long long)f[i].v);
+		OUT(",\"requests\":{");
+		for (int i = 0; i <= NBD_CMD_NR; i++)
+			OUT("%s\"%s\":%llu", i ? "," : "", cmd_names[i],
+			    (unsigned long long)atomic_load(&c->requests[i]));
+		OUT("}}\n");
+	} else {
+		OUT("%-22s %s\n%-22s %s\n", "export", srv->cfg->export.name,
+		    "algorithm", srv->cfg->algorithm);
+		for (size_t i = 0; i < nf; i++)
+			OUT("%-22s %llu\n", f[i].name, (unsigned long long)f[i].v);
+		for (int i = 0; i <= NBD_CMD_NR; i++)
+			OUT("requests_%-13s %llu\n", cmd_names[i],
+			    (unsigned long long)atomic_load(&c->requests[i]));
+	}
+#undef OUT
+	return len < n ? 0 : -1;
+}
+
 int format_stats(struct server *srv, bool json, char *out, size_t n)
 {
 	struct nbd_counters *c = &srv->ctr;
 	struct uzram_stats st;
-	char name[512]; /* the name, cut: the figures must fit one reply */
-	size_t len = 0;
-
 	struct uzram_dict_info di = { 0 };
 
 	memset(&st, 0, sizeof st);
@@ -50,7 +90,7 @@ int format_stats(struct server *srv, bool json, char *out, size_t n)
 	 * is not: only on request) */
 	(void)uzram_dict_info(srv->cfg->export.dev, 0, &di);
 
-	const struct { const char *name; uint64_t v; } f[] = {
+	const struct figure f[] = {
 		{ "disksize", st.disksize },
 		{ "orig_data_size", st.orig_data_size },
 		{ "compr_data_size", st.compr_data_size },
@@ -94,32 +134,5 @@ int format_stats(struct server *srv, bool json, char *out, size_t n)
 		{ "protocol_errors", atomic_load(&c->proto_errors) },
 		{ "uptime_seconds", (uint64_t)(time(NULL) - srv->started) },
 	};
-#define OUT(...) do { \
-		int w_ = snprintf(out + len, len < n ? n - len : 0, __VA_ARGS__); \
-		if (w_ > 0) \
-			len += (size_t)w_; \
-	} while (0)
-
-	if (json) {
-		OUT("{\"export\":\"%s\",\"algorithm\":\"%s\"",
-		    json_escape(srv->cfg->export.name, name, sizeof name),
-		    srv->cfg->algorithm);
-		for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-			OUT(",\"%s\":%llu", f[i].name, (unsigned long long)f[i].v);
-		OUT(",\"requests\":{");
-		for (int i = 0; i <= NBD_CMD_NR; i++)
-			OUT("%s\"%s\":%llu", i ? "," : "", cmd_names[i],
-			    (unsigned long long)atomic_load(&c->requests[i]));
-		OUT("}}\n");
-	} else {
-		OUT("%-22s %s\n%-22s %s\n", "export", srv->cfg->export.name,
-		    "algorithm", srv->cfg->algorithm);
-		for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-			OUT("%-22s %llu\n", f[i].name, (unsigned long long)f[i].v);
-		for (int i = 0; i <= NBD_CMD_NR; i++)
-			OUT("requests_%-13s %llu\n", cmd_names[i],
-			    (unsigned long long)atomic_load(&c->requests[i]));
-	}
-#undef OUT
-	return len < n ? 0 : -1;
+	return print_figures(srv, f, sizeof f / sizeof f[0], json, out, n);
 }
