@@ -152,7 +152,7 @@ static int option_title(const struct cli_option *o, const char *shorts,
 			 o->name ? ", " : (o->arg ? " " : ""));
 	return snprintf(out, n, "%s%s%s%s%s", letter, o->name ? "--" : "",
 			o->name ? o->name : "",
-			o->name && o->arg && o->arg[0] != '[' ? " " : "",
+			o->name && o->arg && strncmp(o->arg, "[=", 2) ? " " : "",
 			o->arg ? o->arg : "");
 }
 

@@ -4,7 +4,6 @@
  * server itself is in server/.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -492,22 +491,47 @@ int cmd_serve(int argc, char **argv)
 	return r;
 }
 
-static void stat_usage(FILE *f)
-{
-	fprintf(f, "usage: uzram stat [--socket PATH | --tcp [HOST:]PORT | --ctl-socket PATH\n"
-		"                   | --mount DIR] [--json]\n");
-}
+/* Where the server is: the options of `uzram stat` and `uzram ctl`. */
+#define CLIENT_OPTIONS \
+	{ "socket", 'S', required_argument, "PATH", \
+	  "the server's Unix socket (default ./uzram.sock)" }, \
+	{ "tcp", 't', required_argument, "[HOST:]PORT", \
+	  "the server's TCP port (HOST: 127.0.0.1 by default)" }, \
+	{ "ctl-socket", 'X', required_argument, "PATH", \
+	  "the server's control socket, if it was given one" }, \
+	{ "mount", 'M', required_argument, "DIR", \
+	  "the server behind `uzram mount DIR`" }, \
+	{ "help", 'h', no_argument, NULL, "this text" }
 
-static void ctl_usage(FILE *f)
+static const struct cli_option stat_opts[] = {
+	CLIENT_OPTIONS,
+	{ "json", 'j', no_argument, NULL, "the figures as one JSON object" },
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+static const struct cli_command stat_cmd = {
+	.name = "stat",
+	.summary = "The figures of a running server (zram's mm_stat and io_stat, and the\n"
+		   "server's own).\n",
+	.shorts = "",
+	.opts = stat_opts,
+};
+
+static const struct cli_option ctl_opts[] = {
+	CLIENT_OPTIONS,
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+static void ctl_commands(FILE *f)
 {
-	fprintf(f, "usage: uzram ctl [--socket PATH | --tcp [HOST:]PORT | --ctl-socket PATH]\n"
-		"                 compact | mem-limit SIZE | reset-max | idle [SECONDS]\n"
-		"                 | recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]\n"
-		"                 | writeback [type=huge|idle|huge_idle|incompressible] [pages=LO-HI]\n"
-		"                             [limit=N]\n"
-		"                 | writeback-limit N|off | backing-compact\n"
-		"                 | train-dict [priority=N] [size=SIZE]\n"
-		"                 | save [IMAGE]\n"
+	fprintf(f, "commands:\n"
+		"  compact | mem-limit SIZE | reset-max | idle [SECONDS]\n"
+		"  | recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]\n"
+		"  | writeback [type=huge|idle|huge_idle|incompressible] [pages=LO-HI]\n"
+		"              [limit=N]\n"
+		"  | writeback-limit N|off | backing-compact\n"
+		"  | train-dict [priority=N] [size=SIZE]\n"
+		"  | save [IMAGE]\n"
 		"  compact      move objects out of sparse allocator pages, give back\n"
 		"               what is empty (zram's compact)\n"
 		"  mem-limit    change the memory limit; 0 removes it (zram's mem_limit)\n"
@@ -532,77 +556,92 @@ static void ctl_usage(FILE *f)
 		"               while it serves (uzram_save)\n");
 }
 
-/*
- * The options of stat and ctl: where the server is (--socket PATH, --tcp
- * [HOST:]PORT, --ctl-socket PATH, or --mount DIR, a directory of `uzram
- * mount`; ./uzram.sock by default), --help, and --json where json is not
- * NULL. Puts the control socket's path in path (PATH_MAX bytes). Returns
- * -1 to go on, or the exit status.
- */
-static int client_options(int argc, char **argv, void (*usage)(FILE *),
-			  const char *who, char *path, bool *json)
+static const struct cli_command ctl_cmd = {
+	.name = "ctl",
+	.operands = "COMMAND [ARG]...",
+	.summary = "Send a command to a running server.\n",
+	.shorts = "",
+	.opts = ctl_opts,
+	.footer = ctl_commands,
+};
+
+/* What stat's and ctl's options say (client_options()). */
+struct client_args {
+	const char *who;
+	const char *sock, *ctl, *port;
+	bool *json;
+};
+
+static int client_take(void *ctx, int key, char *arg)
 {
-	static const struct option opts[] = {
-		{ "socket", required_argument, NULL, 'S' },
-		{ "mount", required_argument, NULL, 'M' },
-		{ "tcp", required_argument, NULL, 't' },
-		{ "ctl-socket", required_argument, NULL, 'X' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *sock = NULL, *ctl = NULL, *host, *port = NULL;
-	int o;
+	static char msock[PATH_MAX];
+	struct client_args *a = ctx;
+	const char *host;
 
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (o == 'S') {
-			sock = optarg;
-		} else if (o == 'M') {
-			static char msock[PATH_MAX];
-
-			if (mount_socket_path(optarg, msock, sizeof msock) < 0)
-				return 1;
-			sock = msock;
-		} else if (o == 'X') {
-			ctl = optarg;
-		} else if (o == 't') {
-			if (split_hostport(optarg, &host, &port) < 0) {
-				fprintf(stderr, "%s: bad --tcp '%s', want "
-					"[HOST:]PORT\n", who, optarg);
-				return 2;
-			}
-		} else if (o == 'j' && json) {
-			*json = true;
-		} else if (o == 'h') {
-			usage(stdout);
-			return 0;
-		} else {
-			usage(stderr);
+	switch (key) {
+	case 'S':
+		a->sock = arg;
+		return 0;
+	case 'M':
+		if (mount_socket_path(arg, msock, sizeof msock) < 0)
+			return 1;
+		a->sock = msock;
+		return 0;
+	case 'X':
+		a->ctl = arg;
+		return 0;
+	case 't':
+		if (split_hostport(arg, &host, &a->port) < 0) {
+			fprintf(stderr, "%s: bad --tcp '%s', want [HOST:]PORT\n",
+				a->who, arg);
 			return 2;
 		}
+		return 0;
+	case 'j':
+		*a->json = true;
+		return 0;
+	default:
+		return 2; /* not in the tables */
 	}
-	if (!!sock + !!ctl + !!port > 1) {
+}
+
+/*
+ * The options of stat and ctl (cmd): where the server is (--socket PATH,
+ * --tcp [HOST:]PORT, --ctl-socket PATH, or --mount DIR, a directory of
+ * `uzram mount`; ./uzram.sock by default), --help, and stat's --json.
+ * Puts the control socket's path in path (PATH_MAX bytes). Returns -1 to
+ * go on, or the exit status.
+ */
+static int client_options(int argc, char **argv, const struct cli_command *cmd,
+			  const char *who, char *path, bool *json)
+{
+	struct client_args a = { .who = who, .json = json };
+	int r = cli_parse(cmd, argc, argv, client_take, &a);
+
+	if (r >= 0)
+		return r;
+	if (!!a.sock + !!a.ctl + !!a.port > 1) {
 		fprintf(stderr, "%s: --socket (or --mount), --tcp and "
 			"--ctl-socket are exclusive\n", who);
 		return 2;
 	}
-	if (!sock && !ctl && !port)
-		sock = "uzram.sock";
-	return ctl_path_find(ctl, sock, port, false, who, path, PATH_MAX) < 0
-		? 1 : -1;
+	if (!a.sock && !a.ctl && !a.port)
+		a.sock = "uzram.sock";
+	return ctl_path_find(a.ctl, a.sock, a.port, false, who, path,
+			     PATH_MAX) < 0 ? 1 : -1;
 }
 
 int cmd_stat(int argc, char **argv)
 {
 	char path[PATH_MAX];
 	bool json = false;
-	int r = client_options(argc, argv, stat_usage, "uzram stat", path,
+	int r = client_options(argc, argv, &stat_cmd, "uzram stat", path,
 			       &json);
 
 	if (r >= 0)
 		return r;
 	if (optind != argc) {
-		stat_usage(stderr);
+		cli_usage(&stat_cmd, stderr);
 		return 2;
 	}
 	return nbd_server_ctl(path, json ? "json\n" : "text\n", "uzram stat");
@@ -713,7 +752,7 @@ int cmd_ctl(int argc, char **argv)
 {
 	char path[PATH_MAX], req[PATH_MAX + 16], cwd[PATH_MAX];
 	unsigned long long v;
-	int r = client_options(argc, argv, ctl_usage, "uzram ctl", path, NULL);
+	int r = client_options(argc, argv, &ctl_cmd, "uzram ctl", path, NULL);
 
 	if (r >= 0)
 		return r;
@@ -733,7 +772,7 @@ int cmd_ctl(int argc, char **argv)
 		snprintf(req, sizeof req, "idle %llu\n", v);
 	} else if (argc >= 1 && !strcmp(argv[0], "writeback")) {
 		if (writeback_request(argc, argv, req, sizeof req) < 0) {
-			ctl_usage(stderr);
+			cli_usage(&ctl_cmd, stderr);
 			return 2;
 		}
 	} else if (argc == 2 && !strcmp(argv[0], "writeback-limit")) {
@@ -749,12 +788,12 @@ int cmd_ctl(int argc, char **argv)
 		snprintf(req, sizeof req, "backing-compact\n");
 	} else if (argc >= 1 && !strcmp(argv[0], "train-dict")) {
 		if (train_request(argc, argv, req, sizeof req) < 0) {
-			ctl_usage(stderr);
+			cli_usage(&ctl_cmd, stderr);
 			return 2;
 		}
 	} else if (argc >= 1 && !strcmp(argv[0], "recompress")) {
 		if (recompress_request(argc, argv, req, sizeof req) < 0) {
-			ctl_usage(stderr);
+			cli_usage(&ctl_cmd, stderr);
 			return 2;
 		}
 	} else if (argc == 1 && !strcmp(argv[0], "save")) {
@@ -779,7 +818,7 @@ int cmd_ctl(int argc, char **argv)
 		}
 		snprintf(req, sizeof req, "mem-limit %llu\n", v);
 	} else {
-		ctl_usage(stderr);
+		cli_usage(&ctl_cmd, stderr);
 		return 2;
 	}
 	return nbd_server_ctl(path, req, "uzram ctl");
