@@ -13,8 +13,8 @@
 
 int cmd_load(int argc, char **argv);   /* cli/load.c */
 int cmd_serve(int argc, char **argv);  /* cli/serve.c */
-int cmd_stat(int argc, char **argv);   /* cli/serve.c: ask a running server */
-int cmd_ctl(int argc, char **argv);    /* cli/serve.c: control a running server */
+int cmd_stat(int argc, char **argv);   /* cli/client.c: ask a running server */
+int cmd_ctl(int argc, char **argv);    /* cli/client.c: control a running server */
 int cmd_mount(int argc, char **argv);  /* cli/mount.c: a file system at DIR */
 int cmd_umount(int argc, char **argv); /* cli/mount.c: take it down */
 
@@ -28,6 +28,12 @@ int mount_socket_path(const char *dir, char *out, size_t n);
 
 /* Parse "123", "4K", "1.5G" (powers of 1024) into bytes; 0 or -EINVAL. */
 int parse_size(const char *s, unsigned long long *out);
+
+/* "PORT", "HOST:PORT" or "[V6ADDR]:PORT" in place; host defaults to
+ * 127.0.0.1. 0 or -1. */
+int split_hostport(char *arg, const char **host, const char **port);
+/* A decimal number, digits only, at most max; 0 or -1. */
+int parse_uint(const char *s, unsigned long long max, unsigned long long *out);
 
 /*
  * A compression level: decimal, from -UZRAM_CLI_MAX_LEVEL to

@@ -128,6 +128,46 @@ int parse_size(const char *s, unsigned long long *out)
 	return 0;
 }
 
+/* "PORT", "HOST:PORT" or "[V6ADDR]:PORT"; host defaults to 127.0.0.1. */
+int split_hostport(char *arg, const char **host, const char **port)
+{
+	char *colon;
+
+	*host = "127.0.0.1";
+	if (arg[0] == '[') {
+		char *end = strchr(arg, ']');
+
+		if (!end || end[1] != ':' || !end[2])
+			return -1;
+		*end = '\0';
+		*host = arg + 1;
+		*port = end + 2;
+		return 0;
+	}
+	colon = strrchr(arg, ':');
+	if (!colon) {
+		*port = arg;
+	} else {
+		*colon = '\0';
+		if (colon != arg)
+			*host = arg;
+		*port = colon + 1;
+	}
+	return **port ? 0 : -1;
+}
+
+int parse_uint(const char *s, unsigned long long max,
+		      unsigned long long *out)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9') /* strtoull would take " -1" and "+5" */
+		return -1;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	return errno || *end || *out > max ? -1 : 0;
+}
+
 /* ---- one parser for the subcommands' options ---- */
 
 #define CLI_MAX_OPTIONS 48
