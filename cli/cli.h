@@ -6,12 +6,15 @@
 #ifndef UZRAM_CLI_H
 #define UZRAM_CLI_H
 
+#include <getopt.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 int cmd_load(int argc, char **argv);   /* cli/load.c */
 int cmd_serve(int argc, char **argv);  /* cli/serve.c */
-int cmd_stat(int argc, char **argv);   /* cli/serve.c: ask a running server */
-int cmd_ctl(int argc, char **argv);    /* cli/serve.c: control a running server */
+int cmd_stat(int argc, char **argv);   /* cli/client.c: ask a running server */
+int cmd_ctl(int argc, char **argv);    /* cli/client.c: control a running server */
 int cmd_mount(int argc, char **argv);  /* cli/mount.c: a file system at DIR */
 int cmd_umount(int argc, char **argv); /* cli/mount.c: take it down */
 
@@ -21,8 +24,23 @@ int cmd_umount(int argc, char **argv); /* cli/mount.c: take it down */
  */
 int mount_socket_path(const char *dir, char *out, size_t n);
 
+/* options.c */
+
 /* Parse "123", "4K", "1.5G" (powers of 1024) into bytes; 0 or -EINVAL. */
 int parse_size(const char *s, unsigned long long *out);
+
+/* "PORT", "HOST:PORT" or "[V6ADDR]:PORT" in place; host defaults to
+ * 127.0.0.1. 0 or -1. */
+int split_hostport(char *arg, const char **host, const char **port);
+/* A decimal number, digits only, at most max; 0 or -1. */
+int parse_uint(const char *s, unsigned long long max, unsigned long long *out);
+
+/*
+ * A compression level: decimal, from -UZRAM_CLI_MAX_LEVEL to
+ * UZRAM_CLI_MAX_LEVEL (each codec then checks its own range). 0 or -EINVAL.
+ */
+#define UZRAM_CLI_MAX_LEVEL 1000
+int parse_level(const char *s, int *level);
 
 /*
  * Parse "NAME" or "NAME:LEVEL" (an algorithm and its level, 0 if none) in
@@ -43,5 +61,58 @@ int parse_algo_spec(char *s, const char **name, int *level, const char **dict);
  * prefixed by "uzram CMD:". 0 or a negative errno.
  */
 int read_dict(const char *cmd, const char *path, void **buf, size_t *len);
+
+/*
+ * One option of a subcommand, for the parser and for --help alike. key is
+ * what the parser hands over: a letter, which is also the short option
+ * when it is in the command's shorts. The table ends with an all-zero
+ * entry.
+ */
+struct cli_option {
+	const char *name;  /* long name without "--"; NULL: short only */
+	int key;
+	int has_arg;       /* getopt's no_argument or required_argument */
+	const char *arg;   /* the value's name for --help, or NULL */
+	const char *help;  /* --help's text; lines separated by "\n" */
+};
+
+struct cli_command {
+	const char *name;              /* "serve": messages say "uzram serve: " */
+	const char *operands;          /* after the options in the usage: "DIR" */
+	const char *summary;           /* lines after the usage line, or NULL */
+	const char *shorts;            /* getopt's short options: "o:fh" */
+	const struct cli_option *opts;
+	void (*footer)(FILE *f);       /* prints after the options, or NULL */
+};
+
+/* The codec's options, the same in every subcommand that makes a device. */
+#define CLI_CODEC_OPTIONS \
+	{ "algorithm", 'a', required_argument, "ALGO", \
+	  "the compression algorithm (default lz4)" }, \
+	{ "level", 'l', required_argument, "N", \
+	  "its level (default: its own)" }, \
+	{ "cluster", 'C', required_argument, "4K..64K", \
+	  "pages compressed together (default 4K)" }
+
+#define CLI_BAD_VALUE (-1)
+#define CLI_USAGE     (-2)
+
+/*
+ * Parse argv's options with cmd's table: take(ctx, key, value) gets each
+ * and returns 0, CLI_BAD_VALUE (the parser says "uzram CMD: bad value 'V'
+ * for --NAME" and returns 2), CLI_USAGE (take said what is wrong, if
+ * anything; the parser prints the usage on stderr and returns 2) or an
+ * exit status to stop with. 'h' prints the usage on stdout and returns 0;
+ * an unknown option or a missing value is named ("uzram CMD: unknown
+ * option '--x'", "uzram CMD: --x needs a value"), then the usage goes to
+ * stderr and the status is 2. Returns -1 once all options are taken
+ * (optind is then at the first operand), else the exit status.
+ */
+int cli_parse(const struct cli_command *cmd, int argc, char **argv,
+	      int (*take)(void *ctx, int key, char *arg), void *ctx);
+/* The entry of opts for key, or NULL. */
+const struct cli_option *cli_find(const struct cli_option *opts, int key);
+/* The usage and every option's help, from cmd's table. */
+void cli_usage(const struct cli_command *cmd, FILE *f);
 
 #endif

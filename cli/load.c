@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,196 +38,160 @@
 
 #include "uzram.h"
 #include "cli.h"
+#include "load.h"
 
 #define CHUNK (1u << 20)
-#define MIB (1024.0 * 1024.0)
 
-struct load_opts {
-	const char *file;
-	const char *algorithm;
-	int level;
-	unsigned long long mem_limit;
-	unsigned long long cluster;
-	unsigned long long randread; /* random 4 KiB reads to time */
-	const char *recomp;          /* secondary algorithm, or NULL */
-	const char *backing;         /* backing store, or NULL */
-	int recomp_level;
-	const char *dict;            /* dictionary file for the algorithm */
-	const char *recomp_dict;     /* and for the secondary one */
-	unsigned long long train;    /* train a dictionary of this size */
-	const char *save;            /* image to save to, or NULL */
-	unsigned long long threads;  /* the device's worker threads */
-	bool json;
-	bool dedup;
-};
-
-struct load_result {
-	uint64_t file_size;
-	uint64_t dev_size;
-	uint32_t cluster_size;
-	struct uzram_stats st;
-	double write_s, read_s, randread_s, recomp_s, train_s, wb_s;
-	double write_cpu_s;          /* CPU seconds of the process then */
-	uint64_t compr_before, mem_before; /* before recompression */
-	uint64_t train_compr_before, train_mem_before; /* before training */
-	struct uzram_train_report train;
-	bool match;
-	uint64_t mismatch_at; /* first differing byte when !match */
-	/* --save: the image's size, save and open times, the memory of the
-	 * device opened from it, and its own read back */
-	uint64_t image_size, mem_opened;
-	double save_s, open_s;
-};
-
-static void load_usage(FILE *f)
+static void load_footer(FILE *f)
 {
-	fprintf(f, "usage: uzram load FILE [--algorithm A] [--level N] "
-		   "[--json] [--mem-limit SIZE]\n"
-		   "                 [--cluster SIZE] [--randread N] "
-		   "[--recompress ALGO[:LEVEL][:dict=FILE]]\n"
-		   "                 [--dict FILE] [--train-dict[=SIZE]] "
-		   "[--save IMAGE] [--threads N]\n"
-		   "                 [--backing FILE|DEVICE|NBD-URI] [--dedup]\n"
-		   "  --save: save the device to IMAGE (uzram_save), open it "
-		   "again and check that too\n"
-		   "algorithms: %s\n", uzram_algorithms());
+	fprintf(f, "algorithms: %s\n", uzram_algorithms());
 }
 
-/* "--name VALUE" or "--name=VALUE"; advances *i past what it used. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name)
-{
-	size_t n = strlen(name);
-	const char *a = argv[*i];
+static const struct cli_option load_opts_table[] = {
+	CLI_CODEC_OPTIONS,
+	{ "json", 'j', no_argument, NULL, "the figures as one JSON object" },
+	{ "mem-limit", 'm', required_argument, "SIZE",
+	  "the most memory the device may take (mem_limit)" },
+	{ "randread", 'R', required_argument, "N",
+	  "time N random 4 KiB reads" },
+	{ "recompress", 'r', required_argument, "ALGO[:LEVEL][:dict=FILE]",
+	  "then re-encode every page with this algorithm" },
+	{ "dict", 'D', required_argument, "FILE",
+	  "a dictionary for the algorithm (lz4, zstd)" },
+	{ "train-dict", 't', optional_argument, "[=SIZE]",
+	  "train a dictionary (64 KiB by default) from the data,\n"
+	  "keep it if it pays, re-encode with it" },
+	{ "save", 'S', required_argument, "IMAGE",
+	  "save the device to IMAGE (uzram_save), open it\n"
+	  "again and check that too" },
+	{ "backing", 'b', required_argument, "FILE|DEVICE|NBD-URI",
+	  "write everything back to this backing store and\n"
+	  "read it from there" },
+	{ "threads", 'T', required_argument, "N",
+	  "worker threads for large writes (0 to 64)" },
+	{ "dedup", 'U', no_argument, NULL,
+	  "store clusters with equal bytes once" },
+	{ "help", 'h', no_argument, NULL, "this text" },
+	{ NULL, 0, 0, NULL, NULL },
+};
 
-	if (strncmp(a, name, n))
-		return NULL;
-	if (a[n] == '=')
-		return a + n + 1;
-	if (a[n] != '\0')
-		return NULL;
-	if (*i + 1 >= argc) {
-		fprintf(stderr, "uzram load: %s needs a value\n", name);
-		return "";
+static const struct cli_command load_cmd = {
+	.name = "load",
+	.operands = "FILE",
+	.summary = "Load FILE into a new device, read it back and compare, and report.\n",
+	.shorts = "h",
+	.opts = load_opts_table,
+	.footer = load_footer,
+};
+
+/* A size for --NAME, or a message; 0 or CLI_USAGE. */
+static int load_size(const char *v, const char *name, unsigned long long max,
+		     unsigned long long *out)
+{
+	if (!*v || parse_size(v, out) || *out > max) {
+		fprintf(stderr, "uzram load: bad size '%s' for --%s\n", v, name);
+		return CLI_USAGE;
 	}
-	return argv[++*i];
+	return 0;
 }
 
+/* One option into the load_opts ctx (cli_parse()'s take). */
+static int load_take(void *ctx, int key, char *v)
+{
+	struct load_opts *o = ctx;
+	char *end;
+
+	switch (key) {
+	case 'j':
+		o->json = true;
+		return 0;
+	case 'a':
+		o->algorithm = v;
+		return *v ? 0 : CLI_USAGE;
+	case 'l':
+		if (parse_level(v, &o->level) < 0) {
+			fprintf(stderr, "uzram load: bad level '%s'\n", v);
+			return CLI_USAGE;
+		}
+		return 0;
+	case 'm':
+		return load_size(v, "mem-limit", ULLONG_MAX, &o->mem_limit);
+	case 'C':
+		return load_size(v, "cluster", UINT32_MAX, &o->cluster);
+	case 'R':
+		errno = 0;
+		o->randread = strtoull(v, &end, 10);
+		if (!*v || *end || errno || *v == '-') {
+			fprintf(stderr, "uzram load: bad count '%s' for "
+				"--randread\n", v);
+			return CLI_USAGE;
+		}
+		return 0;
+	case 'r':
+		if (!*v || parse_algo_spec(v, &o->recomp, &o->recomp_level,
+					   &o->recomp_dict)) {
+			fprintf(stderr, "uzram load: bad value '%s' for "
+				"--recompress, want ALGO[:LEVEL][:dict=FILE]\n",
+				v);
+			return CLI_USAGE;
+		}
+		return 0;
+	case 't':
+		o->train = UZRAM_DICT_DEFAULT_SIZE;
+		if (v && (parse_size(v, &o->train) || !o->train)) {
+			fprintf(stderr, "uzram load: bad size '%s' for "
+				"--train-dict\n", v);
+			return CLI_USAGE;
+		}
+		return 0;
+	case 'D':
+		o->dict = v;
+		return *v ? 0 : CLI_USAGE;
+	case 'b':
+		o->backing = v;
+		return *v ? 0 : CLI_USAGE;
+	case 'S':
+		o->save = v;
+		return *v ? 0 : CLI_USAGE;
+	case 'T':
+		errno = 0;
+		o->threads = strtoull(v, &end, 10);
+		if (!*v || *end || errno || *v == '-' ||
+		    o->threads > UZRAM_MAX_THREADS) {
+			fprintf(stderr, "uzram load: bad count '%s' for "
+				"--threads (0 to %d)\n", v, UZRAM_MAX_THREADS);
+			return CLI_USAGE;
+		}
+		return 0;
+	case 'U':
+		o->dedup = true;
+		return 0;
+	default:
+		return 2; /* not in load_opts_table */
+	}
+}
+
+/* The options and FILE into o: -1 to go on, or the exit status. */
 static int parse_args(int argc, char **argv, struct load_opts *o)
 {
-	const char *v;
+	int r;
 
 	memset(o, 0, sizeof(*o));
 	o->algorithm = "lz4";
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			load_usage(stdout);
-			exit(0);
-		} else if (!strcmp(a, "--json")) {
-			o->json = true;
-		} else if (!strcmp(a, "--dedup")) {
-			o->dedup = true;
-		} else if ((v = opt_value(argc, argv, &i, "--algorithm"))) {
-			if (!*v)
-				return -EINVAL;
-			o->algorithm = v;
-		} else if ((v = opt_value(argc, argv, &i, "--level"))) {
-			char *end;
-			long l;
-
-			errno = 0;
-			l = strtol(v, &end, 10);
-			if (!*v || *end || errno || l < INT_MIN || l > INT_MAX) {
-				fprintf(stderr, "uzram load: bad level '%s'\n",
-					v);
-				return -EINVAL;
-			}
-			o->level = (int)l;
-		} else if ((v = opt_value(argc, argv, &i, "--mem-limit"))) {
-			if (!*v || parse_size(v, &o->mem_limit)) {
-				fprintf(stderr,
-					"uzram load: bad size '%s' for "
-					"--mem-limit\n", v);
-				return -EINVAL;
-			}
-		} else if ((v = opt_value(argc, argv, &i, "--cluster"))) {
-			if (!*v || parse_size(v, &o->cluster) ||
-			    o->cluster > UINT32_MAX) {
-				fprintf(stderr,
-					"uzram load: bad size '%s' for "
-					"--cluster\n", v);
-				return -EINVAL;
-			}
-		} else if ((v = opt_value(argc, argv, &i, "--randread"))) {
-			char *end;
-
-			errno = 0;
-			o->randread = strtoull(v, &end, 10);
-			if (!*v || *end || errno || *v == '-') {
-				fprintf(stderr, "uzram load: bad count '%s' "
-					"for --randread\n", v);
-				return -EINVAL;
-			}
-		} else if ((v = opt_value(argc, argv, &i, "--backing"))) {
-			if (!*v)
-				return -EINVAL;
-			o->backing = v;
-		} else if ((v = opt_value(argc, argv, &i, "--recompress"))) {
-			/* v points into argv[i], which is ours to cut */
-			if (!*v || parse_algo_spec(argv[i] + (v - argv[i]),
-						   &o->recomp,
-						   &o->recomp_level,
-						   &o->recomp_dict)) {
-				fprintf(stderr, "uzram load: bad value '%s' "
-					"for --recompress, want "
-					"ALGO[:LEVEL][:dict=FILE]\n", v);
-				return -EINVAL;
-			}
-		} else if ((v = opt_value(argc, argv, &i, "--dict"))) {
-			if (!*v)
-				return -EINVAL;
-			o->dict = v;
-		} else if (!strcmp(a, "--train-dict")) {
-			o->train = UZRAM_DICT_DEFAULT_SIZE;
-		} else if (!strncmp(a, "--train-dict=", 13)) {
-			if (parse_size(a + 13, &o->train) || !o->train) {
-				fprintf(stderr, "uzram load: bad size '%s' for "
-					"--train-dict\n", a + 13);
-				return -EINVAL;
-			}
-		} else if ((v = opt_value(argc, argv, &i, "--threads"))) {
-			char *end;
-
-			errno = 0;
-			o->threads = strtoull(v, &end, 10);
-			if (!*v || *end || errno || *v == '-' ||
-			    o->threads > UZRAM_MAX_THREADS) {
-				fprintf(stderr, "uzram load: bad count '%s' "
-					"for --threads (0 to %d)\n", v,
-					UZRAM_MAX_THREADS);
-				return -EINVAL;
-			}
-		} else if ((v = opt_value(argc, argv, &i, "--save"))) {
-			if (!*v)
-				return -EINVAL;
-			o->save = v;
-		} else if (a[0] == '-' && a[1] != '\0') {
-			fprintf(stderr, "uzram load: unknown option '%s'\n", a);
-			return -EINVAL;
-		} else if (o->file) {
-			fprintf(stderr, "uzram load: more than one file ('%s', "
-				"'%s')\n", o->file, a);
-			return -EINVAL;
-		} else {
-			o->file = a;
-		}
-	}
-	if (!o->file) {
+	r = cli_parse(&load_cmd, argc, argv, load_take, o);
+	if (r >= 0)
+		return r;
+	if (optind + 1 < argc)
+		fprintf(stderr, "uzram load: more than one file ('%s', "
+			"'%s')\n", argv[optind], argv[optind + 1]);
+	else if (optind == argc)
 		fprintf(stderr, "uzram load: no file given\n");
-		return -EINVAL;
-	}
-	return 0;
+	else
+		o->file = argv[optind];
+	if (o->file)
+		return -1;
+	cli_usage(&load_cmd, stderr);
+	return 2;
 }
 
 static double now(void)
@@ -461,22 +426,14 @@ static int train(const struct load_opts *o, struct uzram *dev,
 }
 
 /* Write map[0..len) to a fresh device, read it back and compare. */
-static int load(const struct load_opts *o, const unsigned char *map,
-		uint64_t len, struct load_result *r)
+/* A device for len bytes of o->file, as o says; 0 or a negative errno. */
+static int open_device(const struct load_opts *o, uint64_t len,
+		       struct uzram **dev)
 {
 	struct uzram_config cfg;
-	struct uzram *dev = NULL;
-	unsigned char *buf;
 	void *dict = NULL;
-	uint64_t off;
-	double t, cpu;
 	int ret;
 
-	buf = malloc(CHUNK);
-	if (!buf) {
-		fprintf(stderr, "uzram load: out of memory\n");
-		return -ENOMEM;
-	}
 	uzram_config_init(&cfg);
 	cfg.size = len;
 	cfg.algorithm = o->algorithm;
@@ -484,67 +441,88 @@ static int load(const struct load_opts *o, const unsigned char *map,
 	cfg.mem_limit = o->mem_limit;
 	cfg.cluster_size = (uint32_t)o->cluster;
 	cfg.threads = (uint32_t)o->threads;
+	cfg.dedup = o->dedup;
 	if (o->dict) {
 		ret = read_dict("load", o->dict, &dict, &cfg.dict_size);
 		if (ret)
-			goto out;
+			return ret;
 		cfg.dict = dict;
 	}
 	cfg.backing = o->backing;
-	cfg.dedup = o->dedup;
-	ret = uzram_open(&cfg, &dev);
+	ret = uzram_open(&cfg, dev);
 	free(dict);
-	if (ret) {
+	if (ret)
 		fprintf(stderr, "uzram load: cannot open a device for %s: %s\n",
 			o->file, uzram_last_error());
-		goto out;
-	}
-	r->file_size = len;
-	r->dev_size = uzram_size(dev);
-	r->cluster_size = uzram_cluster_size(dev);
+	return ret;
+}
 
-	t = now();
-	cpu = cpu_now();
-	for (off = 0; off < len; off += CHUNK) {
+/* The whole file into dev, CHUNK bytes a write, timed. */
+static int store(const struct load_opts *o, struct uzram *dev,
+		 const unsigned char *map, uint64_t len, struct load_result *r)
+{
+	double t = now(), cpu = cpu_now();
+	int ret;
+
+	for (uint64_t off = 0; off < len; off += CHUNK) {
 		size_t n = len - off < CHUNK ? (size_t)(len - off) : CHUNK;
 
 		ret = uzram_write(dev, map + off, n, off);
 		if (ret) {
 			fail_io("store", o->file, off, ret);
-			goto out;
+			return ret;
 		}
 	}
 	r->write_s = now() - t;
 	r->write_cpu_s = cpu_now() - cpu;
+	return 0;
+}
 
-	if (o->train) {
-		ret = train(o, dev, r);
-		if (ret)
-			goto out;
-	}
-	if (o->recomp) {
-		ret = recompress(o, dev, r);
-		if (ret)
-			goto out;
-	}
-	if (o->backing) {
-		long n;
+/* --backing: everything written back, timed. */
+static int write_back(struct uzram *dev, struct load_result *r)
+{
+	double t = now();
+	long n = uzram_writeback(dev, 0, 0, UINT64_MAX, 0);
 
-		t = now();
-		n = uzram_writeback(dev, 0, 0, UINT64_MAX, 0);
-		r->wb_s = now() - t;
-		if (n < 0) {
-			fprintf(stderr, "uzram load: writeback: %s\n",
-				uzram_last_error());
-			ret = (int)n;
-			goto out;
-		}
+	r->wb_s = now() - t;
+	if (n < 0) {
+		fprintf(stderr, "uzram load: writeback: %s\n",
+			uzram_last_error());
+		return (int)n;
 	}
+	return 0;
+}
 
-	ret = verify(o, dev, map, len, buf, r);
+static int load(const struct load_opts *o, const unsigned char *map,
+		uint64_t len, struct load_result *r)
+{
+	struct uzram *dev = NULL;
+	unsigned char *buf;
+	int ret;
+
+	buf = malloc(CHUNK);
+	if (!buf) {
+		fprintf(stderr, "uzram load: out of memory\n");
+		return -ENOMEM;
+	}
+	ret = open_device(o, len, &dev);
 	if (ret)
 		goto out;
-	ret = randread(o, dev, buf, r);
+	r->file_size = len;
+	r->dev_size = uzram_size(dev);
+	r->cluster_size = uzram_cluster_size(dev);
+
+	ret = store(o, dev, map, len, r);
+	if (!ret && o->train)
+		ret = train(o, dev, r);
+	if (!ret && o->recomp)
+		ret = recompress(o, dev, r);
+	if (!ret && o->backing)
+		ret = write_back(dev, r);
+	if (!ret)
+		ret = verify(o, dev, map, len, buf, r);
+	if (!ret)
+		ret = randread(o, dev, buf, r);
 	if (ret)
 		goto out;
 	ret = uzram_stats(dev, &r->st, sizeof(r->st));
@@ -561,253 +539,6 @@ out:
 	return ret;
 }
 
-static double ratio(uint64_t a, uint64_t b)
-{
-	return b ? (double)a / (double)b : 0;
-}
-
-static double mb_s(uint64_t bytes, double s)
-{
-	return s > 0 ? (double)bytes / s / 1e6 : 0;
-}
-
-static void json_string(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
-
-static void json_u64(const char *key, uint64_t v)
-{
-	printf("  \"%s\": %llu,\n", key, (unsigned long long)v);
-}
-
-/* A ratio, or null when the denominator is 0 (nothing compressed). */
-static void json_ratio(const char *key, uint64_t a, uint64_t b)
-{
-	if (b)
-		printf("  \"%s\": %.4f,\n", key, ratio(a, b));
-	else
-		printf("  \"%s\": null,\n", key);
-}
-
-static void print_json(const struct load_opts *o, const struct load_result *r)
-{
-	const struct uzram_stats *st = &r->st;
-
-	printf("{\n  \"file\": ");
-	json_string(o->file);
-	printf(",\n  \"algorithm\": ");
-	json_string(o->algorithm);
-	printf(",\n  \"level\": %d,\n", o->level);
-	json_u64("mem_limit", o->mem_limit);
-	printf("  \"cluster_size\": %u,\n", (unsigned)r->cluster_size);
-	json_u64("file_size", r->file_size);
-	json_u64("disksize", st->disksize);
-	json_u64("orig_data_size", st->orig_data_size);
-	json_u64("compr_data_size", st->compr_data_size);
-	json_u64("mem_used_total", st->mem_used_total);
-	json_u64("mem_used_max", st->mem_used_max);
-	json_ratio("ratio_compr", st->orig_data_size, st->compr_data_size);
-	json_ratio("ratio_mem", st->orig_data_size, st->mem_used_total);
-	json_u64("same_pages", st->same_pages);
-	json_u64("huge_pages", st->huge_pages);
-	json_u64("pages_stored", st->pages_stored);
-	json_u64("table_bytes", st->table_bytes);
-	json_u64("pages_deduped", st->pages_deduped);
-	json_u64("dedup_bytes_saved", st->dedup_bytes_saved);
-	json_u64("dedup_index_bytes", st->dedup_index_bytes);
-	json_u64("slot_lock_waits", st->slot_lock_waits);
-	json_u64("slot_lock_wait_ns", st->slot_lock_wait_ns);
-	json_u64("class_lock_waits", st->class_lock_waits);
-	json_u64("class_lock_wait_ns", st->class_lock_wait_ns);
-	printf("  \"recompress\": ");
-	if (o->recomp) {
-		json_string(o->recomp);
-		printf(",\n  \"recompress_level\": %d,\n", o->recomp_level);
-		printf("  \"recompress_seconds\": %.6f,\n", r->recomp_s);
-		json_u64("pages_recompressed", st->pages_recompressed);
-		json_u64("compr_data_size_before", r->compr_before);
-		json_u64("mem_used_before", r->mem_before);
-	} else {
-		printf("null,\n");
-	}
-	printf("  \"dict\": ");
-	if (o->dict)
-		json_string(o->dict);
-	else
-		printf("null");
-	printf(",\n  \"train_dict\": ");
-	if (o->train) {
-		const struct uzram_train_report *t = &r->train;
-
-		printf("{\"kept\": %s, \"dict_size\": %llu, "
-		       "\"train_bytes\": %llu, \"test_bytes\": %llu, "
-		       "\"bytes_without\": %llu, \"bytes_with\": %llu, "
-		       "\"train_us\": %llu, \"pages_reencoded\": %llu, "
-		       "\"seconds\": %.6f, \"compr_data_size_before\": %llu, "
-		       "\"mem_used_before\": %llu},\n",
-		       t->kept ? "true" : "false",
-		       (unsigned long long)t->dict_size,
-		       (unsigned long long)t->train_bytes,
-		       (unsigned long long)t->test_bytes,
-		       (unsigned long long)t->bytes_without,
-		       (unsigned long long)t->bytes_with,
-		       (unsigned long long)t->train_us,
-		       (unsigned long long)t->pages_reencoded, r->train_s,
-		       (unsigned long long)r->train_compr_before,
-		       (unsigned long long)r->train_mem_before);
-	} else {
-		printf("null,\n");
-	}
-	printf("  \"backing\": ");
-	if (o->backing) {
-		json_string(o->backing);
-		printf(",\n  \"writeback_seconds\": %.6f,\n", r->wb_s);
-		json_u64("bd_count", st->bd_count);
-		json_u64("bd_bytes", st->bd_bytes);
-		json_u64("bd_space", st->bd_space);
-		json_u64("bd_reads", st->bd_reads);
-	} else {
-		printf("null,\n");
-	}
-	printf("  \"write_seconds\": %.6f,\n", r->write_s);
-	printf("  \"read_seconds\": %.6f,\n", r->read_s);
-	printf("  \"write_mb_s\": %.1f,\n", mb_s(r->file_size, r->write_s));
-	printf("  \"write_cpu_seconds\": %.6f,\n", r->write_cpu_s);
-	printf("  \"read_mb_s\": %.1f,\n", mb_s(r->dev_size, r->read_s));
-	json_u64("randread_4k", o->randread);
-	if (o->randread)
-		printf("  \"randread_4k_us\": %.3f,\n",
-		       r->randread_s * 1e6 / (double)o->randread);
-	else
-		printf("  \"randread_4k_us\": null,\n");
-	printf("  \"image\": ");
-	if (o->save) {
-		json_string(o->save);
-		printf(",\n");
-		json_u64("image_size", r->image_size);
-		printf("  \"save_seconds\": %.6f,\n", r->save_s);
-		printf("  \"open_seconds\": %.6f,\n", r->open_s);
-		json_u64("mem_used_opened", r->mem_opened);
-	} else {
-		printf("null,\n");
-	}
-	if (r->match)
-		printf("  \"first_mismatch\": null,\n");
-	else
-		json_u64("first_mismatch", r->mismatch_at);
-	printf("  \"round_trip\": \"%s\"\n}\n", r->match ? "ok" : "mismatch");
-}
-
-static void row_size(const char *name, uint64_t v)
-{
-	printf("  %-18s %15llu bytes %12.2f MiB\n", name,
-	       (unsigned long long)v, (double)v / MIB);
-}
-
-static void row_count(const char *name, uint64_t v)
-{
-	printf("  %-18s %15llu\n", name, (unsigned long long)v);
-}
-
-static void row_ratio(const char *name, uint64_t a, uint64_t b)
-{
-	if (b)
-		printf("  %-18s %15.3f\n", name, ratio(a, b));
-	else
-		printf("  %-18s %15s\n", name, "-");
-}
-
-static void print_table(const struct load_opts *o, const struct load_result *r)
-{
-	const struct uzram_stats *st = &r->st;
-
-	printf("uzram load %s\n", o->file);
-	printf("  %-18s %15s", "algorithm", o->algorithm);
-	if (o->level)
-		printf(" level %d\n", o->level);
-	else
-		printf(" (default level)\n");
-	if (o->mem_limit)
-		row_size("mem_limit", o->mem_limit);
-	row_count("cluster_size", r->cluster_size);
-	row_size("file size", r->file_size);
-	row_size("orig_data_size", st->orig_data_size);
-	row_size("compr_data_size", st->compr_data_size);
-	row_size("mem_used_total", st->mem_used_total);
-	row_size("mem_used_max", st->mem_used_max);
-	row_ratio("ratio orig/compr", st->orig_data_size, st->compr_data_size);
-	row_ratio("ratio orig/mem", st->orig_data_size, st->mem_used_total);
-	row_count("same_pages", st->same_pages);
-	row_count("huge_pages", st->huge_pages);
-	row_count("pages_stored", st->pages_stored);
-	if (o->dedup) {
-		row_count("pages_deduped", st->pages_deduped);
-		row_size("dedup_bytes_saved", st->dedup_bytes_saved);
-		row_size("dedup_index_bytes", st->dedup_index_bytes);
-	}
-	printf("  %-18s %15.1f MB/s  (%.3f s, %.3f s of CPU)\n", "write",
-	       mb_s(r->file_size, r->write_s), r->write_s, r->write_cpu_s);
-	if (o->recomp) {
-		printf("  %-18s %15s level %d: %llu pages in %.3f s\n",
-		       "recompress", o->recomp, o->recomp_level,
-		       (unsigned long long)st->pages_recompressed, r->recomp_s);
-		row_size("compr before", r->compr_before);
-		row_size("mem_used before", r->mem_before);
-	}
-	if (o->dict)
-		printf("  %-18s %15s\n", "dictionary", o->dict);
-	if (o->train) {
-		const struct uzram_train_report *t = &r->train;
-
-		printf("  %-18s %15s %llu bytes: %llu -> %llu bytes on the "
-		       "test sample, %llu pages re-encoded, %.3f s\n",
-		       "train-dict", t->kept ? "kept" : "not kept",
-		       (unsigned long long)t->dict_size,
-		       (unsigned long long)t->bytes_without,
-		       (unsigned long long)t->bytes_with,
-		       (unsigned long long)t->pages_reencoded, r->train_s);
-		row_size("compr before", r->train_compr_before);
-		row_size("mem_used before", r->train_mem_before);
-	}
-	if (o->backing) {
-		printf("  %-18s %15.1f MB/s  (%.3f s)\n", "writeback",
-		       mb_s(r->file_size, r->wb_s), r->wb_s);
-		row_count("bd_count", st->bd_count);
-		row_size("bd_bytes", st->bd_bytes);
-		row_size("bd_space", st->bd_space);
-	}
-	printf("  %-18s %15.1f MB/s  (%.3f s)\n", "read",
-	       mb_s(r->dev_size, r->read_s), r->read_s);
-	if (o->randread)
-		printf("  %-18s %15.3f us   (%llu reads)\n", "random 4K read",
-		       r->randread_s * 1e6 / (double)o->randread, o->randread);
-	if (o->save) {
-		row_size("image size", r->image_size);
-		printf("  %-18s %15.1f MB/s  (%.3f s)\n", "save",
-		       mb_s(r->image_size, r->save_s), r->save_s);
-		printf("  %-18s %15.1f MB/s  (%.3f s)\n", "open image",
-		       mb_s(r->image_size, r->open_s), r->open_s);
-		row_size("mem_used opened", r->mem_opened);
-	}
-	if (r->match)
-		printf("  %-18s %15s\n", "round trip", "ok");
-	else
-		printf("  %-18s %15s at byte %llu\n", "round trip", "MISMATCH",
-		       (unsigned long long)r->mismatch_at);
-}
-
 int cmd_load(int argc, char **argv)
 {
 	struct load_opts o;
@@ -816,10 +547,9 @@ int cmd_load(int argc, char **argv)
 	void *map;
 	int fd, ret;
 
-	if (parse_args(argc, argv, &o)) {
-		load_usage(stderr);
-		return 2;
-	}
+	ret = parse_args(argc, argv, &o);
+	if (ret >= 0)
+		return ret;
 	fd = open(o.file, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		fprintf(stderr, "uzram load: cannot open %s: %s\n", o.file,

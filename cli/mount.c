@@ -42,71 +42,43 @@
 
 #define UMOUNT_WAIT_MS 30000  /* how long umount waits for the keeper */
 
-static void mount_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: uzram mount DIR [--size S] [--algorithm A] [--level N]\n"
-		"                   [--cluster 4K..64K] [--mem-limit M] [--fs ext4]\n"
-		"                   [-o OPTIONS] [--uid U] [--gid G] [--mode M]\n"
-		"                   [--via loop|fuse] [-f]\n"
-		"  a compressed RAM file system at DIR (empty directory); returns once\n"
-		"  DIR is usable, -f stays in the foreground until it is unmounted.\n"
-		"  --size: the device and file system (default: half of RAM, as tmpfs)\n"
-		"  --mem-limit: the file system is made no larger than about M, so that\n"
-		"         it, not the device, reports ENOSPC\n"
-		"  -o: mount options (the kernel's ext4 with --via loop, fuse2fs's)\n"
-		"  --uid, --gid, --mode (octal): of DIR's root (default: the caller's,\n"
-		"         0755; 1777 for a /tmp)\n"
-		"  --via loop: the kernel's ext4 on a loop device (root; the default\n"
-		"         as root), fuse: fuse2fs (no root needed)\n"
-		"  uzram umount DIR (or umount / fusermount3 -u) undoes it all\n");
-}
+static const struct cli_option mount_opts[] = {
+	{ "size", 's', required_argument, "SIZE",
+	  "the device and file system (default: half of RAM,\n"
+	  "as tmpfs)" },
+	CLI_CODEC_OPTIONS,
+	{ "mem-limit", 'm', required_argument, "SIZE",
+	  "the file system is made no larger than about SIZE,\n"
+	  "so that it, not the device, reports ENOSPC" },
+	{ "fs", 'F', required_argument, "ext4", "the file system (ext4 only)" },
+	{ NULL, 'o', required_argument, "OPTIONS",
+	  "mount options (the kernel's ext4 with --via loop,\n"
+	  "fuse2fs's)" },
+	{ "uid", 'u', required_argument, "UID",
+	  "owner of DIR's root (default: the caller)" },
+	{ "gid", 'g', required_argument, "GID",
+	  "group of DIR's root (default: the caller's)" },
+	{ "mode", 'M', required_argument, "MODE",
+	  "mode of DIR's root, octal (default 0755; 1777\n"
+	  "for a /tmp)" },
+	{ "via", 'v', required_argument, "loop|fuse",
+	  "loop: the kernel's ext4 on a loop device (root;\n"
+	  "the default as root), fuse: fuse2fs (no root\n"
+	  "needed)" },
+	{ "foreground", 'f', no_argument, NULL,
+	  "stay in the foreground until DIR is unmounted" },
+	{ "help", 'h', no_argument, NULL, "this text" },
+	{ NULL, 0, 0, NULL, NULL },
+};
 
-void mount_path(const struct mount_req *m, char *out, const char *name)
-{
-	/* runtime_dir() left room for every name */
-	if (snprintf(out, PATH_MAX, "%s/%s", m->run, name) >= PATH_MAX)
-		out[0] = '\0';
-}
-
-/* Undo mountinfo's octal escapes (\040 for a space) in place. */
-static void unescape(char *s)
-{
-	char *d = s;
-
-	for (; *s; s++, d++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
-		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
-			*d = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + s[3] - '0');
-			s += 3;
-		} else {
-			*d = *s;
-		}
-	}
-	*d = '\0';
-}
-
-bool mount_point_is(const char *path)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char line[8192];
-	bool found = false;
-
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof line, f)) {
-		char *save, *field = strtok_r(line, " ", &save);
-
-		for (int i = 1; field && i < 5; i++)
-			field = strtok_r(NULL, " ", &save);
-		if (field) {
-			unescape(field);
-			found = !strcmp(field, path);
-		}
-	}
-	fclose(f);
-	return found;
-}
+static const struct cli_command mount_cmd = {
+	.name = "mount",
+	.operands = "DIR",
+	.summary = "A compressed RAM file system at DIR (an empty directory); returns once\n"
+		   "DIR is usable. uzram umount DIR (or umount / fusermount3 -u) undoes it all.\n",
+	.shorts = "o:fh",
+	.opts = mount_opts,
+};
 
 /* DIR as an absolute path without resolving it (it may be a dead mount). */
 static int abs_dir(const char *dir, char *out)
@@ -309,7 +281,7 @@ static int parse_id(const char *s, int base, unsigned max, unsigned *out)
 	return 0;
 }
 
-/* Pass --NAME VALUE on to uzram serve (NAME is one of opts[] below). */
+/* Pass --NAME VALUE on to uzram serve (NAME is one of mount_opts[]). */
 static void serve_option(struct mount_req *m, const char *name, char *value)
 {
 	static char names[8][24];
@@ -322,82 +294,64 @@ static void serve_option(struct mount_req *m, const char *name, char *value)
 	m->serve_argv[m->serve_argc++] = value;
 }
 
+/* One option of `uzram mount` into the mount_req ctx (cli_parse()'s take). */
+static int mount_take(void *ctx, int key, char *arg)
+{
+	struct mount_req *m = ctx;
+	unsigned long long v;
+	unsigned id;
+
+	switch (key) {
+	case 's': case 'm':
+		if (parse_size(arg, &v) < 0 || (key == 's' && v < (16 << 20)))
+			return CLI_BAD_VALUE;
+		*(key == 's' ? &m->size : &m->mem_limit) = v;
+		serve_option(m, cli_find(mount_opts, key)->name, arg);
+		return 0;
+	case 'a': case 'l': case 'C': /* uzram serve checks them */
+		serve_option(m, cli_find(mount_opts, key)->name, arg);
+		return 0;
+	case 'F':
+		return strcmp(arg, "ext4") ? CLI_BAD_VALUE : 0;
+	case 'o':
+		m->opts = arg;
+		return 0;
+	case 'u': case 'g':
+		if (parse_id(arg, 10, UINT32_MAX - 1, &id) < 0)
+			return CLI_BAD_VALUE;
+		*(key == 'u' ? &m->uid : &m->gid) = id;
+		return 0;
+	case 'M':
+		if (parse_id(arg, 8, 07777, &id) < 0)
+			return CLI_BAD_VALUE;
+		m->mode = (mode_t)id;
+		m->set_mode = true;
+		return 0;
+	case 'v':
+		if (strcmp(arg, "loop") && strcmp(arg, "fuse"))
+			return CLI_BAD_VALUE;
+		m->via = arg[0] == 'l' ? VIA_LOOP : VIA_FUSE;
+		return 0;
+	case 'f':
+		m->foreground = true;
+		return 0;
+	default:
+		return 2; /* not in mount_opts */
+	}
+}
+
 /* Options into m; -1 to go on, or the exit status. */
 static int mount_options(int argc, char **argv, struct mount_req *m)
 {
-	static const struct option opts[] = {
-		{ "size", required_argument, NULL, 's' },
-		{ "algorithm", required_argument, NULL, 'a' },
-		{ "level", required_argument, NULL, 'l' },
-		{ "cluster", required_argument, NULL, 'C' },
-		{ "mem-limit", required_argument, NULL, 'm' },
-		{ "fs", required_argument, NULL, 'F' },
-		{ "uid", required_argument, NULL, 'u' },
-		{ "gid", required_argument, NULL, 'g' },
-		{ "mode", required_argument, NULL, 'M' },
-		{ "via", required_argument, NULL, 'v' },
-		{ "foreground", no_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	unsigned long long v;
-	unsigned id;
-	int o, idx = 0;
+	int r = cli_parse(&mount_cmd, argc, argv, mount_take, m);
 
-	while ((o = getopt_long(argc, argv, "o:fh", opts, &idx)) != -1) {
-		switch (o) {
-		case 's': case 'm':
-			if (parse_size(optarg, &v) < 0 || (o == 's' && v < (16 << 20)))
-				goto bad;
-			*(o == 's' ? &m->size : &m->mem_limit) = v;
-			serve_option(m, opts[idx].name, optarg);
-			break;
-		case 'a': case 'l': case 'C': /* uzram serve checks them */
-			serve_option(m, opts[idx].name, optarg);
-			break;
-		case 'F':
-			if (strcmp(optarg, "ext4"))
-				goto bad;
-			break;
-		case 'o':
-			m->opts = optarg;
-			break;
-		case 'u': case 'g':
-			if (parse_id(optarg, 10, UINT32_MAX - 1, &id) < 0)
-				goto bad;
-			*(o == 'u' ? &m->uid : &m->gid) = id;
-			break;
-		case 'M':
-			if (parse_id(optarg, 8, 07777, &id) < 0)
-				goto bad;
-			m->mode = (mode_t)id;
-			m->set_mode = true;
-			break;
-		case 'v':
-			if (strcmp(optarg, "loop") && strcmp(optarg, "fuse"))
-				goto bad;
-			m->via = optarg[0] == 'l' ? VIA_LOOP : VIA_FUSE;
-			break;
-		case 'f':
-			m->foreground = true;
-			break;
-		case 'h':
-			mount_usage(stdout);
-			return 0;
-		default:
-			mount_usage(stderr);
-			return 2;
-		}
-	}
+	if (r >= 0)
+		return r;
 	if (optind != argc - 1) {
-		mount_usage(stderr);
+		cli_usage(&mount_cmd, stderr);
 		return 2;
 	}
 	return -1;
-bad:
-	fprintf(stderr, "uzram mount: bad value '%s' for --%s\n", optarg,
-		opts[idx].name);
-	return 2;
 }
 
 /* The size of device and fs; with a memory limit, the fs fits in it. */

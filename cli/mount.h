@@ -1,7 +1,8 @@
 /*
- * mount.h - what cli/mount.c (the commands, the runtime directory) and
- * cli/mount_stack.c (the keeper that builds and tears down the stack) share.
- * See the top of mount_stack.c for the design.
+ * mount.h - what cli/mount.c (the commands, the runtime directory),
+ * cli/mount_stack.c (the keeper that builds and tears down the stack) and
+ * cli/mount_run.c (below both: paths in the runtime directory, mount
+ * points) share. See the top of mount_stack.c for the design.
  */
 #ifndef UZRAM_CLI_MOUNT_H
 #define UZRAM_CLI_MOUNT_H
@@ -44,17 +45,17 @@ struct mount_req {
 	bool lost;                   /* the device went away under DIR */
 };
 
-/* RUN/NAME into out (PATH_MAX bytes). */
+/* mount_run.c: RUN/NAME into out (PATH_MAX bytes). */
 void mount_path(const struct mount_req *m, char *out, const char *name);
 
-/* Whether path is a mount point in this mount namespace. */
+/* mount_run.c: whether path is a mount point in this mount namespace. */
 bool mount_point_is(const char *path);
 
-/* Remove RUN and the files the keeper makes in it. */
+/* mount_run.c: remove RUN and the files the keeper makes in it. */
 void mount_remove_run(const struct mount_req *m);
 
 /*
- * The keeper: build the stack, tell notify_fd once DIR is usable, wait for
+ * mount_stack.c: the keeper: build the stack, tell notify_fd once DIR is usable, wait for
  * the unmount, tear down. Returns the exit status. Its messages go to
  * stderr until DIR is usable, then to RUN/log.
  */

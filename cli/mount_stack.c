@@ -474,23 +474,6 @@ static void wait_unmount(struct mount_req *m, int sfd)
 		close(mfd);
 }
 
-void mount_remove_run(const struct mount_req *m)
-{
-	static const char *const files[] = { "nbdfuse.pid", "server.pid", "via",
-					     "pid", "dir", "log" };
-	char path[PATH_MAX];
-
-	mount_path(m, path, "fuse");
-	rmdir(path);
-	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-		mount_path(m, path, files[i]);
-		unlink(path);
-	}
-	if (rmdir(m->run) < 0)
-		fprintf(stderr, "uzram mount: rmdir %s: %s\n", m->run,
-			strerror(errno));
-}
-
 /*
  * Undo what is built, top down. Safe on a half-built stack. -1 if the
  * server did not end cleanly (a sanitizer build reports a leak so).

@@ -1,10 +1,8 @@
 /*
- * serve.c - `uzram serve` (export a new device over NBD) and `uzram stat`
- * (ask a running server for its figures). Argument parsing only; the
- * server itself is in server/.
+ * serve.c - `uzram serve`: export a new device over NBD. Its options and
+ * the device; the server itself is in server/.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,89 +14,81 @@
 #include "cli.h"
 #include "../server/server.h"
 
-static void serve_usage(void)
-{
-	fprintf(stderr,
-		"usage: uzram serve [--size 1G] [--algorithm lz4] [--level N] [--mem-limit M]\n"
-		"                   [--socket PATH | --tcp HOST:PORT] [--export NAME]\n"
-		"                   [--read-only] [--max-connections N] [--cluster 4K..64K]\n"
-		"                   [--recomp-algorithm ALGO[:LEVEL][:dict=FILE]]...\n"
-		"                   [--dict FILE] [--run 'COMMAND']\n"
-		"                   [--backing FILE|DEVICE|NBD-URI] [--high-watermark PCT]\n"
-		"                   [--low-watermark PCT]\n"
-		"                   [--ctl-socket PATH] [--image FILE] [--tls=off|on|require\n"
-		"                   (--tls-psk FILE | --tls-certificates DIR [--tls-verify-peer])]\n"
-		"                   [--buffer-limit SIZE] [--timeout SECONDS]\n"
-		"                   [--handshake-timeout SECONDS] [--threads N]\n"
-		"                   [--dedup]\n"
-		"  --threads: worker threads that compress a large write's clusters\n"
-		"         beside the connection's thread (default 0: none)\n"
-		"  --ctl-socket: the control socket for `uzram stat` and `uzram ctl`\n"
-		"         (default: SOCKET.ctl, or $XDG_RUNTIME_DIR/uzram/tcp-PORT.ctl)\n"
-		"  --tls: on offers TLS (NBD_OPT_STARTTLS), require refuses clients\n"
-		"         without it; keys from --tls-psk (psktool's format) or\n"
-		"         --tls-certificates (ca-cert.pem, server-cert.pem, server-key.pem)\n"
-		"  --buffer-limit: request and reply buffers of all clients together\n"
-		"         (default 1/16 of RAM, 64M to 1G); requests wait for room\n"
-		"  --max-connections: default buffer-limit / 8M, from 4 to 128;\n"
-		"         at most buffer-limit / 256K\n"
-		"  --timeout: drop a client idle this long (default: never)\n"
-		"  --handshake-timeout: the whole handshake (default 30)\n"
-		"  --recomp-algorithm: a secondary algorithm for `uzram ctl recompress`\n"
-		"         (priority 1, 2, 3 in the order given)\n"
-		"  --dict: a dictionary for the algorithm (lz4, zstd), as zram's\n"
-		"         algorithm_params dict=\n"
-		"  --backing: a second tier for `uzram ctl writeback`; with --mem-limit,\n"
-		"         cold clusters move there by themselves past the high watermark\n"
-		"         (90%% of the limit) down to the low one (80%%), and writes that\n"
-		"         find memory full go there\n"
-		"  --dedup: store clusters with equal bytes once (see README)\n"
-		"  --run: run COMMAND with sh -c once the server listens, with $uri set;\n"
-		"         stop when it exits, with its exit status\n"
-		"  --image: open the device from FILE if it exists (its size, cluster,\n"
-		"         algorithms win; options that differ are an error), else create\n"
-		"         it; save it to FILE on SIGTERM, SIGINT or the end of --run\n");
-}
+static const struct cli_option serve_opts[] = {
+	{ "size", 's', required_argument, "SIZE", "the device's size (default 1G)" },
+	CLI_CODEC_OPTIONS,
+	{ "mem-limit", 'm', required_argument, "SIZE",
+	  "the most memory the device may take (mem_limit)" },
+	{ "socket", 'S', required_argument, "PATH",
+	  "serve on this Unix socket (default ./uzram.sock)" },
+	{ "tcp", 't', required_argument, "[HOST:]PORT",
+	  "serve on TCP instead (HOST: 127.0.0.1 by default)" },
+	{ "export", 'e', required_argument, "NAME", "the export's name" },
+	{ "read-only", 'r', no_argument, NULL, "refuse writes" },
+	{ "max-connections", 'c', required_argument, "N",
+	  "default buffer-limit / 8M, from 4 to 128;\n"
+	  "at most buffer-limit / 256K" },
+	{ "recomp-algorithm", 'A', required_argument, "ALGO[:LEVEL][:dict=FILE]",
+	  "a secondary algorithm for `uzram ctl recompress`\n"
+	  "(priority 1, 2, 3 in the order given)" },
+	{ "dict", 'D', required_argument, "FILE",
+	  "a dictionary for the algorithm (lz4, zstd), as\n"
+	  "zram's algorithm_params dict=" },
+	{ "run", 'R', required_argument, "'COMMAND'",
+	  "run COMMAND with sh -c once the server listens,\n"
+	  "with $uri set; stop when it exits, with its exit\n"
+	  "status" },
+	{ "backing", 'b', required_argument, "FILE|DEVICE|NBD-URI",
+	  "a second tier for `uzram ctl writeback`; with\n"
+	  "--mem-limit, cold clusters move there by themselves\n"
+	  "past the high watermark (90% of the limit) down to\n"
+	  "the low one (80%), and writes that find memory full\n"
+	  "go there" },
+	{ "high-watermark", 'W', required_argument, "PCT",
+	  "of --mem-limit, where moving to --backing starts" },
+	{ "low-watermark", 'w', required_argument, "PCT", "and where it stops" },
+	{ "ctl-socket", 'X', required_argument, "PATH",
+	  "the control socket for `uzram stat` and `uzram ctl`\n"
+	  "(default: SOCKET.ctl, or\n"
+	  "$XDG_RUNTIME_DIR/uzram/tcp-PORT.ctl)" },
+	{ "image", 'i', required_argument, "FILE",
+	  "open the device from FILE if it exists (its size,\n"
+	  "cluster, algorithms win; options that differ are an\n"
+	  "error), else create it; save it to FILE on SIGTERM,\n"
+	  "SIGINT or the end of --run" },
+	{ "tls", 'T', required_argument, "off|on|require",
+	  "on offers TLS (NBD_OPT_STARTTLS), require refuses\n"
+	  "clients without it; keys from --tls-psk or\n"
+	  "--tls-certificates" },
+	{ "tls-psk", 'P', required_argument, "FILE", "psktool's format" },
+	{ "tls-certificates", 'K', required_argument, "DIR",
+	  "ca-cert.pem, server-cert.pem, server-key.pem" },
+	{ "tls-verify-peer", 'V', no_argument, NULL,
+	  "require a client certificate (X.509 only)" },
+	{ "buffer-limit", 'B', required_argument, "SIZE",
+	  "request and reply buffers of all clients together\n"
+	  "(default 1/16 of RAM, 64M to 1G); requests wait\n"
+	  "for room" },
+	{ "timeout", 'I', required_argument, "SECONDS",
+	  "drop a client idle this long (default: never)" },
+	{ "handshake-timeout", 'H', required_argument, "SECONDS",
+	  "the whole handshake (default 30)" },
+	{ "threads", 'j', required_argument, "N",
+	  "worker threads that compress a large write's\n"
+	  "clusters beside the connection's thread (default 0:\n"
+	  "none)" },
+	{ "dedup", 'U', no_argument, NULL,
+	  "store clusters with equal bytes once (see README)" },
+	{ "help", 'h', no_argument, NULL, "this text" },
+	{ NULL, 0, 0, NULL, NULL },
+};
 
-/* "PORT", "HOST:PORT" or "[V6ADDR]:PORT"; host defaults to 127.0.0.1. */
-static int split_hostport(char *arg, const char **host, const char **port)
-{
-	char *colon;
-
-	*host = "127.0.0.1";
-	if (arg[0] == '[') {
-		char *end = strchr(arg, ']');
-
-		if (!end || end[1] != ':' || !end[2])
-			return -1;
-		*end = '\0';
-		*host = arg + 1;
-		*port = end + 2;
-		return 0;
-	}
-	colon = strrchr(arg, ':');
-	if (!colon) {
-		*port = arg;
-	} else {
-		*colon = '\0';
-		if (colon != arg)
-			*host = arg;
-		*port = colon + 1;
-	}
-	return **port ? 0 : -1;
-}
-
-static int parse_uint(const char *s, unsigned long long max,
-		      unsigned long long *out)
-{
-	char *end;
-
-	if (*s < '0' || *s > '9') /* strtoull would take " -1" and "+5" */
-		return -1;
-	errno = 0;
-	*out = strtoull(s, &end, 10);
-	return errno || *end || *out > max ? -1 : 0;
-}
+static const struct cli_command serve_cmd = {
+	.name = "serve",
+	.summary = "Export a new device (or --image) over NBD until SIGINT or SIGTERM.\n",
+	.shorts = "",
+	.opts = serve_opts,
+};
 
 struct recomp_opt {
 	const char *name, *dict;
@@ -252,537 +242,224 @@ static int check_tls_options(const struct nbd_tls_config *tc)
 	return msg ? -1 : 0;
 }
 
-int cmd_serve(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "size", required_argument, NULL, 's' },
-		{ "algorithm", required_argument, NULL, 'a' },
-		{ "level", required_argument, NULL, 'l' },
-		{ "mem-limit", required_argument, NULL, 'm' },
-		{ "socket", required_argument, NULL, 'S' },
-		{ "tcp", required_argument, NULL, 't' },
-		{ "export", required_argument, NULL, 'e' },
-		{ "read-only", no_argument, NULL, 'r' },
-		{ "max-connections", required_argument, NULL, 'c' },
-		{ "cluster", required_argument, NULL, 'C' },
-		{ "run", required_argument, NULL, 'R' },
-		{ "recomp-algorithm", required_argument, NULL, 'A' },
-		{ "ctl-socket", required_argument, NULL, 'X' },
-		{ "tls", required_argument, NULL, 'T' },
-		{ "tls-certificates", required_argument, NULL, 'K' },
-		{ "tls-psk", required_argument, NULL, 'P' },
-		{ "tls-verify-peer", no_argument, NULL, 'V' },
-		{ "dict", required_argument, NULL, 'D' },
-		{ "backing", required_argument, NULL, 'b' },
-		{ "high-watermark", required_argument, NULL, 'W' },
-		{ "low-watermark", required_argument, NULL, 'w' },
-		{ "buffer-limit", required_argument, NULL, 'B' },
-		{ "timeout", required_argument, NULL, 'I' },
-		{ "handshake-timeout", required_argument, NULL, 'H' },
-		{ "image", required_argument, NULL, 'i' },
-		{ "dedup", no_argument, NULL, 'U' },
-		{ "threads", required_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct nbd_tls_config tc = { .mode = NBD_TLS_OFF };
-	struct nbd_tls *tls = NULL;
-	struct nbd_server_config sc = {
-		.export = { .name = "" },
-		.max_connections = 0, /* from the buffer limit unless given */
-	};
-	bool max_given = false;
+/* What `uzram serve`'s options say, as cmd_serve() gathers it. */
+struct serve_args {
 	struct uzram_config cfg;
-	struct uzram *dev = NULL;
-	unsigned long long v;
-	char desc[256], *tcp = NULL;
+	struct nbd_server_config sc;
+	struct nbd_tls_config tc;
+	char *tcp;
+	const char *dict_path;
 	struct recomp_opt recomp[UZRAM_MAX_RECOMP];
-	const char *dict_path = NULL;
-	int o, r, idx = 0, nrecomp = 0;
-	bool size_set = false, algo_set = false, cluster_set = false;
+	int nrecomp;
+	bool max_given, size_set, algo_set, cluster_set;
+};
 
-	uzram_config_init(&cfg);
-	cfg.size = 1ull << 30;
-	while ((o = getopt_long(argc, argv, "", opts, &idx)) != -1) {
-		switch (o) {
-		case 's':
-			if (parse_size(optarg, &v) < 0 || v == 0)
-				goto bad_value;
-			cfg.size = v;
-			size_set = true;
-			break;
-		case 'a':
-			cfg.algorithm = optarg;
-			algo_set = true;
-			break;
-		case 'l': {
-			char *end;
-			long lv;
+/* The options of the server rather than of the device (serve_take()). */
+static int serve_take_server(struct serve_args *a, int key, char *arg)
+{
+	unsigned long long v;
 
-			errno = 0;
-			lv = strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || lv < -1000 || lv > 1000)
-				goto bad_value;
-			cfg.level = (int)lv;
-			break;
-		}
-		case 'm':
-			if (parse_size(optarg, &v) < 0)
-				goto bad_value;
-			cfg.mem_limit = v;
-			break;
-		case 'S':
-			sc.socket_path = optarg;
-			break;
-		case 't':
-			tcp = optarg;
-			break;
-		case 'e':
-			if (strlen(optarg) > NBD_MAX_STRING) {
-				fprintf(stderr, "uzram serve: export name too long\n");
-				return 2;
-			}
-			sc.export.name = optarg;
-			break;
-		case 'r':
-			sc.export.read_only = true;
-			break;
-		case 'c':
-			if (parse_uint(optarg, 1u << 20, &v) < 0)
-				goto bad_value;
-			sc.max_connections = (unsigned)v;
-			max_given = true;
-			break;
-		case 'B':
-			if (parse_size(optarg, &v) < 0 || v < (1u << 20) ||
-			    v > SIZE_MAX / 2)
-				goto bad_value;
-			sc.buffer_limit = (size_t)v;
-			break;
-		case 'I':
-			if (parse_uint(optarg, 1u << 30, &v) < 0)
-				goto bad_value;
-			sc.idle_secs = (unsigned)v;
-			break;
-		case 'H':
-			if (parse_uint(optarg, 1u << 30, &v) < 0 || v == 0)
-				goto bad_value;
-			sc.handshake_secs = (unsigned)v;
-			break;
-		case 'C':
-			if (parse_size(optarg, &v) < 0 || v > UINT32_MAX)
-				goto bad_value;
-			cfg.cluster_size = (uint32_t)v;
-			cluster_set = true;
-			break;
-		case 'i':
-			sc.image = optarg;
-			break;
-		case 'j':
-			if (parse_uint(optarg, UZRAM_MAX_THREADS, &v) < 0)
-				goto bad_value;
-			cfg.threads = (uint32_t)v;
-			break;
-		case 'R':
-			sc.run = optarg;
-			break;
-		case 'A':
-			if (nrecomp == UZRAM_MAX_RECOMP) {
-				fprintf(stderr, "uzram serve: at most %d "
-					"--recomp-algorithm\n", UZRAM_MAX_RECOMP);
-				return 2;
-			}
-			if (parse_algo_spec(optarg, &recomp[nrecomp].name,
-					    &recomp[nrecomp].level,
-					    &recomp[nrecomp].dict) < 0)
-				goto bad_value;
-			nrecomp++;
-			break;
-		case 'X':
-			sc.ctl_socket = optarg;
-			break;
-		case 'T':
-			if (parse_tls_mode(optarg, &tc.mode) < 0)
-				goto bad_value;
-			break;
-		case 'K':
-			tc.certificates = optarg;
-			break;
-		case 'P':
-			tc.psk_file = optarg;
-			break;
-		case 'V':
-			tc.verify_peer = true;
-			break;
-		case 'D':
-			dict_path = optarg;
-			break;
-		case 'b':
-			cfg.backing = optarg;
-			break;
-		case 'W':
-		case 'w':
-			if (parse_uint(optarg, 100, &v) < 0 || v == 0)
-				goto bad_value;
-			*(o == 'W' ? &cfg.high_watermark : &cfg.low_watermark) =
-				(uint32_t)v;
-			break;
-		case 'U':
-			cfg.dedup = 1;
-			break;
-		case 'h':
-			serve_usage();
-			return 0;
-		default:
-			serve_usage();
+	switch (key) {
+	case 'S':
+		a->sc.socket_path = arg;
+		return 0;
+	case 't':
+		a->tcp = arg;
+		return 0;
+	case 'e':
+		if (strlen(arg) > NBD_MAX_STRING) {
+			fprintf(stderr, "uzram serve: export name too long\n");
 			return 2;
 		}
+		a->sc.export.name = arg;
+		return 0;
+	case 'r':
+		a->sc.export.read_only = true;
+		return 0;
+	case 'c':
+		if (parse_uint(arg, 1u << 20, &v) < 0)
+			return CLI_BAD_VALUE;
+		a->sc.max_connections = (unsigned)v;
+		a->max_given = true;
+		return 0;
+	case 'B':
+		if (parse_size(arg, &v) < 0 || v < (1u << 20) || v > SIZE_MAX / 2)
+			return CLI_BAD_VALUE;
+		a->sc.buffer_limit = (size_t)v;
+		return 0;
+	case 'I':
+	case 'H':
+		if (parse_uint(arg, 1u << 30, &v) < 0 || (key == 'H' && v == 0))
+			return CLI_BAD_VALUE;
+		*(key == 'I' ? &a->sc.idle_secs : &a->sc.handshake_secs) =
+			(unsigned)v;
+		return 0;
+	case 'i':
+		a->sc.image = arg;
+		return 0;
+	case 'R':
+		a->sc.run = arg;
+		return 0;
+	case 'X':
+		a->sc.ctl_socket = arg;
+		return 0;
+	case 'T':
+		return parse_tls_mode(arg, &a->tc.mode) < 0 ? CLI_BAD_VALUE : 0;
+	case 'K':
+		a->tc.certificates = arg;
+		return 0;
+	case 'P':
+		a->tc.psk_file = arg;
+		return 0;
+	case 'V':
+		a->tc.verify_peer = true;
+		return 0;
+	default:
+		return 2; /* not in serve_opts */
 	}
-	if (check_tls_options(&tc) < 0)
+}
+
+/* One option of `uzram serve` into a (cli_parse()'s take). */
+static int serve_take(void *ctx, int key, char *arg)
+{
+	struct serve_args *a = ctx;
+	unsigned long long v;
+
+	switch (key) {
+	case 's':
+		if (parse_size(arg, &v) < 0 || v == 0)
+			return CLI_BAD_VALUE;
+		a->cfg.size = v;
+		a->size_set = true;
+		return 0;
+	case 'a':
+		a->cfg.algorithm = arg;
+		a->algo_set = true;
+		return 0;
+	case 'l':
+		return parse_level(arg, &a->cfg.level) < 0 ? CLI_BAD_VALUE : 0;
+	case 'm':
+		if (parse_size(arg, &v) < 0)
+			return CLI_BAD_VALUE;
+		a->cfg.mem_limit = v;
+		return 0;
+	case 'C':
+		if (parse_size(arg, &v) < 0 || v > UINT32_MAX)
+			return CLI_BAD_VALUE;
+		a->cfg.cluster_size = (uint32_t)v;
+		a->cluster_set = true;
+		return 0;
+	case 'D':
+		a->dict_path = arg;
+		return 0;
+	case 'b':
+		a->cfg.backing = arg;
+		return 0;
+	case 'W':
+	case 'w':
+		if (parse_uint(arg, 100, &v) < 0 || v == 0)
+			return CLI_BAD_VALUE;
+		*(key == 'W' ? &a->cfg.high_watermark : &a->cfg.low_watermark) =
+			(uint32_t)v;
+		return 0;
+	case 'j':
+		if (parse_uint(arg, UZRAM_MAX_THREADS, &v) < 0)
+			return CLI_BAD_VALUE;
+		a->cfg.threads = (uint32_t)v;
+		return 0;
+	case 'U':
+		a->cfg.dedup = 1;
+		return 0;
+	case 'A':
+		if (a->nrecomp == UZRAM_MAX_RECOMP) {
+			fprintf(stderr, "uzram serve: at most %d "
+				"--recomp-algorithm\n", UZRAM_MAX_RECOMP);
+			return 2;
+		}
+		if (parse_algo_spec(arg, &a->recomp[a->nrecomp].name,
+				    &a->recomp[a->nrecomp].level,
+				    &a->recomp[a->nrecomp].dict) < 0)
+			return CLI_BAD_VALUE;
+		a->nrecomp++;
+		return 0;
+	default:
+		return serve_take_server(a, key, arg);
+	}
+}
+
+/* Where to listen, once the options are all read: 0 or the exit status. */
+static int serve_address(struct serve_args *a, int argc, char **argv)
+{
+	if (check_tls_options(&a->tc) < 0)
 		return 2;
 	if (optind != argc) {
-		fprintf(stderr, "uzram serve: unexpected argument '%s'\n", argv[optind]);
-		serve_usage();
+		fprintf(stderr, "uzram serve: unexpected argument '%s'\n",
+			argv[optind]);
+		cli_usage(&serve_cmd, stderr);
 		return 2;
 	}
-	if (tcp && sc.socket_path) {
+	if (a->tcp && a->sc.socket_path) {
 		fprintf(stderr, "uzram serve: --socket and --tcp are exclusive\n");
 		return 2;
 	}
-	if (tcp) {
-		if (split_hostport(tcp, &sc.tcp_host, &sc.tcp_port) < 0) {
-			fprintf(stderr, "uzram serve: bad --tcp '%s', want [HOST:]PORT\n",
-				tcp);
+	if (a->tcp) {
+		if (split_hostport(a->tcp, &a->sc.tcp_host, &a->sc.tcp_port) < 0) {
+			fprintf(stderr, "uzram serve: bad --tcp '%s', want "
+				"[HOST:]PORT\n", a->tcp);
 			return 2;
 		}
-	} else if (!sc.socket_path) {
-		sc.socket_path = "uzram.sock";
+	} else if (!a->sc.socket_path) {
+		a->sc.socket_path = "uzram.sock";
 	}
+	return 0;
+}
 
-	if (tc.mode != NBD_TLS_OFF && !(tls = nbd_tls_new(&tc)))
+int cmd_serve(int argc, char **argv)
+{
+	struct serve_args a = {
+		.sc = { .export = { .name = "" } },
+		.tc = { .mode = NBD_TLS_OFF },
+	};
+	struct nbd_tls *tls = NULL;
+	struct uzram *dev = NULL;
+	char desc[256];
+	int r;
+
+	uzram_config_init(&a.cfg);
+	a.cfg.size = 1ull << 30;
+	r = cli_parse(&serve_cmd, argc, argv, serve_take, &a);
+	if (r >= 0)
+		return r;
+	r = serve_address(&a, argc, argv);
+	if (r)
+		return r;
+	if (a.tc.mode != NBD_TLS_OFF && !(tls = nbd_tls_new(&a.tc)))
 		return 1;
-	sc.export.tls = tls;
-	if (!sc.buffer_limit)
-		sc.buffer_limit = nbd_default_buffer_limit();
-	if (!max_given)
-		sc.max_connections = nbd_default_max_connections(sc.buffer_limit);
+	a.sc.export.tls = tls;
+	if (!a.sc.buffer_limit)
+		a.sc.buffer_limit = nbd_default_buffer_limit();
+	if (!a.max_given) /* from the buffer limit unless given */
+		a.sc.max_connections =
+			nbd_default_max_connections(a.sc.buffer_limit);
 
-	r = open_device(&cfg, sc.image, dict_path, size_set, algo_set,
-			cluster_set, &dev);
+	r = open_device(&a.cfg, a.sc.image, a.dict_path, a.size_set,
+			a.algo_set, a.cluster_set, &dev);
 	if (!r)
-		r = add_recomp(dev, recomp, nrecomp);
+		r = add_recomp(dev, a.recomp, a.nrecomp);
 	if (r) {
 		uzram_close(dev);
 		nbd_tls_free(tls);
 		return r;
 	}
-	sc.algorithm = uzram_algorithm(dev, 0);
-	sc.export.dev = dev;
-	sc.export.size = uzram_size(dev);
-	snprintf(desc, sizeof desc, "uzram %s device", sc.algorithm);
-	sc.export.description = desc;
-	r = nbd_server_run(&sc);
+	a.sc.algorithm = uzram_algorithm(dev, 0);
+	a.sc.export.dev = dev;
+	a.sc.export.size = uzram_size(dev);
+	snprintf(desc, sizeof desc, "uzram %s device", a.sc.algorithm);
+	a.sc.export.description = desc;
+	r = nbd_server_run(&a.sc);
 	if (r == 0) {
 		uzram_close(dev); /* else a stuck client thread may still use it */
 		nbd_tls_free(tls);
 	}
 	return r;
-
-bad_value:
-	fprintf(stderr, "uzram serve: bad value '%s' for --%s\n", optarg,
-		opts[idx].name);
-	return 2;
-}
-
-static void stat_usage(FILE *f)
-{
-	fprintf(f, "usage: uzram stat [--socket PATH | --tcp [HOST:]PORT | --ctl-socket PATH\n"
-		"                   | --mount DIR] [--json]\n");
-}
-
-static void ctl_usage(FILE *f)
-{
-	fprintf(f, "usage: uzram ctl [--socket PATH | --tcp [HOST:]PORT | --ctl-socket PATH]\n"
-		"                 compact | mem-limit SIZE | reset-max | idle [SECONDS]\n"
-		"                 | recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]\n"
-		"                 | writeback [type=huge|idle|huge_idle|incompressible] [pages=LO-HI]\n"
-		"                             [limit=N]\n"
-		"                 | writeback-limit N|off | backing-compact\n"
-		"                 | train-dict [priority=N] [size=SIZE]\n"
-		"                 | save [IMAGE]\n"
-		"  compact      move objects out of sparse allocator pages, give back\n"
-		"               what is empty (zram's compact)\n"
-		"  mem-limit    change the memory limit; 0 removes it (zram's mem_limit)\n"
-		"  reset-max    restart mem_used_max from mem_used_total\n"
-		"  idle         mark every stored page idle until it is next read or\n"
-		"               written (zram's idle)\n"
-		"  recompress   re-encode stored pages with a --recomp-algorithm of the\n"
-		"               server (priority 1 by default), all or only huge or idle ones,\n"
-		"               at least threshold bytes compressed (zram's recompress)\n"
-		"  idle SECONDS mark idle only what was not read or written for that long\n"
-		"  writeback    move stored pages to the backing store, largest first: all,\n"
-		"               huge, idle, both, or huge ones recompression could not shrink;\n"
-		"               pages LO to HI only; at most N pages (zram's writeback)\n"
-		"  writeback-limit  let writeback write at most N more pages, or no limit\n"
-		"               (zram's writeback_limit and writeback_limit_enable)\n"
-		"  backing-compact  move the live objects of mostly dead backing store\n"
-		"               segments together and give the rest back\n"
-		"  train-dict   train a dictionary (64 KiB by default) for the algorithm\n"
-		"               of a priority (0: the device's) from the stored data, keep\n"
-		"               it if it saves 2%% on a second sample, re-encode with it\n"
-		"  save         save the device to IMAGE, or to the server's --image,\n"
-		"               while it serves (uzram_save)\n");
-}
-
-/*
- * The options of stat and ctl: where the server is (--socket PATH, --tcp
- * [HOST:]PORT, --ctl-socket PATH, or --mount DIR, a directory of `uzram
- * mount`; ./uzram.sock by default), --help, and --json where json is not
- * NULL. Puts the control socket's path in path (PATH_MAX bytes). Returns
- * -1 to go on, or the exit status.
- */
-static int client_options(int argc, char **argv, void (*usage)(FILE *),
-			  const char *who, char *path, bool *json)
-{
-	static const struct option opts[] = {
-		{ "socket", required_argument, NULL, 'S' },
-		{ "mount", required_argument, NULL, 'M' },
-		{ "tcp", required_argument, NULL, 't' },
-		{ "ctl-socket", required_argument, NULL, 'X' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *sock = NULL, *ctl = NULL, *host, *port = NULL;
-	int o;
-
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (o == 'S') {
-			sock = optarg;
-		} else if (o == 'M') {
-			static char msock[PATH_MAX];
-
-			if (mount_socket_path(optarg, msock, sizeof msock) < 0)
-				return 1;
-			sock = msock;
-		} else if (o == 'X') {
-			ctl = optarg;
-		} else if (o == 't') {
-			if (split_hostport(optarg, &host, &port) < 0) {
-				fprintf(stderr, "%s: bad --tcp '%s', want "
-					"[HOST:]PORT\n", who, optarg);
-				return 2;
-			}
-		} else if (o == 'j' && json) {
-			*json = true;
-		} else if (o == 'h') {
-			usage(stdout);
-			return 0;
-		} else {
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (!!sock + !!ctl + !!port > 1) {
-		fprintf(stderr, "%s: --socket (or --mount), --tcp and "
-			"--ctl-socket are exclusive\n", who);
-		return 2;
-	}
-	if (!sock && !ctl && !port)
-		sock = "uzram.sock";
-	return ctl_path_find(ctl, sock, port, false, who, path, PATH_MAX) < 0
-		? 1 : -1;
-}
-
-int cmd_stat(int argc, char **argv)
-{
-	char path[PATH_MAX];
-	bool json = false;
-	int r = client_options(argc, argv, stat_usage, "uzram stat", path,
-			       &json);
-
-	if (r >= 0)
-		return r;
-	if (optind != argc) {
-		stat_usage(stderr);
-		return 2;
-	}
-	return nbd_server_ctl(path, json ? "json\n" : "text\n", "uzram stat");
-}
-
-/* "recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]" */
-static int recompress_request(int argc, char **argv, char *req, size_t n)
-{
-	unsigned long long threshold = 0, prio = 1;
-	unsigned flags = 0;
-
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-
-		if (!strcmp(a, "type=huge"))
-			flags |= UZRAM_RECOMP_HUGE;
-		else if (!strcmp(a, "type=idle"))
-			flags |= UZRAM_RECOMP_IDLE;
-		else if (!strcmp(a, "type=huge_idle"))
-			flags |= UZRAM_RECOMP_HUGE | UZRAM_RECOMP_IDLE;
-		else if (!strncmp(a, "threshold=", 10) &&
-			 !parse_size(a + 10, &threshold) && threshold <= UINT32_MAX)
-			;
-		else if (!strncmp(a, "priority=", 9) &&
-			 !parse_uint(a + 9, UZRAM_MAX_RECOMP, &prio) && prio > 0)
-			;
-		else
-			return -1;
-	}
-	snprintf(req, n, "recompress %llu %u %llu\n", prio, flags, threshold);
-	return 0;
-}
-
-/* "writeback [type=...] [pages=LO-HI] [limit=N]"; pages fit 32 bits */
-static int writeback_request(int argc, char **argv, char *req, size_t n)
-{
-	static const struct { const char *name; unsigned flags; } types[] = {
-		{ "type=huge", UZRAM_WB_HUGE }, { "type=idle", UZRAM_WB_IDLE },
-		{ "type=huge_idle", UZRAM_WB_HUGE | UZRAM_WB_IDLE },
-		{ "type=incompressible", UZRAM_WB_INCOMPRESSIBLE },
-	};
-	unsigned long long limit = 0, lo = 0, hi = 0;
-	bool range = false;
-	unsigned flags = 0;
-
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		char *dash;
-		size_t t;
-
-		for (t = 0; t < sizeof types / sizeof types[0]; t++)
-			if (!strcmp(a, types[t].name))
-				break;
-		if (t < sizeof types / sizeof types[0]) {
-			flags |= types[t].flags;
-		} else if (!strncmp(a, "limit=", 6) &&
-			   !parse_uint(a + 6, UINT32_MAX, &limit)) {
-			;
-		} else if (!strncmp(a, "pages=", 6) &&
-			   (dash = strchr(a + 6, '-'))) {
-			char lo_s[24];
-
-			if ((size_t)(dash - (a + 6)) >= sizeof lo_s)
-				return -1;
-			memcpy(lo_s, a + 6, (size_t)(dash - (a + 6)));
-			lo_s[dash - (a + 6)] = '\0';
-			if (parse_uint(lo_s, UINT32_MAX, &lo) ||
-			    parse_uint(dash + 1, UINT32_MAX, &hi) || lo > hi)
-				return -1;
-			range = true;
-		} else {
-			return -1;
-		}
-	}
-	if (range)
-		snprintf(req, n, "writeback %u %llu %llu %llu\n", flags, limit,
-			 lo, hi);
-	else
-		snprintf(req, n, "writeback %u %llu\n", flags, limit);
-	return 0;
-}
-
-/* "train-dict [priority=N] [size=SIZE]" */
-static int train_request(int argc, char **argv, char *req, size_t n)
-{
-	unsigned long long prio = 0, size = UZRAM_DICT_DEFAULT_SIZE;
-
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-
-		if (!strncmp(a, "priority=", 9) &&
-		    !parse_uint(a + 9, UZRAM_MAX_RECOMP, &prio))
-			;
-		else if (!strncmp(a, "size=", 5) && !parse_size(a + 5, &size) &&
-			 size <= (1u << 20))
-			;
-		else {
-			fprintf(stderr, "uzram ctl: bad train-dict argument "
-				"'%s'\n", a);
-			return -1;
-		}
-	}
-	snprintf(req, n, "train-dict %llu %llu\n", prio, size);
-	return 0;
-}
-
-int cmd_ctl(int argc, char **argv)
-{
-	char path[PATH_MAX], req[PATH_MAX + 16], cwd[PATH_MAX];
-	unsigned long long v;
-	int r = client_options(argc, argv, ctl_usage, "uzram ctl", path, NULL);
-
-	if (r >= 0)
-		return r;
-	argc -= optind;
-	argv += optind;
-	if (argc == 1 && !strcmp(argv[0], "compact")) {
-		snprintf(req, sizeof req, "compact\n");
-	} else if (argc == 1 && !strcmp(argv[0], "reset-max")) {
-		snprintf(req, sizeof req, "reset-max\n");
-	} else if (argc == 1 && !strcmp(argv[0], "idle")) {
-		snprintf(req, sizeof req, "idle\n");
-	} else if (argc == 2 && !strcmp(argv[0], "idle")) {
-		if (parse_uint(argv[1], UINT32_MAX, &v) < 0) {
-			fprintf(stderr, "uzram ctl: bad seconds '%s'\n", argv[1]);
-			return 2;
-		}
-		snprintf(req, sizeof req, "idle %llu\n", v);
-	} else if (argc >= 1 && !strcmp(argv[0], "writeback")) {
-		if (writeback_request(argc, argv, req, sizeof req) < 0) {
-			ctl_usage(stderr);
-			return 2;
-		}
-	} else if (argc == 2 && !strcmp(argv[0], "writeback-limit")) {
-		if (!strcmp(argv[1], "off"))
-			snprintf(req, sizeof req, "writeback-limit 0 0\n");
-		else if (!parse_uint(argv[1], UINT32_MAX, &v))
-			snprintf(req, sizeof req, "writeback-limit 1 %llu\n", v);
-		else {
-			fprintf(stderr, "uzram ctl: bad page count '%s'\n", argv[1]);
-			return 2;
-		}
-	} else if (argc == 1 && !strcmp(argv[0], "backing-compact")) {
-		snprintf(req, sizeof req, "backing-compact\n");
-	} else if (argc >= 1 && !strcmp(argv[0], "train-dict")) {
-		if (train_request(argc, argv, req, sizeof req) < 0) {
-			ctl_usage(stderr);
-			return 2;
-		}
-	} else if (argc >= 1 && !strcmp(argv[0], "recompress")) {
-		if (recompress_request(argc, argv, req, sizeof req) < 0) {
-			ctl_usage(stderr);
-			return 2;
-		}
-	} else if (argc == 1 && !strcmp(argv[0], "save")) {
-		snprintf(req, sizeof req, "save\n");
-	} else if (argc == 2 && !strcmp(argv[0], "save")) {
-		/* the server's working directory is not ours */
-		if (argv[1][0] != '/' && !getcwd(cwd, sizeof cwd)) {
-			perror("uzram ctl: getcwd");
-			return 1;
-		}
-		if ((size_t)snprintf(req, sizeof req, "save %s%s%s\n",
-				     argv[1][0] == '/' ? "" : cwd,
-				     argv[1][0] == '/' ? "" : "/", argv[1]) >=
-		    sizeof req || strchr(argv[1], '\n')) {
-			fprintf(stderr, "uzram ctl: bad path '%s'\n", argv[1]);
-			return 2;
-		}
-	} else if (argc == 2 && !strcmp(argv[0], "mem-limit")) {
-		if (parse_size(argv[1], &v) < 0) {
-			fprintf(stderr, "uzram ctl: bad size '%s'\n", argv[1]);
-			return 2;
-		}
-		snprintf(req, sizeof req, "mem-limit %llu\n", v);
-	} else {
-		ctl_usage(stderr);
-		return 2;
-	}
-	return nbd_server_ctl(path, req, "uzram ctl");
 }

@@ -1,15 +1,14 @@
 /*
  * commands.c - one request run on the device and its reply: simple
  * replies, structured replies whose data comes as OFFSET_DATA and
- * OFFSET_HOLE chunks (the runs uzram_block_status() reports), the pieces
- * of a cut read (transmission.c explains when a read is cut and who runs
- * the pieces), base:allocation block status, and the errno mapping.
+ * OFFSET_HOLE chunks (the runs uzram_block_status() reports), one piece
+ * of a cut read (transmission.c cuts reads and hands out the pieces),
+ * base:allocation block status, and the errno mapping.
  *
  * Every reply frame (or chunk group) goes out whole under c->send_lock;
  * the first failed send marks the connection send_failed and shuts its
  * read side, so the leader stops reading requests nobody will see answered.
  */
-#include <assert.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -40,8 +39,8 @@ static void reply_simple(struct nbd_conn *c, const struct nbd_request *rq,
 	struct iovec iov[2] = { { hdr, sizeof hdr }, { data, len } };
 
 	put32(hdr, NBD_SIMPLE_REPLY_MAGIC);
-	put32(hdr + 4, err);
-	put64(hdr + 8, rq->cookie);
+	put32(hdr + NBD_SIMPLE_REPLY_ERROR, err);
+	put64(hdr + NBD_SIMPLE_REPLY_COOKIE, rq->cookie);
 	if (err)
 		ctr_add(&c->ctr->errors, 1);
 	send_frame(c, iov, err || !len ? 1 : 2);
@@ -51,21 +50,22 @@ static void put_chunk_hdr(unsigned char *p, const struct nbd_request *rq,
 			  uint16_t flags, uint16_t type, uint32_t len)
 {
 	put32(p, NBD_STRUCTURED_REPLY_MAGIC);
-	put16(p + 4, flags);
-	put16(p + 6, type);
-	put64(p + 8, rq->cookie);
-	put32(p + 16, len);
+	put16(p + NBD_CHUNK_FLAGS, flags);
+	put16(p + NBD_CHUNK_TYPE, type);
+	put64(p + NBD_CHUNK_COOKIE, rq->cookie);
+	put32(p + NBD_CHUNK_LENGTH, len);
 }
 
-#define ERROR_CHUNK_SIZE (NBD_CHUNK_HDR_SIZE + 6)
+#define ERROR_CHUNK_SIZE (NBD_CHUNK_HDR_SIZE + NBD_ERROR_PAYLOAD)
 
 /* The final ERROR chunk of a structured reply, without a message. */
 static void put_error_chunk(struct nbd_conn *c, unsigned char *p,
 			    const struct nbd_request *rq, uint32_t err)
 {
-	put_chunk_hdr(p, rq, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR, 6);
+	put_chunk_hdr(p, rq, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR,
+		      NBD_ERROR_PAYLOAD);
 	put32(p + NBD_CHUNK_HDR_SIZE, err);
-	put16(p + NBD_CHUNK_HDR_SIZE + 4, 0);
+	put16(p + NBD_CHUNK_HDR_SIZE + NBD_ERROR_MSG_LENGTH, 0);
 	ctr_add(&c->ctr->errors, 1);
 }
 
@@ -157,10 +157,13 @@ static int build_chunks(struct worker *w, const struct nbd_request *rq,
 
 		*last = h;
 		if (ch->zero) {
-			put_chunk_hdr(h, rq, 0, NBD_REPLY_TYPE_OFFSET_HOLE, 12);
-			put64(h + 20, ch->off);
-			put32(h + 28, (uint32_t)ch->len);
-			w->iov[iovcnt++] = (struct iovec){ h, 32 };
+			put_chunk_hdr(h, rq, 0, NBD_REPLY_TYPE_OFFSET_HOLE,
+				      NBD_HOLE_PAYLOAD);
+			put64(h + NBD_CHUNK_HDR_SIZE, ch->off);
+			put32(h + NBD_CHUNK_HDR_SIZE + NBD_HOLE_LENGTH,
+			      (uint32_t)ch->len);
+			w->iov[iovcnt++] = (struct iovec){
+				h, NBD_CHUNK_HDR_SIZE + NBD_HOLE_PAYLOAD };
 			continue;
 		}
 		r = uzram_read(c->exp->dev, dst, ch->len, ch->off);
@@ -169,9 +172,10 @@ static int build_chunks(struct worker *w, const struct nbd_request *rq,
 			return 0;
 		}
 		put_chunk_hdr(h, rq, 0, NBD_REPLY_TYPE_OFFSET_DATA,
-			      (uint32_t)(8 + ch->len));
-		put64(h + 20, ch->off);
-		w->iov[iovcnt++] = (struct iovec){ h, 28 };
+			      (uint32_t)(NBD_DATA_PAYLOAD_HDR + ch->len));
+		put64(h + NBD_CHUNK_HDR_SIZE, ch->off);
+		w->iov[iovcnt++] = (struct iovec){
+			h, NBD_CHUNK_HDR_SIZE + NBD_DATA_PAYLOAD_HDR };
 		w->iov[iovcnt++] = (struct iovec){ dst, ch->len };
 	}
 	return iovcnt;
@@ -236,48 +240,10 @@ void tx_read_piece(struct worker *w, struct read_job *j, int i)
 	pthread_mutex_unlock(&c->send_lock);
 }
 
-/*
- * The leader's side of a cut read: publish the job, wake idle threads to
- * help (starting one if none is idle), take pieces until none is left,
- * then wait for the helpers' pieces before the buffer is released.
- */
-static void do_read_split(struct worker *w, const struct nbd_request *rq)
-{
-	struct nbd_conn *c = w->c;
-	struct read_job j = {
-		.rq = rq,
-		.buf = w->buf,
-		.npieces = (int)((rq->len + PIECE - 1) / PIECE),
-	};
-	int want;
-
-	j.unfinished = j.unsent = j.npieces;
-	want = j.npieces - 1 < c->helpers ? j.npieces - 1 : c->helpers;
-	pthread_mutex_lock(&c->lock);
-	assert(!c->job);
-	c->job = &j;
-	for (int i = 0; i < want && i < c->idle; i++)
-		pthread_cond_signal(&c->lead_cv);
-	if (c->idle < want && !c->closing && c->nspawned < NBD_MAX_THREADS)
-		tx_spawn_locked(c);
-	while (tx_help_locked(w))
-		;
-	while (j.unfinished > 0)
-		pthread_cond_wait(&c->job_cv, &c->lock);
-	c->job = NULL;
-	pthread_mutex_unlock(&c->lock);
-	if (!j.err)
-		ctr_add(&c->ctr->bytes_read, rq->len);
-}
-
 static void do_read(struct worker *w, const struct nbd_request *rq)
 {
 	int r;
 
-	if (rq->split) {
-		do_read_split(w, rq);
-		return;
-	}
 	if (w->c->structured) {
 		do_read_structured(w, rq);
 		return;
@@ -299,7 +265,7 @@ static void do_block_status(struct worker *w, const struct nbd_request *rq)
 {
 	struct uzram *dev = w->c->exp->dev;
 	uint64_t pos = rq->off, end = rq->off + rq->len, run;
-	unsigned char *d = w->desc + 4, h[NBD_CHUNK_HDR_SIZE];
+	unsigned char *d = w->desc + NBD_BS_PAYLOAD_HDR, h[NBD_CHUNK_HDR_SIZE];
 	struct iovec iov[2] = { { h, sizeof h }, { w->desc, 0 } };
 	uint32_t st, prev = 0;
 	unsigned fl;
@@ -310,13 +276,15 @@ static void do_block_status(struct worker *w, const struct nbd_request *rq)
 			break;
 		st = nbd_state(fl);
 		if (n > 0 && st == prev) {
-			put32(d + 8 * (n - 1), get32(d + 8 * (n - 1)) + (uint32_t)run);
+			unsigned char *e = d + NBD_BS_DESC_SIZE * (n - 1);
+
+			put32(e, get32(e) + (uint32_t)run);
 		} else {
 			if (n == MAX_DESC ||
 			    (n == 1 && (rq->flags & NBD_CMD_FLAG_REQ_ONE)))
 				break;
-			put32(d + 8 * n, (uint32_t)run);
-			put32(d + 8 * n + 4, st);
+			put32(d + NBD_BS_DESC_SIZE * n, (uint32_t)run);
+			put32(d + NBD_BS_DESC_SIZE * n + NBD_BS_DESC_FLAGS, st);
 			prev = st;
 			n++;
 		}
@@ -327,9 +295,9 @@ static void do_block_status(struct worker *w, const struct nbd_request *rq)
 		return;
 	}
 	put_chunk_hdr(h, rq, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_BLOCK_STATUS,
-		      (uint32_t)(4 + 8 * n));
+		      (uint32_t)(NBD_BS_PAYLOAD_HDR + NBD_BS_DESC_SIZE * n));
 	put32(w->desc, NBD_META_ID_ALLOC);
-	iov[1].iov_len = 4 + 8u * n;
+	iov[1].iov_len = NBD_BS_PAYLOAD_HDR + NBD_BS_DESC_SIZE * (size_t)n;
 	send_frame(w->c, iov, 2);
 }
 

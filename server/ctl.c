@@ -1,6 +1,14 @@
 /*
- * ctl.c - the requests of the control channel (PATH.ctl, see server.c):
- * parsing, strictly, and running those that act on the device.
+ * ctl.c - the control channel (PATH.ctl; where it lives: ctlpath.c), both
+ * sides: the requests, parsed strictly and run on the device; the threads
+ * that serve control clients; and nbd_server_ctl(), the client that
+ * `uzram stat` and `uzram ctl` use.
+ *
+ * The main loop only accepts on the control socket: each control client
+ * is served by a detached thread of its own (at most CTL_MAX at once; more
+ * get "error: busy"), which waits up to CTL_WAIT_MS for the request line
+ * and runs it. So a silent control client, or a compact or recompress
+ * that runs for seconds, never delays new NBD clients or a signal.
  *
  * A request is one line: "json", "text", "compact", "mem-limit BYTES",
  * "reset-max", "idle" or "recompress PRIORITY FLAGS THRESHOLD", as zram's
@@ -15,10 +23,18 @@
  * may follow the last one: strtoull() alone would take " -1" as 2^64-1
  * and "+5" as 5. The reply starts with "ok" or "error:".
  */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
 
-#include "server.h"
+#include "internal.h"
 
 #define KNOWN "known: json, text, compact, mem-limit BYTES, reset-max, " \
 	      "idle [SECONDS], recompress PRIORITY FLAGS THRESHOLD, writeback " \
@@ -220,6 +236,15 @@ static void train_dict(struct uzram *dev, const struct nbd_ctl_req *rq,
 			 (unsigned long long)rep.pages_reencoded);
 }
 
+/* The reply to a request that returns a count r of what, or an error. */
+static void reply_count(char *out, size_t n, long r, const char *what)
+{
+	if (r < 0)
+		snprintf(out, n, "error: %s\n", uzram_last_error());
+	else
+		snprintf(out, n, "ok: %ld %s\n", r, what);
+}
+
 void nbd_ctl_execute(struct uzram *dev, const struct nbd_ctl_req *rq,
 		     char *out, size_t n)
 {
@@ -245,10 +270,7 @@ void nbd_ctl_execute(struct uzram *dev, const struct nbd_ctl_req *rq,
 		return;
 	case NBD_CTL_RECOMPRESS:
 		r = uzram_recompress(dev, (int)rq->prio, rq->flags, rq->threshold);
-		if (r < 0)
-			snprintf(out, n, "error: %s\n", uzram_last_error());
-		else
-			snprintf(out, n, "ok: %ld pages re-encoded\n", r);
+		reply_count(out, n, r, "pages re-encoded");
 		return;
 	case NBD_CTL_IDLE:
 		snprintf(out, n, "ok: %ld pages marked idle\n",
@@ -262,18 +284,12 @@ void nbd_ctl_execute(struct uzram *dev, const struct nbd_ctl_req *rq,
 		return;
 	case NBD_CTL_IDLE_AGE:
 		r = uzram_mark_idle_age(dev, rq->threshold);
-		if (r < 0)
-			snprintf(out, n, "error: %s\n", uzram_last_error());
-		else
-			snprintf(out, n, "ok: %ld pages marked idle\n", r);
+		reply_count(out, n, r, "pages marked idle");
 		return;
 	case NBD_CTL_WRITEBACK:
 		r = uzram_writeback(dev, rq->flags, rq->first, rq->last,
 				    rq->bytes);
-		if (r < 0)
-			snprintf(out, n, "error: %s\n", uzram_last_error());
-		else
-			snprintf(out, n, "ok: %ld pages written back\n", r);
+		reply_count(out, n, r, "pages written back");
 		return;
 	case NBD_CTL_WRITEBACK_LIMIT:
 		if (uzram_set_writeback_limit(dev, rq->flags != 0, rq->bytes) < 0)
@@ -286,11 +302,7 @@ void nbd_ctl_execute(struct uzram *dev, const struct nbd_ctl_req *rq,
 		return;
 	case NBD_CTL_BACKING_COMPACT:
 		r = uzram_backing_compact(dev);
-		if (r < 0)
-			snprintf(out, n, "error: %s\n", uzram_last_error());
-		else
-			snprintf(out, n, "ok: %ld bytes of backing store freed\n",
-				 r);
+		reply_count(out, n, r, "bytes of backing store freed");
 		return;
 	case NBD_CTL_TRAIN_DICT:
 		train_dict(dev, rq, out, n);
@@ -300,4 +312,194 @@ void nbd_ctl_execute(struct uzram *dev, const struct nbd_ctl_req *rq,
 		break;
 	}
 	snprintf(out, n, "error: not a device command\n");
+}
+
+/* ---- the server side: one thread per control client ---- */
+
+#define CTL_WAIT_MS 1000
+#define CTL_MAX 16     /* control requests served at once */
+
+/* Save the device to path (the --image one if NULL); the reply in out. */
+int save_image(struct server *srv, const char *path, char *out,
+		      size_t n)
+{
+	struct timespec t0, t1;
+	int r;
+
+	if (!path) {
+		snprintf(out, n, "error: save: no path given, and the server "
+			 "has no --image\n");
+		return -1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r = uzram_save(srv->cfg->export.dev, path, 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (r < 0) {
+		snprintf(out, n, "error: %s\n", uzram_last_error());
+		return -1;
+	}
+	snprintf(out, n, "ok: saved %s in %.3f s\n", path,
+		 (double)(t1.tv_sec - t0.tv_sec) +
+		 (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	return 0;
+}
+
+/*
+ * "save" (to the server's --image) or "save PATH" (an absolute path): the
+ * one request ctl.c does not parse, as it needs the server's --image.
+ */
+static void save_request(struct server *srv, const char *req, size_t len,
+			 char *out, size_t n)
+{
+	char path[PATH_MAX];
+
+	while (len > 4 && (req[len - 1] == '\n' || req[len - 1] == '\r'))
+		len--;
+	if (len == 4) {
+		save_image(srv, srv->cfg->image, out, n);
+		return;
+	}
+	if (len - 5 >= sizeof path || req[5] != '/' ||
+	    memchr(req + 5, '\0', len - 5)) {
+		snprintf(out, n, "error: save wants an absolute path\n");
+		return;
+	}
+	memcpy(path, req + 5, len - 5);
+	path[len - 5] = '\0';
+	save_image(srv, path, out, n);
+}
+
+/* One request line of len bytes from the control socket; the reply in out. */
+static void ctl_request(struct server *srv, const char *req, size_t len,
+			char *out, size_t n)
+{
+	struct nbd_ctl_req rq;
+
+	if (len >= 4 && !memcmp(req, "save", 4) &&
+	    (len == 4 || req[4] == ' ' || req[4] == '\n' || req[4] == '\r')) {
+		save_request(srv, req, len, out, n);
+		return;
+	}
+	if (nbd_ctl_parse(req, len, &rq, out, n) < 0)
+		return;
+	if (rq.op == NBD_CTL_JSON || rq.op == NBD_CTL_TEXT)
+		format_stats(srv, rq.op == NBD_CTL_JSON, out, n);
+	else
+		nbd_ctl_execute(srv->cfg->export.dev, &rq, out, n);
+}
+
+struct ctl_client {
+	struct server *srv;
+	int fd;
+};
+
+static void *ctl_main(void *arg)
+{
+	struct ctl_client *cc = arg;
+	struct server *srv = cc->srv;
+	struct pollfd p = { .fd = cc->fd, .events = POLLIN };
+	char req[PATH_MAX + 16], out[4096];
+	ssize_t r;
+
+	if (poll(&p, 1, CTL_WAIT_MS) == 1) {
+		r = recv(cc->fd, req, sizeof req, MSG_DONTWAIT);
+		if (r > 0) {
+			ctl_request(srv, req, (size_t)r, out, sizeof out);
+			(void)send(cc->fd, out, strlen(out),
+				   MSG_NOSIGNAL | MSG_DONTWAIT);
+		}
+	}
+	close(cc->fd);
+	free(cc);
+	pthread_mutex_lock(&srv->lock);
+	srv->ctl_running--;
+	pthread_cond_broadcast(&srv->gone_cv);
+	pthread_mutex_unlock(&srv->lock);
+	return NULL;
+}
+
+/* Accept one control client and hand it to a thread of its own. */
+void serve_ctl(struct server *srv, int lfd)
+{
+	static const char busy[] = "error: busy, try again\n";
+	struct ctl_client *cc;
+	bool started = false;
+	int fd;
+
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	cc = malloc(sizeof *cc);
+	pthread_mutex_lock(&srv->lock);
+	if (cc && srv->ctl_running < CTL_MAX) {
+		*cc = (struct ctl_client){ srv, fd };
+		started = !start_detached(ctl_main, cc);
+		srv->ctl_running += started;
+	}
+	pthread_mutex_unlock(&srv->lock);
+	if (!started) {
+		(void)send(fd, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+		close(fd);
+		free(cc);
+	}
+}
+
+/* Wait (at most DRAIN_SECS) for control requests still running. */
+void drain_ctl(struct server *srv)
+{
+	struct timespec deadline;
+
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += DRAIN_SECS;
+	pthread_mutex_lock(&srv->lock);
+	while (srv->ctl_running > 0 &&
+	       pthread_cond_timedwait(&srv->gone_cv, &srv->lock,
+				      &deadline) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&srv->lock);
+}
+
+/* ---- the client side, for `uzram stat` and `uzram ctl` ---- */
+
+int nbd_server_ctl(const char *path, const char *request, const char *who)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char reply[8192];
+	size_t len = 0, rlen = strlen(request);
+	ssize_t r;
+	int fd;
+
+	if (strlen(path) >= sizeof sa.sun_path) {
+		fprintf(stderr, "%s: socket path too long: %s\n", who, path);
+		return 1;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		fprintf(stderr, "%s: no server answers on %s: %s\n", who, path,
+			strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return 1;
+	}
+	if (send(fd, request, rlen, MSG_NOSIGNAL) != (ssize_t)rlen) {
+		fprintf(stderr, "%s: %s: %s\n", who, path, strerror(errno));
+		close(fd);
+		return 1;
+	}
+	while (len < sizeof reply - 1 &&
+	       (r = read(fd, reply + len, sizeof reply - 1 - len)) > 0)
+		len += (size_t)r;
+	close(fd);
+	reply[len] = '\0';
+	if (len == 0) {
+		fprintf(stderr, "%s: %s: no reply\n", who, path);
+		return 1;
+	}
+	if (!strncmp(reply, "error: ", 7)) {
+		fprintf(stderr, "%s: %s", who, reply + 7);
+		return 1;
+	}
+	fputs(reply, stdout);
+	return 0;
 }

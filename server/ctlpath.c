@@ -28,7 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "server.h"
+#include "internal.h"
 
 static bool ours(const struct stat *st)
 {

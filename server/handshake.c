@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server.h"
+#include "conn.h"
 
 struct opt_reader {
 	const unsigned char *p;
@@ -77,16 +77,16 @@ static bool export_matches(const struct nbd_conn *c, const unsigned char *name,
 static int send_reply(struct nbd_conn *c, uint32_t opt, uint32_t type,
 		      const void *data, uint32_t len)
 {
-	unsigned char hdr[20];
+	unsigned char hdr[NBD_OPT_REPLY_SIZE];
 	struct iovec iov[2] = {
 		{ hdr, sizeof hdr },
 		{ (void *)(uintptr_t)data, len },
 	};
 
 	put64(hdr, NBD_REP_MAGIC);
-	put32(hdr + 8, opt);
-	put32(hdr + 12, type);
-	put32(hdr + 16, len);
+	put32(hdr + NBD_OPT_REPLY_OPT, opt);
+	put32(hdr + NBD_OPT_REPLY_TYPE, type);
+	put32(hdr + NBD_OPT_REPLY_LENGTH, len);
 	return conn_send(c, iov, len ? 2 : 1);
 }
 
@@ -110,8 +110,8 @@ static uint16_t transmission_flags(const struct nbd_conn *c)
 static int opt_export_name(struct nbd_conn *c, const unsigned char *d,
 			   uint32_t len)
 {
-	static const unsigned char zeroes[124];
-	unsigned char msg[10];
+	static const unsigned char zeroes[NBD_EXPORT_REPLY_ZEROES];
+	unsigned char msg[NBD_EXPORT_REPLY_SIZE];
 	struct iovec iov[2] = {
 		{ msg, sizeof msg },
 		{ (void *)(uintptr_t)zeroes, sizeof zeroes },
@@ -121,7 +121,7 @@ static int opt_export_name(struct nbd_conn *c, const unsigned char *d,
 		return -1;
 	c->tflags = transmission_flags(c);
 	put64(msg, c->exp->size);
-	put16(msg + 8, c->tflags);
+	put16(msg + NBD_EXPORT_REPLY_FLAGS, c->tflags);
 	if (conn_send(c, iov, c->no_zeroes ? 1 : 2) < 0)
 		return -1;
 	return 1;
@@ -130,13 +130,14 @@ static int opt_export_name(struct nbd_conn *c, const unsigned char *d,
 static int send_info(struct nbd_conn *c, uint32_t opt, uint16_t type,
 		     const void *data, size_t len)
 {
-	unsigned char buf[2 + NBD_MAX_STRING];
+	unsigned char buf[NBD_INFO_TYPE_SIZE + NBD_MAX_STRING];
 
 	if (len > NBD_MAX_STRING)
 		len = NBD_MAX_STRING;
 	put16(buf, type);
-	memcpy(buf + 2, data, len);
-	return send_reply(c, opt, NBD_REP_INFO, buf, (uint32_t)(2 + len));
+	memcpy(buf + NBD_INFO_TYPE_SIZE, data, len);
+	return send_reply(c, opt, NBD_REP_INFO, buf,
+			  (uint32_t)(NBD_INFO_TYPE_SIZE + len));
 }
 
 /* NBD_OPT_INFO and NBD_OPT_GO: returns 1 to start transmission (GO). */
@@ -145,19 +146,19 @@ static int opt_info_go(struct nbd_conn *c, uint32_t opt,
 {
 	struct opt_reader r = { d, len };
 	const unsigned char *name, *reqs;
-	unsigned char buf[12];
+	unsigned char buf[NBD_INFO_BLOCK_SIZE_SIZE];
 	bool want_name = false, want_desc = false;
 	uint32_t namelen;
 	uint16_t nreq;
 
 	if (take_string(&r, &name, &namelen) < 0 || take16(&r, &nreq) < 0 ||
-	    r.left != 2u * nreq)
+	    r.left != (uint32_t)NBD_INFO_TYPE_SIZE * nreq)
 		return send_reply(c, opt, NBD_REP_ERR_INVALID, NULL, 0);
 	if (!export_matches(c, name, namelen))
 		return send_reply(c, opt, NBD_REP_ERR_UNKNOWN, NULL, 0);
 	reqs = r.p;
 	for (uint16_t i = 0; i < nreq; i++) {
-		uint16_t t = get16(reqs + 2 * i);
+		uint16_t t = get16(reqs + NBD_INFO_TYPE_SIZE * i);
 
 		want_name |= t == NBD_INFO_NAME;
 		want_desc |= t == NBD_INFO_DESCRIPTION;
@@ -165,14 +166,15 @@ static int opt_info_go(struct nbd_conn *c, uint32_t opt,
 
 	c->tflags = transmission_flags(c);
 	put64(buf, c->exp->size);
-	put16(buf + 8, c->tflags);
-	if (send_info(c, opt, NBD_INFO_EXPORT, buf, 10) < 0)
+	put16(buf + NBD_INFO_EXPORT_FLAGS, c->tflags);
+	if (send_info(c, opt, NBD_INFO_EXPORT, buf, NBD_INFO_EXPORT_SIZE) < 0)
 		return -1;
 	put32(buf, 1);
 	/* requests of whole clusters avoid a read-modify-write */
-	put32(buf + 4, uzram_cluster_size(c->exp->dev));
-	put32(buf + 8, c->exp->shared->max_block);
-	if (send_info(c, opt, NBD_INFO_BLOCK_SIZE, buf, 12) < 0)
+	put32(buf + NBD_INFO_BLOCK_PREFERRED, uzram_cluster_size(c->exp->dev));
+	put32(buf + NBD_INFO_BLOCK_MAXIMUM, c->exp->shared->max_block);
+	if (send_info(c, opt, NBD_INFO_BLOCK_SIZE, buf,
+		      NBD_INFO_BLOCK_SIZE_SIZE) < 0)
 		return -1;
 	if (want_name && send_info(c, opt, NBD_INFO_NAME, c->exp->name,
 				   strlen(c->exp->name)) < 0)
@@ -188,7 +190,7 @@ static int opt_info_go(struct nbd_conn *c, uint32_t opt,
 
 static int opt_list(struct nbd_conn *c, uint32_t len)
 {
-	unsigned char buf[4 + NBD_MAX_STRING];
+	unsigned char buf[NBD_REP_SERVER_NAME + NBD_MAX_STRING];
 	size_t n = strlen(c->exp->name);
 
 	if (len != 0)
@@ -196,9 +198,9 @@ static int opt_list(struct nbd_conn *c, uint32_t len)
 	if (n > NBD_MAX_STRING)
 		n = NBD_MAX_STRING;
 	put32(buf, (uint32_t)n);
-	memcpy(buf + 4, c->exp->name, n);
+	memcpy(buf + NBD_REP_SERVER_NAME, c->exp->name, n);
 	if (send_reply(c, NBD_OPT_LIST, NBD_REP_SERVER, buf,
-		       (uint32_t)(4 + n)) < 0)
+		       (uint32_t)(NBD_REP_SERVER_NAME + n)) < 0)
 		return -1;
 	return send_reply(c, NBD_OPT_LIST, NBD_REP_ACK, NULL, 0);
 }
@@ -216,7 +218,7 @@ static int opt_meta(struct nbd_conn *c, uint32_t opt, const unsigned char *d,
 	struct opt_reader r = { d, len };
 	const bool set = opt == NBD_OPT_SET_META_CONTEXT;
 	const unsigned char *name, *q;
-	unsigned char buf[4 + sizeof ctx];
+	unsigned char buf[NBD_REP_META_NAME + sizeof ctx];
 	uint32_t namelen, nq, qlen;
 	bool match = false;
 
@@ -243,9 +245,9 @@ static int opt_meta(struct nbd_conn *c, uint32_t opt, const unsigned char *d,
 		c->meta_alloc = match;
 	if (match) {
 		put32(buf, set ? NBD_META_ID_ALLOC : 0);
-		memcpy(buf + 4, ctx, sizeof ctx - 1);
+		memcpy(buf + NBD_REP_META_NAME, ctx, sizeof ctx - 1);
 		if (send_reply(c, opt, NBD_REP_META_CONTEXT, buf,
-			       (uint32_t)(4 + sizeof ctx - 1)) < 0)
+			       (uint32_t)(NBD_REP_META_NAME + sizeof ctx - 1)) < 0)
 			return -1;
 	}
 	return send_reply(c, opt, NBD_REP_ACK, NULL, 0);
@@ -304,15 +306,17 @@ static int handle_option(struct nbd_conn *c, uint32_t opt,
 
 static int negotiate(struct nbd_conn *c, unsigned char *data)
 {
-	unsigned char hdr[18];
-	struct iovec iov = { hdr, 18 };
+	unsigned char hdr[NBD_GREETING_SIZE];
+	struct iovec iov = { hdr, NBD_GREETING_SIZE };
 	uint32_t cflags, opt, len;
 	int r;
 
 	put64(hdr, NBD_MAGIC);
-	put64(hdr + 8, NBD_IHAVEOPT);
-	put16(hdr + 16, NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES);
-	if (conn_send(c, &iov, 1) < 0 || conn_recv(c, hdr, 4) < 0)
+	put64(hdr + NBD_GREETING_IHAVEOPT, NBD_IHAVEOPT);
+	put16(hdr + NBD_GREETING_FLAGS,
+	      NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES);
+	if (conn_send(c, &iov, 1) < 0 ||
+	    conn_recv(c, hdr, NBD_CLIENT_FLAGS_SIZE) < 0)
 		return -1;
 	cflags = get32(hdr);
 	if (!(cflags & NBD_FLAG_C_FIXED_NEWSTYLE) ||
@@ -321,12 +325,12 @@ static int negotiate(struct nbd_conn *c, unsigned char *data)
 	c->no_zeroes = cflags & NBD_FLAG_C_NO_ZEROES;
 
 	for (int n = 0; n < NBD_MAX_OPTIONS; n++) {
-		if (conn_recv(c, hdr, 16) < 0)
+		if (conn_recv(c, hdr, NBD_OPTION_SIZE) < 0)
 			return -1;
 		if (get64(hdr) != NBD_IHAVEOPT)
 			goto bad;
-		opt = get32(hdr + 8);
-		len = get32(hdr + 12);
+		opt = get32(hdr + NBD_OPTION_OPT);
+		len = get32(hdr + NBD_OPTION_LENGTH);
 		if (len > NBD_MAX_OPTION_LEN) {
 			if (opt == NBD_OPT_EXPORT_NAME)
 				goto bad; /* has no error reply */

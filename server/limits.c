@@ -29,7 +29,7 @@
 #include <limits.h>
 #include <unistd.h>
 
-#include "server.h"
+#include "conn.h"
 
 #define MiB ((size_t)1 << 20)
 

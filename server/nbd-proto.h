@@ -3,9 +3,11 @@
  * handshake, simple and structured replies) and big-endian helpers.
  *
  * Numbers follow doc/proto.md of the NetworkBlockDevice/nbd project. All
- * integers on the wire are big-endian; the structs here are never sent as
- * they are: messages are packed byte by byte with the put/get helpers, so
- * no padding or alignment question can arise.
+ * integers on the wire are big-endian. Messages are packed byte by byte
+ * with the put/get helpers below, so no padding or alignment question can
+ * arise; each message's size and the offset of each field in it are named
+ * here (NBD_<MESSAGE>_SIZE, NBD_<MESSAGE>_<FIELD>), in the order of the
+ * fields on the wire.
  */
 #ifndef UZRAM_NBD_PROTO_H
 #define UZRAM_NBD_PROTO_H
@@ -16,6 +18,50 @@
 #define NBD_MAGIC            0x4e42444d41474943ull /* "NBDMAGIC" */
 #define NBD_IHAVEOPT         0x49484156454f5054ull /* "IHAVEOPT" */
 #define NBD_REP_MAGIC        0x0003e889045565a9ull
+
+/* Server greeting: NBDMAGIC, IHAVEOPT, handshake flags. */
+#define NBD_GREETING_SIZE        18
+#define NBD_GREETING_IHAVEOPT    8
+#define NBD_GREETING_FLAGS       16
+#define NBD_CLIENT_FLAGS_SIZE    4  /* the client's answer: its flags */
+
+/* Option request: IHAVEOPT, option, data length; the data follows. */
+#define NBD_OPTION_SIZE          16
+#define NBD_OPTION_OPT           8
+#define NBD_OPTION_LENGTH        12
+
+/* Option reply: REP_MAGIC, option, reply type, data length; data follows. */
+#define NBD_OPT_REPLY_SIZE       20
+#define NBD_OPT_REPLY_OPT        8
+#define NBD_OPT_REPLY_TYPE       12
+#define NBD_OPT_REPLY_LENGTH     16
+
+/*
+ * NBD_OPT_EXPORT_NAME's reply: export size, transmission flags, then
+ * NBD_EXPORT_REPLY_ZEROES zero bytes unless the client chose NO_ZEROES.
+ */
+#define NBD_EXPORT_REPLY_SIZE    10
+#define NBD_EXPORT_REPLY_FLAGS   8
+#define NBD_EXPORT_REPLY_ZEROES  124
+
+/*
+ * NBD_REP_INFO data: an info type (NBD_INFO_TYPE_SIZE bytes), then for
+ * NBD_INFO_EXPORT the export size and transmission flags, for
+ * NBD_INFO_BLOCK_SIZE the minimum, preferred and maximum block sizes, for
+ * NAME and DESCRIPTION a string. NBD_OPT_INFO and NBD_OPT_GO ask for info
+ * types as a list of NBD_INFO_TYPE_SIZE-byte numbers.
+ */
+#define NBD_INFO_TYPE_SIZE       2
+#define NBD_INFO_EXPORT_SIZE     10
+#define NBD_INFO_EXPORT_FLAGS    8
+#define NBD_INFO_BLOCK_SIZE_SIZE 12
+#define NBD_INFO_BLOCK_PREFERRED 4
+#define NBD_INFO_BLOCK_MAXIMUM   8
+
+/* NBD_REP_SERVER data: name length, name. */
+#define NBD_REP_SERVER_NAME      4
+/* NBD_REP_META_CONTEXT data: context id, name. */
+#define NBD_REP_META_NAME        4
 
 #define NBD_FLAG_FIXED_NEWSTYLE   (1u << 0) /* server handshake flags */
 #define NBD_FLAG_NO_ZEROES        (1u << 1)
@@ -81,9 +127,40 @@ enum nbd_tflag {
 #define NBD_SIMPLE_REPLY_MAGIC 0x67446698u
 #define NBD_STRUCTURED_REPLY_MAGIC 0x668e33efu
 
-#define NBD_REQUEST_SIZE      28 /* magic, flags, type, cookie, offset, length */
-#define NBD_SIMPLE_REPLY_SIZE 16 /* magic, error, cookie */
-#define NBD_CHUNK_HDR_SIZE    20 /* magic, flags, type, cookie, length */
+/* Request: magic, flags, type, cookie, offset, length; a write's data follows. */
+#define NBD_REQUEST_SIZE      28
+#define NBD_REQUEST_FLAGS     4
+#define NBD_REQUEST_TYPE      6
+#define NBD_REQUEST_COOKIE    8
+#define NBD_REQUEST_OFFSET    16
+#define NBD_REQUEST_LENGTH    24
+
+/* Simple reply: magic, error, cookie; a read's data follows. */
+#define NBD_SIMPLE_REPLY_SIZE   16
+#define NBD_SIMPLE_REPLY_ERROR  4
+#define NBD_SIMPLE_REPLY_COOKIE 8
+
+/* Structured reply chunk: magic, flags, type, cookie, payload length. */
+#define NBD_CHUNK_HDR_SIZE    20
+#define NBD_CHUNK_FLAGS       4
+#define NBD_CHUNK_TYPE        6
+#define NBD_CHUNK_COOKIE      8
+#define NBD_CHUNK_LENGTH      16
+
+/*
+ * Chunk payloads, after the header. OFFSET_DATA: offset, then the data.
+ * OFFSET_HOLE: offset, length. ERROR: error, message length (then the
+ * message; ours have none). BLOCK_STATUS: context id, then descriptors of
+ * length and status flags.
+ */
+#define NBD_DATA_PAYLOAD_HDR  8
+#define NBD_HOLE_PAYLOAD      12
+#define NBD_HOLE_LENGTH       8
+#define NBD_ERROR_PAYLOAD     6
+#define NBD_ERROR_MSG_LENGTH  4
+#define NBD_BS_PAYLOAD_HDR    4
+#define NBD_BS_DESC_SIZE      8
+#define NBD_BS_DESC_FLAGS     4
 
 enum nbd_cmd {
 	NBD_CMD_READ = 0,
@@ -131,6 +208,16 @@ enum nbd_errno {
 #define NBD_STATE_ZERO (1u << 1)
 
 #define NBD_META_BASE_ALLOCATION "base:allocation"
+
+/* Each message's last field ends where its size says. */
+_Static_assert(NBD_GREETING_FLAGS + 2 == NBD_GREETING_SIZE, "greeting");
+_Static_assert(NBD_OPTION_LENGTH + 4 == NBD_OPTION_SIZE, "option");
+_Static_assert(NBD_OPT_REPLY_LENGTH + 4 == NBD_OPT_REPLY_SIZE, "option reply");
+_Static_assert(NBD_REQUEST_LENGTH + 4 == NBD_REQUEST_SIZE, "request");
+_Static_assert(NBD_SIMPLE_REPLY_COOKIE + 8 == NBD_SIMPLE_REPLY_SIZE, "reply");
+_Static_assert(NBD_CHUNK_LENGTH + 4 == NBD_CHUNK_HDR_SIZE, "chunk header");
+_Static_assert(NBD_HOLE_LENGTH + 4 == NBD_HOLE_PAYLOAD, "hole payload");
+_Static_assert(NBD_ERROR_MSG_LENGTH + 2 == NBD_ERROR_PAYLOAD, "error payload");
 
 static inline void put16(unsigned char *p, uint16_t v)
 {

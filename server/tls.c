@@ -25,9 +25,8 @@
  * reply frame and uncorks every TLS_FLUSH bytes, so a small header goes in
  * the same record as the payload after it, several records go out in one
  * writev(), and the session never holds more than about TLS_FLUSH bytes of
- * a 32 MiB reply. (nbdcopy reading 3 x 256 MiB with PSK, server CPU time,
- * two runs each on a loaded 2-core VM: flushing every 16 KiB 3.39-3.41 s,
- * 64 KiB 2.89-3.08 s, 256 KiB 2.93-3.08 s.)
+ * a 32 MiB reply (why TLS_FLUSH is 64 KiB: bench/notes.md, "Server
+ * design figures").
  *
  * Errors are logged on stderr with GnuTLS's message, except a client that
  * simply went away.
@@ -45,7 +44,7 @@
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 
-#include "server.h"
+#include "conn.h"
 
 #define TLS_FLUSH (64u << 10)
 #define PSK_PRIORITY "NORMAL:+ECDHE-PSK:+DHE-PSK:+PSK"

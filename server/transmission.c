@@ -21,9 +21,7 @@
  * running elsewhere, every further one is handed off too, so a pipelining
  * client (qemu, nbdcopy, fio at depth) gets its requests run in parallel,
  * replies in completion order, and a slow request (a large write to
- * compress, a trim of gigabytes) never holds up the reading. (Measured
- * with fio, 4K random writes from 2 connections at depth 16: always running
- * small writes inline gave 13-15K IOPS, handing them off 15-17K.)
+ * compress, a trim of gigabytes) never holds up the reading.
  * The threads of one connection never wait for another connection's: a
  * slow client only stalls its own threads, and the device needs no server
  * lock (libuzram is thread-safe per page).
@@ -39,14 +37,11 @@
  *        NBD_REPLY_FLAG_DONE (decided under send_lock)
  *
  * so decoding runs on several cores and overlaps the client's receiving,
- * instead of the client waiting for the whole buffer. fio, 1 MiB reads at
- * depth 1, medians of 12 interleaved runs under SCHED_FIFO on this 2-core
- * VM shared with other work: 1,137-1,266 MB/s cut, 980-1,065 uncut. With
- * no core to spare (the same at normal priority) it gains nothing: 1,065
- * vs 1,118. Helpers: one per CPU beyond the first. Only when nothing
- * else is running and no further request is buffered: at depth, requests
- * already run in parallel, and more chunks would only cost the client
- * more system calls.
+ * instead of the client waiting for the whole buffer; it pays only when a
+ * core is free to help. Helpers: one per CPU beyond the first. Only when
+ * nothing else is running and no further request is buffered: at depth,
+ * requests already run in parallel, and more chunks would only cost the
+ * client more system calls.
  *
  * Bounds: a request holds at most max_block bytes of buffer (the maximum
  * block size we advertise); the leader waits before reading a payload or
@@ -69,6 +64,7 @@
  * The input buffer belongs to whoever leads. Never take c->lock while
  * holding c->send_lock.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -98,7 +94,7 @@ static int timed_wait(pthread_cond_t *cv, pthread_mutex_t *m, int ms)
 /* ---- leadership and the in-flight budget (c->lock) ---- */
 
 /* Help with the read job's pieces, if any; called and returns with c->lock. */
-bool tx_help_locked(struct worker *w)
+static bool tx_help_locked(struct worker *w)
 {
 	struct nbd_conn *c = w->c;
 	struct read_job *j = c->job;
@@ -143,12 +139,12 @@ static bool lead(struct worker *w)
 	return ok;
 }
 
-void tx_spawn_locked(struct nbd_conn *c)
+static void tx_spawn_locked(struct nbd_conn *c)
 {
 	pthread_attr_t attr;
 
 	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, THREAD_STACK);
+	pthread_attr_setstacksize(&attr, NBD_THREAD_STACK);
 	if (!pthread_create(&c->threads[c->nspawned], &attr, thread_main, c)) {
 		c->nspawned++;
 		c->nthreads++;
@@ -349,11 +345,11 @@ static int read_request(struct worker *w, struct nbd_request *rq,
 		ctr_add(&c->ctr->proto_errors, 1);
 		return -1;
 	}
-	rq->flags = get16(h + 4);
-	rq->type = get16(h + 6);
-	rq->cookie = get64(h + 8);
-	rq->off = get64(h + 16);
-	rq->len = get32(h + 24);
+	rq->flags = get16(h + NBD_REQUEST_FLAGS);
+	rq->type = get16(h + NBD_REQUEST_TYPE);
+	rq->cookie = get64(h + NBD_REQUEST_COOKIE);
+	rq->off = get64(h + NBD_REQUEST_OFFSET);
+	rq->len = get32(h + NBD_REQUEST_LENGTH);
 	rq->split = false;
 	ctr_add(&c->ctr->requests[rq->type < NBD_CMD_NR ? rq->type : NBD_CMD_NR], 1);
 	if (rq->type == NBD_CMD_DISC)
@@ -433,6 +429,40 @@ static int wait_request(struct worker *w)
 	}
 }
 
+/*
+ * The leader's side of a cut read: publish the job, wake idle threads to
+ * help (starting one if none is idle), take pieces until none is left,
+ * then wait for the helpers' pieces before the buffer is released.
+ */
+static void do_read_split(struct worker *w, const struct nbd_request *rq)
+{
+	struct nbd_conn *c = w->c;
+	struct read_job j = {
+		.rq = rq,
+		.buf = w->buf,
+		.npieces = (int)((rq->len + PIECE - 1) / PIECE),
+	};
+	int want;
+
+	j.unfinished = j.unsent = j.npieces;
+	want = j.npieces - 1 < c->helpers ? j.npieces - 1 : c->helpers;
+	pthread_mutex_lock(&c->lock);
+	assert(!c->job);
+	c->job = &j;
+	for (int i = 0; i < want && i < c->idle; i++)
+		pthread_cond_signal(&c->lead_cv);
+	if (c->idle < want && !c->closing && c->nspawned < NBD_MAX_THREADS)
+		tx_spawn_locked(c);
+	while (tx_help_locked(w))
+		;
+	while (j.unfinished > 0)
+		pthread_cond_wait(&c->job_cv, &c->lock);
+	c->job = NULL;
+	pthread_mutex_unlock(&c->lock);
+	if (!j.err)
+		ctr_add(&c->ctr->bytes_read, rq->len);
+}
+
 static void serve(struct nbd_conn *c)
 {
 	struct worker *w = calloc(1, sizeof *w);
@@ -461,7 +491,10 @@ static void serve(struct nbd_conn *c)
 			unlead(c);
 			leading = false;
 		}
-		tx_execute(w, &rq, err);
+		if (rq.split)
+			do_read_split(w, &rq);
+		else
+			tx_execute(w, &rq, err);
 		budget_give(c, held, handed_off);
 		buf_trim(w);
 	}

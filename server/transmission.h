@@ -7,7 +7,7 @@
 #ifndef UZRAM_TRANSMISSION_H
 #define UZRAM_TRANSMISSION_H
 
-#include "server.h"
+#include "conn.h"
 
 #define MAX_CHUNKS   64            /* structured read reply chunks */
 #define MAX_DESC     1024          /* block status descriptors per reply */
@@ -16,7 +16,6 @@
 #define PIECE        (128u << 10)  /* bytes per piece of a cut read */
 #define MIN_BUF      NBD_IDLE_BUF  /* smallest buffer, kept while waiting */
 #define KEEP_BUF     (4u << 20)
-#define THREAD_STACK (256u << 10)
 #define IDLE_RELEASE_MS 250        /* idle this long: give the buffer back */
 
 struct nbd_request {
@@ -54,17 +53,16 @@ struct worker {
 	unsigned char *buf;
 	size_t cap;
 	struct chunk ch[MAX_CHUNKS];
-	unsigned char hdr[MAX_CHUNKS][32];
+	/* a chunk's header, and its payload but for the data */
+	unsigned char hdr[MAX_CHUNKS][NBD_CHUNK_HDR_SIZE + NBD_HOLE_PAYLOAD];
 	struct iovec iov[2 * MAX_CHUNKS];
-	unsigned char desc[4 + 8 * MAX_DESC];
+	unsigned char desc[NBD_BS_PAYLOAD_HDR + NBD_BS_DESC_SIZE * MAX_DESC];
 };
 
-/* transmission.c: help with the read job (see there); c->lock held. */
-bool tx_help_locked(struct worker *w);
-/* transmission.c: start one more thread for c; c->lock held. */
-void tx_spawn_locked(struct nbd_conn *c);
-
-/* commands.c: run rq (or answer it with err, if not 0) and reply. */
+/*
+ * commands.c: run rq (or answer it with err, if not 0) and reply; a cut
+ * read (rq->split) is transmission.c's, which calls tx_read_piece().
+ */
 void tx_execute(struct worker *w, const struct nbd_request *rq, uint32_t err);
 /* commands.c: piece i of a cut read: decode it and send it. */
 void tx_read_piece(struct worker *w, struct read_job *j, int i);

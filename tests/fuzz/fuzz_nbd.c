@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "uzram.h"
-#include "server.h"
+#include "internal.h"
 
 #define FUZZ_DEV_SIZE (1u << 20)
 

@@ -1,0 +1,348 @@
+/*
+ * client.c - `uzram stat` (a running server's figures) and `uzram ctl`
+ * (commands for it): both find the server's control socket from where the
+ * server is, send one request line and print the reply (nbd_server_ctl()).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "uzram.h"
+#include "cli.h"
+#include "../server/server.h"
+
+/* Where the server is: the options of `uzram stat` and `uzram ctl`. */
+#define CLIENT_OPTIONS \
+	{ "socket", 'S', required_argument, "PATH", \
+	  "the server's Unix socket (default ./uzram.sock)" }, \
+	{ "tcp", 't', required_argument, "[HOST:]PORT", \
+	  "the server's TCP port (HOST: 127.0.0.1 by default)" }, \
+	{ "ctl-socket", 'X', required_argument, "PATH", \
+	  "the server's control socket, if it was given one" }, \
+	{ "mount", 'M', required_argument, "DIR", \
+	  "the server behind `uzram mount DIR`" }, \
+	{ "help", 'h', no_argument, NULL, "this text" }
+
+static const struct cli_option stat_opts[] = {
+	CLIENT_OPTIONS,
+	{ "json", 'j', no_argument, NULL, "the figures as one JSON object" },
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+static const struct cli_command stat_cmd = {
+	.name = "stat",
+	.summary = "The figures of a running server (zram's mm_stat and io_stat, and the\n"
+		   "server's own).\n",
+	.shorts = "",
+	.opts = stat_opts,
+};
+
+static const struct cli_option ctl_opts[] = {
+	CLIENT_OPTIONS,
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+static void ctl_commands(FILE *f)
+{
+	fprintf(f, "commands:\n"
+		"  compact | mem-limit SIZE | reset-max | idle [SECONDS]\n"
+		"  | recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]\n"
+		"  | writeback [type=huge|idle|huge_idle|incompressible] [pages=LO-HI]\n"
+		"              [limit=N]\n"
+		"  | writeback-limit N|off | backing-compact\n"
+		"  | train-dict [priority=N] [size=SIZE]\n"
+		"  | save [IMAGE]\n"
+		"  compact      move objects out of sparse allocator pages, give back\n"
+		"               what is empty (zram's compact)\n"
+		"  mem-limit    change the memory limit; 0 removes it (zram's mem_limit)\n"
+		"  reset-max    restart mem_used_max from mem_used_total\n"
+		"  idle         mark every stored page idle until it is next read or\n"
+		"               written (zram's idle)\n"
+		"  recompress   re-encode stored pages with a --recomp-algorithm of the\n"
+		"               server (priority 1 by default), all or only huge or idle ones,\n"
+		"               at least threshold bytes compressed (zram's recompress)\n"
+		"  idle SECONDS mark idle only what was not read or written for that long\n"
+		"  writeback    move stored pages to the backing store, largest first: all,\n"
+		"               huge, idle, both, or huge ones recompression could not shrink;\n"
+		"               pages LO to HI only; at most N pages (zram's writeback)\n"
+		"  writeback-limit  let writeback write at most N more pages, or no limit\n"
+		"               (zram's writeback_limit and writeback_limit_enable)\n"
+		"  backing-compact  move the live objects of mostly dead backing store\n"
+		"               segments together and give the rest back\n"
+		"  train-dict   train a dictionary (64 KiB by default) for the algorithm\n"
+		"               of a priority (0: the device's) from the stored data, keep\n"
+		"               it if it saves 2%% on a second sample, re-encode with it\n"
+		"  save         save the device to IMAGE, or to the server's --image,\n"
+		"               while it serves (uzram_save)\n");
+}
+
+static const struct cli_command ctl_cmd = {
+	.name = "ctl",
+	.operands = "COMMAND [ARG]...",
+	.summary = "Send a command to a running server.\n",
+	.shorts = "",
+	.opts = ctl_opts,
+	.footer = ctl_commands,
+};
+
+/* What stat's and ctl's options say (client_options()). */
+struct client_args {
+	const char *who;
+	const char *sock, *ctl, *port;
+	bool *json;
+};
+
+static int client_take(void *ctx, int key, char *arg)
+{
+	static char msock[PATH_MAX];
+	struct client_args *a = ctx;
+	const char *host;
+
+	switch (key) {
+	case 'S':
+		a->sock = arg;
+		return 0;
+	case 'M':
+		if (mount_socket_path(arg, msock, sizeof msock) < 0)
+			return 1;
+		a->sock = msock;
+		return 0;
+	case 'X':
+		a->ctl = arg;
+		return 0;
+	case 't':
+		if (split_hostport(arg, &host, &a->port) < 0) {
+			fprintf(stderr, "%s: bad --tcp '%s', want [HOST:]PORT\n",
+				a->who, arg);
+			return 2;
+		}
+		return 0;
+	case 'j':
+		*a->json = true;
+		return 0;
+	default:
+		return 2; /* not in the tables */
+	}
+}
+
+/*
+ * The options of stat and ctl (cmd): where the server is (--socket PATH,
+ * --tcp [HOST:]PORT, --ctl-socket PATH, or --mount DIR, a directory of
+ * `uzram mount`; ./uzram.sock by default), --help, and stat's --json.
+ * Puts the control socket's path in path (PATH_MAX bytes). Returns -1 to
+ * go on, or the exit status.
+ */
+static int client_options(int argc, char **argv, const struct cli_command *cmd,
+			  const char *who, char *path, bool *json)
+{
+	struct client_args a = { .who = who, .json = json };
+	int r = cli_parse(cmd, argc, argv, client_take, &a);
+
+	if (r >= 0)
+		return r;
+	if (!!a.sock + !!a.ctl + !!a.port > 1) {
+		fprintf(stderr, "%s: --socket (or --mount), --tcp and "
+			"--ctl-socket are exclusive\n", who);
+		return 2;
+	}
+	if (!a.sock && !a.ctl && !a.port)
+		a.sock = "uzram.sock";
+	return ctl_path_find(a.ctl, a.sock, a.port, false, who, path,
+			     PATH_MAX) < 0 ? 1 : -1;
+}
+
+int cmd_stat(int argc, char **argv)
+{
+	char path[PATH_MAX];
+	bool json = false;
+	int r = client_options(argc, argv, &stat_cmd, "uzram stat", path,
+			       &json);
+
+	if (r >= 0)
+		return r;
+	if (optind != argc) {
+		cli_usage(&stat_cmd, stderr);
+		return 2;
+	}
+	return nbd_server_ctl(path, json ? "json\n" : "text\n", "uzram stat");
+}
+
+/* "recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]" */
+static int recompress_request(int argc, char **argv, char *req, size_t n)
+{
+	unsigned long long threshold = 0, prio = 1;
+	unsigned flags = 0;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "type=huge"))
+			flags |= UZRAM_RECOMP_HUGE;
+		else if (!strcmp(a, "type=idle"))
+			flags |= UZRAM_RECOMP_IDLE;
+		else if (!strcmp(a, "type=huge_idle"))
+			flags |= UZRAM_RECOMP_HUGE | UZRAM_RECOMP_IDLE;
+		else if (!strncmp(a, "threshold=", 10) &&
+			 !parse_size(a + 10, &threshold) && threshold <= UINT32_MAX)
+			;
+		else if (!strncmp(a, "priority=", 9) &&
+			 !parse_uint(a + 9, UZRAM_MAX_RECOMP, &prio) && prio > 0)
+			;
+		else
+			return -1;
+	}
+	snprintf(req, n, "recompress %llu %u %llu\n", prio, flags, threshold);
+	return 0;
+}
+
+/* "writeback [type=...] [pages=LO-HI] [limit=N]"; pages fit 32 bits */
+static int writeback_request(int argc, char **argv, char *req, size_t n)
+{
+	static const struct { const char *name; unsigned flags; } types[] = {
+		{ "type=huge", UZRAM_WB_HUGE }, { "type=idle", UZRAM_WB_IDLE },
+		{ "type=huge_idle", UZRAM_WB_HUGE | UZRAM_WB_IDLE },
+		{ "type=incompressible", UZRAM_WB_INCOMPRESSIBLE },
+	};
+	unsigned long long limit = 0, lo = 0, hi = 0;
+	bool range = false;
+	unsigned flags = 0;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		char *dash;
+		size_t t;
+
+		for (t = 0; t < sizeof types / sizeof types[0]; t++)
+			if (!strcmp(a, types[t].name))
+				break;
+		if (t < sizeof types / sizeof types[0]) {
+			flags |= types[t].flags;
+		} else if (!strncmp(a, "limit=", 6) &&
+			   !parse_uint(a + 6, UINT32_MAX, &limit)) {
+			;
+		} else if (!strncmp(a, "pages=", 6) &&
+			   (dash = strchr(a + 6, '-'))) {
+			char lo_s[24];
+
+			if ((size_t)(dash - (a + 6)) >= sizeof lo_s)
+				return -1;
+			memcpy(lo_s, a + 6, (size_t)(dash - (a + 6)));
+			lo_s[dash - (a + 6)] = '\0';
+			if (parse_uint(lo_s, UINT32_MAX, &lo) ||
+			    parse_uint(dash + 1, UINT32_MAX, &hi) || lo > hi)
+				return -1;
+			range = true;
+		} else {
+			return -1;
+		}
+	}
+	if (range)
+		snprintf(req, n, "writeback %u %llu %llu %llu\n", flags, limit,
+			 lo, hi);
+	else
+		snprintf(req, n, "writeback %u %llu\n", flags, limit);
+	return 0;
+}
+
+/* "train-dict [priority=N] [size=SIZE]" */
+static int train_request(int argc, char **argv, char *req, size_t n)
+{
+	unsigned long long prio = 0, size = UZRAM_DICT_DEFAULT_SIZE;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strncmp(a, "priority=", 9) &&
+		    !parse_uint(a + 9, UZRAM_MAX_RECOMP, &prio))
+			;
+		else if (!strncmp(a, "size=", 5) && !parse_size(a + 5, &size) &&
+			 size <= (1u << 20))
+			;
+		else {
+			fprintf(stderr, "uzram ctl: bad train-dict argument "
+				"'%s'\n", a);
+			return -1;
+		}
+	}
+	snprintf(req, n, "train-dict %llu %llu\n", prio, size);
+	return 0;
+}
+
+int cmd_ctl(int argc, char **argv)
+{
+	char path[PATH_MAX], req[PATH_MAX + 16], cwd[PATH_MAX];
+	unsigned long long v;
+	int r = client_options(argc, argv, &ctl_cmd, "uzram ctl", path, NULL);
+
+	if (r >= 0)
+		return r;
+	argc -= optind;
+	argv += optind;
+	if (argc == 1 && !strcmp(argv[0], "compact")) {
+		snprintf(req, sizeof req, "compact\n");
+	} else if (argc == 1 && !strcmp(argv[0], "reset-max")) {
+		snprintf(req, sizeof req, "reset-max\n");
+	} else if (argc == 1 && !strcmp(argv[0], "idle")) {
+		snprintf(req, sizeof req, "idle\n");
+	} else if (argc == 2 && !strcmp(argv[0], "idle")) {
+		if (parse_uint(argv[1], UINT32_MAX, &v) < 0) {
+			fprintf(stderr, "uzram ctl: bad seconds '%s'\n", argv[1]);
+			return 2;
+		}
+		snprintf(req, sizeof req, "idle %llu\n", v);
+	} else if (argc >= 1 && !strcmp(argv[0], "writeback")) {
+		if (writeback_request(argc, argv, req, sizeof req) < 0) {
+			cli_usage(&ctl_cmd, stderr);
+			return 2;
+		}
+	} else if (argc == 2 && !strcmp(argv[0], "writeback-limit")) {
+		if (!strcmp(argv[1], "off"))
+			snprintf(req, sizeof req, "writeback-limit 0 0\n");
+		else if (!parse_uint(argv[1], UINT32_MAX, &v))
+			snprintf(req, sizeof req, "writeback-limit 1 %llu\n", v);
+		else {
+			fprintf(stderr, "uzram ctl: bad page count '%s'\n", argv[1]);
+			return 2;
+		}
+	} else if (argc == 1 && !strcmp(argv[0], "backing-compact")) {
+		snprintf(req, sizeof req, "backing-compact\n");
+	} else if (argc >= 1 && !strcmp(argv[0], "train-dict")) {
+		if (train_request(argc, argv, req, sizeof req) < 0) {
+			cli_usage(&ctl_cmd, stderr);
+			return 2;
+		}
+	} else if (argc >= 1 && !strcmp(argv[0], "recompress")) {
+		if (recompress_request(argc, argv, req, sizeof req) < 0) {
+			cli_usage(&ctl_cmd, stderr);
+			return 2;
+		}
+	} else if (argc == 1 && !strcmp(argv[0], "save")) {
+		snprintf(req, sizeof req, "save\n");
+	} else if (argc == 2 && !strcmp(argv[0], "save")) {
+		/* the server's working directory is not ours */
+		if (argv[1][0] != '/' && !getcwd(cwd, sizeof cwd)) {
+			perror("uzram ctl: getcwd");
+			return 1;
+		}
+		if ((size_t)snprintf(req, sizeof req, "save %s%s%s\n",
+				     argv[1][0] == '/' ? "" : cwd,
+				     argv[1][0] == '/' ? "" : "/", argv[1]) >=
+		    sizeof req || strchr(argv[1], '\n')) {
+			fprintf(stderr, "uzram ctl: bad path '%s'\n", argv[1]);
+			return 2;
+		}
+	} else if (argc == 2 && !strcmp(argv[0], "mem-limit")) {
+		if (parse_size(argv[1], &v) < 0) {
+			fprintf(stderr, "uzram ctl: bad size '%s'\n", argv[1]);
+			return 2;
+		}
+		snprintf(req, sizeof req, "mem-limit %llu\n", v);
+	} else {
+		cli_usage(&ctl_cmd, stderr);
+		return 2;
+	}
+	return nbd_server_ctl(path, req, "uzram ctl");
+}

@@ -1,0 +1,74 @@
+/*
+ * mount_run.c - the runtime directory of one `uzram mount` (see mount.c
+ * for what it holds) and whether a path is a mount point: what mount.c and
+ * the keeper in mount_stack.c both use.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mount.h"
+
+void mount_path(const struct mount_req *m, char *out, const char *name)
+{
+	/* runtime_dir() left room for every name */
+	if (snprintf(out, PATH_MAX, "%s/%s", m->run, name) >= PATH_MAX)
+		out[0] = '\0';
+}
+
+/* Undo mountinfo's octal escapes (\040 for a space) in place. */
+static void unescape(char *s)
+{
+	char *d = s;
+
+	for (; *s; s++, d++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
+		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*d = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + s[3] - '0');
+			s += 3;
+		} else {
+			*d = *s;
+		}
+	}
+	*d = '\0';
+}
+
+bool mount_point_is(const char *path)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[8192];
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof line, f)) {
+		char *save, *field = strtok_r(line, " ", &save);
+
+		for (int i = 1; field && i < 5; i++)
+			field = strtok_r(NULL, " ", &save);
+		if (field) {
+			unescape(field);
+			found = !strcmp(field, path);
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+void mount_remove_run(const struct mount_req *m)
+{
+	static const char *const files[] = { "nbdfuse.pid", "server.pid", "via",
+					     "pid", "dir", "log" };
+	char path[PATH_MAX];
+
+	mount_path(m, path, "fuse");
+	rmdir(path);
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		mount_path(m, path, files[i]);
+		unlink(path);
+	}
+	if (rmdir(m->run) < 0)
+		fprintf(stderr, "uzram mount: rmdir %s: %s\n", m->run,
+			strerror(errno));
+}

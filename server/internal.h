@@ -1,0 +1,140 @@
+/*
+ * internal.h - the listening side of `uzram serve`, private to server/:
+ * the state of one running server (struct server) and what its files
+ * give each other.
+ *
+ *   server.c    the main loop, the client list, setup and drain
+ *   sockets.c   listening sockets, the export's URI, the banner
+ *   captive.c   --run: the command the server runs and waits for
+ *   ctl.c       the control channel: server side (requests, threads) and
+ *               client side (nbd_server_ctl)
+ *   stats.c     the figures, as text or JSON
+ */
+#ifndef UZRAM_SERVER_INTERNAL_H
+#define UZRAM_SERVER_INTERNAL_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "conn.h"
+
+#define DRAIN_SECS 10  /* how long in-flight requests may take at exit */
+#define LISTEN_BACKLOG 128 /* connections the kernel queues for accept() */
+
+struct client;
+
+/*
+ * Lock rule: lock guards the client list and the count of control
+ * threads (see server.c); everything else is set before the main loop
+ * and then read, or is atomic (ctr).
+ */
+struct server {
+	const struct nbd_server_config *cfg;
+	struct nbd_export export; /* cfg's, with the shared state */
+	struct nbd_shared shared;
+	unsigned ctl_running;     /* control threads, under lock */
+	struct nbd_counters ctr;
+	time_t started;
+	pthread_mutex_t lock;
+	pthread_cond_t gone_cv; /* a client left */
+	struct client *clients; /* under lock */
+	unsigned nclients;      /* under lock */
+	char sock_path[PATH_MAX];
+	char ctl_path[PATH_MAX + 8];
+	char uri[PATH_MAX + 600];
+	pid_t child;            /* --run's command, 0 if none or reaped */
+	int sfd;                /* signalfd of the signals the server handles */
+	int lfd;                /* the export's listening socket */
+	int cfd;                /* the control socket */
+	bool tcp;               /* lfd is TCP, not a Unix socket */
+};
+
+/*
+ * Start fn(arg) in a detached thread with the server's stack size; 0, or
+ * pthread_create()'s error (then fn does not run).
+ */
+static inline int start_detached(void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	pthread_t tid;
+	int r;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, NBD_THREAD_STACK);
+	r = pthread_create(&tid, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return r;
+}
+
+/* stats.c: the figures of srv into out, as JSON or text; 0, or -1 if cut. */
+int format_stats(struct server *srv, bool json, char *out, size_t n);
+
+/* ctl.c: save the device to path (the --image one if NULL); the reply in out. */
+int save_image(struct server *srv, const char *path, char *out, size_t n);
+/* ctl.c: accept one control client on lfd, served by a thread of its own. */
+void serve_ctl(struct server *srv, int lfd);
+/* ctl.c: wait (at most DRAIN_SECS) for control requests still running. */
+void drain_ctl(struct server *srv);
+
+/* sockets.c: listen on the Unix socket path; the fd, or -1 after a message. */
+int listen_unix(const char *path);
+/* sockets.c: the same on TCP; plaintext: warn when not on loopback. */
+int listen_tcp(const char *host, const char *port, bool plaintext);
+/* sockets.c: path made absolute into out; 0 or -1. */
+int abs_path(const char *path, char *out, size_t n);
+/* sockets.c: srv->uri, from the configuration and srv->sock_path. */
+void make_uri(struct server *srv);
+/* sockets.c: how to connect, on stdout, ending with "ready". */
+void print_banner(struct server *srv);
+
+/* captive.c: --run: start the command; 0 or -1 after a message. */
+int start_command(struct server *srv);
+/* captive.c: whether the command exited; if so, *status as sh reports it. */
+bool command_exited(struct server *srv, int *status);
+
+/* ctlpath.c */
+
+/*
+ * Refuse a control socket another user could have put there: path, if it
+ * exists, and its directory must belong to us or root, and the directory
+ * must not be writable by others unless sticky. 0, or -1 after a message.
+ */
+int ctl_path_check(const char *path, const char *who);
+
+/* ctl.c */
+
+enum nbd_ctl_op {
+	NBD_CTL_JSON, NBD_CTL_TEXT, NBD_CTL_COMPACT, NBD_CTL_MEM_LIMIT,
+	NBD_CTL_RESET_MAX, NBD_CTL_IDLE, NBD_CTL_RECOMPRESS,
+	NBD_CTL_IDLE_AGE, NBD_CTL_WRITEBACK, NBD_CTL_WRITEBACK_LIMIT,
+	NBD_CTL_BACKING_COMPACT, NBD_CTL_TRAIN_DICT,
+};
+
+struct nbd_ctl_req {
+	enum nbd_ctl_op op;
+	uint64_t bytes;           /* mem-limit; writeback's and
+				   * writeback-limit's pages; train-dict's
+				   * dictionary size */
+	unsigned prio, flags;     /* recompress, writeback, writeback-limit's
+				   * enable, train-dict */
+	uint32_t threshold;       /* recompress; idle's seconds */
+	uint64_t first, last;     /* writeback's pages (all: 0, UINT64_MAX) */
+};
+
+/*
+ * Parse one control request of len bytes (a line, its "\n" or "\r\n"
+ * optional): 0, or -1 with a message for the client ("error: ...\n") in
+ * err. Numbers are decimal digits only: no sign, no blank, no overflow.
+ */
+int nbd_ctl_parse(const char *line, size_t len, struct nbd_ctl_req *rq,
+		  char *err, size_t n);
+/* Run a parsed request other than json/text on dev; the reply in out. */
+void nbd_ctl_execute(struct uzram *dev, const struct nbd_ctl_req *rq,
+		     char *out, size_t n);
+
+#endif /* UZRAM_SERVER_INTERNAL_H */
