@@ -186,8 +186,8 @@ check-header:
 	$(CXX) -Wall -Wextra -Werror -fsyntax-only -x c++ include/uzram.h
 
 # Folders whose files must not call each other both ways (scripts/check-cycles.sh).
-CYCLE_DIRS := src
-check-cycles: lib
+CYCLE_DIRS := src server cli
+check-cycles: all
 	bash scripts/check-cycles.sh $(addprefix $(BUILD)/obj/,$(CYCLE_DIRS))
 
 check-sanitizers:

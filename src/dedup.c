@@ -93,19 +93,21 @@ struct shard {
 
 struct dedup {
 	struct shard shard[NSHARDS];
-	_Atomic uint64_t bytes;
 };
 
-struct dedup *dedup_create(void)
+int dedup_create(struct uzram *dev)
 {
 	struct dedup *d = aligned_alloc(64, sizeof *d);
 
 	if (!d)
-		return NULL;
+		return -ENOMEM;
 	memset(d, 0, sizeof *d);
 	for (unsigned i = 0; i < NSHARDS; i++)
 		pthread_mutex_init(&d->shard[i].lock, NULL);
-	return d;
+	atomic_store_explicit(&dev->index_bytes, sizeof *d,
+			      memory_order_relaxed);
+	dev->dedup = d;
+	return 0;
 }
 
 void dedup_destroy(struct dedup *d)
@@ -120,11 +122,6 @@ void dedup_destroy(struct dedup *d)
 	free(d);
 }
 
-uint64_t dedup_bytes(const struct dedup *d)
-{
-	return d ? atomic_load_explicit(&d->bytes, memory_order_relaxed) +
-		   sizeof *d : 0;
-}
 
 static struct shard *shard_of(struct dedup *d, uint32_t tag)
 {
@@ -211,7 +208,7 @@ static bool ent_reserve(struct uzram *dev, struct shard *sh)
 		if (sh->ent[i])
 			ent_place(ent, cap, sh->ent[i]);
 	free(sh->ent);
-	atomic_fetch_add_explicit(&dev->dedup->bytes,
+	atomic_fetch_add_explicit(&dev->index_bytes,
 				  (uint64_t)(cap - sh->cap) * sizeof *ent,
 				  memory_order_relaxed);
 	sh->ent = ent;
@@ -279,7 +276,7 @@ static void ref_delete(struct shard *sh, uint32_t i)
  * shared object at 3/8..3/4 full, less than each share saves. False: no
  * memory.
  */
-static bool ref_get(struct dedup *d, struct shard *sh, uint32_t handle)
+static bool ref_get(struct uzram *dev, struct shard *sh, uint32_t handle)
 {
 	uint32_t i = ref_find(sh, handle);
 
@@ -297,7 +294,7 @@ static bool ref_get(struct dedup *d, struct shard *sh, uint32_t handle)
 			if (sh->refs[k])
 				ref_place(refs, rcap, sh->refs[k]);
 		free(sh->refs);
-		atomic_fetch_add_explicit(&d->bytes,
+		atomic_fetch_add_explicit(&dev->index_bytes,
 					  (uint64_t)(rcap - sh->rcap) * sizeof *refs,
 					  memory_order_relaxed);
 		sh->refs = refs;
@@ -351,7 +348,7 @@ bool dedup_find(struct uzram *dev, const unsigned char *src, size_t len,
 			continue;
 		size = zpool_obj_size(dev->pool, (uint32_t)e);
 		if (obj_equal(dev, zc, (uint32_t)e, size, src, len, t->unit) &&
-		    ref_get(dev->dedup, sh, (uint32_t)e)) {
+		    ref_get(dev, sh, (uint32_t)e)) {
 			handle = (uint32_t)e;
 			break;
 		}
@@ -467,7 +464,7 @@ bool dedup_share(struct uzram *dev, uint32_t flags, uint32_t handle)
 	bool ok;
 
 	pthread_mutex_lock(&sh->lock);
-	ok = ref_get(dev->dedup, sh, handle);
+	ok = ref_get(dev, sh, handle);
 	pthread_mutex_unlock(&sh->lock);
 	if (ok)
 		ref_count(dev, zpool_obj_size(dev->pool, handle), 1);
@@ -542,7 +539,7 @@ int dedup_saved_find(struct uzram *dev, struct dedup_saved **svp,
 	 * count is the references past each object's first, whichever goes
 	 * last.
 	 */
-	if (shared && !ref_get(dev->dedup, sh, handle)) {
+	if (shared && !ref_get(dev, sh, handle)) {
 		pthread_mutex_unlock(&sh->lock);
 		return -ENOMEM;
 	}

@@ -19,12 +19,13 @@ struct dedup;
 struct store_tls;
 struct uzram;
 
-/* A new, empty index, or NULL (no memory). */
-struct dedup *dedup_create(void);
+/*
+ * A new, empty index in dev->dedup: 0 or -ENOMEM. Its bytes, now and as it
+ * grows, are kept in dev->index_bytes, which counts against mem_limit as
+ * the page table does (device.h's table_bytes()).
+ */
+int dedup_create(struct uzram *dev);
 void dedup_destroy(struct dedup *d);   /* NULL is accepted */
-
-/* Bytes the index holds: counted against mem_limit, as the page table. */
-uint64_t dedup_bytes(const struct dedup *d);
 
 /*
  * Find a stored object holding exactly the len bytes src, whose XXH3 is

@@ -106,9 +106,8 @@ int device_create(const struct uzram_config *cfg, struct uzram **devp)
 		goto fail;
 	}
 	dev->nchunks = (dev->nclusters + CHUNK_SLOTS - 1) >> CHUNK_SHIFT;
-	if (c.dedup && !(dev->dedup = dedup_create())) {
-		ret = uzram_set_error(-ENOMEM, "open: out of memory for the "
-				      "dedup index");
+	if (c.dedup && (ret = dedup_create(dev))) {
+		uzram_set_error(ret, "open: out of memory for the dedup index");
 		goto fail;
 	}
 	table_limit_apply(dev);
@@ -203,7 +202,8 @@ UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
 		       atomic_load_explicit(&dev->mem_limit, memory_order_relaxed),
 		       table_bytes_only(dev), &full);
 	stats_dedup(&dev->stats, &full);
-	full.dedup_index_bytes = dedup_bytes(dev->dedup);
+	full.dedup_index_bytes = atomic_load_explicit(&dev->index_bytes,
+						      memory_order_relaxed);
 	lock_figures(&full);
 	if (dev->tier) {
 		full.bd_capacity = dev->tier->sp.nsegs << SEG_SHIFT;
@@ -224,22 +224,6 @@ UZRAM_API int uzram_set_mem_limit(struct uzram *dev, uint64_t bytes)
 	if (dev->tier && bytes)
 		tier_kick(dev->tier);   /* the policy looks at the new limit now */
 	return 0;
-}
-
-/*
- * mem_limit covers the allocator and the page table (with the dedup index,
- * store.h) together. Two threads
- * racing here (a new chunk and a new limit) may leave the older figure for
- * a moment; the next chunk or limit change corrects it.
- */
-void table_limit_apply(struct uzram *dev)
-{
-	uint64_t limit = atomic_load_explicit(&dev->mem_limit,
-					      memory_order_relaxed);
-	uint64_t table = table_bytes(dev);
-
-	/* 0 would mean "no limit" to the pool: 1 byte lets nothing in */
-	zpool_set_limit(dev->pool, !limit ? 0 : limit > table ? limit - table : 1);
 }
 
 UZRAM_API int uzram_reset_mem_used_max(struct uzram *dev)

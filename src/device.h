@@ -78,6 +78,7 @@ struct uzram {
 	struct image_save *_Atomic save;
 	_Atomic uint64_t save_users;
 	struct dedup *dedup;   /* the index of dedup.c, NULL when off */
+	_Atomic uint64_t index_bytes; /* what that index holds (dedup.c) */
 };
 
 /*
@@ -114,25 +115,24 @@ static inline uint64_t table_bytes_only(struct uzram *dev)
 	return bytes + used * CHUNK_BYTES;
 }
 
-uint64_t dedup_bytes(const struct dedup *d);
-
 /*
  * Bytes of the page table: the directory and the chunks made so far, and
  * the dedup index (dedup.c), which is counted with it.
  */
 static inline uint64_t table_bytes(struct uzram *dev)
 {
-	return dedup_bytes(dev->dedup) + table_bytes_only(dev);
+	return atomic_load_explicit(&dev->index_bytes, memory_order_relaxed) +
+	       table_bytes_only(dev);
 }
 
 /*
  * Whether `more` bytes of table (or dedup index) keep the allocator and
- * the table within mem_limit (store.c).
+ * the table within mem_limit (mem_limit.c).
  */
 bool mem_fits(struct uzram *dev, uint64_t more);
 
 /*
- * Give the allocator what mem_limit leaves after the table (device.c);
+ * Give the allocator what mem_limit leaves after the table (mem_limit.c);
  * called when either changes.
  */
 void table_limit_apply(struct uzram *dev);

@@ -133,18 +133,6 @@ static inline struct span span_at(const struct uzram *dev, uint64_t off,
 	return sp;
 }
 
-bool mem_fits(struct uzram *dev, uint64_t more)
-{
-	uint64_t limit = atomic_load_explicit(&dev->mem_limit,
-					      memory_order_relaxed);
-	struct zpool_stats zs;
-
-	if (!limit)
-		return true;
-	zpool_stats(dev->pool, &zs);
-	return zs.mem_used + table_bytes(dev) + more <= limit;
-}
-
 /* Whether chunk i keeps the allocator and the table in the limit. */
 static bool table_fits(struct uzram *dev, uint64_t i)
 {
