@@ -418,10 +418,15 @@ static void lower_limit(const char *recomp)
 	if (recomp)
 		assert_int_equal(uzram_add_recomp_algorithm(dev, recomp, 0), 1);
 	assert_int_equal(uzram_set_mem_limit(dev, limit), 0);
-	/* a wait of at most 30 s, not a timing: the thread is woken at once */
+	/*
+	 * a wait of at most 30 s, not a timing: the thread is woken at once.
+	 * A step counts the pages it wrote back once its writeback returns,
+	 * after their memory was freed: wait for the count too.
+	 */
 	for (int i = 0; i < 1500; i++) {
 		st = get_stats(dev);
-		if (st.mem_used_total <= limit / 100 * 90)
+		if (st.mem_used_total <= limit / 100 * 90 &&
+		    st.policy_written_back > 0)
 			break;
 		usleep(20000);
 	}
@@ -522,68 +527,79 @@ static void test_faults(void **state)
 }
 
 /*
- * The voluntary context switches of the tier's thread (named uzram-tier),
- * which count its wakeups; -1 if there is no such thread.
+ * The tid of the tier's thread (named uzram-tier) that is not `other`, or
+ * -1: a device left open by a failed test has one too.
  */
-static long tier_wakeups(void)
+static long tier_tid(long other)
 {
 	DIR *d = opendir("/proc/self/task");
 	struct dirent *e;
-	char name[300], line[128];
-	long n = -1;
+	char name[300], line[64];
+	long tid = -1;
 
 	assert_non_null(d);
-	while (n < 0 && (e = readdir(d))) {
+	while (tid < 0 && (e = readdir(d))) {
 		FILE *f;
 
-		if (e->d_name[0] == '.')
+		if (e->d_name[0] == '.' || atol(e->d_name) == other)
 			continue;
 		snprintf(name, sizeof name, "/proc/self/task/%s/comm", e->d_name);
 		f = fopen(name, "r");
 		if (!f)
 			continue;
-		if (fgets(line, sizeof line, f) && !strcmp(line, "uzram-tier\n")) {
-			fclose(f);
-			snprintf(name, sizeof name, "/proc/self/task/%s/status",
-				 e->d_name);
-			f = fopen(name, "r");
-			assert_non_null(f);
-			while (fgets(line, sizeof line, f))
-				sscanf(line, "voluntary_ctxt_switches: %ld", &n);
-		}
+		if (fgets(line, sizeof line, f) && !strcmp(line, "uzram-tier\n"))
+			tid = atol(e->d_name);
 		fclose(f);
 	}
 	closedir(d);
+	return tid;
+}
+
+/* The voluntary context switches of thread tid: its wakeups; -1 if gone. */
+static long wakeups(long tid)
+{
+	char name[64], line[128];
+	FILE *f;
+	long n = -1;
+
+	snprintf(name, sizeof name, "/proc/self/task/%ld/status", tid);
+	f = fopen(name, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f))
+		sscanf(line, "voluntary_ctxt_switches: %ld", &n);
+	fclose(f);
 	return n;
 }
 
 /* With no memory limit the policy thread sleeps; a limit wakes it. */
 static void test_policy_sleeps(void **state)
 {
+	long old = tier_tid(-1), tid, before, after;
 	struct uzram *dev = tier_open_dev(NPAGES * PG, 0, 0);
-	long before, after;
 
 	(void)state;
+	tid = tier_tid(old);
+	assert_true(tid > 0);
 	/* until it has gone to sleep: its start may switch once or twice */
-	after = tier_wakeups();
+	after = wakeups(tid);
 	do {
 		before = after;
 		assert_true(before >= 0);
 		usleep(100 * 1000);
-		after = tier_wakeups();
+		after = wakeups(tid);
 	} while (after != before);
 	usleep(700 * 1000);     /* 3 wakeups of a device with a limit */
-	after = tier_wakeups();
-	assert_int_equal(after, before);
+	assert_int_equal(wakeups(tid), before);
 	assert_int_equal(get_stats(dev).policy_runs, 0);
 	assert_int_equal(uzram_set_mem_limit(dev, 64 << 20), 0);
 	for (int i = 0; i < 100 && after == before; i++) {
 		usleep(100 * 1000);
-		after = tier_wakeups();
+		after = wakeups(tid);
 	}
 	assert_true(after > before);
 	uzram_close(dev);
-	assert_int_equal(tier_wakeups(), -1);
+	assert_int_equal(wakeups(tid), -1);
 }
 
 /* The second of several batch writes in flight fails: the others commit. */
