@@ -347,7 +347,7 @@ bool dedup_find(struct uzram *dev, const unsigned char *src, size_t len,
 		if ((uint32_t)(e >> 32) != key)
 			continue;
 		size = zpool_obj_size(dev->pool, (uint32_t)e);
-		if (obj_equal(dev, zc, (uint32_t)e, size, src, len, t->unit) &&
+		if (obj_equal(dev, zc, (uint32_t)e, size, src, len, t->plain) &&
 		    ref_get(dev, sh, (uint32_t)e)) {
 			handle = (uint32_t)e;
 			break;
@@ -449,11 +449,11 @@ void dedup_insert_loaded(struct uzram *dev, const struct content *c,
 		return;
 	obj = zpool_map(dev->pool, handle);
 	if (size == len)
-		memcpy(t->unit, obj, len);
+		memcpy(t->plain, obj, len);
 	else
-		ret = zcomp_decompress(zc, obj, size, t->unit, len);
+		ret = zcomp_decompress(zc, obj, size, t->plain, len);
 	zpool_unmap(dev->pool, handle);
-	hash = XXH3_64bits(t->unit, len);
+	hash = XXH3_64bits(t->plain, len);
 	if (!ret && (uint32_t)(hash >> 48) == slot_tag(c->flags))
 		dedup_insert(dev, c, hash);
 }

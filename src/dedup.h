@@ -30,7 +30,7 @@ void dedup_destroy(struct dedup *d);   /* NULL is accepted */
 /*
  * Find a stored object holding exactly the len bytes src, whose XXH3 is
  * hash: the index is searched by hash and each candidate is decoded (into
- * t->unit) and compared byte for byte. On a match, takes a reference to it,
+ * t->plain) and compared byte for byte. On a match, takes a reference to it,
  * fills *c as slot contents naming it (with SLOT_SHARED) and returns true.
  * The reference is given back by content_free()/dedup_put().
  */
@@ -38,7 +38,7 @@ bool dedup_find(struct uzram *dev, const unsigned char *src, size_t len,
 		uint64_t hash, struct store_tls *t, struct content *c);
 
 /*
- * Index a new object, contents c made by unit_compress() from bytes whose
+ * Index a new object, contents c made by cluster_compress() from bytes whose
  * XXH3 is hash, before any slot names it (so no one can free it under us).
  * Best effort: an object left out is only never found.
  */

@@ -138,7 +138,7 @@ bool mem_fits(struct uzram *dev, uint64_t more);
 void table_limit_apply(struct uzram *dev);
 
 /* Bytes in cluster idx: the cluster size, except maybe for the last one. */
-static inline size_t unit_len(const struct uzram *dev, uint64_t idx)
+static inline size_t cluster_len(const struct uzram *dev, uint64_t idx)
 {
 	uint64_t start = idx << dev->cshift;
 

@@ -93,7 +93,7 @@ static void count_places(struct uzram *dev, unsigned prio,
 
 	memset(pc, 0, sizeof(*pc));
 	for (uint64_t idx = 0; (s = slot_next(dev, &idx)); idx++) {
-		uint64_t val, pages = unit_len(dev, idx) >> PAGE_SHIFT;
+		uint64_t val, pages = cluster_len(dev, idx) >> PAGE_SHIFT;
 		enum slot_state state;
 		uint32_t f;
 
@@ -107,7 +107,7 @@ static void count_places(struct uzram *dev, unsigned prio,
 		if (state == SLOT_OBJ)
 			pc->mem[slot_place(f)] += pages;
 		else if (state == SLOT_BACKED &&
-			 backed_size(val) != unit_len(dev, idx))
+			 backed_size(val) != cluster_len(dev, idx))
 			pc->backed[slot_place(f)] += pages;
 	}
 }
@@ -269,7 +269,7 @@ static void samples_free(struct samples *sm)
 static void samples_add(struct uzram *dev, struct samples *sm, struct slot *s,
 			uint64_t idx)
 {
-	size_t len = unit_len(dev, idx);
+	size_t len = cluster_len(dev, idx);
 	enum slot_state state;
 	int ret = -1;
 

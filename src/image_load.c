@@ -323,7 +323,7 @@ static const char *record_check(const struct reader *r, struct uzram *dev,
 
 	if (idx >= dev->nclusters)
 		return "a cluster index past the end of the device";
-	len = unit_len(dev, idx);
+	len = cluster_len(dev, idx);
 	if (flags & SLOT_SHARED) {
 		enum slot_state st = (enum slot_state)(flags & SLOT_STATE_MASK);
 
@@ -371,7 +371,7 @@ static int record_share(struct uzram *dev, uint64_t idx, uint32_t flags,
 	if ((flags & SLOT_STATE_MASK) == SLOT_OBJ)
 		same |= SLOT_PRIO_MASK;
 	if (!t || ((slot_flags(t) ^ flags) & same) ||
-	    unit_len(dev, first) != unit_len(dev, idx)) {
+	    cluster_len(dev, first) != cluster_len(dev, idx)) {
 		*why = "a shared record naming no earlier record of its object";
 		return -EBADMSG;
 	}
@@ -427,10 +427,10 @@ static int record_load(struct reader *r, struct uzram *dev, uint64_t idx,
 	}
 	if (dev->dedup && (flags & SLOT_STATE_MASK) != SLOT_SAME &&
 	    !(flags & SLOT_SHARED))
-		dedup_insert_loaded(dev, &c, unit_len(dev, idx));
+		dedup_insert_loaded(dev, &c, cluster_len(dev, idx));
 	s->val = c.val;
 	slot_set_flags(s, c.flags);
-	content_account(dev, &c, 1, unit_len(dev, idx));
+	content_account(dev, &c, 1, cluster_len(dev, idx));
 	return 0;
 }
 

@@ -251,7 +251,7 @@ static int block_maybe_flush(struct writer *w)
 static int backed_put(struct uzram *dev, struct writer *w, uint64_t idx,
 		      uint32_t flags, uint64_t val)
 {
-	size_t len = unit_len(dev, idx);
+	size_t len = cluster_len(dev, idx);
 	uint32_t size = backed_size(val);
 	struct store_tls *t = store_tls_get(dev->csize);
 	enum slot_state state = size == len ? SLOT_HUGE : SLOT_OBJ;

@@ -88,7 +88,7 @@ static int recompress_one(struct uzram *dev, struct slot *s, uint64_t idx,
 			  const struct recomp_pass *p, uint32_t lo, uint32_t hi,
 			  uint32_t now, struct store_tls *t)
 {
-	size_t len = unit_len(dev, idx);
+	size_t len = cluster_len(dev, idx);
 	uint32_t f, old_size, old_handle, handle = 0, cap, place;
 	const struct zcomp *to;
 	enum slot_state state, new_state = SLOT_OBJ;
@@ -106,7 +106,7 @@ static int recompress_one(struct uzram *dev, struct slot *s, uint64_t idx,
 	    old_size < lo || old_size >= hi)
 		goto out;
 
-	ret = slot_decode(dev, s, t->unit, len);
+	ret = slot_decode(dev, s, t->plain, len);
 	if (ret)
 		goto out;
 
@@ -114,9 +114,9 @@ static int recompress_one(struct uzram *dev, struct slot *s, uint64_t idx,
 	cap = old_size - 1 < HUGE_LIMIT(len) ? old_size - 1 : HUGE_LIMIT(len);
 	if (p->reencode)
 		cap = HUGE_LIMIT(len);
-	clen = zcomp_compress(to, t->unit, len, t->cbuf, cap);
+	clen = zcomp_compress(to, t->plain, len, t->cbuf, cap);
 	if (clen == -E2BIG && p->reencode) {
-		data = t->unit;
+		data = t->plain;
 		clen = (int)len;
 		new_state = SLOT_HUGE;
 		place = 0;
@@ -177,7 +177,7 @@ static long pass_band(struct uzram *dev, const struct recomp_pass *p,
 			continue;
 		r = recompress_one(dev, s, idx, p, lo, hi, now, t);
 		if (r == STEP_DONE)
-			pages += (long)(unit_len(dev, idx) >> PAGE_SHIFT);
+			pages += (long)(cluster_len(dev, idx) >> PAGE_SHIFT);
 		else if (r == -EIO)
 			*err = -EIO;    /* corrupt: leave it, go on */
 		else if (r < 0)
@@ -232,7 +232,7 @@ UZRAM_API long uzram_mark_idle(struct uzram *dev)
 		if (slot_state(s) != SLOT_EMPTY) {
 			atomic_fetch_or_explicit(&s->flags, SLOT_IDLE,
 						 memory_order_relaxed);
-			pages += (long)(unit_len(dev, idx) >> PAGE_SHIFT);
+			pages += (long)(cluster_len(dev, idx) >> PAGE_SHIFT);
 		}
 		slot_unlock_shared(s);
 	}

@@ -127,7 +127,7 @@ static inline struct span span_at(const struct uzram *dev, uint64_t off,
 {
 	struct span sp = { .idx = off >> dev->cshift };
 
-	sp.ulen = unit_len(dev, sp.idx);
+	sp.ulen = cluster_len(dev, sp.idx);
 	sp.uoff = (size_t)(off & (dev->csize - 1));
 	sp.n = len < sp.ulen - sp.uoff ? (size_t)len : sp.ulen - sp.uoff;
 	return sp;
@@ -209,25 +209,25 @@ static struct content slot_swap(struct uzram *dev, struct slot *s,
 	return old;
 }
 
-/* Whether a unit is one 8-byte value repeated; if so, stores it in *val. */
-static bool unit_same(const unsigned char *src, size_t len, uint64_t *val)
+/* Whether a cluster is one 8-byte value repeated; if so, stores it in *val. */
+static bool cluster_same(const unsigned char *src, size_t len, uint64_t *val)
 {
 	memcpy(val, src, sizeof *val);
 	return !memcmp(src, src + sizeof *val, len - sizeof *val);
 }
 
-/* A unit's tag from its XXH3, shifted into place in the slot flags (slot.h). */
+/* A cluster's tag from its XXH3, shifted into place in the slot flags (slot.h). */
 static uint32_t hash_tag(uint64_t hash)
 {
 	return (uint32_t)(hash >> 48) << SLOT_TAG_SHIFT;
 }
 
 /*
- * Compress a unit of len bytes that is not same-filled and store it in the
+ * Compress a cluster of len bytes that is not same-filled and store it in the
  * allocator, raw if it does not compress. Does not touch the table. On
  * failure nothing is allocated.
  */
-static int unit_compress(struct uzram *dev, const unsigned char *src,
+static int cluster_compress(struct uzram *dev, const unsigned char *src,
 			 size_t len, uint32_t tag, struct store_tls *t,
 			 struct content *c)
 {
@@ -263,11 +263,11 @@ static int unit_compress(struct uzram *dev, const unsigned char *src,
 }
 
 /*
- * Store a unit of len bytes that is not same-filled, whose XXH3 is hash:
+ * Store a cluster of len bytes that is not same-filled, whose XXH3 is hash:
  * with dedup on, as a reference to an equal whole cluster if one is
  * stored, else compressed and indexed (dedup.c) before any slot names it.
  */
-static int unit_store(struct uzram *dev, const unsigned char *src,
+static int cluster_store(struct uzram *dev, const unsigned char *src,
 		      size_t len, uint64_t hash, struct store_tls *t,
 		      struct content *c)
 {
@@ -276,22 +276,22 @@ static int unit_store(struct uzram *dev, const unsigned char *src,
 
 	if (dedup && dedup_find(dev, src, len, hash, t, c))
 		return 0;
-	ret = unit_compress(dev, src, len, hash_tag(hash), t, c);
+	ret = cluster_compress(dev, src, len, hash_tag(hash), t, c);
 	if (!ret && dedup)
 		dedup_insert(dev, c, hash);
 	return ret;
 }
 
-/* Turn one unit of len bytes into slot contents (see unit_store). */
-static int unit_encode(struct uzram *dev, const unsigned char *src,
+/* Turn one cluster of len bytes into slot contents (see cluster_store). */
+static int cluster_encode(struct uzram *dev, const unsigned char *src,
 		       size_t len, struct store_tls *t, struct content *c)
 {
-	if (unit_same(src, len, &c->val)) {
+	if (cluster_same(src, len, &c->val)) {
 		c->flags = SLOT_SAME;
 		c->place = -1;
 		return 0;
 	}
-	return unit_store(dev, src, len, XXH3_64bits(src, len), t, c);
+	return cluster_store(dev, src, len, XXH3_64bits(src, len), t, c);
 }
 
 /*
@@ -304,7 +304,7 @@ slot_read_inline(struct uzram *dev, const struct slot *s, size_t len,
 {
 	bool whole = n == len;
 	struct store_tls *t = NULL;
-	unsigned char *unit = dst;      /* where the whole unit is decoded */
+	unsigned char *buf = dst;      /* where the whole cluster is decoded */
 	const unsigned char *obj;
 	int ret;
 
@@ -327,7 +327,7 @@ slot_read_inline(struct uzram *dev, const struct slot *s, size_t len,
 			t = store_tls_get(dev->csize);
 			if (!t)
 				return -ENOMEM;
-			unit = t->unit;
+			buf = t->plain;
 		}
 		obj = zpool_map(dev->pool, slot_handle(s));
 		if (whole)
@@ -336,7 +336,7 @@ slot_read_inline(struct uzram *dev, const struct slot *s, size_t len,
 		else    /* codecs that decode in order stop after uoff + n */
 			ret = zcomp_decompress_prefix(comp_of(dev,
 					slot_flags(s)), obj, slot_size(s),
-					unit, uoff + n, len);
+					buf, uoff + n, len);
 		zpool_unmap(dev->pool, slot_handle(s));
 		break;
 	case SLOT_BACKED:
@@ -344,14 +344,14 @@ slot_read_inline(struct uzram *dev, const struct slot *s, size_t len,
 		if (!t)
 			return -ENOMEM;
 		if (!whole)
-			unit = t->unit;
-		ret = tier_read(dev, s, unit, len, t->cbuf);
+			buf = t->plain;
+		ret = tier_read(dev, s, buf, len, t->cbuf);
 		break;
 	default:
 		return -EIO;
 	}
-	if (!ret && unit != dst)
-		memcpy(dst, unit + uoff, n);
+	if (!ret && buf != dst)
+		memcpy(dst, buf + uoff, n);
 	return ret;
 }
 
@@ -386,7 +386,7 @@ static bool codec_current(struct uzram *dev, const struct content *c)
  * in progress has not copied the cluster yet: then they are handed to it
  * (image_save.c), which writes them and releases them afterwards.
  */
-static void unit_swap_unlock(struct uzram *dev, struct slot *s, uint64_t idx,
+static void cluster_swap_unlock(struct uzram *dev, struct slot *s, uint64_t idx,
 			     const struct content *c, size_t len)
 {
 	struct content old = slot_swap(dev, s, c);
@@ -404,30 +404,40 @@ static void unit_swap_unlock(struct uzram *dev, struct slot *s, uint64_t idx,
 }
 
 /*
- * Swap in contents made outside the lock. Returns false, having changed
- * nothing, if the object was made by a codec that is no longer current (a
- * dictionary change, dict.c): the caller frees it and compresses again.
+ * Swap new contents into cluster idx, whose slot the caller has locked
+ * exclusively, and unlock it. Returns false, having changed nothing, if
+ * the object was made by a codec that is no longer current (a dictionary
+ * change, dict.c): the caller frees it and compresses again. Every write
+ * ends here, whether it compressed outside the lock or under it.
  */
-static bool unit_commit(struct uzram *dev, struct slot *s, uint64_t idx,
-			const struct content *c, size_t len)
+static bool cluster_commit_locked(struct uzram *dev, struct slot *s,
+			       uint64_t idx, const struct content *c,
+			       size_t len)
 {
-	slot_lock(s);
 	if (!codec_current(dev, c)) {
 		slot_unlock(s);
 		return false;
 	}
-	unit_swap_unlock(dev, s, idx, c, len);
+	cluster_swap_unlock(dev, s, idx, c, len);
 	return true;
 }
 
+/* cluster_commit_locked() for contents made outside the lock. */
+static bool cluster_commit(struct uzram *dev, struct slot *s, uint64_t idx,
+			const struct content *c, size_t len)
+{
+	slot_lock(s);
+	return cluster_commit_locked(dev, s, idx, c, len);
+}
+
 /*
- * Whether the slot already holds exactly the unit src, whose tag bits
- * (slot.h; 0 for a same-filled unit) are `tag`. The tag, read without the
- * lock, rules out almost every changed unit; a match is confirmed byte for
+ * Whether the slot already holds exactly the cluster src, whose tag bits
+ * (slot.h; 0 for a same-filled cluster) are `tag`. The tag, read without the
+ * lock, rules out almost every changed cluster; a match is confirmed byte for
  * byte under the shared lock. A concurrent writer may change the slot
  * right after: this write is then ordered before it.
  */
-static bool unit_unchanged(struct uzram *dev, struct slot *s,
+static bool cluster_unchanged(struct uzram *dev, struct slot *s,
 			   const unsigned char *src, size_t len, uint32_t tag,
 			   struct store_tls *t)
 {
@@ -437,7 +447,7 @@ static bool unit_unchanged(struct uzram *dev, struct slot *s,
 		return false;
 	slot_lock_shared(s);
 	if (slot_tag(slot_flags(s)) == tag && slot_state(s) != SLOT_EMPTY &&
-	    !slot_decode(dev, s, t->unit, len) && !memcmp(t->unit, src, len)) {
+	    !slot_decode(dev, s, t->plain, len) && !memcmp(t->plain, src, len)) {
 		same = true;
 		slot_touch_at(s, tier_clock(dev));
 	}
@@ -445,7 +455,7 @@ static bool unit_unchanged(struct uzram *dev, struct slot *s,
 	return same;
 }
 
-static int unit_write_full(struct uzram *dev, uint64_t idx,
+static int cluster_write_full(struct uzram *dev, uint64_t idx,
 			   const unsigned char *src, size_t len)
 {
 	int ret = -ENOMEM;
@@ -458,26 +468,26 @@ static int unit_write_full(struct uzram *dev, uint64_t idx,
 		return ret;
 	if (!t)
 		return -ENOMEM;
-	/* SLOT_SAME, or the tag alone until unit_store() adds the state */
-	if (unit_same(src, len, &c.val)) {
+	/* SLOT_SAME, or the tag alone until cluster_store() adds the state */
+	if (cluster_same(src, len, &c.val)) {
 		c.flags = SLOT_SAME;
 	} else {
 		hash = XXH3_64bits(src, len);
 		c.flags = hash_tag(hash);
 	}
-	if (unit_unchanged(dev, s, src, len, c.flags >> SLOT_TAG_SHIFT, t)) {
+	if (cluster_unchanged(dev, s, src, len, c.flags >> SLOT_TAG_SHIFT, t)) {
 		stats_add(&dev->stats.pages_unchanged, (int64_t)(len >> PAGE_SHIFT));
 		return 0;
 	}
 	if (c.flags == SLOT_SAME) {
-		unit_commit(dev, s, idx, &c, len);
+		cluster_commit(dev, s, idx, &c, len);
 		return 0;
 	}
 	for (;;) {
-		ret = unit_store(dev, src, len, hash, t, &c);
+		ret = cluster_store(dev, src, len, hash, t, &c);
 		if (ret)
 			return ret;
-		if (unit_commit(dev, s, idx, &c, len))
+		if (cluster_commit(dev, s, idx, &c, len))
 			return 0;
 		content_free(dev, &c);
 	}
@@ -489,48 +499,52 @@ static bool mem_is_zero(const unsigned char *p, size_t n)
 }
 
 /* Write n bytes at uoff of cluster idx; src NULL writes zeros. */
-static int unit_write_part(struct uzram *dev, uint64_t idx, size_t uoff,
+static int cluster_write_part(struct uzram *dev, uint64_t idx, size_t uoff,
 			   size_t n, const unsigned char *src)
 {
 	int ret = -ENOMEM;
 	struct slot *s = slot_get(dev, idx, &ret);
 	struct store_tls *t = store_tls_get(dev->csize);
-	size_t len = unit_len(dev, idx);
+	size_t len = cluster_len(dev, idx);
 	struct content c;
 
 	if (!s)
 		return ret;
 	if (!t)
 		return -ENOMEM;
-	slot_lock(s);
-	if (!src && (slot_state(s) == SLOT_EMPTY ||
-		     (slot_state(s) == SLOT_SAME && s->val == 0))) {
-		slot_unlock(s);
-		return 0;
+	for (;;) {
+		slot_lock(s);
+		if (!src && (slot_state(s) == SLOT_EMPTY ||
+			     (slot_state(s) == SLOT_SAME && s->val == 0))) {
+			slot_unlock(s);
+			return 0;
+		}
+		ret = slot_decode(dev, s, t->plain, len);
+		/* A hole stays a hole only when zeroed; written zeros are data. */
+		if (!ret && slot_state(s) != SLOT_EMPTY &&
+		    (src ? !memcmp(t->plain + uoff, src, n)
+			 : mem_is_zero(t->plain + uoff, n))) {
+			slot_touch_at(s, tier_clock(dev));
+			slot_unlock(s);
+			stats_add(&dev->stats.pages_unchanged,
+				  (int64_t)(len >> PAGE_SHIFT));
+			return 0;
+		}
+		if (!ret) {
+			if (src)
+				memcpy(t->plain + uoff, src, n);
+			else
+				memset(t->plain + uoff, 0, n);
+			ret = cluster_encode(dev, t->plain, len, t, &c);
+		}
+		if (ret) {
+			slot_unlock(s);
+			return ret;
+		}
+		if (cluster_commit_locked(dev, s, idx, &c, len))
+			return 0;
+		content_free(dev, &c);
 	}
-	ret = slot_decode(dev, s, t->unit, len);
-	/* A hole stays a hole only when zeroed; written zeros are data. */
-	if (!ret && slot_state(s) != SLOT_EMPTY &&
-	    (src ? !memcmp(t->unit + uoff, src, n)
-		 : mem_is_zero(t->unit + uoff, n))) {
-		slot_touch_at(s, tier_clock(dev));
-		slot_unlock(s);
-		stats_add(&dev->stats.pages_unchanged, (int64_t)(len >> PAGE_SHIFT));
-		return 0;
-	}
-	if (!ret) {
-		if (src)
-			memcpy(t->unit + uoff, src, n);
-		else
-			memset(t->unit + uoff, 0, n);
-		ret = unit_encode(dev, t->unit, len, t, &c);
-	}
-	if (ret) {
-		slot_unlock(s);
-		return ret;
-	}
-	unit_swap_unlock(dev, s, idx, &c, len);
-	return 0;
 }
 
 /* Checks shared by every I/O call; counts and explains a bad range. */
@@ -614,7 +628,7 @@ static int write_job_one(void *arg, size_t i)
 {
 	const struct write_job *j = arg;
 
-	return unit_write_full(j->dev, j->idx + i,
+	return cluster_write_full(j->dev, j->idx + i,
 			       j->src + (i << j->dev->cshift), j->dev->csize);
 }
 
@@ -646,9 +660,9 @@ UZRAM_API int uzram_write(struct uzram *dev, const void *buf, size_t len,
 			continue;
 		}
 		if (sp.n == sp.ulen)
-			ret = unit_write_full(dev, sp.idx, src, sp.ulen);
+			ret = cluster_write_full(dev, sp.idx, src, sp.ulen);
 		else
-			ret = unit_write_part(dev, sp.idx, sp.uoff, sp.n, src);
+			ret = cluster_write_part(dev, sp.idx, sp.uoff, sp.n, src);
 		if (ret)
 			return io_failed(dev, "write", ret, off);
 	}
@@ -680,9 +694,9 @@ static int zero_range(struct uzram *dev, const char *what, uint64_t len,
 			s = slot_get(dev, sp.idx, &ret);
 			if (!s)
 				return io_failed(dev, what, ret, off);
-			unit_commit(dev, s, sp.idx, &c, sp.ulen);
+			cluster_commit(dev, s, sp.idx, &c, sp.ulen);
 		} else {
-			ret = unit_write_part(dev, sp.idx, sp.uoff, sp.n, NULL);
+			ret = cluster_write_part(dev, sp.idx, sp.uoff, sp.n, NULL);
 			if (ret)
 				return io_failed(dev, what, ret, off);
 		}
@@ -711,7 +725,7 @@ UZRAM_API int uzram_write_zeroes(struct uzram *dev, size_t len, uint64_t off,
 			  flags & UZRAM_ZERO_NO_HOLE ? SLOT_SAME : SLOT_EMPTY);
 }
 
-static unsigned unit_status(struct uzram *dev, uint64_t idx)
+static unsigned cluster_status(struct uzram *dev, uint64_t idx)
 {
 	struct slot *s = slot_peek(dev, idx);
 	enum slot_state state;
@@ -745,7 +759,7 @@ UZRAM_API int uzram_block_status(struct uzram *dev, uint64_t off, uint64_t len,
 	if (ret)
 		return ret;
 	end = off + len;
-	first = unit_status(dev, off >> shift);
+	first = cluster_status(dev, off >> shift);
 	pos = ((off >> shift) + 1) << shift;
 	while (pos < end) {
 		uint64_t idx = pos >> shift;
@@ -756,7 +770,7 @@ UZRAM_API int uzram_block_status(struct uzram *dev, uint64_t off, uint64_t len,
 			pos = ((idx >> CHUNK_SHIFT) + 1) << (CHUNK_SHIFT + shift);
 			continue;
 		}
-		if (unit_status(dev, idx) != first)
+		if (cluster_status(dev, idx) != first)
 			break;
 		pos += dev->csize;
 	}

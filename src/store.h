@@ -26,13 +26,13 @@ struct content {
 	uint64_t val;
 	int place;      /* the codec place of prio 0 that made the object
 			 * (device.h), or -1 if none did: see store.c's
-			 * unit_commit() */
+			 * cluster_commit() */
 	const struct zcomp *codec; /* the codec that was in that place */
 };
 
 /*
  * Units whose compressed form is larger than this are kept raw: they would
- * save less than 1/64 of the unit and still cost a decompression per read.
+ * save less than 1/64 of the cluster and still cost a decompression per read.
  * The allocator packs objects at 16-byte granularity, so anything below the
  * limit really occupies about its own size.
  */
@@ -47,16 +47,16 @@ struct content {
 struct store_tls {
 	size_t cap;
 	unsigned char *cbuf;  /* compressor output */
-	unsigned char *unit;  /* read-modify-write, partial reads */
+	unsigned char *plain;  /* read-modify-write, partial reads */
 };
 
 /* This thread's buffers, holding at least cap bytes each; NULL: no memory. */
 struct store_tls *store_tls_get(size_t cap);
 
 /*
- * Read [uoff, uoff + n) of the unit of len bytes that a slot names into
+ * Read [uoff, uoff + n) of the cluster of len bytes that a slot names into
  * dst, whatever its state, with the codec that made it: the one reader.
- * A whole unit (n == len) is decoded straight into dst; a part of a
+ * A whole cluster (n == len) is decoded straight into dst; a part of a
  * compressed or backed one is decoded into the thread's scratch (by
  * codecs that decode in order, only up to uoff + n) and copied out. The
  * caller holds the slot lock, shared or exclusive. 0, -EIO (corrupt) or
@@ -65,7 +65,7 @@ struct store_tls *store_tls_get(size_t cap);
 int slot_read(struct uzram *dev, const struct slot *s, size_t len,
 	      size_t uoff, size_t n, unsigned char *dst);
 
-/* Decode the whole unit of len bytes that a slot names into dst. */
+/* Decode the whole cluster of len bytes that a slot names into dst. */
 static inline int slot_decode(struct uzram *dev, const struct slot *s,
 			      unsigned char *dst, size_t len)
 {
@@ -78,12 +78,12 @@ static inline int slot_decode(struct uzram *dev, const struct slot *s,
  */
 struct slot *slot_get(struct uzram *dev, uint64_t idx, int *err);
 
-/* Count contents that hold (sign 1) or held (sign -1) a unit of len bytes. */
+/* Count contents that hold (sign 1) or held (sign -1) a cluster of len bytes. */
 void content_account(struct uzram *dev, const struct content *c,
 		     int64_t sign, size_t len);
 
 /*
- * Give back what the old contents of a unit of len bytes held: free the
+ * Give back what the old contents of a cluster of len bytes held: free the
  * object, count it out. Called once no slot names it.
  */
 void content_release(struct uzram *dev, const struct content *old,

@@ -53,7 +53,7 @@ struct store_tls *store_tls_get(size_t cap)
 	}
 	t->cap = cap;
 	t->cbuf = (unsigned char *)t + head;
-	t->unit = t->cbuf + cap;
+	t->plain = t->cbuf + cap;
 	tls = t;
 	free(old);
 	return t;

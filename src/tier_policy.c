@@ -100,7 +100,7 @@ static long age_walk(struct uzram *dev, bool mark, unsigned min_age,
 		if (mark && st != SLOT_EMPTY && slot_age(f, now) >= min_age) {
 			atomic_fetch_or_explicit(&s->flags, SLOT_IDLE,
 						 memory_order_relaxed);
-			pages += (long)(unit_len(dev, idx) >> PAGE_SHIFT);
+			pages += (long)(cluster_len(dev, idx) >> PAGE_SHIFT);
 		}
 		if (hist && (st == SLOT_OBJ || st == SLOT_HUGE))
 			hist[slot_age(f, now)] += slot_size(s);

@@ -334,7 +334,7 @@ static int wb_walk(struct batch *b, const struct wb_params *p, uint32_t lo,
 
 	for (uint64_t idx = p->first; (s = slot_next(dev, &idx)) &&
 				      idx <= p->last; idx++) {
-		uint32_t f, size, pages = (uint32_t)(unit_len(dev, idx) >> PAGE_SHIFT);
+		uint32_t f, size, pages = (uint32_t)(cluster_len(dev, idx) >> PAGE_SHIFT);
 		uint64_t val;
 
 		if (wb_done(b, p))
