@@ -330,6 +330,7 @@ static int save_and_reopen(const struct load_opts *o, struct uzram *dev,
 		r->image_size = (uint64_t)sb.st_size;
 	uzram_config_init(&cfg);
 	cfg.image = o->save;
+	cfg.dedup = o->dedup;
 	t = now();
 	ret = uzram_open(&cfg, &back);
 	r->open_s = now() - t;
