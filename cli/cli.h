@@ -99,6 +99,7 @@ struct cli_command {
 
 /*
  * Parse argv's options with cmd's table: take(ctx, key, value) gets each
+ * (NULL: the table has only 'h')
  * and returns 0, CLI_BAD_VALUE (the parser says "uzram CMD: bad value 'V'
  * for --NAME" and returns 2), CLI_USAGE (take said what is wrong, if
  * anything; the parser prints the usage on stderr and returns 2) or an

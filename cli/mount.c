@@ -598,21 +598,35 @@ static int umount_dir(const struct mount_req *m, const char *via)
 	return fusermount("-u", m->dir);
 }
 
+static const struct cli_option umount_opts[] = {
+	{ "help", 'h', no_argument, NULL, "this text" },
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+static const struct cli_command umount_cmd = {
+	.name = "umount",
+	.operands = "DIR",
+	.summary = "Take down what `uzram mount DIR` built.\n",
+	.shorts = "h",
+	.opts = umount_opts,
+};
+
 int cmd_umount(int argc, char **argv)
 {
 	struct mount_req m = { 0 };
 	char via[8] = "", path[PATH_MAX];
+	const char *dir;
 	FILE *f;
 	pid_t pid;
+	int r = cli_parse(&umount_cmd, argc, argv, NULL, NULL);
 
-	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		printf("usage: uzram umount DIR\n");
-		return 0;
-	}
-	if (argc != 2 || abs_dir(argv[1], m.dir) < 0) {
-		fprintf(stderr, "usage: uzram umount DIR\n");
+	if (r >= 0)
+		return r;
+	if (optind != argc - 1 || abs_dir(argv[optind], m.dir) < 0) {
+		cli_usage(&umount_cmd, stderr);
 		return 2;
 	}
+	dir = argv[optind];
 	if (runtime_dir(&m, "uzram umount") < 0)
 		return 1;
 	pid = read_pid(&m, "pid");
@@ -622,7 +636,7 @@ int cmd_umount(int argc, char **argv)
 			return 0;
 		}
 		fprintf(stderr, "uzram umount: %s is not mounted by uzram mount\n",
-			argv[1]);
+			dir);
 		return 1;
 	}
 	mount_path(&m, path, "via");
@@ -638,7 +652,7 @@ int cmd_umount(int argc, char **argv)
 	/* The keeper takes the rest down and removes RUN. */
 	if (wait_gone(pid, UMOUNT_WAIT_MS) < 0) {
 		fprintf(stderr, "uzram umount: the keeper (pid %d) of %s did not "
-			"end within %d s\n", (int)pid, argv[1], UMOUNT_WAIT_MS / 1000);
+			"end within %d s\n", (int)pid, dir, UMOUNT_WAIT_MS / 1000);
 		return 1;
 	}
 	return 0;

@@ -266,7 +266,7 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv,
 			cli_usage(cmd, stderr);
 			return 2;
 		}
-		r = take(ctx, key, optarg);
+		r = take ? take(ctx, key, optarg) : 2;
 		if (r == CLI_BAD_VALUE)
 			fprintf(stderr, "uzram %s: bad value '%s' for --%s\n",
 				cmd->name, optarg, o->name);
