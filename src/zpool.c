@@ -22,7 +22,8 @@
  *   +-----------------------------------+
  *   | lock, size, pages, objs           |
  *   | group[0..7]: non-full zspages, by |  fullness group = inuse * 8 / objs
- *   |   fullness; group[8]: full ones   |
+ *   |   fullness; group[8]: full ones;  |
+ *   |   group[9]: draining (see below)  |
  *   | free_handle: freed handles list   |
  *   +-----------------------------------+
  *
