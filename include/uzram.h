@@ -330,8 +330,9 @@ struct uzram_stats {
 	uint64_t slot_read_wait_ns;
 	uint64_t class_lock_waits;  /* waits for an allocator size class */
 	uint64_t class_lock_wait_ns;
-	uint64_t frame_waits;       /* readers waiting for compaction to
-				     * finish moving the object's zspage */
+	uint64_t frame_waits;       /* compaction waiting for the readers of
+				     * a zspage to unpin it (readers never
+				     * wait for compaction) */
 	uint64_t frame_wait_ns;
 };
 

@@ -328,7 +328,7 @@ static bool obj_equal(struct uzram *dev, const struct zcomp *zc,
 	else
 		same = size < len && !zcomp_decompress(zc, obj, size, buf, len) &&
 		       !memcmp(buf, src, len);
-	zpool_unmap(dev->pool, handle);
+	zpool_unmap(dev->pool, obj);
 	return same;
 }
 
@@ -452,7 +452,7 @@ void dedup_insert_loaded(struct uzram *dev, const struct content *c,
 		memcpy(t->plain, obj, len);
 	else
 		ret = zcomp_decompress(zc, obj, size, t->plain, len);
-	zpool_unmap(dev->pool, handle);
+	zpool_unmap(dev->pool, obj);
 	hash = XXH3_64bits(t->plain, len);
 	if (!ret && (uint32_t)(hash >> 48) == slot_tag(c->flags))
 		dedup_insert(dev, c, hash);

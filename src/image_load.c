@@ -364,6 +364,7 @@ static int record_share(struct uzram *dev, uint64_t idx, uint32_t flags,
 	struct slot *t = first < dev->nclusters ? slot_peek(dev, first) : NULL;
 	uint32_t same = SLOT_STATE_MASK | SLOT_PLACE | 0xffffu << SLOT_TAG_SHIFT;
 	struct store_tls *tls;
+	const void *obj;
 	uint32_t handle;
 	int ret;
 
@@ -383,8 +384,9 @@ static int record_share(struct uzram *dev, uint64_t idx, uint32_t flags,
 	tls = store_tls_get(dev->csize);
 	if (!tls)
 		return -ENOMEM;
-	memcpy(tls->cbuf, zpool_map(dev->pool, slot_handle(t)), slot_size(t));
-	zpool_unmap(dev->pool, slot_handle(t));
+	obj = zpool_map(dev->pool, slot_handle(t));
+	memcpy(tls->cbuf, obj, slot_size(t));
+	zpool_unmap(dev->pool, obj);
 	ret = zpool_store(dev->pool, tls->cbuf, slot_size(t), &handle);
 	c->val = (uint64_t)slot_size(t) << 32 | handle;
 	return ret;

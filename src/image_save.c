@@ -284,6 +284,7 @@ static int object_put(struct uzram *dev, struct writer *w, uint64_t idx,
 		      uint32_t flags, uint32_t handle, uint32_t size)
 {
 	unsigned char ref[8];
+	const void *obj;
 	uint64_t first;
 	int ret = dedup_saved_find(dev, &w->shared, flags, handle, size, idx,
 				   &first);
@@ -295,9 +296,9 @@ static int object_put(struct uzram *dev, struct writer *w, uint64_t idx,
 		record_put(w, idx, flags | SLOT_SHARED, ref, sizeof ref);
 		return 0;
 	}
-	record_put(w, idx, flags & ~SLOT_SHARED,
-		   zpool_map(dev->pool, handle), size);
-	zpool_unmap(dev->pool, handle);
+	obj = zpool_map(dev->pool, handle);
+	record_put(w, idx, flags & ~SLOT_SHARED, obj, size);
+	zpool_unmap(dev->pool, obj);
 	return 0;
 }
 

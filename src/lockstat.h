@@ -20,7 +20,7 @@ enum lock_kind {
 	LOCK_SLOT,         /* a slot's lock, exclusive (writers) */
 	LOCK_SLOT_SHARED,  /* a slot's lock, shared (readers) */
 	LOCK_CLASS,        /* an allocator size class's mutex */
-	LOCK_FRAME,        /* a frame's pin, while compaction moves it */
+	LOCK_FRAME,        /* compaction, for a frame's pins to drain */
 	LOCK_KINDS
 };
 

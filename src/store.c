@@ -320,7 +320,7 @@ slot_read_inline(struct uzram *dev, const struct slot *s, size_t len,
 			return -EIO;
 		obj = zpool_map(dev->pool, slot_handle(s));
 		memcpy(dst, obj + uoff, n);
-		zpool_unmap(dev->pool, slot_handle(s));
+		zpool_unmap(dev->pool, obj);
 		return 0;
 	case SLOT_OBJ:
 		if (!whole) {
@@ -337,7 +337,7 @@ slot_read_inline(struct uzram *dev, const struct slot *s, size_t len,
 			ret = zcomp_decompress_prefix(comp_of(dev,
 					slot_flags(s)), obj, slot_size(s),
 					buf, uoff + n, len);
-		zpool_unmap(dev->pool, slot_handle(s));
+		zpool_unmap(dev->pool, obj);
 		break;
 	case SLOT_BACKED:
 		t = store_tls_get(dev->csize);

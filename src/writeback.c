@@ -165,7 +165,7 @@ static bool commit_one(struct batch *b, const struct wbuf *w,
 		const void *obj = zpool_map(dev->pool, slot_handle(s));
 
 		same = !memcmp(obj, w->buf + (it->boff - w->start), it->size);
-		zpool_unmap(dev->pool, slot_handle(s));
+		zpool_unmap(dev->pool, obj);
 	}
 	/* a shared object stays in memory (dedup.c) */
 	if (same && !b->from_backing)
@@ -349,8 +349,10 @@ static int wb_walk(struct batch *b, const struct wb_params *p, uint32_t lo,
 			slot_unlock_shared(s);
 			continue;
 		}
-		memcpy(b->stage, zpool_map(dev->pool, slot_handle(s)), size);
-		zpool_unmap(dev->pool, slot_handle(s));
+		const void *obj = zpool_map(dev->pool, slot_handle(s));
+
+		memcpy(b->stage, obj, size);
+		zpool_unmap(dev->pool, obj);
 		slot_unlock_shared(s);
 		if (!wb_limit_take(dev->tier, pages))
 			return 1;

@@ -22,7 +22,8 @@
  *   +-----------------------------------+
  *   | lock, size, pages, objs           |
  *   | group[0..7]: non-full zspages, by |  fullness group = inuse * 8 / objs
- *   |   fullness; group[8]: full ones   |
+ *   |   fullness; group[8]: full ones;  |
+ *   |   group[9]: draining (see below)  |
  *   | free_handle: freed handles list   |
  *   +-----------------------------------+
  *
@@ -57,19 +58,27 @@
  * (linked through the cells); a class with none takes a batch of never-used
  * handles from an atomic counter.
  *
- * Reading (zpool_map): load the cell, pin the frame it points into with a
- * CAS on the frame's pin counter, then load the cell again; if it changed,
- * the object moved: unpin and retry. The top bit of the pin counter means
- * "compaction is moving this zspage" and makes the CAS wait. Why this is
- * enough: compaction moves objects out of a frame only after its migrate
- * bit is set and it saw zero pins, so a reader whose pin came first keeps
- * the object in place until it unpins; a pin that comes after the move
- * reads the pin word written by the release that ended the move, so the
- * second load of the cell sees the new offset.
+ * Reading (zpool_map): load the cell, add one to the pin counter of the
+ * frame it points into, then load the cell again; if it changed, the object
+ * moved: unpin and retry. A reader never waits, not even for a compaction
+ * that is moving that very zspage: it reads the object at its old place,
+ * which compaction copies from but never writes or gives away while pinned.
+ * zpool_unmap() unpins the frame of the address zpool_map() returned, as
+ * the cell may point elsewhere by then.
  *
- * Compaction (zpool_compact.c) empties sparse zspages by moving their
- * objects under that protocol; zpool_free() runs a little of it on its own
- * class.
+ * Why this is enough: compaction copies an object to its new place, stores
+ * the new offset, and after the last move of a zspage does an atomic
+ * read-modify-write on its pin counter; it lets stores reuse the zspage's
+ * places, or retires it, only once that counter read zero. Every pin is an
+ * atomic RMW of the same counter, so each either comes before compaction's
+ * RMW (which then sees it and waits for its unpin) or after it (and then
+ * the second load of the cell sees the new offset). Until the pins drain
+ * the zspage waits on its class's draining list (group[ZS_DRAINING]),
+ * where stores and compaction do not look; zp_compact_auto() and
+ * zpool_compact() take it back when they find its counter at zero.
+ *
+ * Compaction (zpool_compact.c) empties sparse zspages this way;
+ * zpool_free() runs a little of it on its own class.
  *
  * Files: this one has objects, handles, pins, store and free;
  * zpool_compact.c compaction; zpool_zspage.c making and retiring zspages
@@ -90,8 +99,11 @@
  *    under that class's lock.
  *  - frame.pin is atomic; a reader may pin any frame, even one that is free
  *    or reused by another class, so the frame table is never freed or reset.
- *    Compaction moves a zspage's objects only after it set the migrate bit
- *    and saw the pin count at zero.
+ *    Compaction starts on a zspage only when its pin count is zero (a
+ *    pinned one would just go to the draining list), and a zspage that
+ *    objects left goes back to its group, or is retired, only after its
+ *    RMW on the pin count and a zero count seen after it. A zspage on the
+ *    draining list is never regrouped or retired by zpool_free().
  *  - The frame stacks, the frame and handle bump counters and the pool-wide
  *    counters (mem_used, cache_pages, ...) are atomics; there is no
  *    pool-wide lock. Pages are released (zp_cache_trim()) with no class
@@ -144,30 +156,6 @@ static int handle_get(struct zpool *pool, struct size_class *c, uint32_t *out)
 
 /* ---- pins ---- */
 
-static inline void pin_get(_Atomic uint32_t *pin)
-{
-	uint32_t v = atomic_load_explicit(pin, memory_order_relaxed);
-	unsigned spins = 0;
-	uint64_t t0 = 0;
-
-	for (;;) {
-		if (likely(!(v & PIN_MIGRATE))) {
-			if (likely(atomic_compare_exchange_weak_explicit(pin, &v,
-					v + 1, memory_order_acquire,
-					memory_order_relaxed))) {
-				if (unlikely(t0 != 0))
-					lockstat_end(LOCK_FRAME, t0);
-				return;
-			}
-			continue;
-		}
-		if (!t0)
-			t0 = lockstat_begin();
-		spin_backoff(&spins, SPIN_LIMIT);
-		v = atomic_load_explicit(pin, memory_order_relaxed);
-	}
-}
-
 const void *zpool_map(struct zpool *pool, uint32_t handle)
 {
 	_Atomic uint64_t *cellp = &pool->cells[handle];
@@ -178,7 +166,7 @@ const void *zpool_map(struct zpool *pool, uint32_t handle)
 		_Atomic uint32_t *pin = &pool->frames[off >> ZP_FRAME_SHIFT].pin;
 
 		assert(cell >> CELL_SIZE_SHIFT);
-		pin_get(pin);
+		atomic_fetch_add_explicit(pin, 1, memory_order_acquire);
 		if (likely(atomic_load_explicit(cellp, memory_order_acquire) == cell))
 			return pool->base + off;
 		atomic_fetch_sub_explicit(pin, 1, memory_order_release);
@@ -193,14 +181,11 @@ uint32_t zpool_obj_size(struct zpool *pool, uint32_t handle)
 			  CELL_SIZE_SHIFT);
 }
 
-void zpool_unmap(struct zpool *pool, uint32_t handle)
+void zpool_unmap(struct zpool *pool, const void *obj)
 {
-	/* the cell cannot change while its frame is pinned */
-	uint64_t cell = atomic_load_explicit(&pool->cells[handle],
-					     memory_order_relaxed);
-
-	atomic_fetch_sub_explicit(&pool->frames[(cell & CELL_OFF_MASK) >>
-						 ZP_FRAME_SHIFT].pin,
+	/* the pinned frame is the one mapped: the cell may point elsewhere now */
+	atomic_fetch_sub_explicit(&pool->frames[(uint64_t)((const unsigned char *)obj -
+						 pool->base) >> ZP_FRAME_SHIFT].pin,
 				  1, memory_order_release);
 }
 
@@ -317,7 +302,9 @@ void zpool_free(struct zpool *pool, uint32_t handle)
 	handle_put(pool, c, handle);
 	counter_add(&c->objects, -1);
 	counter_add(&c->obj_bytes, -(int64_t)size);
-	if (!zs->inuse)
+	if (zs->group == ZS_DRAINING)
+		;    /* zp_compact_auto() takes it back once unpinned */
+	else if (!zs->inuse)
 		zp_zspage_retire(pool, c, zs);
 	else
 		regroup(c, zs);

@@ -12,8 +12,8 @@
  * Concurrency contract (the rules themselves live at the top of zpool.c):
  *  - zpool_store(), zpool_free(), zpool_compact() and zpool_stats() may be
  *    called from any thread at any time.
- *  - zpool_map() pins the object's zspage against compaction until
- *    zpool_unmap(); it never waits for other readers, only (briefly) for a
+ *  - zpool_map() pins the object's zspage against reuse until
+ *    zpool_unmap(); it never waits, neither for other readers nor for a
  *    compaction that is moving that very zspage.
  *  - The caller guarantees that a handle is not freed while it is mapped,
  *    and is freed once (the store's page lock does both).
@@ -65,11 +65,11 @@ void zpool_free(struct zpool *pool, uint32_t handle);
 /*
  * Return the address of the object, pinned in place until zpool_unmap().
  * The memory is read-only to the caller. Lock-free; no allocation, no
- * syscall. Every zpool_map() needs exactly one zpool_unmap() with the same
- * handle, from the same thread.
+ * syscall. Every zpool_map() needs exactly one zpool_unmap() of the address
+ * it returned (compaction may have given the handle another one meanwhile).
  */
 const void *zpool_map(struct zpool *pool, uint32_t handle);
-void zpool_unmap(struct zpool *pool, uint32_t handle);
+void zpool_unmap(struct zpool *pool, const void *obj);
 
 /*
  * Move objects from sparse zspages into fuller ones of the same size class

@@ -3,12 +3,17 @@
  * that they can be emptied, and borrowing between classes.
  *
  * Compaction of a class takes its sparsest zspage as source and the fullest
- * other non-full zspage as destination, sets the source's migrate bit, waits
- * for its pins to drain (giving up after a bound, so a thread that holds a
- * mapping while it frees cannot deadlock), copies each live object into the
- * destination, publishes the new offset with a release store, and retires
- * the source once it is empty; its frame goes to the cache of resident
- * frames (zpool_frame.c), where the next zspage of any class finds it.
+ * other non-full zspage as destination, waits a bounded time for the
+ * source to have no pins, copies each live object into the destination and
+ * publishes the new offset with a release store, while readers go on
+ * reading the old places. Then it waits, again a bounded time (so a thread
+ * that holds a mapping while it frees cannot deadlock), for the readers of
+ * the old places to unpin, and retires the source once it is empty; its
+ * frame goes to the cache of resident frames (zpool_frame.c), where the
+ * next zspage of any class finds it. A source whose readers stay goes to
+ * the class's draining list instead, and the next compaction of the class
+ * that finds it unpinned retires it (or regroups it, if the destinations
+ * ran out before it was empty).
  * zpool_compact() does it for every class and then gives the cache back to
  * the OS; zpool_free() does at most AUTO_COMPACT_BUDGET zspages of its own
  * class when that class has over 25% and at least two zspages' worth of
@@ -40,32 +45,81 @@ static bool should_compact(const struct size_class *c)
 }
 
 /*
- * Stop new pins of zs and wait for the current ones, backing off at most
- * `patience` times; false if they stay.
+ * Wait, backing off at most `patience` times, until no reader pins the
+ * frame; false if some still do. The fetch_add orders the moves published
+ * before it against every pin: a pin that comes later sees the new cells,
+ * and one that came earlier is counted here.
  */
-static bool migrate_begin(struct zpool *pool, const struct zspage *zs,
-			  unsigned patience)
+static bool pins_drain(struct zpool *pool, uint32_t frame, unsigned patience)
 {
-	_Atomic uint32_t *pin = &pool->frames[zs->frame].pin;
-	uint32_t v = atomic_fetch_or_explicit(pin, PIN_MIGRATE, memory_order_acq_rel);
+	_Atomic uint32_t *pin = &pool->frames[frame].pin;
+	uint32_t v = atomic_fetch_add_explicit(pin, 0, memory_order_acq_rel);
 	unsigned spins = 0;
+	uint64_t t0 = 0;
 
-	while (v & ~PIN_MIGRATE) {
-		if (spins >= patience) {
-			atomic_fetch_and_explicit(pin, ~PIN_MIGRATE,
-						  memory_order_release);
-			return false;
-		}
+	while (v) {
+		if (spins >= patience)
+			break;
+		if (!t0)
+			t0 = lockstat_begin();
 		spin_backoff(&spins, SPIN_LIMIT);
 		v = atomic_load_explicit(pin, memory_order_acquire);
 	}
-	return true;
+	if (t0)
+		lockstat_end(LOCK_FRAME, t0);
+	return !v;
 }
 
-static void migrate_end(struct zpool *pool, uint32_t frame)
+/*
+ * The objects have left src's places (all, or some if the destinations ran
+ * out). A reader may still read one there: src goes back to its group, or
+ * is retired, only once its pins drained; until then it waits in the
+ * draining list, where no store and no compaction picks it. Returns the
+ * pages freed.
+ */
+static long moved_out(struct zpool *pool, struct size_class *c,
+		      struct zspage *src, unsigned patience)
 {
-	atomic_fetch_and_explicit(&pool->frames[frame].pin, ~PIN_MIGRATE,
-				  memory_order_release);
+	if (!pins_drain(pool, src->frame, patience)) {
+		group_del(c, src);
+		group_add(c, src, ZS_DRAINING);
+		return 0;
+	}
+	if (src->inuse) {
+		regroup(c, src);
+		return 0;
+	}
+	zp_zspage_retire(pool, c, src);
+	return c->pages;
+}
+
+/* Take back the draining zspages whose readers have gone. */
+static long drained(struct zpool *pool, struct size_class *c)
+{
+	struct zspage *zs = c->group[ZS_DRAINING], *next;
+	long freed = 0;
+
+	for (; zs; zs = next) {
+		next = zs_at(c, zs->next);
+		if (atomic_load_explicit(&pool->frames[zs->frame].pin,
+					 memory_order_acquire))
+			continue;
+		if (!zs->inuse) {
+			zp_zspage_retire(pool, c, zs);
+			freed += c->pages;
+			continue;
+		}
+		group_del(c, zs);
+		group_add(c, zs, group_of(c, zs->inuse));
+	}
+	return freed;
+}
+
+static void note_compacted(struct zpool *pool, long pages)
+{
+	if (pages)
+		atomic_fetch_add_explicit(&pool->pages_compacted, (uint64_t)pages,
+					  memory_order_relaxed);
 }
 
 /* Move an object from class sc to a zspage of class dc (both locked). */
@@ -107,11 +161,11 @@ static long compact_class(struct zpool *pool, struct size_class *c,
 	while (budget-- && can_compact(c)) {
 		struct zspage *src = sparsest(c);
 		struct zspage *dst = fullest(c, src);
-		uint32_t frame;
+		uint32_t inuse;
 
-		if (!src || !dst || !migrate_begin(pool, src, patience))
+		/* a pinned source would only wait in the draining list */
+		if (!src || !dst || !pins_drain(pool, src->frame, patience))
 			break;
-		frame = src->frame;
 		for (uint32_t i = 0; i < c->objs && src->inuse; i++) {
 			if (src->owner[i] & OBJ_FREE)
 				continue;
@@ -120,19 +174,15 @@ static long compact_class(struct zpool *pool, struct size_class *c,
 			move_object(pool, c, src, i, c, dst);
 			if (dst->inuse == c->objs)
 				dst = NULL;
+			if (zp_test_moved)
+				zp_test_moved(pool, src->inuse);
 		}
-		/* stale readers of the old offsets retry once this is clear */
-		migrate_end(pool, frame);
-		if (src->inuse) {
-			regroup(c, src);
+		inuse = src->inuse;
+		freed += moved_out(pool, c, src, patience);
+		if (inuse)
 			break;
-		}
-		zp_zspage_retire(pool, c, src);
-		freed += c->pages;
 	}
-	if (freed)
-		atomic_fetch_add_explicit(&pool->pages_compacted, (uint64_t)freed,
-					  memory_order_relaxed);
+	note_compacted(pool, freed);
 	return freed;
 }
 
@@ -147,7 +197,7 @@ static long compact_lend(struct zpool *pool, struct size_class *c)
 {
 	struct zspage *src = sparsest(c), *dst = NULL;
 	struct size_class *n;
-	uint32_t frame;
+	long freed;
 
 	if (!src || fullest(c, src))
 		return 0;
@@ -156,11 +206,10 @@ static long compact_lend(struct zpool *pool, struct size_class *c)
 		return 0;
 	if ((uint64_t)src->inuse * (n->size - c->size) >=
 	    (uint64_t)c->pages * PAGE ||
-	    !migrate_begin(pool, src, MIGRATE_PATIENCE)) {
+	    !pins_drain(pool, src->frame, MIGRATE_PATIENCE)) {
 		pthread_mutex_unlock(&n->lock);
 		return 0;
 	}
-	frame = src->frame;
 	for (uint32_t i = 0; i < c->objs && src->inuse; i++) {
 		if (src->owner[i] & OBJ_FREE)
 			continue;
@@ -181,20 +230,16 @@ static long compact_lend(struct zpool *pool, struct size_class *c)
 			handle_put(pool, c, h);
 		}
 	}
-	migrate_end(pool, frame);
 	pthread_mutex_unlock(&n->lock);
-	if (src->inuse) {
-		regroup(c, src);
-		return 0;
-	}
-	zp_zspage_retire(pool, c, src);
-	atomic_fetch_add_explicit(&pool->pages_compacted, c->pages,
-				  memory_order_relaxed);
-	return c->pages;
+	freed = moved_out(pool, c, src, MIGRATE_PATIENCE);
+	note_compacted(pool, freed);
+	return freed;
 }
 
 void zp_compact_auto(struct zpool *pool, struct size_class *c)
 {
+	if (unlikely(c->group[ZS_DRAINING]))
+		note_compacted(pool, drained(pool, c));
 	if (should_compact(c))
 		compact_class(pool, c, AUTO_COMPACT_BUDGET, AUTO_COMPACT_PATIENCE);
 }
@@ -226,6 +271,7 @@ long zpool_compact(struct zpool *pool)
 		struct size_class *c = &pool->classes[i];
 
 		lockstat_mutex_lock(&c->lock, LOCK_CLASS);
+		note_compacted(pool, drained(pool, c));
 		compact_class(pool, c, ~0u, MIGRATE_PATIENCE);
 		compact_lend(pool, c);
 		freed += class_shrink(pool, c);

@@ -47,8 +47,8 @@
 #define OBJ_NIL 0xffffu
 
 #define NR_GROUPS 8                  /* non-full groups; NR_GROUPS is full */
+#define ZS_DRAINING (NR_GROUPS + 1)  /* moved out, stale readers remain */
 
-#define PIN_MIGRATE (1u << 31)
 #define SPIN_LIMIT 256u              /* pause this often, then yield */
 #define MIGRATE_PATIENCE (SPIN_LIMIT + 1024u)
 #define AUTO_COMPACT_BUDGET 2u       /* zspages per zpool_free() */
@@ -62,7 +62,7 @@
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
 struct frame {
-	_Atomic uint32_t pin;       /* readers | PIN_MIGRATE */
+	_Atomic uint32_t pin;       /* readers */
 	union {
 		/* free or cached: stack link, frame + 1, 0 ends */
 		_Atomic uint32_t next_free;
@@ -85,7 +85,7 @@ struct zspage {
 
 struct size_class {
 	pthread_mutex_t lock;
-	struct zspage *group[NR_GROUPS + 1];
+	struct zspage *group[ZS_DRAINING + 1];
 	struct frame *frames;       /* the pool's, to follow list links */
 	uint32_t free_handle;       /* 0: none */
 	uint32_t size;
@@ -169,6 +169,13 @@ struct size_class *zp_borrow(struct zpool *pool, struct size_class *c,
 
 /* zpool_compact.c (class lock held) */
 void zp_compact_auto(struct zpool *pool, struct size_class *c);
+/*
+ * Defined only by unit tests (the library leaves it NULL): called by
+ * compaction after each object it moved out of a zspage that still holds
+ * `left` objects, with the class lock held.
+ */
+void zp_test_moved(struct zpool *pool, unsigned left)
+	__attribute__((weak, visibility("hidden")));
 
 /* ---- zspage lists: fullness groups (class lock held) ---- */
 
@@ -217,7 +224,7 @@ static inline void regroup(struct size_class *c, struct zspage *zs)
 {
 	unsigned g = group_of(c, zs->inuse);
 
-	if (g != zs->group) {
+	if (g != zs->group && zs->group != ZS_DRAINING) {
 		group_del(c, zs);
 		group_add(c, zs, g);
 	}

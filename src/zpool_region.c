@@ -236,7 +236,7 @@ void zpool_destroy(struct zpool *pool)
 		pthread_mutex_destroy(&c->lock);
 		if (c->desc_off)
 			continue;    /* descriptors went with the region */
-		for (unsigned g = 0; g <= NR_GROUPS; g++) {
+		for (unsigned g = 0; g <= ZS_DRAINING; g++) {
 			while (c->group[g]) {
 				struct zspage *zs = c->group[g];
 

@@ -219,6 +219,18 @@ static void test_churn_large(void **state)
 	churn(64 * KiB, tu_scaled(15000), 2000, 2);
 }
 
+/* n objects of 1000 bytes, then all go but every keep-th. */
+static void store_sparse(struct zpool *pool, struct obj *objs, size_t n,
+			 unsigned keep, uint64_t seed, void *scratch)
+{
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(store_obj(pool, &objs[i], 1000, tu_rand(&seed),
+					   scratch), 0);
+	for (size_t i = 0; i < n; i++)
+		if (i % keep)
+			free_obj(pool, &objs[i]);
+}
+
 /*
  * A pinned object never moves: compaction gives up on a zspage whose pins
  * do not drain (here the pins belong to the compacting thread itself, which
@@ -232,20 +244,14 @@ static void test_compact_while_mapped(void **state)
 	const void **ptr = calloc(n, sizeof(*ptr));
 	void *scratch = malloc(4096);
 	struct zpool_stats before, after;
-	uint64_t s = 10;
 	long pages;
 
 	(void)state;
 	assert_non_null(objs);
 	assert_non_null(ptr);
 	assert_non_null(scratch);
-	for (size_t i = 0; i < n; i++)
-		assert_int_equal(store_obj(pool, &objs[i], 1000, tu_rand(&s),
-					   scratch), 0);
 	/* 3 of every 4 go: a quarter of each zspage stays */
-	for (size_t i = 0; i < n; i++)
-		if (i % 4)
-			free_obj(pool, &objs[i]);
+	store_sparse(pool, objs, n, 4, 10, scratch);
 	for (size_t i = 0; i < n; i += 4)
 		ptr[i] = zpool_map(pool, objs[i].handle);
 	zpool_stats(pool, &before);
@@ -257,10 +263,10 @@ static void test_compact_while_mapped(void **state)
 	zpool_stats(pool, &before);
 	for (size_t i = 0; i < n; i += 4) {
 		assert_ptr_equal(zpool_map(pool, objs[i].handle), ptr[i]);
-		zpool_unmap(pool, objs[i].handle);
+		zpool_unmap(pool, ptr[i]);
 		fill(scratch, objs[i].size, objs[i].seed);
 		assert_memory_equal(ptr[i], scratch, objs[i].size);
-		zpool_unmap(pool, objs[i].handle);
+		zpool_unmap(pool, ptr[i]);
 	}
 	pages = zpool_compact(pool);
 	zpool_stats(pool, &after);
@@ -270,6 +276,100 @@ static void test_compact_while_mapped(void **state)
 	assert_true(pages > 0);
 	assert_true(after.mem_used < before.mem_used);
 	verify_all(pool, objs, n, scratch);
+	free(scratch);
+	free(ptr);
+	free(objs);
+	zpool_destroy(pool);
+}
+
+/* test_read_during_move: what zp_test_moved() does while it is armed */
+static struct {
+	struct zpool *pool;
+	const struct obj *objs;
+	const void **ptr;
+	void *scratch;
+	size_t n;
+	bool armed;
+} mid_move;
+
+/* Called by compaction after each object it moved, class lock held. */
+void zp_test_moved(struct zpool *pool, unsigned left)
+{
+	if (!mid_move.armed || pool != mid_move.pool || !left)
+		return;
+	mid_move.armed = false;
+	for (size_t i = 0; i < mid_move.n; i++) {
+		const struct obj *o = &mid_move.objs[i];
+
+		if (!o->handle)
+			continue;
+		mid_move.ptr[i] = zpool_map(pool, o->handle);
+		fill(mid_move.scratch, o->size, o->seed);
+		assert_memory_equal(mid_move.ptr[i], mid_move.scratch, o->size);
+	}
+}
+
+static bool any_draining(const struct zpool *pool)
+{
+	for (unsigned i = 0; i < pool->nclasses; i++)
+		if (pool->classes[i].group[ZS_DRAINING])
+			return true;
+	return false;
+}
+
+/*
+ * Readers never wait for compaction: with a compaction stopped between two
+ * moves (zp_test_moved()), every object maps at once, also those of the
+ * zspage being emptied (with the old migrate bit that map spun forever:
+ * the alarm fails the test). The old places stay intact while mapped, even
+ * as new objects are stored, and their zspage is retired once unmapped.
+ */
+static void test_read_during_move(void **state)
+{
+	size_t n = 2000, moved = 0;
+	struct zpool *pool = pool_new(64 * MiB, 4096);
+	struct obj *objs = calloc(2 * n, sizeof(*objs)), *more = objs + n;
+	const void **ptr = calloc(n, sizeof(*ptr));
+	void *scratch = malloc(4096);
+	struct zpool_stats before, after;
+	uint64_t s;
+
+	(void)state;
+	assert_non_null(objs);
+	assert_non_null(ptr);
+	assert_non_null(scratch);
+	/* half go: a zspage being emptied holds more after its first move */
+	store_sparse(pool, objs, n, 2, 11, scratch);
+	s = 12;
+	mid_move = (__typeof__(mid_move)){ pool, objs, ptr, scratch, n, true };
+	alarm(60);
+	zpool_compact(pool);
+	alarm(0);
+	assert_false(mid_move.armed);
+	assert_true(any_draining(pool));
+	for (size_t i = 0; i < n; i++)
+		if (objs[i].handle)
+			assert_int_equal(store_obj(pool, &more[i], 1000,
+						   tu_rand(&s), scratch), 0);
+	for (size_t i = 0; i < n; i++) {
+		const void *p;
+
+		if (!objs[i].handle)
+			continue;
+		fill(scratch, objs[i].size, objs[i].seed);
+		assert_memory_equal(ptr[i], scratch, objs[i].size);
+		p = zpool_map(pool, objs[i].handle);
+		moved += p != ptr[i];
+		zpool_unmap(pool, p);
+		zpool_unmap(pool, ptr[i]);
+	}
+	assert_true(moved > 0);
+	zpool_stats(pool, &before);
+	zpool_compact(pool);
+	zpool_stats(pool, &after);
+	assert_false(any_draining(pool));
+	assert_true(after.pages_compacted > before.pages_compacted);
+	verify_all(pool, objs, 2 * n, scratch);
 	free(scratch);
 	free(ptr);
 	free(objs);
@@ -613,7 +713,7 @@ static void test_reservation_shrinks(void **state)
 			_exit(1);
 		p = zpool_map(pool, h);
 		ok = !memcmp(p, data, sizeof(data));
-		zpool_unmap(pool, h);
+		zpool_unmap(pool, p);
 		zpool_destroy(pool);
 		_exit(ok ? 0 : 2);
 	}
@@ -716,6 +816,7 @@ int main(void)
 		cmocka_unit_test(test_cache_slack),
 		cmocka_unit_test(test_compact_keeps_bytes),
 		cmocka_unit_test(test_compact_while_mapped),
+		cmocka_unit_test(test_read_during_move),
 		cmocka_unit_test(test_fragmentation_bound),
 		cmocka_unit_test(test_borrow),
 		cmocka_unit_test(test_limit),

@@ -46,7 +46,7 @@ static void *reader(void *arg)
 			fill(scratch, o->size, o->seed);
 			if (memcmp(p, scratch, o->size))
 				atomic_fetch_add(&sh->bad, 1);
-			zpool_unmap(sh->pool, o->handle);
+			zpool_unmap(sh->pool, p);
 		}
 		pthread_rwlock_unlock(&sh->locks[i]);
 		atomic_fetch_add(&sh->reads, 1);

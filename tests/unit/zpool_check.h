@@ -47,7 +47,7 @@ static inline bool intact(struct zpool *pool, const struct obj *o, void *scratch
 
 	fill(scratch, o->size, o->seed);
 	ok = p && memcmp(p, scratch, o->size) == 0;
-	zpool_unmap(pool, o->handle);
+	zpool_unmap(pool, p);
 	return ok;
 }
 
