@@ -208,7 +208,10 @@ void tier_make_room(struct uzram *dev, uint64_t need)
 
 	if (limit > need && limit - need < low)
 		low = limit - need;
-	policy_step(dev, low);
+	/* a step frees about what it aims at, not exactly: repeat while it gains */
+	for (uint64_t used = mem_used(dev), prev = UINT64_MAX;
+	     used > low && used < prev; prev = used, used = mem_used(dev))
+		policy_step(dev, low);
 }
 
 static void *policy_main(void *arg)
