@@ -24,14 +24,16 @@
  * incompressible, and writeback's "incompressible" type picks it.
  *
  * An object that dedup shares between clusters (dedup.c) is re-encoded
- * once, the first time the walk meets one of its slots; the walk keeps
- * {old handle -> new object} in a bounded map (struct remap) and switches
- * every later slot it meets that still names the old object, each under
- * its own lock, dropping its reference to the old object, which is freed
- * with its last. Slots the walk does not reach (written during it, or
- * before its position) keep the old object alive by their reference, so
- * correctness never depends on reaching them; the next run takes them.
- * Each switched slot counts in pages_recompressed.
+ * once, the first time the walk meets one of its slots. The walk keeps
+ * {old handle -> new object} in a bounded map (struct remap; when it is
+ * full, the band is walked again for the rest) and switches every later
+ * slot it meets that still names the old object, each under its own lock,
+ * dropping that slot's reference to the old object, which is freed with
+ * its last. A slot the walk does not reach (one that took the old object
+ * behind the walk's position) keeps it alive by its reference, so
+ * correctness never depends on reaching every slot; the next run takes it.
+ * Each switched slot counts in pages_recompressed. Writeback does not do
+ * this: it leaves a shared object in memory (writeback.c).
  *
  * The tag bits are kept: the bytes are the same; so is the idle bit. The
  * counters follow the object's size and state (a huge cluster that
@@ -91,7 +93,7 @@ static bool pass_takes(const struct recomp_pass *p, uint32_t f, uint32_t size,
  * and what a slot naming the old one becomes. The walk holds a reference
  * to both (dedup_replace()) until it ends, so neither handle is reused
  * under the map. Bounded: once it is 3/4 full, further shared objects wait
- * for the next walk.
+ * for another walk of the band, made at once while walks make progress.
  */
 #define REMAP_CAP 4096u   /* a power of two */
 
@@ -104,6 +106,7 @@ struct remap_ent {
 
 struct remap {
 	uint32_t n;
+	bool full;             /* a shared object found no room */
 	struct remap_ent e[REMAP_CAP];
 };
 
@@ -121,7 +124,11 @@ static bool remap_room(struct remap **mp)
 {
 	if (!*mp)
 		*mp = calloc(1, sizeof **mp);
-	return *mp && ((*mp)->n + 1) * 4 <= REMAP_CAP * 3;
+	if (!*mp)
+		return false;
+	if (((*mp)->n + 1) * 4 > REMAP_CAP * 3)
+		(*mp)->full = true;
+	return !(*mp)->full;
 }
 
 /* The end of a walk: drop its references to the old and new objects. */
@@ -308,9 +315,12 @@ out:
 	return ret;
 }
 
-/* One walk of the table, over the objects of sizes [lo, hi). */
-static long pass_band(struct uzram *dev, const struct recomp_pass *p,
-		      uint32_t lo, uint32_t hi, struct store_tls *t, int *err)
+/*
+ * One walk of the table, over the objects of sizes [lo, hi); *again: its
+ * map of shared objects was full.
+ */
+static long walk(struct uzram *dev, const struct recomp_pass *p, uint32_t lo,
+		 uint32_t hi, struct store_tls *t, int *err, bool *again)
 {
 	uint32_t now = tier_clock(dev);
 	struct remap *m = NULL;
@@ -340,7 +350,24 @@ static long pass_band(struct uzram *dev, const struct recomp_pass *p,
 					       uzram_strerror(r));
 		}
 	}
+	*again = m && m->full;
 	remap_release(dev, m);
+	return pages;
+}
+
+/* Walks of the band until one leaves no shared object for lack of room. */
+static long pass_band(struct uzram *dev, const struct recomp_pass *p,
+		      uint32_t lo, uint32_t hi, struct store_tls *t, int *err)
+{
+	long pages = 0, n;
+	bool again;
+
+	do {
+		n = walk(dev, p, lo, hi, t, err, &again);
+		if (n < 0)
+			return n;
+		pages += n;
+	} while (again && n > 0);
 	return pages;
 }
 
