@@ -56,8 +56,8 @@
  * of the walk that names it (recompress.c), holding a reference to the old
  * and the new object for the whole walk (dedup_replace()) so that neither
  * handle is reused under its map; the index entry moves to the new object
- * when the device's codec (priority 0) made it, else leaves. An image keeps the
- * sharing: the save writes a shared object's bytes once, holding a
+ * when the device's codec (priority 0) made it, else leaves. An image
+ * keeps the sharing: the save writes a shared object's bytes once, holding a
  * reference to it until the save ends so that its handle is not reused
  * under the records that name it (struct dedup_saved), and the loader
  * takes one reference per shared record (image-format.md).
@@ -462,7 +462,8 @@ bool dedup_replace(struct uzram *dev, uint32_t flags, uint32_t old,
 	pthread_mutex_lock(&sh->lock);
 	ok = ref_get(dev, sh, old);
 	for (uint32_t i = sh->cap ? ent_home(tag, sh->cap) : 0;
-	     ok && sh->cap && (e = sh->ent[i]); i = i + 1 == sh->cap ? 0 : i + 1) {
+	     ok && sh->cap && (e = sh->ent[i]);
+	     i = i + 1 == sh->cap ? 0 : i + 1) {
 		if ((uint32_t)e != old || ent_tag(e) != tag)
 			continue;
 		/* same bytes, same key: the entry keeps its place */

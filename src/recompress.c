@@ -178,9 +178,10 @@ static int remap_slot(struct uzram *dev, struct slot *s, uint32_t f,
  * no object is left in the place it leaves. Returns a step or a negative
  * errno.
  */
-static int encode(struct uzram *dev, struct slot *s, const struct recomp_pass *p,
-		  const struct zcomp *to, uint32_t f, uint32_t old_size,
-		  size_t len, struct store_tls *t, const void **data, int *clen,
+static int encode(struct uzram *dev, struct slot *s,
+		  const struct recomp_pass *p, const struct zcomp *to,
+		  uint32_t f, uint32_t old_size, size_t len,
+		  struct store_tls *t, const void **data, int *clen,
 		  enum slot_state *new_state, uint32_t *place)
 {
 	uint32_t cap;
