@@ -47,14 +47,17 @@
  * frees it.
  *
  * Composition: compaction moves objects under stable handles, so the index
- * does not follow it. Recompression and writeback replace an object under
- * the slot lock: they first take it out of the index (dedup_detach()),
- * which refuses a shared object; those stay where they are, in memory and
- * with their codec, because the slots naming them are not known from the
- * object (a re-encode would have to find and switch all of them). So a
- * dictionary change that needs the place of a shared object empty is
- * refused (-EBUSY, dict.c) until the sharing ends. An image keeps the
- * sharing: the save writes a shared object's bytes once, holding a
+ * does not follow it. Recompression and writeback replace an unshared
+ * object under the slot lock: they first take it out of the index
+ * (dedup_detach()), which refuses a shared object. The slots naming a
+ * shared object are not known from the object, so writeback leaves it in
+ * memory until one slot is left. Recompression, a walk of the whole table,
+ * finds them itself: it re-encodes the object once and switches each slot
+ * of the walk that names it (recompress.c), holding a reference to the old
+ * and the new object for the whole walk (dedup_replace()) so that neither
+ * handle is reused under its map; the index entry moves to the new object
+ * when the device's codec (priority 0) made it, else leaves. An image
+ * keeps the sharing: the save writes a shared object's bytes once, holding a
  * reference to it until the save ends so that its handle is not reused
  * under the records that name it (struct dedup_saved), and the loader
  * takes one reference per shared record (image-format.md).
@@ -432,6 +435,48 @@ bool dedup_detach(struct uzram *dev, uint32_t flags, uint32_t handle)
 		ent_remove(sh, slot_tag(flags), handle);
 	pthread_mutex_unlock(&sh->lock);
 	return !shared;
+}
+
+bool dedup_shared(struct uzram *dev, uint32_t flags, uint32_t handle)
+{
+	struct shard *sh;
+	bool shared;
+
+	if (!dev->dedup)
+		return false;
+	sh = shard_of(dev->dedup, slot_tag(flags));
+	pthread_mutex_lock(&sh->lock);
+	shared = ref_find(sh, handle) != UINT32_MAX;
+	pthread_mutex_unlock(&sh->lock);
+	return shared;
+}
+
+bool dedup_replace(struct uzram *dev, uint32_t flags, uint32_t old,
+		   uint32_t old_size, uint32_t new, bool index_new)
+{
+	uint32_t tag = slot_tag(flags);
+	struct shard *sh = shard_of(dev->dedup, tag);
+	bool ok;
+	uint64_t e;
+
+	pthread_mutex_lock(&sh->lock);
+	ok = ref_get(dev, sh, old);
+	for (uint32_t i = sh->cap ? ent_home(tag, sh->cap) : 0;
+	     ok && sh->cap && (e = sh->ent[i]);
+	     i = i + 1 == sh->cap ? 0 : i + 1) {
+		if ((uint32_t)e != old || ent_tag(e) != tag)
+			continue;
+		/* same bytes, same key: the entry keeps its place */
+		if (index_new)
+			sh->ent[i] = (e & ~(uint64_t)UINT32_MAX) | new;
+		else
+			ent_delete(sh, i);
+		break;
+	}
+	pthread_mutex_unlock(&sh->lock);
+	if (ok)
+		ref_count(dev, old_size, 1);
+	return ok;
 }
 
 void dedup_insert_loaded(struct uzram *dev, const struct content *c,

@@ -61,6 +61,26 @@ void dedup_put(struct uzram *dev, uint32_t flags, uint32_t handle,
 bool dedup_detach(struct uzram *dev, uint32_t flags, uint32_t handle);
 
 /*
+ * Whether the object (handle) of a slot with these flags is shared now.
+ * False with dedup off.
+ */
+bool dedup_shared(struct uzram *dev, uint32_t flags, uint32_t handle);
+
+/*
+ * Recompression of a shared object (recompress.c): the walk that re-encodes
+ * the object old (of old_size bytes; flags: of a slot naming it) into new
+ * takes one more reference to old, and holds it and new's first reference
+ * until the walk ends (then dedup_put() both), so that neither handle is
+ * reused while it switches the slots that name old to new, each with
+ * dedup_share(new) and then dedup_put(old). old's index entry moves to
+ * new if index_new (new is made by priority 0's current codec, which
+ * dedup_find() decodes with), else it leaves the index. False: no memory,
+ * nothing done.
+ */
+bool dedup_replace(struct uzram *dev, uint32_t flags, uint32_t old,
+		   uint32_t old_size, uint32_t new, bool index_new);
+
+/*
  * Index an object an image's record stored (image_load.c), as the write
  * path would have: it is decoded and hashed, and left out unless its hash
  * matches the tag in its flags (a forged image cannot plant a wrong key).

@@ -3,8 +3,9 @@
 # offsets of one export (the second through nbdkit's offset filter), both
 # read back byte for byte; the second copy stores nothing new (its pages are
 # counted in pages_deduped and compr_data_size does not grow); a write into
-# one copy leaves the other as it was; `uzram stat` shows the figures; and
-# a server without --dedup reports none.
+# one copy leaves the other as it was; `uzram stat` shows the figures;
+# recompression re-encodes each shared object once and keeps the sharing;
+# and a server without --dedup reports none.
 source "$(dirname "$0")/functions.sh"
 require nbdcopy nbdkit qemu-io
 
@@ -63,6 +64,25 @@ grep -Eq '^pages_deduped +[1-9]' "$T/stat.txt" ||
 grep -Eq '^dedup_index_bytes +[1-9]' "$T/stat.txt" ||
 	fail "no dedup_index_bytes in uzram stat"
 stop_server d
+
+step "recompression re-encodes each shared object once, for both copies"
+start_server r --size 64M --dedup --recomp-algorithm zstd
+nbdcopy "$TAR" "${URI[r]}"
+copy_at r "$OFF" "$TAR"
+deduped=$(stat_field r pages_deduped)
+compr=$(stat_field r compr_data_size)
+server_ctl r recompress >"$T/ctl.out" || fail "ctl recompress failed"
+n=$(sed -n 's/^ok: \([0-9]*\) pages re-encoded$/\1/p' "$T/ctl.out")
+((n > deduped / 2)) || fail "$n pages re-encoded, $deduped of them shared"
+assert_eq "$(stat_field r pages_recompressed)" "$n" pages_recompressed
+assert_eq "$(stat_field r pages_deduped)" "$deduped" \
+	"pages_deduped after recompression"
+(($(stat_field r compr_data_size) < compr * 9 / 10)) ||
+	fail "compr_data_size $compr -> $(stat_field r compr_data_size)"
+nbdcopy "${URI[r]}" "$T/out3"
+assert_same_range "$TAR" 0 "$T/out3" 0 "$TARSZ"
+assert_same_range "$TAR" 0 "$T/out3" "$OFF" "$TARSZ"
+stop_server r
 
 step "without --dedup nothing is deduplicated"
 start_server n --size 64M

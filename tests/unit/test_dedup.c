@@ -5,9 +5,9 @@
  * sharing cluster leaves the others as they were, the last reference frees
  * the object whichever way it goes (rewrite, discard, write-zeroes,
  * close), a hit succeeds at the memory limit, compaction moves shared
- * objects, recompression and writeback leave shared objects alone and
- * take them once they are no longer shared (a dictionary change that
- * needs a shared object re-encoded is refused until then), an image keeps
+ * objects, recompression and a dictionary change re-encode a shared object
+ * once for all its clusters, writeback leaves shared objects alone and
+ * takes them once they are no longer shared, an image keeps
  * the sharing, and 2 writers, readers, compaction and
  * recompression run together on shared clusters (for TSan).
  *
@@ -262,31 +262,69 @@ static void test_compaction(void **state)
 	uzram_close(dev);
 }
 
-/* Shared objects are left as they are; unshared ones are re-encoded. */
+/* compr_data_size of a device without dedup holding pages, recompressed */
+static uint64_t recompressed_size(const int *pages, int n)
+{
+	struct uzram_config cfg;
+	struct uzram *dev = NULL;
+	uint64_t size;
+
+	uzram_config_init(&cfg);
+	cfg.size = NPAGES * PG;
+	assert_int_equal(uzram_open(&cfg, &dev), 0);
+	assert_int_equal(uzram_add_recomp_algorithm(dev, "zstd", 0), 1);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(uzram_write(dev, data_page(pages[i]), PG,
+					     (uint64_t)i * PG), 0);
+	assert_int_equal(uzram_recompress(dev, 1, 0, 0), n);
+	size = get_stats(dev).compr_data_size;
+	uzram_close(dev);
+	return size;
+}
+
+/*
+ * A shared object is re-encoded once for all its clusters: they all name
+ * the new object, the old one is freed, the counters count the new one
+ * once, and a rewrite of one leaves the others intact.
+ */
 static void test_recompress(void **state)
 {
 	struct uzram *dev = dd_open(NPAGES, 0, NULL, 0);
 	uint8_t *ref = calloc(NPAGES, PG);
+	const int both[] = { 6, 7 };
+	uint64_t one = recompressed_size(both, 1);
+	uint64_t two = recompressed_size(both, 2);
+	const int n = 8;
+	struct uzram_stats st;
 
 	(void)state;
 	assert_non_null(ref);
 	assert_int_equal(uzram_add_recomp_algorithm(dev, "zstd", 0), 1);
-	dev_write(dev, ref, data_page(6), PG, 0);
-	dev_write(dev, ref, data_page(6), PG, PG);
-	dev_write(dev, ref, data_page(7), PG, 2 * PG);
-	assert_int_equal(uzram_recompress(dev, 1, 0, 0), 1);
-	assert_int_equal(get_stats(dev).pages_recompressed, 1);
-	check_dev(dev, ref, "recompressed around a shared object");
-	/* no longer shared: now it is taken */
-	assert_int_equal(uzram_discard(dev, PG, 0), 0);
-	memset(ref, 0, PG);
-	assert_int_equal(uzram_recompress(dev, 1, 0, 0), 1);
-	assert_int_equal(get_stats(dev).pages_recompressed, 2);
-	check_dev(dev, ref, "the last reference recompressed");
+	for (int i = 0; i < n; i++)
+		dev_write(dev, ref, data_page(6), PG, (uint64_t)(3 * i + 1) * PG);
+	dev_write(dev, ref, data_page(7), PG, 0);
+	assert_int_equal(get_stats(dev).pages_deduped, n - 1);
+	assert_int_equal(uzram_recompress(dev, 1, 0, 0), n + 1);
+	st = get_stats(dev);
+	assert_int_equal(st.pages_recompressed, n + 1);
+	assert_int_equal(st.pages_deduped, n - 1);
+	assert_int_equal(st.compr_data_size, two);
+	assert_int_equal(st.dedup_bytes_saved, (uint64_t)(n - 1) * one);
+	assert_int_equal(objects(dev), 2);
+	check_dev(dev, ref, "a shared object recompressed");
+	/* nothing is left for a second run */
+	assert_int_equal(uzram_recompress(dev, 1, 0, 0), 0);
+	/* copy on write still holds on the new object */
+	dev_write(dev, ref, data_page(12), PG, 4 * PG);
+	assert_int_equal(uzram_discard(dev, PG, 7 * PG), 0);
+	memset(ref + 7 * PG, 0, PG);
+	st = get_stats(dev);
+	assert_int_equal(st.pages_deduped, n - 3);
+	assert_int_equal(st.dedup_bytes_saved, (uint64_t)(n - 3) * one);
+	check_dev(dev, ref, "one of the recompressed clusters rewritten");
 	/* a recompressed object has left the index: a copy is a new object */
-	dev_write(dev, ref, data_page(6), PG, 5 * PG);
-	assert_int_equal(get_stats(dev).pages_deduped, 0);
-	assert_int_equal(objects(dev), 3);
+	dev_write(dev, ref, data_page(6), PG, 2 * PG);
+	assert_int_equal(get_stats(dev).pages_deduped, n - 3);
 	check_dev(dev, ref, "after recompression");
 	free(ref);
 	uzram_close(dev);
@@ -326,9 +364,9 @@ static void test_writeback(void **state)
 }
 
 /*
- * A dictionary change re-encodes what the old dictionary made, but not a
- * shared object: the change after it, which would need that place empty,
- * is refused with -EBUSY and changes nothing until the sharing ends.
+ * A dictionary change re-encodes a shared object once, for all its
+ * clusters, and the index follows it: a later copy of those bytes shares
+ * the new object.
  */
 static void test_dictionary(void **state)
 {
@@ -344,15 +382,58 @@ static void test_dictionary(void **state)
 	assert_int_equal(uzram_set_dictionary(dev, 0, dict, 2048,
 					      UZRAM_DICT_REENCODE), 0);
 	check_dev(dev, ref, "a dictionary set");
-	assert_int_equal(uzram_set_dictionary(dev, 0, dict + 2048, 2048,
-					      UZRAM_DICT_REENCODE), -EBUSY);
-	assert_int_equal(get_stats(dev).pages_deduped, 1);
-	check_dev(dev, ref, "a second dictionary refused");
-	assert_int_equal(uzram_discard(dev, PG, PG), 0);
-	memset(ref + PG, 0, PG);
+	/* the second change needs the shared object out of its place */
 	assert_int_equal(uzram_set_dictionary(dev, 0, dict + 2048, 2048,
 					      UZRAM_DICT_REENCODE), 0);
-	check_dev(dev, ref, "the second dictionary once not shared");
+	assert_int_equal(get_stats(dev).pages_deduped, 1);
+	assert_int_equal(objects(dev), 2);
+	check_dev(dev, ref, "a second dictionary");
+	dev_write(dev, ref, data_page(10), PG, 3 * PG);
+	assert_int_equal(get_stats(dev).pages_deduped, 2);
+	assert_int_equal(objects(dev), 2);
+	assert_int_equal(uzram_discard(dev, 2 * PG, 0), 0);
+	memset(ref, 0, 2 * PG);
+	check_dev(dev, ref, "the re-encoded object shared after the change");
+	free(ref);
+	uzram_close(dev);
+}
+
+/*
+ * One walk re-encodes at most REMAP_SHARED shared objects (recompress.c's
+ * map, 3/4 of 4096); a full map makes the pass walk again, so one change
+ * still re-encodes them all, each once.
+ */
+#define REMAP_SHARED 3072
+#define MANY (REMAP_SHARED + 500)
+
+static void test_recompress_bounded(void **state)
+{
+	struct uzram *dev = dd_open(2 * MANY, 0, NULL, 0);
+	uint8_t *ref = calloc(2 * MANY, PG);
+	const uint8_t *dict = data_page(20);
+	uint8_t page[PG];
+
+	(void)state;
+	assert_non_null(ref);
+	for (uint32_t i = 0; i < MANY; i++) {
+		memcpy(page, data_page(i % 16), PG);
+		memcpy(page, &i, sizeof i);
+		dev_write(dev, ref, page, PG, (uint64_t)i * PG);
+		dev_write(dev, ref, page, PG, (uint64_t)(MANY + i) * PG);
+	}
+	assert_int_equal(get_stats(dev).pages_deduped, MANY);
+	assert_int_equal(uzram_set_dictionary(dev, 0, dict, 2048,
+					      UZRAM_DICT_REENCODE), 0);
+	assert_int_equal(get_stats(dev).pages_recompressed, 2 * MANY);
+	assert_int_equal(get_stats(dev).pages_deduped, MANY);
+	assert_int_equal(objects(dev), MANY);
+	check_dev(dev, ref, "more shared objects than a walk's map holds");
+	/* nothing was left in the old place: the next change needs it */
+	assert_int_equal(uzram_set_dictionary(dev, 0, dict + 2048, 2048,
+					      UZRAM_DICT_REENCODE), 0);
+	assert_int_equal(get_stats(dev).pages_recompressed, 4 * MANY);
+	assert_int_equal(objects(dev), MANY);
+	check_dev(dev, ref, "a second change");
 	free(ref);
 	uzram_close(dev);
 }
@@ -601,6 +682,7 @@ int main(void)
 		cmocka_unit_test(test_limit),
 		cmocka_unit_test(test_compaction),
 		cmocka_unit_test(test_recompress),
+		cmocka_unit_test(test_recompress_bounded),
 		cmocka_unit_test(test_writeback),
 		cmocka_unit_test(test_dictionary),
 		cmocka_unit_test(test_image),
