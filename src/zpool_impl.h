@@ -36,6 +36,7 @@
 
 #define ZP_MAX_FRAMES (1ull << 29)   /* 32 TiB of address space */
 #define ZP_MIN_FRAMES 1024ull        /* 64 MiB */
+#define ZP_SPARE_FRAMES 64ull        /* reserved past the worst case, for the cache */
 #define ZP_MAX_HANDLES ((1ull << 31) - 1)
 #define ZP_MIN_HANDLES (1ull << 16)
 #define ZP_HANDLE_BATCH 64u

@@ -191,10 +191,10 @@ int zpool_create(uint64_t max_objects, size_t max_object, struct zpool **out)
 
 	/*
 	 * Worst case without compaction: every object alone in its zspage;
-	 * plus a partial zspage per class and some cached frames (which
-	 * zp_frame_take() gives back when frames run out).
+	 * plus a partial zspage per class and ZP_SPARE_FRAMES cached frames
+	 * (which zp_frame_take() gives back when frames run out).
 	 */
-	nframes = max_objects + 2ull * pool->nclasses + 64;
+	nframes = max_objects + 2ull * pool->nclasses + ZP_SPARE_FRAMES;
 	if (nframes > ZP_MAX_FRAMES)
 		nframes = ZP_MAX_FRAMES;
 	pool->base = reserve(&nframes, ZP_MIN_FRAMES, ZP_FRAME);
