@@ -5,7 +5,7 @@ line), or at the end; bench/report.py copies bench/sections/*.md the same way
 when it rewrites the whole file."""
 import sys
 
-doc, sec = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+doc, sec = open(sys.argv[1]).read(), open(sys.argv[2]).read().rstrip("\n") + "\n\n"
 head = sec.split("\n", 1)[0]
 if head in doc:
     start = doc.index(head)
