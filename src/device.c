@@ -51,6 +51,25 @@ static int geometry_check(const struct uzram_config *c)
 	return shift;
 }
 
+/* The threads a config asks for: the worker pool, and the tier's. */
+static int device_start(struct uzram *dev, const struct uzram_config *c)
+{
+	int ret;
+
+	if (c->threads) {
+		ret = workers_create(c->threads, &dev->workers);
+		if (ret)
+			return uzram_set_error(ret, "open: cannot start %lu "
+					       "threads: %s",
+					       (unsigned long)c->threads,
+					       uzram_strerror(ret));
+	}
+	if (c->backing)
+		return tier_open(dev, c->backing, c->high_watermark,
+				 c->low_watermark);
+	return 0;
+}
+
 int device_create(const struct uzram_config *cfg, struct uzram **devp)
 {
 	struct uzram_config c = *cfg;
@@ -118,21 +137,9 @@ int device_create(const struct uzram_config *cfg, struct uzram **devp)
 			(unsigned long long)dev->nchunks);
 		goto fail;
 	}
-	if (c.threads) {
-		ret = workers_create(c.threads, &dev->workers);
-		if (ret) {
-			uzram_set_error(ret, "open: cannot start %lu threads: %s",
-					(unsigned long)c.threads,
-					uzram_strerror(ret));
-			goto fail;
-		}
-	}
-	if (c.backing) {
-		ret = tier_open(dev, c.backing, c.high_watermark,
-				c.low_watermark);
-		if (ret)
-			goto fail;
-	}
+	ret = device_start(dev, &c);
+	if (ret)
+		goto fail;
 	*devp = dev;
 	return 0;
 
