@@ -75,6 +75,7 @@
 #include "slot.h"
 #include "stats.h"
 #include "store.h"
+#include "tier.h"
 #include "zcomp.h"
 #include "zpool.h"
 
@@ -86,12 +87,21 @@
 #define NSHARDS (1u << SHARD_BITS)
 #define ENT_MIN 16u
 
+/* A shared object on the backing store, keyed by its place. */
+struct place {
+	uint64_t key;        /* its offset in 16-byte units, + 1; 0: empty */
+	uint32_t refs;       /* slots naming it */
+	uint32_t holds;      /* walks and saves holding it */
+};
+
 struct shard {
 	pthread_mutex_t lock;
 	uint64_t *ent;       /* key << 32 | handle; 0 is empty */
 	uint32_t cap, n;
 	uint64_t *refs;      /* handle << 32 | references (>= 2); 0 empty */
 	uint32_t rcap, rn;   /* rcap: 0 or a power of two */
+	struct place *places;  /* shared objects on the backing store */
+	uint32_t pcap, pn;     /* pcap: 0 or a power of two */
 } __attribute__((aligned(64)));
 
 struct dedup {
@@ -120,6 +130,7 @@ void dedup_destroy(struct dedup *d)
 	for (unsigned i = 0; i < NSHARDS; i++) {
 		free(d->shard[i].ent);
 		free(d->shard[i].refs);
+		free(d->shard[i].places);
 		pthread_mutex_destroy(&d->shard[i].lock);
 	}
 	free(d);
@@ -310,12 +321,21 @@ static bool ref_get(struct uzram *dev, struct shard *sh, uint32_t handle)
 
 /* ---- the store's calls ---- */
 
-/* Count a reference past an object's first taken (sign 1) or dropped. */
-static void ref_count(struct uzram *dev, uint32_t size, int64_t sign)
+/*
+ * Count a reference past an object's first taken (sign 1) or dropped, of
+ * an object in memory (bytes: dedup_bytes) or on the backing store.
+ */
+static void count_in(struct uzram *dev, _Atomic int64_t *bytes,
+		     uint32_t size, int64_t sign)
 {
 	stats_add(&dev->stats.dedup_pages,
 		  sign * (int64_t)(dev->csize >> PAGE_SHIFT));
-	stats_add(&dev->stats.dedup_bytes, sign * (int64_t)size);
+	stats_add(bytes, sign * (int64_t)size);
+}
+
+static void ref_count(struct uzram *dev, uint32_t size, int64_t sign)
+{
+	count_in(dev, &dev->stats.dedup_bytes, size, sign);
 }
 
 /* Whether the object (handle, size) decodes to the len bytes src. */
@@ -451,6 +471,25 @@ bool dedup_shared(struct uzram *dev, uint32_t flags, uint32_t handle)
 	return shared;
 }
 
+bool dedup_hold(struct uzram *dev, uint32_t flags, uint32_t handle)
+{
+	struct shard *sh;
+	uint32_t i;
+
+	if (!dev->dedup)
+		return false;
+	sh = shard_of(dev->dedup, slot_tag(flags));
+	pthread_mutex_lock(&sh->lock);
+	i = ref_find(sh, handle);
+	if (i != UINT32_MAX)
+		sh->refs[i]++;
+	pthread_mutex_unlock(&sh->lock);
+	if (i == UINT32_MAX)
+		return false;
+	ref_count(dev, zpool_obj_size(dev->pool, handle), 1);
+	return true;
+}
+
 bool dedup_replace(struct uzram *dev, uint32_t flags, uint32_t old,
 		   uint32_t old_size, uint32_t new, bool index_new)
 {
@@ -518,8 +557,12 @@ bool dedup_share(struct uzram *dev, uint32_t flags, uint32_t handle)
 
 /* ---- the shared objects a save wrote ---- */
 
+/* key: an object's handle, or SAVED_PLACE | a place's offset; 0: empty */
+#define SAVED_PLACE (UINT64_C(1) << 63)
+
 struct saved {
-	uint32_t handle, flags, size;  /* handle 0: empty */
+	uint64_t key;
+	uint32_t flags, size;
 	uint64_t idx;
 };
 
@@ -528,11 +571,12 @@ struct dedup_saved {
 	struct saved e[];
 };
 
-static struct saved *saved_at(struct dedup_saved *sv, uint32_t handle)
+static struct saved *saved_at(struct dedup_saved *sv, uint64_t key)
 {
-	uint32_t i = ref_home(handle, sv->cap);
+	uint32_t i = (uint32_t)((key * UINT64_C(0x9e3779b97f4a7c15)) >> 32) &
+		     (sv->cap - 1);
 
-	while (sv->e[i].handle && sv->e[i].handle != handle)
+	while (sv->e[i].key && sv->e[i].key != key)
 		i = (i + 1) & (sv->cap - 1);
 	return &sv->e[i];
 }
@@ -550,8 +594,8 @@ static bool saved_reserve(struct dedup_saved **svp)
 		return false;
 	nsv->cap = cap;
 	for (uint32_t i = 0; sv && i < sv->cap; i++)
-		if (sv->e[i].handle) {
-			*saved_at(nsv, sv->e[i].handle) = sv->e[i];
+		if (sv->e[i].key) {
+			*saved_at(nsv, sv->e[i].key) = sv->e[i];
 			nsv->n++;
 		}
 	free(sv);
@@ -569,7 +613,7 @@ int dedup_saved_find(struct uzram *dev, struct dedup_saved **svp,
 
 	if (!dev->dedup)
 		return 0;
-	if (*svp && (e = saved_at(*svp, handle))->handle) {
+	if (*svp && (e = saved_at(*svp, handle))->key) {
 		*first = e->idx;
 		return 1;
 	}
@@ -597,11 +641,190 @@ int dedup_saved_find(struct uzram *dev, struct dedup_saved **svp,
 	return 0;
 }
 
+int dedup_saved_find_place(struct uzram *dev, struct dedup_saved **svp,
+			   uint32_t flags, uint64_t off, uint32_t size,
+			   uint64_t idx, uint64_t *first)
+{
+	uint64_t key = SAVED_PLACE | off;
+	struct saved *e;
+
+	if (!dev->dedup || !(flags & SLOT_SHARED))
+		return 0;
+	if (*svp && (e = saved_at(*svp, key))->key) {
+		*first = e->idx;
+		return 1;
+	}
+	if (!saved_reserve(svp) || !dedup_place_hold(dev, flags, off))
+		return -ENOMEM;
+	*saved_at(*svp, key) = (struct saved){ key, flags, size, idx };
+	(*svp)->n++;
+	return 0;
+}
+
 void dedup_saved_free(struct uzram *dev, struct dedup_saved *sv)
 {
-	for (uint32_t i = 0; sv && i < sv->cap; i++)
-		if (sv->e[i].handle)
-			dedup_put(dev, sv->e[i].flags, sv->e[i].handle,
-				  sv->e[i].size);
+	for (uint32_t i = 0; sv && i < sv->cap; i++) {
+		const struct saved *e = &sv->e[i];
+
+		if (!e->key)
+			continue;
+		if (!(e->key & SAVED_PLACE))
+			dedup_put(dev, e->flags, (uint32_t)e->key, e->size);
+		else if (dedup_place_release(dev, e->flags,
+					     e->key & ~SAVED_PLACE))
+			space_free(dev->tier, e->key & ~SAVED_PLACE,
+				   round16(e->size));
+	}
 	free(sv);
+}
+
+/* ---- places: shared objects on the backing store ---- */
+
+static uint32_t place_home(uint64_t key, uint32_t pcap)
+{
+	return (uint32_t)((key * UINT64_C(0x9e3779b97f4a7c15)) >> 40) &
+	       (pcap - 1);
+}
+
+static struct place *place_find(struct shard *sh, uint64_t off)
+{
+	uint64_t key = (off >> 4) + 1;
+
+	if (!sh->pcap)
+		return NULL;
+	for (uint32_t i = place_home(key, sh->pcap); sh->places[i].key;
+	     i = (i + 1) & (sh->pcap - 1))
+		if (sh->places[i].key == key)
+			return &sh->places[i];
+	return NULL;
+}
+
+static void place_set(struct place *places, uint32_t pcap, struct place p)
+{
+	uint32_t i = place_home(p.key, pcap);
+
+	while (places[i].key)
+		i = (i + 1) & (pcap - 1);
+	places[i] = p;
+}
+
+/* A new entry for off, held once; NULL: no memory. */
+static struct place *place_add(struct uzram *dev, struct shard *sh,
+			       uint64_t off)
+{
+	if ((sh->pn + 1) * 4 > sh->pcap * 3) {
+		uint32_t pcap = sh->pcap ? sh->pcap * 2 : 16;
+		struct place *places = calloc(pcap, sizeof *places);
+
+		if (!places)
+			return NULL;
+		for (uint32_t k = 0; k < sh->pcap; k++)
+			if (sh->places[k].key)
+				place_set(places, pcap, sh->places[k]);
+		free(sh->places);
+		atomic_fetch_add_explicit(&dev->index_bytes,
+					  (uint64_t)(pcap - sh->pcap) *
+					  sizeof *places, memory_order_relaxed);
+		sh->places = places;
+		sh->pcap = pcap;
+	}
+	place_set(sh->places, sh->pcap,
+		  (struct place){ .key = (off >> 4) + 1, .holds = 1 });
+	sh->pn++;
+	return place_find(sh, off);
+}
+
+/* Take out p if nothing names or holds it; whether it went. */
+static bool place_drop_unused(struct shard *sh, struct place *p)
+{
+	uint32_t mask = sh->pcap - 1, i = (uint32_t)(p - sh->places), j = i;
+
+	if (p->refs || p->holds)
+		return false;
+	p->key = 0;
+	for (;;) {
+		struct place q;
+		uint32_t h;
+
+		j = (j + 1) & mask;
+		q = sh->places[j];
+		if (!q.key)
+			break;
+		h = place_home(q.key, sh->pcap);
+		if (((j - h) & mask) >= ((j - i) & mask)) {
+			sh->places[i] = q;
+			sh->places[j].key = 0;
+			i = j;
+		}
+	}
+	sh->pn--;
+	return true;
+}
+
+bool dedup_place_hold(struct uzram *dev, uint32_t flags, uint64_t off)
+{
+	struct shard *sh = shard_of(dev->dedup, slot_tag(flags));
+	struct place *p;
+
+	pthread_mutex_lock(&sh->lock);
+	p = place_find(sh, off);
+	if (p)
+		p->holds++;
+	else
+		p = place_add(dev, sh, off);
+	pthread_mutex_unlock(&sh->lock);
+	return p != NULL;
+}
+
+bool dedup_place_release(struct uzram *dev, uint32_t flags, uint64_t off)
+{
+	struct shard *sh = shard_of(dev->dedup, slot_tag(flags));
+	struct place *p;
+	bool last = false;
+
+	pthread_mutex_lock(&sh->lock);
+	p = place_find(sh, off);
+	if (p) {
+		p->holds--;
+		last = place_drop_unused(sh, p);
+	}
+	pthread_mutex_unlock(&sh->lock);
+	return last;
+}
+
+bool dedup_place_get(struct uzram *dev, uint32_t flags, uint64_t off,
+		     uint32_t size)
+{
+	struct shard *sh = shard_of(dev->dedup, slot_tag(flags));
+	struct place *p;
+	bool past_first = false;
+
+	pthread_mutex_lock(&sh->lock);
+	p = place_find(sh, off);
+	if (p)
+		past_first = ++p->refs > 1;
+	pthread_mutex_unlock(&sh->lock);
+	if (past_first)
+		count_in(dev, &dev->stats.bd_dedup_bytes, size, 1);
+	return p != NULL;
+}
+
+bool dedup_place_put(struct uzram *dev, uint32_t flags, uint64_t off,
+		     uint32_t size)
+{
+	struct shard *sh = shard_of(dev->dedup, slot_tag(flags));
+	struct place *p;
+	bool past_first = false, last = true;
+
+	pthread_mutex_lock(&sh->lock);
+	p = place_find(sh, off);
+	if (p) {   /* no entry: a slot that was alone after all */
+		past_first = p->refs > 1;
+		p->refs -= p->refs > 0;
+		last = place_drop_unused(sh, p);
+	}
+	pthread_mutex_unlock(&sh->lock);
+	if (past_first)
+		count_in(dev, &dev->stats.bd_dedup_bytes, size, -1);
+	return last;
 }

@@ -38,6 +38,7 @@ struct stats {
 	/* dedup (dedup.c): references past an object's first */
 	_Atomic int64_t dedup_pages;     /* pages they name */
 	_Atomic int64_t dedup_bytes;     /* bytes of the objects they name */
+	_Atomic int64_t bd_dedup_bytes;  /* the same, on the backing store */
 };
 
 static inline void stats_addu(_Atomic uint64_t *c, uint64_t delta)

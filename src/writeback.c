@@ -19,9 +19,14 @@
  *
  *     ring:  w[0] in flight | w[1] in flight | w[2] filling | w[3] idle
  *
- * An object that dedup shares between clusters stays in memory: the
- * switch takes it out of the dedup index first, which refuses a shared
- * one (dedup.c).
+ * An object that dedup shares between clusters is written once: the first
+ * slot of the walk that names it carries its bytes, and the others follow
+ * it to that place (struct share_map), each with SLOT_SHARED, their
+ * references counted by the dedup index by place (dedup.h). Compaction
+ * moves a shared place the same way, once for all its slots. An object
+ * that is not shared is taken out of the dedup index before its switch,
+ * which refuses it if it became shared meanwhile: it stays for a later
+ * walk.
  *
  * So a cluster leaves memory only after its write completed, and a write
  * that fails leaves every cluster of its batch in memory (and is counted
@@ -66,6 +71,35 @@ struct wb_item {
 	uint64_t boff;     /* its new place */
 	uint32_t size;
 	uint32_t pages;
+	uint32_t share;    /* a shared object: its entry in the map, + 1 */
+	bool alias;        /* no bytes: the first of its object carries them */
+};
+
+/*
+ * The shared objects one walk moves: for writeback, objects in memory that
+ * dedup shares, keyed by handle; for compaction, shared places, keyed by
+ * offset. The first slot of the walk that names one carries its bytes to
+ * the new place; the others follow without bytes, as items of a later
+ * batch (or the same), so that they are reaped after that write. The walk
+ * holds each object (dedup_hold(): a handle is not reused under the map;
+ * a victim segment is not reused before the walk ends) and each new place
+ * (dedup_place_hold()), and lets go when it ends (share_map_release()).
+ */
+enum share_state { SHARE_PENDING, SHARE_MOVED, SHARE_FAILED };
+
+struct share {
+	uint64_t key;
+	uint64_t to;               /* the new place, once MOVED */
+	uint32_t flags;            /* of a slot naming it: its tag */
+	uint32_t size;
+	enum share_state state;
+};
+
+struct share_map {
+	struct share *e;           /* items name entries by their index */
+	uint32_t n, cap;
+	uint32_t *index;           /* entry index + 1, by key; 0: empty */
+	uint32_t icap;             /* 0 or a power of two, at most half full */
 };
 
 /* One batch write: a contiguous range of head 0 and the objects in it. */
@@ -92,8 +126,89 @@ struct batch {
 	int err;                   /* the first failed write */
 	uint64_t pages, freed;     /* moved so far */
 	uint64_t pending_pages, pending_bytes;   /* gathered, not reaped */
+	struct share_map map;
 	struct wbuf w[WB_INFLIGHT];
 };
+
+static uint32_t share_home(uint64_t key, uint32_t icap)
+{
+	return (uint32_t)((key * UINT64_C(0x9e3779b97f4a7c15)) >> 32) &
+	       (icap - 1);
+}
+
+/* The entry of key, as its index + 1, or 0. */
+static uint32_t share_find(const struct share_map *m, uint64_t key)
+{
+	uint32_t k;
+
+	if (!m->icap)
+		return 0;
+	for (uint32_t i = share_home(key, m->icap); (k = m->index[i]);
+	     i = (i + 1) & (m->icap - 1))
+		if (m->e[k - 1].key == key)
+			return k;
+	return 0;
+}
+
+/* A new pending entry; its index + 1, or 0: no memory. */
+static uint32_t share_add(struct share_map *m, uint64_t key, uint32_t flags,
+			  uint32_t size)
+{
+	uint32_t i;
+
+	if (m->n == m->cap) {
+		uint32_t cap = m->cap ? m->cap * 2 : 64;
+		struct share *e = realloc(m->e, cap * sizeof *e);
+
+		if (!e)
+			return 0;
+		m->e = e;
+		m->cap = cap;
+	}
+	if ((m->n + 1) * 2 > m->icap) {
+		uint32_t icap = m->icap ? m->icap * 2 : 128;
+		uint32_t *index = calloc(icap, sizeof *index);
+
+		if (!index)
+			return 0;
+		for (uint32_t k = 0; k < m->n; k++) {
+			uint32_t j = share_home(m->e[k].key, icap);
+
+			while (index[j])
+				j = (j + 1) & (icap - 1);
+			index[j] = k + 1;
+		}
+		free(m->index);
+		m->index = index;
+		m->icap = icap;
+	}
+	i = share_home(key, m->icap);
+	while (m->index[i])
+		i = (i + 1) & (m->icap - 1);
+	m->e[m->n] = (struct share){ key, 0, flags, size, SHARE_PENDING };
+	m->index[i] = ++m->n;
+	return m->n;
+}
+
+/* The walk is over: let go of what it held, and empty the map. */
+static void share_map_release(struct batch *b)
+{
+	struct uzram *dev = b->dev;
+	struct share_map *m = &b->map;
+
+	for (uint32_t k = 0; k < m->n; k++) {
+		const struct share *e = &m->e[k];
+
+		if (!b->from_backing)
+			dedup_put(dev, e->flags, (uint32_t)e->key, e->size);
+		if (e->state == SHARE_MOVED &&
+		    dedup_place_release(dev, e->flags, e->to))
+			space_free(dev->tier, e->to, round16(e->size));
+	}
+	m->n = 0;
+	if (m->icap)
+		memset(m->index, 0, m->icap * sizeof *m->index);
+}
 
 static struct batch *batch_new(struct uzram *dev, bool from_backing)
 {
@@ -118,6 +233,8 @@ static void batch_free(struct batch *b)
 {
 	for (unsigned i = 0; i < WB_INFLIGHT; i++)
 		free(b->w[i].buf);
+	free(b->map.e);
+	free(b->map.index);
 	free(b->stage);
 	free(b);
 }
@@ -197,6 +314,89 @@ static bool commit_one(struct batch *b, const struct wbuf *w,
 }
 
 /*
+ * Switch a slot of the shared object of entry e, which is now at e->to,
+ * if it still names the object as it did in the walk; the new place gets
+ * its reference first, then the old object loses one.
+ */
+static bool commit_shared(struct batch *b, const struct wb_item *it,
+			  const struct share *e)
+{
+	struct uzram *dev = b->dev;
+	struct slot *s = it->s;
+	const uint32_t keep = SLOT_STATE_MASK | SLOT_PRIO_MASK |
+			      (0xffffu << SLOT_TAG_SHIFT);
+	uint32_t f;
+	bool same;
+
+	slot_lock(s);
+	f = slot_flags(s);
+	same = !((f ^ it->flags) & keep) && s->val == it->val &&
+	       dedup_place_get(dev, f, e->to, it->size);
+	if (same) {
+		s->val = backed_val(e->to, it->size);
+		slot_set_flags(s, (f & ~SLOT_STATE_MASK) | SLOT_BACKED |
+				  SLOT_SHARED);
+	}
+	slot_unlock(s);
+	if (!same)
+		return false;
+	if (b->from_backing) {
+		if (dedup_place_put(dev, f, backed_off(it->val), it->size))
+			space_free(dev->tier, backed_off(it->val),
+				   round16(it->size));
+		if (!it->alias)
+			stats_addu(&dev->stats.bd_compacted, it->size);
+		return true;
+	}
+	/* never the last reference: the walk holds the object */
+	dedup_put(dev, f, (uint32_t)it->val, it->size);
+	stats_add(&dev->stats.compr_data_size, -(int64_t)it->size);
+	if ((it->flags & SLOT_STATE_MASK) == SLOT_HUGE)
+		stats_add(&dev->stats.huge_pages, -(int64_t)it->pages);
+	stats_add(&dev->stats.bd_count, it->pages);
+	stats_add(&dev->stats.bd_bytes, it->size);
+	if (!it->alias)
+		stats_addu(&dev->stats.bd_writes, it->pages);
+	stats_addu(&dev->stats.wb_pages, it->pages);
+	return true;
+}
+
+/*
+ * The write of the bytes of shared entry e to boff ended with ret: on
+ * success the walk holds the new place until it ends. Whether the slots
+ * naming e may switch to it.
+ */
+static bool share_written(struct batch *b, struct share *e, uint64_t boff,
+			  int ret)
+{
+	if (!ret && dedup_place_hold(b->dev, e->flags, boff)) {
+		e->to = boff;
+		e->state = SHARE_MOVED;
+		return true;
+	}
+	space_free(b->dev->tier, boff, round16(e->size));
+	e->state = SHARE_FAILED;
+	return false;
+}
+
+/* Commit item it of a write that returned ret; whether its slot moved. */
+static bool item_reap(struct batch *b, const struct wbuf *w,
+		      const struct wb_item *it, int ret)
+{
+	struct share *e = it->share ? &b->map.e[it->share - 1] : NULL;
+
+	if (!e) {
+		if (!ret)
+			return commit_one(b, w, it);
+		space_free(b->dev->tier, it->boff, round16(it->size));
+		return false;
+	}
+	if (!it->alias)
+		share_written(b, e, it->boff, ret);
+	return !ret && e->state == SHARE_MOVED && commit_shared(b, it, e);
+}
+
+/*
  * End batch write w, whose write returned ret: switch its slots, or, if
  * the write failed, leave every one in memory and give its space back.
  */
@@ -208,13 +408,10 @@ static void wbuf_reap(struct batch *b, struct wbuf *w, int ret)
 		const struct wb_item *it = &w->it[i];
 
 		b->pending_pages -= it->pages;
-		b->pending_bytes -= it->size;
-		if (ret) {
-			space_free(t, it->boff, round16(it->size));
-			wb_limit_give(t, it->pages);
-		} else if (commit_one(b, w, it)) {
+		b->pending_bytes -= it->alias ? 0 : it->size;
+		if (item_reap(b, w, it, ret)) {
 			b->pages += it->pages;
-			b->freed += it->size;
+			b->freed += it->alias ? 0 : it->size;
 		} else {
 			wb_limit_give(t, it->pages);
 		}
@@ -232,7 +429,8 @@ static void wbuf_reap(struct batch *b, struct wbuf *w, int ret)
 static void wbuf_wait(struct batch *b, struct wbuf *w)
 {
 	if (w->busy)
-		wbuf_reap(b, w, backing_wait(b->dev->tier->b, &w->io));
+		wbuf_reap(b, w, w->fill ? backing_wait(b->dev->tier->b,
+						       &w->io) : 0);
 }
 
 /*
@@ -245,10 +443,11 @@ static int batch_submit(struct batch *b)
 	int ret;
 
 	if (w->n) {
+		/* items without bytes only: nothing to write, reaped in turn */
 		w->io.buf = w->buf;
 		w->io.len = w->fill;
 		w->io.off = w->start;
-		ret = backing_submit(b->dev->tier->b, &w->io);
+		ret = w->fill ? backing_submit(b->dev->tier->b, &w->io) : 0;
 		if (ret)
 			wbuf_reap(b, w, ret);
 		else
@@ -269,26 +468,36 @@ static int batch_drain(struct batch *b)
 	return ret ? ret : b->err;
 }
 
-/* Append the staged object that slot s held as (flags, val). */
+/* Room for one more item in the batch being filled: it, or NULL. */
+static struct wbuf *batch_room(struct batch *b, int *ret)
+{
+	*ret = 0;
+	if (b->w[b->cur].n == BATCH_ITEMS)
+		*ret = batch_submit(b);
+	return *ret ? NULL : &b->w[b->cur];
+}
+
+/*
+ * Append the staged object that slot s held as (flags, val); share: its
+ * entry in the map + 1, if it is the first slot of a shared object.
+ */
 static int batch_add(struct batch *b, struct slot *s, uint32_t flags,
-		     uint64_t val, uint32_t size, uint32_t pages)
+		     uint64_t val, uint32_t size, uint32_t pages,
+		     uint32_t share)
 {
 	uint32_t len = round16(size);
-	struct wbuf *w = &b->w[b->cur];
+	struct wbuf *w;
 	uint64_t off;
 	int ret;
 
-	if (w->n == BATCH_ITEMS) {
-		ret = batch_submit(b);
-		if (ret)
-			return ret;
-		w = &b->w[b->cur];
-	}
+	w = batch_room(b, &ret);
+	if (!w)
+		return ret;
 	ret = space_alloc(&b->dev->tier->sp, HEAD_WB, len, &off);
 	if (ret)
 		return ret;
-	if (w->n && (off != w->start + w->fill ||
-		     w->fill + len > SEG_BYTES)) {
+	if (w->fill && (off != w->start + w->fill ||
+			w->fill + len > SEG_BYTES)) {
 		ret = batch_submit(b);
 		w = &b->w[b->cur];
 	}
@@ -298,14 +507,32 @@ static int batch_add(struct batch *b, struct slot *s, uint32_t flags,
 		space_free(b->dev->tier, off, len);
 		return ret;
 	}
-	if (!w->n)
+	if (!w->fill)
 		w->start = off;
 	memcpy(w->buf + w->fill, b->stage, size);
 	memset(w->buf + w->fill + size, 0, len - size);
 	w->fill += len;
-	w->it[w->n++] = (struct wb_item){ s, flags, val, off, size, pages };
+	w->it[w->n++] = (struct wb_item){ s, flags, val, off, size, pages,
+					  share, false };
 	b->pending_pages += pages;
 	b->pending_bytes += size;
+	return 0;
+}
+
+/* Append slot s, which names the shared object of entry share - 1. */
+static int batch_alias(struct batch *b, struct slot *s, uint32_t flags,
+		       uint64_t val, uint32_t size, uint32_t pages,
+		       uint32_t share)
+{
+	struct wbuf *w;
+	int ret;
+
+	w = batch_room(b, &ret);
+	if (!w)
+		return ret;
+	w->it[w->n++] = (struct wb_item){ s, flags, val, 0, size, pages,
+					  share, true };
+	b->pending_pages += pages;
 	return 0;
 }
 
@@ -324,6 +551,28 @@ static bool wb_done(const struct batch *b, const struct wb_params *p)
 	       (p->free_bytes && b->freed + b->pending_bytes >= p->free_bytes);
 }
 
+/*
+ * Whether the walk takes slot s (flags f, locked shared), which names
+ * object handle: yes, with *share 0 if it is not shared; if it is, the
+ * entry of the object in the walk's map + 1, and *alias if an earlier slot
+ * carries its bytes. No if the object is shared and its write failed, or
+ * if there is no memory for the entry (it stays; a later walk takes it).
+ */
+static bool wb_share(struct batch *b, uint32_t f, uint32_t handle,
+		     uint32_t size, uint32_t *share, bool *alias)
+{
+	*share = share_find(&b->map, handle);
+	*alias = *share != 0;
+	if (*alias)
+		return b->map.e[*share - 1].state != SHARE_FAILED;
+	if (!dedup_hold(b->dev, f, handle))
+		return true;
+	*share = share_add(&b->map, handle, f, size);
+	if (!*share)
+		dedup_put(b->dev, f, handle, size);
+	return *share != 0;
+}
+
 /* One walk over band [lo, hi); stops early when done. */
 static int wb_walk(struct batch *b, const struct wb_params *p, uint32_t lo,
 		   uint32_t hi, uint32_t now)
@@ -334,8 +583,9 @@ static int wb_walk(struct batch *b, const struct wb_params *p, uint32_t lo,
 
 	for (uint64_t idx = p->first; (s = slot_next(dev, &idx)) &&
 				      idx <= p->last; idx++) {
-		uint32_t f, size, pages = (uint32_t)(cluster_len(dev, idx) >> PAGE_SHIFT);
+		uint32_t f, size, share, pages = (uint32_t)(cluster_len(dev, idx) >> PAGE_SHIFT);
 		uint64_t val;
+		bool alias;
 
 		if (wb_done(b, p))
 			return 0;
@@ -345,18 +595,22 @@ static int wb_walk(struct batch *b, const struct wb_params *p, uint32_t lo,
 		f = slot_flags(s);
 		size = slot_size(s);
 		val = s->val;
-		if (!wb_match(f, p, now) || size < lo || size >= hi) {
+		if (!wb_match(f, p, now) || size < lo || size >= hi ||
+		    !wb_share(b, f, slot_handle(s), size, &share, &alias)) {
 			slot_unlock_shared(s);
 			continue;
 		}
-		const void *obj = zpool_map(dev->pool, slot_handle(s));
+		if (!alias) {
+			const void *obj = zpool_map(dev->pool, slot_handle(s));
 
-		memcpy(b->stage, obj, size);
-		zpool_unmap(dev->pool, obj);
+			memcpy(b->stage, obj, size);
+			zpool_unmap(dev->pool, obj);
+		}
 		slot_unlock_shared(s);
 		if (!wb_limit_take(dev->tier, pages))
 			return 1;
-		ret = batch_add(b, s, f, val, size, pages);
+		ret = alias ? batch_alias(b, s, f, val, size, pages, share) :
+		      batch_add(b, s, f, val, size, pages, share);
 		if (ret) {
 			wb_limit_give(dev->tier, pages);
 			return ret;
@@ -382,6 +636,7 @@ long writeback_run(struct uzram *dev, const struct wb_params *p)
 		ret = wb_walk(b, p, lo, hi, now);
 	}
 	fret = batch_drain(b);
+	share_map_release(b);
 	if (ret >= 0 && fret)
 		ret = fret;
 	pages = (long)b->pages;
@@ -437,21 +692,33 @@ static int move_victims(struct batch *b, const uint64_t *v, unsigned nv)
 	int ret = 0, fret;
 
 	for (uint64_t idx = 0; (s = slot_next(dev, &idx)); idx++) {
-		uint32_t size;
+		uint32_t f, size, share = 0;
 		uint64_t val;
 
 		if (slot_state(s) != SLOT_BACKED)
 			continue;
 		slot_lock_shared(s);
+		f = slot_flags(s);
 		val = s->val;
 		size = backed_size(val);
-		if (slot_state(s) != SLOT_BACKED ||
-		    !is_victim(v, nv, backed_off(val) >> SEG_SHIFT) ||
-		    size > dev->csize) {
-			slot_unlock_shared(s);
-			continue;
-		}
 		slot_unlock_shared(s);
+		if ((f & SLOT_STATE_MASK) != SLOT_BACKED ||
+		    !is_victim(v, nv, backed_off(val) >> SEG_SHIFT) ||
+		    size > dev->csize)
+			continue;
+		/* a shared place: one copy, which its slots follow */
+		if (f & SLOT_SHARED) {
+			share = share_find(&b->map, backed_off(val));
+			if (share) {
+				ret = batch_alias(b, s, f, val, size, 0, share);
+				if (ret)
+					break;
+				continue;
+			}
+			share = share_add(&b->map, backed_off(val), f, size);
+			if (!share)
+				continue;
+		}
 		/* a CLEAN segment is not reused: the bytes stay even if the
 		 * slot lets go of them now */
 		ret = backing_pread(dev->tier->b, b->stage, size,
@@ -460,11 +727,12 @@ static int move_victims(struct batch *b, const uint64_t *v, unsigned nv)
 			stats_inc(&dev->stats.bd_failed_reads);
 			break;
 		}
-		ret = batch_add(b, s, SLOT_BACKED, val, size, 0);
+		ret = batch_add(b, s, f, val, size, 0, share);
 		if (ret)
 			break;
 	}
 	fret = batch_drain(b);
+	share_map_release(b);
 	return ret ? ret : fret;
 }
 
@@ -498,7 +766,8 @@ long backing_compact_locked(struct uzram *dev, bool all)
 
 bool backing_needs_compaction(struct uzram *dev)
 {
-	int64_t live = atomic_load(&dev->stats.bd_bytes);
+	int64_t live = atomic_load(&dev->stats.bd_bytes) -
+		       atomic_load(&dev->stats.bd_dedup_bytes);
 
 	return space_used(&dev->tier->sp) >
 	       2 * (uint64_t)(live > 0 ? live : 0) + 4 * SEG_BYTES;
