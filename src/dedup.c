@@ -19,6 +19,7 @@
  *
  *   shard i:  lock | ent[cap]: {key: hash bits 63..32, handle} or 0
  *                  | refs[rcap]: {handle, references} of shared objects
+ *                  | places[pcap]: shared objects on the backing store
  *
  * The home position depends on the tag alone (the top 16 bits of the key),
  * because the tag is all that a slot keeps of the hash (slot.h): freeing
@@ -50,19 +51,26 @@
  * does not follow it. Recompression and writeback replace an unshared
  * object under the slot lock: they first take it out of the index
  * (dedup_detach()), which refuses a shared object. The slots naming a
- * shared object are not known from the object, so writeback leaves it in
- * memory until one slot is left. Recompression, a walk of the whole table,
- * finds them itself: it re-encodes the object once and switches each slot
- * of the walk that names it (recompress.c), holding a reference to the old
- * and the new object for the whole walk (dedup_replace()) so that neither
- * handle is reused under its map; the index entry moves to the new object
- * when the device's codec (priority 0) made it, else leaves. An image
- * keeps the sharing: the save writes a shared object's bytes once, holding a
- * reference to it until the save ends so that its handle is not reused
- * under the records that name it (struct dedup_saved), and the loader
- * takes one reference per shared record (image-format.md).
+ * shared object are not known from the object, so the walks find them
+ * themselves. Recompression re-encodes the object once and switches each
+ * slot of the walk that names it (recompress.c), holding a reference to
+ * the old and the new object for the whole walk (dedup_replace()) so that
+ * neither handle is reused under its map; the index entry moves to the new
+ * object when the device's codec (priority 0) made it, else leaves.
+ * Writeback holds the object (dedup_hold()), writes it once and switches
+ * each slot of the walk that names it to that place (wb_batch.c); the
+ * place's references are counted here too, in places[], keyed by offset:
  *
- * Lock rules: a shard's lock protects its two tables; it is taken after a
+ *   places[]: {offset / 16 + 1, slots naming it, walks and saves holding it}
+ *
+ * and a SLOT_BACKED slot with SLOT_SHARED names a counted place (the
+ * first slot too, unlike an object in memory). An image keeps the
+ * sharing: the save writes a shared object's (or place's) bytes once,
+ * holding it until the save ends so that its handle (or place) is not
+ * reused under the records that name it (struct dedup_saved), and the
+ * loader takes one reference per shared record (image-format.md).
+ *
+ * Lock rules: a shard's lock protects its three tables; it is taken after a
  * slot lock (never before one), and under it only the allocator's map
  * and the codec's decode are called, which take no store lock.
  */

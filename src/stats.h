@@ -65,7 +65,10 @@ void stats_snapshot(const struct stats *st, struct zpool *pool,
 		    uint64_t disksize, uint64_t mem_limit, uint64_t table_bytes,
 		    struct uzram_stats *out);
 
-/* Add dedup's counters, taking the bytes it saved out of compr_data_size. */
+/*
+ * Add dedup's counters, taking the bytes it saved out of compr_data_size
+ * (in memory) and bd_bytes (on the backing store).
+ */
 void stats_dedup(const struct stats *st, struct uzram_stats *out);
 
 #endif

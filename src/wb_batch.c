@@ -194,7 +194,7 @@ static bool commit_one(struct batch *b, const struct wbuf *w,
 		same = !memcmp(obj, w->buf + (it->boff - w->start), it->size);
 		zpool_unmap(dev->pool, obj);
 	}
-	/* a shared object stays in memory (dedup.c) */
+	/* shared since the walk looked: a later walk takes it (wb_share()) */
 	if (same && !b->from_backing)
 		same = dedup_detach(dev, f, slot_handle(s));
 	if (same) {
