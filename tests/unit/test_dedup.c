@@ -8,8 +8,9 @@
  * objects, recompression and a dictionary change re-encode a shared object
  * once for all its clusters, writeback writes a shared object once and
  * backing store compaction moves it once, an image keeps the sharing (of
- * written-back objects too), and 2 writers, readers, compaction and
- * recompression run together on shared clusters (for TSan).
+ * written-back objects too), and 2 writers, readers, compaction,
+ * recompression, writeback and backing compaction run together on shared
+ * clusters (for TSan).
  *
  * Every check compares the whole device with a reference copy
  * (store_check.h); object counts come from the allocator itself.
@@ -728,12 +729,16 @@ static void *tread(void *arg)
 	return NULL;
 }
 
+/* Compaction, recompression, writeback and backing store compaction. */
 static void *tchurn(void *arg)
 {
 	(void)arg;
 	for (unsigned i = 0; !atomic_load(&tstop); i++) {
 		if (uzram_compact(tdev) < 0 ||
-		    (i % 4 == 0 && uzram_recompress(tdev, 1, 0, 0) < 0))
+		    (i % 4 == 0 && uzram_recompress(tdev, 1, 0, 0) < 0) ||
+		    (i % 4 == 1 && uzram_writeback(tdev, 0, 0, T_PAGES - 1,
+						   0) < 0) ||
+		    (i % 8 == 3 && uzram_backing_compact(tdev) < 0))
 			atomic_store(&tfail, 4);
 		usleep(200);
 	}
@@ -742,10 +747,16 @@ static void *tchurn(void *arg)
 
 static void test_threads(void **state)
 {
+	char path[] = "/tmp/uzram-dedup-XXXXXX";
+	int fd = mkstemp(path);
 	pthread_t w[2], r[2], c;
+	struct uzram_stats st;
 
 	(void)state;
-	tdev = dd_open(T_PAGES, 0, NULL, 0);
+	assert_true(fd >= 0);
+	close(fd);
+	tdev = dd_open(T_PAGES, 0, path, 0);
+	unlink(path);
 	tmodel = calloc(T_PAGES, PG);
 	assert_non_null(tmodel);
 	assert_int_equal(uzram_add_recomp_algorithm(tdev, "zstd", 0), 1);
@@ -764,13 +775,19 @@ static void test_threads(void **state)
 	pthread_join(c, NULL);
 	if (atomic_load(&tfail))
 		fail_msg("a thread failed (%d: 1 write, 2 read, 3 wrong bytes, "
-			 "4 compact or recompress)", atomic_load(&tfail));
+			 "4 compact, recompress or write back)",
+			 atomic_load(&tfail));
 	check_dev(tdev, tmodel, "after the threads");
-	assert_true(get_stats(tdev).pages_deduped > 0);
-	assert_true(objects(tdev) < get_stats(tdev).pages_stored);
+	st = get_stats(tdev);
+	assert_true(st.pages_deduped > 0);
+	assert_true(st.pages_written_back > 0);
 	assert_int_equal(uzram_discard(tdev, T_PAGES * PG, 0), 0);
-	assert_int_equal(get_stats(tdev).pages_deduped, 0);
+	st = get_stats(tdev);
+	assert_int_equal(st.pages_deduped, 0);
+	assert_int_equal(st.bd_count + st.bd_bytes, 0);
 	assert_int_equal(objects(tdev), 0);
+	/* no place leaked: at most the open segments of the two heads */
+	assert_true(st.bd_space <= 2u << 20);
 	uzram_close(tdev);
 	free(tmodel);
 }
