@@ -170,24 +170,44 @@ void wb_limit_give(struct tier *t, uint64_t pages)
 		atomic_fetch_add(&t->wb_limit, pages);
 }
 
+/*
+ * Whether slot s, locked with flags f, still names what the walk saw as
+ * it: the same state, priority, tag and object (or place).
+ */
+static bool item_same(const struct wb_item *it, const struct slot *s,
+		      uint32_t f)
+{
+	const uint32_t keep = SLOT_STATE_MASK | SLOT_PRIO_MASK |
+			      (0xffffu << SLOT_TAG_SHIFT);
+
+	return !((f ^ it->flags) & keep) && s->val == it->val;
+}
+
+/* Count cluster it moved from memory to the backing store. */
+static void count_written_back(struct uzram *dev, const struct wb_item *it)
+{
+	stats_add(&dev->stats.compr_data_size, -(int64_t)it->size);
+	if ((it->flags & SLOT_STATE_MASK) == SLOT_HUGE)
+		stats_add(&dev->stats.huge_pages, -(int64_t)it->pages);
+	stats_add(&dev->stats.bd_count, it->pages);
+	stats_add(&dev->stats.bd_bytes, it->size);
+	if (!it->alias)
+		stats_addu(&dev->stats.bd_writes, it->pages);
+	stats_addu(&dev->stats.wb_pages, it->pages);
+}
+
 /* Switch one written object's slot, if it still holds what was copied. */
 static bool commit_one(struct batch *b, const struct wbuf *w,
 		       const struct wb_item *it)
 {
 	struct uzram *dev = b->dev;
 	struct slot *s = it->s;
-	const uint32_t keep = SLOT_STATE_MASK | SLOT_PRIO_MASK |
-			      (0xffffu << SLOT_TAG_SHIFT);
 	uint32_t f;
 	bool same;
 
 	slot_lock(s);
 	f = slot_flags(s);
-	if (b->from_backing)
-		same = (f & SLOT_STATE_MASK) == SLOT_BACKED;
-	else
-		same = !((f ^ it->flags) & keep);
-	same = same && s->val == it->val;
+	same = item_same(it, s, f);
 	if (same && !b->from_backing) {
 		const void *obj = zpool_map(dev->pool, slot_handle(s));
 
@@ -213,13 +233,7 @@ static bool commit_one(struct batch *b, const struct wbuf *w,
 		return true;
 	}
 	zpool_free(dev->pool, (uint32_t)it->val);
-	stats_add(&dev->stats.compr_data_size, -(int64_t)it->size);
-	if ((it->flags & SLOT_STATE_MASK) == SLOT_HUGE)
-		stats_add(&dev->stats.huge_pages, -(int64_t)it->pages);
-	stats_add(&dev->stats.bd_count, it->pages);
-	stats_add(&dev->stats.bd_bytes, it->size);
-	stats_addu(&dev->stats.bd_writes, it->pages);
-	stats_addu(&dev->stats.wb_pages, it->pages);
+	count_written_back(dev, it);
 	return true;
 }
 
@@ -233,15 +247,12 @@ static bool commit_shared(struct batch *b, const struct wb_item *it,
 {
 	struct uzram *dev = b->dev;
 	struct slot *s = it->s;
-	const uint32_t keep = SLOT_STATE_MASK | SLOT_PRIO_MASK |
-			      (0xffffu << SLOT_TAG_SHIFT);
 	uint32_t f;
 	bool same;
 
 	slot_lock(s);
 	f = slot_flags(s);
-	same = !((f ^ it->flags) & keep) && s->val == it->val &&
-	       dedup_place_get(dev, f, e->to, it->size);
+	same = item_same(it, s, f) && dedup_place_get(dev, f, e->to, it->size);
 	if (same) {
 		s->val = backed_val(e->to, it->size);
 		slot_set_flags(s, (f & ~SLOT_STATE_MASK) | SLOT_BACKED |
@@ -260,14 +271,7 @@ static bool commit_shared(struct batch *b, const struct wb_item *it,
 	}
 	/* never the last reference: the walk holds the object */
 	dedup_put(dev, f, (uint32_t)it->val, it->size);
-	stats_add(&dev->stats.compr_data_size, -(int64_t)it->size);
-	if ((it->flags & SLOT_STATE_MASK) == SLOT_HUGE)
-		stats_add(&dev->stats.huge_pages, -(int64_t)it->pages);
-	stats_add(&dev->stats.bd_count, it->pages);
-	stats_add(&dev->stats.bd_bytes, it->size);
-	if (!it->alias)
-		stats_addu(&dev->stats.bd_writes, it->pages);
-	stats_addu(&dev->stats.wb_pages, it->pages);
+	count_written_back(dev, it);
 	return true;
 }
 
