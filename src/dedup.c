@@ -19,7 +19,8 @@
  *
  *   shard i:  lock | ent[cap]: {key: hash bits 63..32, handle} or 0
  *                  | refs[rcap]: {handle, references} of shared objects
- *                  | places[pcap]: shared objects on the backing store
+ *                  | places[pcap]: shared places on the backing store
+ *                    (dedup_place.c)
  *
  * The home position depends on the tag alone (the top 16 bits of the key),
  * because the tag is all that a slot keeps of the hash (slot.h): freeing
@@ -59,16 +60,14 @@
  * object when the device's codec (priority 0) made it, else leaves.
  * Writeback holds the object (dedup_hold()), writes it once and switches
  * each slot of the walk that names it to that place (wb_batch.c); the
- * place's references are counted here too, in places[], keyed by offset:
- *
- *   places[]: {offset / 16 + 1, slots naming it, walks and saves holding it}
- *
- * and a SLOT_BACKED slot with SLOT_SHARED names a counted place (the
- * first slot too, unlike an object in memory). An image keeps the
- * sharing: the save writes a shared object's (or place's) bytes once,
+ * shard counts the place's references too, in places[], keyed by offset
+ * (dedup_place.c), and a SLOT_BACKED slot with SLOT_SHARED names a counted
+ * place (the first slot too, unlike an object in memory). An image keeps
+ * the sharing: the save writes a shared object's (or place's) bytes once,
  * holding it until the save ends so that its handle (or place) is not
- * reused under the records that name it (struct dedup_saved), and the
- * loader takes one reference per shared record (image-format.md).
+ * reused under the records that name it (struct dedup_saved,
+ * dedup_place.c), and the loader takes one reference per shared record
+ * (image-format.md).
  *
  * Lock rules: a shard's lock protects its three tables; it is taken after a
  * slot lock (never before one), and under it only the allocator's map
@@ -80,41 +79,17 @@
 #include <string.h>
 
 #include "dedup.h"
+#include "dedup_impl.h"
 #include "slot.h"
 #include "stats.h"
 #include "store.h"
-#include "tier.h"
 #include "zcomp.h"
 #include "zpool.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#define SHARD_BITS 6
-#define HOME_BITS (16 - SHARD_BITS)
-#define NSHARDS (1u << SHARD_BITS)
 #define ENT_MIN 16u
-
-/* A shared object on the backing store, keyed by its place. */
-struct place {
-	uint64_t key;        /* its offset in 16-byte units, + 1; 0: empty */
-	uint32_t refs;       /* slots naming it */
-	uint32_t holds;      /* walks and saves holding it */
-};
-
-struct shard {
-	pthread_mutex_t lock;
-	uint64_t *ent;       /* key << 32 | handle; 0 is empty */
-	uint32_t cap, n;
-	uint64_t *refs;      /* handle << 32 | references (>= 2); 0 empty */
-	uint32_t rcap, rn;   /* rcap: 0 or a power of two */
-	struct place *places;  /* shared objects on the backing store */
-	uint32_t pcap, pn;     /* pcap: 0 or a power of two */
-} __attribute__((aligned(64)));
-
-struct dedup {
-	struct shard shard[NSHARDS];
-};
 
 int dedup_create(struct uzram *dev)
 {
@@ -145,10 +120,6 @@ void dedup_destroy(struct dedup *d)
 }
 
 
-static struct shard *shard_of(struct dedup *d, uint32_t tag)
-{
-	return &d->shard[tag >> HOME_BITS];
-}
 
 /* ---- ent[]: the index by hash ---- */
 
@@ -247,7 +218,7 @@ static uint32_t ref_home(uint32_t handle, uint32_t rcap)
 }
 
 /* The index of handle's entry in refs[], or UINT32_MAX. */
-static uint32_t ref_find(const struct shard *sh, uint32_t handle)
+uint32_t dedup_ref_find(const struct shard *sh, uint32_t handle)
 {
 	uint64_t r;
 
@@ -298,9 +269,9 @@ static void ref_delete(struct shard *sh, uint32_t i)
  * shared object at 3/8..3/4 full, less than each share saves. False: no
  * memory.
  */
-static bool ref_get(struct uzram *dev, struct shard *sh, uint32_t handle)
+bool dedup_ref_get(struct uzram *dev, struct shard *sh, uint32_t handle)
 {
-	uint32_t i = ref_find(sh, handle);
+	uint32_t i = dedup_ref_find(sh, handle);
 
 	if (i != UINT32_MAX) {
 		sh->refs[i]++;
@@ -333,17 +304,17 @@ static bool ref_get(struct uzram *dev, struct shard *sh, uint32_t handle)
  * Count a reference past an object's first taken (sign 1) or dropped, of
  * an object in memory (bytes: dedup_bytes) or on the backing store.
  */
-static void count_in(struct uzram *dev, _Atomic int64_t *bytes,
-		     uint32_t size, int64_t sign)
+void dedup_count_in(struct uzram *dev, _Atomic int64_t *bytes,
+		    uint32_t size, int64_t sign)
 {
 	stats_add(&dev->stats.dedup_pages,
 		  sign * (int64_t)(dev->csize >> PAGE_SHIFT));
 	stats_add(bytes, sign * (int64_t)size);
 }
 
-static void ref_count(struct uzram *dev, uint32_t size, int64_t sign)
+void dedup_ref_count(struct uzram *dev, uint32_t size, int64_t sign)
 {
-	count_in(dev, &dev->stats.dedup_bytes, size, sign);
+	dedup_count_in(dev, &dev->stats.dedup_bytes, size, sign);
 }
 
 /* Whether the object (handle, size) decodes to the len bytes src. */
@@ -379,7 +350,7 @@ bool dedup_find(struct uzram *dev, const unsigned char *src, size_t len,
 			continue;
 		size = zpool_obj_size(dev->pool, (uint32_t)e);
 		if (obj_equal(dev, zc, (uint32_t)e, size, src, len, t->plain) &&
-		    ref_get(dev, sh, (uint32_t)e)) {
+		    dedup_ref_get(dev, sh, (uint32_t)e)) {
 			handle = (uint32_t)e;
 			break;
 		}
@@ -397,7 +368,7 @@ bool dedup_find(struct uzram *dev, const unsigned char *src, size_t len,
 	c->flags |= SLOT_SHARED | tag << SLOT_TAG_SHIFT;
 	c->val = (uint64_t)size << 32 | handle;
 	c->codec = zc;
-	ref_count(dev, size, 1);
+	dedup_ref_count(dev, size, 1);
 	return true;
 }
 
@@ -431,7 +402,7 @@ void dedup_put(struct uzram *dev, uint32_t flags, uint32_t handle,
 	}
 	sh = shard_of(dev->dedup, slot_tag(flags));
 	pthread_mutex_lock(&sh->lock);
-	i = ref_find(sh, handle);
+	i = dedup_ref_find(sh, handle);
 	if (i != UINT32_MAX) {
 		last = false;
 		if ((uint32_t)sh->refs[i] > 2)
@@ -446,7 +417,7 @@ void dedup_put(struct uzram *dev, uint32_t flags, uint32_t handle,
 		zpool_free(dev->pool, handle);
 		return;
 	}
-	ref_count(dev, size, -1);
+	dedup_ref_count(dev, size, -1);
 }
 
 bool dedup_detach(struct uzram *dev, uint32_t flags, uint32_t handle)
@@ -458,7 +429,7 @@ bool dedup_detach(struct uzram *dev, uint32_t flags, uint32_t handle)
 		return true;
 	sh = shard_of(dev->dedup, slot_tag(flags));
 	pthread_mutex_lock(&sh->lock);
-	shared = ref_find(sh, handle) != UINT32_MAX;
+	shared = dedup_ref_find(sh, handle) != UINT32_MAX;
 	if (!shared)
 		ent_remove(sh, slot_tag(flags), handle);
 	pthread_mutex_unlock(&sh->lock);
@@ -474,7 +445,7 @@ bool dedup_shared(struct uzram *dev, uint32_t flags, uint32_t handle)
 		return false;
 	sh = shard_of(dev->dedup, slot_tag(flags));
 	pthread_mutex_lock(&sh->lock);
-	shared = ref_find(sh, handle) != UINT32_MAX;
+	shared = dedup_ref_find(sh, handle) != UINT32_MAX;
 	pthread_mutex_unlock(&sh->lock);
 	return shared;
 }
@@ -488,13 +459,13 @@ bool dedup_hold(struct uzram *dev, uint32_t flags, uint32_t handle)
 		return false;
 	sh = shard_of(dev->dedup, slot_tag(flags));
 	pthread_mutex_lock(&sh->lock);
-	i = ref_find(sh, handle);
+	i = dedup_ref_find(sh, handle);
 	if (i != UINT32_MAX)
 		sh->refs[i]++;
 	pthread_mutex_unlock(&sh->lock);
 	if (i == UINT32_MAX)
 		return false;
-	ref_count(dev, zpool_obj_size(dev->pool, handle), 1);
+	dedup_ref_count(dev, zpool_obj_size(dev->pool, handle), 1);
 	return true;
 }
 
@@ -507,7 +478,7 @@ bool dedup_replace(struct uzram *dev, uint32_t flags, uint32_t old,
 	uint64_t e;
 
 	pthread_mutex_lock(&sh->lock);
-	ok = ref_get(dev, sh, old);
+	ok = dedup_ref_get(dev, sh, old);
 	for (uint32_t i = sh->cap ? ent_home(tag, sh->cap) : 0;
 	     ok && sh->cap && (e = sh->ent[i]);
 	     i = i + 1 == sh->cap ? 0 : i + 1) {
@@ -522,7 +493,7 @@ bool dedup_replace(struct uzram *dev, uint32_t flags, uint32_t old,
 	}
 	pthread_mutex_unlock(&sh->lock);
 	if (ok)
-		ref_count(dev, old_size, 1);
+		dedup_ref_count(dev, old_size, 1);
 	return ok;
 }
 
@@ -556,283 +527,9 @@ bool dedup_share(struct uzram *dev, uint32_t flags, uint32_t handle)
 	bool ok;
 
 	pthread_mutex_lock(&sh->lock);
-	ok = ref_get(dev, sh, handle);
+	ok = dedup_ref_get(dev, sh, handle);
 	pthread_mutex_unlock(&sh->lock);
 	if (ok)
-		ref_count(dev, zpool_obj_size(dev->pool, handle), 1);
+		dedup_ref_count(dev, zpool_obj_size(dev->pool, handle), 1);
 	return ok;
-}
-
-/* ---- the shared objects a save wrote ---- */
-
-/* key: an object's handle, or SAVED_PLACE | a place's offset; 0: empty */
-#define SAVED_PLACE (UINT64_C(1) << 63)
-
-struct saved {
-	uint64_t key;
-	uint32_t flags, size;
-	uint64_t idx;
-};
-
-struct dedup_saved {
-	uint32_t cap, n;               /* cap: a power of two */
-	struct saved e[];
-};
-
-static struct saved *saved_at(struct dedup_saved *sv, uint64_t key)
-{
-	uint32_t i = (uint32_t)((key * UINT64_C(0x9e3779b97f4a7c15)) >> 32) &
-		     (sv->cap - 1);
-
-	while (sv->e[i].key && sv->e[i].key != key)
-		i = (i + 1) & (sv->cap - 1);
-	return &sv->e[i];
-}
-
-/* Room for one more entry in *svp; false: no memory. */
-static bool saved_reserve(struct dedup_saved **svp)
-{
-	struct dedup_saved *sv = *svp, *nsv;
-	uint32_t cap = sv ? sv->cap * 2 : 64;
-
-	if (sv && (sv->n + 1) * 4 <= sv->cap * 3)
-		return true;
-	nsv = calloc(1, sizeof *nsv + cap * sizeof nsv->e[0]);
-	if (!nsv)
-		return false;
-	nsv->cap = cap;
-	for (uint32_t i = 0; sv && i < sv->cap; i++)
-		if (sv->e[i].key) {
-			*saved_at(nsv, sv->e[i].key) = sv->e[i];
-			nsv->n++;
-		}
-	free(sv);
-	*svp = nsv;
-	return true;
-}
-
-int dedup_saved_find(struct uzram *dev, struct dedup_saved **svp,
-		     uint32_t flags, uint32_t handle, uint32_t size,
-		     uint64_t idx, uint64_t *first)
-{
-	struct shard *sh;
-	struct saved *e;
-	bool shared;
-
-	if (!dev->dedup)
-		return 0;
-	if (*svp && (e = saved_at(*svp, handle))->key) {
-		*first = e->idx;
-		return 1;
-	}
-	if (!saved_reserve(svp))
-		return -ENOMEM;
-	sh = shard_of(dev->dedup, slot_tag(flags));
-	pthread_mutex_lock(&sh->lock);
-	shared = ref_find(sh, handle) != UINT32_MAX;
-	/*
-	 * The save's own reference keeps the handle from being reused. It
-	 * counts in pages_deduped while the save runs, as any other: the
-	 * count is the references past each object's first, whichever goes
-	 * last.
-	 */
-	if (shared && !ref_get(dev, sh, handle)) {
-		pthread_mutex_unlock(&sh->lock);
-		return -ENOMEM;
-	}
-	pthread_mutex_unlock(&sh->lock);
-	if (shared) {
-		*saved_at(*svp, handle) = (struct saved){ handle, flags, size, idx };
-		(*svp)->n++;
-		ref_count(dev, size, 1);
-	}
-	return 0;
-}
-
-int dedup_saved_find_place(struct uzram *dev, struct dedup_saved **svp,
-			   uint32_t flags, uint64_t off, uint32_t size,
-			   uint64_t idx, uint64_t *first)
-{
-	uint64_t key = SAVED_PLACE | off;
-	struct saved *e;
-
-	if (!dev->dedup || !(flags & SLOT_SHARED))
-		return 0;
-	if (*svp && (e = saved_at(*svp, key))->key) {
-		*first = e->idx;
-		return 1;
-	}
-	if (!saved_reserve(svp) || !dedup_place_hold(dev, flags, off))
-		return -ENOMEM;
-	*saved_at(*svp, key) = (struct saved){ key, flags, size, idx };
-	(*svp)->n++;
-	return 0;
-}
-
-void dedup_saved_free(struct uzram *dev, struct dedup_saved *sv)
-{
-	for (uint32_t i = 0; sv && i < sv->cap; i++) {
-		const struct saved *e = &sv->e[i];
-
-		if (!e->key)
-			continue;
-		if (!(e->key & SAVED_PLACE))
-			dedup_put(dev, e->flags, (uint32_t)e->key, e->size);
-		else if (dedup_place_release(dev, e->flags,
-					     e->key & ~SAVED_PLACE))
-			space_free(dev->tier, e->key & ~SAVED_PLACE,
-				   round16(e->size));
-	}
-	free(sv);
-}
-
-/* ---- places: shared objects on the backing store ---- */
-
-static uint32_t place_home(uint64_t key, uint32_t pcap)
-{
-	return (uint32_t)((key * UINT64_C(0x9e3779b97f4a7c15)) >> 40) &
-	       (pcap - 1);
-}
-
-static struct place *place_find(struct shard *sh, uint64_t off)
-{
-	uint64_t key = (off >> 4) + 1;
-
-	if (!sh->pcap)
-		return NULL;
-	for (uint32_t i = place_home(key, sh->pcap); sh->places[i].key;
-	     i = (i + 1) & (sh->pcap - 1))
-		if (sh->places[i].key == key)
-			return &sh->places[i];
-	return NULL;
-}
-
-static void place_set(struct place *places, uint32_t pcap, struct place p)
-{
-	uint32_t i = place_home(p.key, pcap);
-
-	while (places[i].key)
-		i = (i + 1) & (pcap - 1);
-	places[i] = p;
-}
-
-/* A new entry for off, held once; NULL: no memory. */
-static struct place *place_add(struct uzram *dev, struct shard *sh,
-			       uint64_t off)
-{
-	if ((sh->pn + 1) * 4 > sh->pcap * 3) {
-		uint32_t pcap = sh->pcap ? sh->pcap * 2 : 16;
-		struct place *places = calloc(pcap, sizeof *places);
-
-		if (!places)
-			return NULL;
-		for (uint32_t k = 0; k < sh->pcap; k++)
-			if (sh->places[k].key)
-				place_set(places, pcap, sh->places[k]);
-		free(sh->places);
-		atomic_fetch_add_explicit(&dev->index_bytes,
-					  (uint64_t)(pcap - sh->pcap) *
-					  sizeof *places, memory_order_relaxed);
-		sh->places = places;
-		sh->pcap = pcap;
-	}
-	place_set(sh->places, sh->pcap,
-		  (struct place){ .key = (off >> 4) + 1, .holds = 1 });
-	sh->pn++;
-	return place_find(sh, off);
-}
-
-/* Take out p if nothing names or holds it; whether it went. */
-static bool place_drop_unused(struct shard *sh, struct place *p)
-{
-	uint32_t mask = sh->pcap - 1, i = (uint32_t)(p - sh->places), j = i;
-
-	if (p->refs || p->holds)
-		return false;
-	p->key = 0;
-	for (;;) {
-		struct place q;
-		uint32_t h;
-
-		j = (j + 1) & mask;
-		q = sh->places[j];
-		if (!q.key)
-			break;
-		h = place_home(q.key, sh->pcap);
-		if (((j - h) & mask) >= ((j - i) & mask)) {
-			sh->places[i] = q;
-			sh->places[j].key = 0;
-			i = j;
-		}
-	}
-	sh->pn--;
-	return true;
-}
-
-bool dedup_place_hold(struct uzram *dev, uint32_t flags, uint64_t off)
-{
-	struct shard *sh = shard_of(dev->dedup, slot_tag(flags));
-	struct place *p;
-
-	pthread_mutex_lock(&sh->lock);
-	p = place_find(sh, off);
-	if (p)
-		p->holds++;
-	else
-		p = place_add(dev, sh, off);
-	pthread_mutex_unlock(&sh->lock);
-	return p != NULL;
-}
-
-bool dedup_place_release(struct uzram *dev, uint32_t flags, uint64_t off)
-{
-	struct shard *sh = shard_of(dev->dedup, slot_tag(flags));
-	struct place *p;
-	bool last = false;
-
-	pthread_mutex_lock(&sh->lock);
-	p = place_find(sh, off);
-	if (p) {
-		p->holds--;
-		last = place_drop_unused(sh, p);
-	}
-	pthread_mutex_unlock(&sh->lock);
-	return last;
-}
-
-bool dedup_place_get(struct uzram *dev, uint32_t flags, uint64_t off,
-		     uint32_t size)
-{
-	struct shard *sh = shard_of(dev->dedup, slot_tag(flags));
-	struct place *p;
-	bool past_first = false;
-
-	pthread_mutex_lock(&sh->lock);
-	p = place_find(sh, off);
-	if (p)
-		past_first = ++p->refs > 1;
-	pthread_mutex_unlock(&sh->lock);
-	if (past_first)
-		count_in(dev, &dev->stats.bd_dedup_bytes, size, 1);
-	return p != NULL;
-}
-
-bool dedup_place_put(struct uzram *dev, uint32_t flags, uint64_t off,
-		     uint32_t size)
-{
-	struct shard *sh = shard_of(dev->dedup, slot_tag(flags));
-	struct place *p;
-	bool past_first = false, last = true;
-
-	pthread_mutex_lock(&sh->lock);
-	p = place_find(sh, off);
-	if (p) {   /* no entry: a slot that was alone after all */
-		past_first = p->refs > 1;
-		p->refs -= p->refs > 0;
-		last = place_drop_unused(sh, p);
-	}
-	pthread_mutex_unlock(&sh->lock);
-	if (past_first)
-		count_in(dev, &dev->stats.bd_dedup_bytes, size, -1);
-	return last;
 }
