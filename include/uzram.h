@@ -311,7 +311,9 @@ struct uzram_stats {
 				   * of their own (a running uzram_save()
 				   * holds such references too) */
 	uint64_t dedup_bytes_saved; /* compressed bytes those references would
-				     * have stored (not in compr_data_size) */
+				     * have stored, in memory or on the
+				     * backing store (not in compr_data_size
+				     * or bd_bytes) */
 	uint64_t dedup_index_bytes; /* the dedup index, about 10 to 13 bytes
 				     * per stored object: like the page table,
 				     * not in mem_used_total but counted

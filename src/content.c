@@ -51,7 +51,10 @@ void content_free(struct uzram *dev, const struct content *c)
 	if (state == SLOT_OBJ || state == SLOT_HUGE)
 		dedup_put(dev, c->flags, (uint32_t)c->val,
 			  (uint32_t)content_handle_size(c));
-	else if (state == SLOT_BACKED)
+	else if (state == SLOT_BACKED && (!(c->flags & SLOT_SHARED) ||
+					  dedup_place_put(dev, c->flags,
+							  backed_off(c->val),
+							  backed_size(c->val))))
 		space_free(dev->tier, backed_off(c->val),
 			   round16(backed_size(c->val)));
 }

@@ -19,6 +19,8 @@
  *
  *   shard i:  lock | ent[cap]: {key: hash bits 63..32, handle} or 0
  *                  | refs[rcap]: {handle, references} of shared objects
+ *                  | places[pcap]: shared places on the backing store
+ *                    (dedup_place.c)
  *
  * The home position depends on the tag alone (the top 16 bits of the key),
  * because the tag is all that a slot keeps of the hash (slot.h): freeing
@@ -50,19 +52,24 @@
  * does not follow it. Recompression and writeback replace an unshared
  * object under the slot lock: they first take it out of the index
  * (dedup_detach()), which refuses a shared object. The slots naming a
- * shared object are not known from the object, so writeback leaves it in
- * memory until one slot is left. Recompression, a walk of the whole table,
- * finds them itself: it re-encodes the object once and switches each slot
- * of the walk that names it (recompress.c), holding a reference to the old
- * and the new object for the whole walk (dedup_replace()) so that neither
- * handle is reused under its map; the index entry moves to the new object
- * when the device's codec (priority 0) made it, else leaves. An image
- * keeps the sharing: the save writes a shared object's bytes once, holding a
- * reference to it until the save ends so that its handle is not reused
- * under the records that name it (struct dedup_saved), and the loader
- * takes one reference per shared record (image-format.md).
+ * shared object are not known from the object, so the walks find them
+ * themselves. Recompression re-encodes the object once and switches each
+ * slot of the walk that names it (recompress.c), holding a reference to
+ * the old and the new object for the whole walk (dedup_replace()) so that
+ * neither handle is reused under its map; the index entry moves to the new
+ * object when the device's codec (priority 0) made it, else leaves.
+ * Writeback holds the object (dedup_hold()), writes it once and switches
+ * each slot of the walk that names it to that place (wb_batch.c); the
+ * shard counts the place's references too, in places[], keyed by offset
+ * (dedup_place.c), and a SLOT_BACKED slot with SLOT_SHARED names a counted
+ * place (the first slot too, unlike an object in memory). An image keeps
+ * the sharing: the save writes a shared object's (or place's) bytes once,
+ * holding it until the save ends so that its handle (or place) is not
+ * reused under the records that name it (struct dedup_saved,
+ * dedup_place.c), and the loader takes one reference per shared record
+ * (image-format.md).
  *
- * Lock rules: a shard's lock protects its two tables; it is taken after a
+ * Lock rules: a shard's lock protects its three tables; it is taken after a
  * slot lock (never before one), and under it only the allocator's map
  * and the codec's decode are called, which take no store lock.
  */
@@ -72,6 +79,7 @@
 #include <string.h>
 
 #include "dedup.h"
+#include "dedup_impl.h"
 #include "slot.h"
 #include "stats.h"
 #include "store.h"
@@ -81,22 +89,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#define SHARD_BITS 6
-#define HOME_BITS (16 - SHARD_BITS)
-#define NSHARDS (1u << SHARD_BITS)
 #define ENT_MIN 16u
-
-struct shard {
-	pthread_mutex_t lock;
-	uint64_t *ent;       /* key << 32 | handle; 0 is empty */
-	uint32_t cap, n;
-	uint64_t *refs;      /* handle << 32 | references (>= 2); 0 empty */
-	uint32_t rcap, rn;   /* rcap: 0 or a power of two */
-} __attribute__((aligned(64)));
-
-struct dedup {
-	struct shard shard[NSHARDS];
-};
 
 int dedup_create(struct uzram *dev)
 {
@@ -120,16 +113,13 @@ void dedup_destroy(struct dedup *d)
 	for (unsigned i = 0; i < NSHARDS; i++) {
 		free(d->shard[i].ent);
 		free(d->shard[i].refs);
+		free(d->shard[i].places);
 		pthread_mutex_destroy(&d->shard[i].lock);
 	}
 	free(d);
 }
 
 
-static struct shard *shard_of(struct dedup *d, uint32_t tag)
-{
-	return &d->shard[tag >> HOME_BITS];
-}
 
 /* ---- ent[]: the index by hash ---- */
 
@@ -228,7 +218,7 @@ static uint32_t ref_home(uint32_t handle, uint32_t rcap)
 }
 
 /* The index of handle's entry in refs[], or UINT32_MAX. */
-static uint32_t ref_find(const struct shard *sh, uint32_t handle)
+uint32_t dedup_ref_find(const struct shard *sh, uint32_t handle)
 {
 	uint64_t r;
 
@@ -279,9 +269,9 @@ static void ref_delete(struct shard *sh, uint32_t i)
  * shared object at 3/8..3/4 full, less than each share saves. False: no
  * memory.
  */
-static bool ref_get(struct uzram *dev, struct shard *sh, uint32_t handle)
+bool dedup_ref_get(struct uzram *dev, struct shard *sh, uint32_t handle)
 {
-	uint32_t i = ref_find(sh, handle);
+	uint32_t i = dedup_ref_find(sh, handle);
 
 	if (i != UINT32_MAX) {
 		sh->refs[i]++;
@@ -310,12 +300,21 @@ static bool ref_get(struct uzram *dev, struct shard *sh, uint32_t handle)
 
 /* ---- the store's calls ---- */
 
-/* Count a reference past an object's first taken (sign 1) or dropped. */
-static void ref_count(struct uzram *dev, uint32_t size, int64_t sign)
+/*
+ * Count a reference past an object's first taken (sign 1) or dropped, of
+ * an object in memory (bytes: dedup_bytes) or on the backing store.
+ */
+void dedup_count_in(struct uzram *dev, _Atomic int64_t *bytes,
+		    uint32_t size, int64_t sign)
 {
 	stats_add(&dev->stats.dedup_pages,
 		  sign * (int64_t)(dev->csize >> PAGE_SHIFT));
-	stats_add(&dev->stats.dedup_bytes, sign * (int64_t)size);
+	stats_add(bytes, sign * (int64_t)size);
+}
+
+void dedup_ref_count(struct uzram *dev, uint32_t size, int64_t sign)
+{
+	dedup_count_in(dev, &dev->stats.dedup_bytes, size, sign);
 }
 
 /* Whether the object (handle, size) decodes to the len bytes src. */
@@ -351,7 +350,7 @@ bool dedup_find(struct uzram *dev, const unsigned char *src, size_t len,
 			continue;
 		size = zpool_obj_size(dev->pool, (uint32_t)e);
 		if (obj_equal(dev, zc, (uint32_t)e, size, src, len, t->plain) &&
-		    ref_get(dev, sh, (uint32_t)e)) {
+		    dedup_ref_get(dev, sh, (uint32_t)e)) {
 			handle = (uint32_t)e;
 			break;
 		}
@@ -369,7 +368,7 @@ bool dedup_find(struct uzram *dev, const unsigned char *src, size_t len,
 	c->flags |= SLOT_SHARED | tag << SLOT_TAG_SHIFT;
 	c->val = (uint64_t)size << 32 | handle;
 	c->codec = zc;
-	ref_count(dev, size, 1);
+	dedup_ref_count(dev, size, 1);
 	return true;
 }
 
@@ -403,7 +402,7 @@ void dedup_put(struct uzram *dev, uint32_t flags, uint32_t handle,
 	}
 	sh = shard_of(dev->dedup, slot_tag(flags));
 	pthread_mutex_lock(&sh->lock);
-	i = ref_find(sh, handle);
+	i = dedup_ref_find(sh, handle);
 	if (i != UINT32_MAX) {
 		last = false;
 		if ((uint32_t)sh->refs[i] > 2)
@@ -418,7 +417,7 @@ void dedup_put(struct uzram *dev, uint32_t flags, uint32_t handle,
 		zpool_free(dev->pool, handle);
 		return;
 	}
-	ref_count(dev, size, -1);
+	dedup_ref_count(dev, size, -1);
 }
 
 bool dedup_detach(struct uzram *dev, uint32_t flags, uint32_t handle)
@@ -430,7 +429,7 @@ bool dedup_detach(struct uzram *dev, uint32_t flags, uint32_t handle)
 		return true;
 	sh = shard_of(dev->dedup, slot_tag(flags));
 	pthread_mutex_lock(&sh->lock);
-	shared = ref_find(sh, handle) != UINT32_MAX;
+	shared = dedup_ref_find(sh, handle) != UINT32_MAX;
 	if (!shared)
 		ent_remove(sh, slot_tag(flags), handle);
 	pthread_mutex_unlock(&sh->lock);
@@ -446,9 +445,28 @@ bool dedup_shared(struct uzram *dev, uint32_t flags, uint32_t handle)
 		return false;
 	sh = shard_of(dev->dedup, slot_tag(flags));
 	pthread_mutex_lock(&sh->lock);
-	shared = ref_find(sh, handle) != UINT32_MAX;
+	shared = dedup_ref_find(sh, handle) != UINT32_MAX;
 	pthread_mutex_unlock(&sh->lock);
 	return shared;
+}
+
+bool dedup_hold(struct uzram *dev, uint32_t flags, uint32_t handle)
+{
+	struct shard *sh;
+	uint32_t i;
+
+	if (!dev->dedup)
+		return false;
+	sh = shard_of(dev->dedup, slot_tag(flags));
+	pthread_mutex_lock(&sh->lock);
+	i = dedup_ref_find(sh, handle);
+	if (i != UINT32_MAX)
+		sh->refs[i]++;
+	pthread_mutex_unlock(&sh->lock);
+	if (i == UINT32_MAX)
+		return false;
+	dedup_ref_count(dev, zpool_obj_size(dev->pool, handle), 1);
+	return true;
 }
 
 bool dedup_replace(struct uzram *dev, uint32_t flags, uint32_t old,
@@ -460,7 +478,7 @@ bool dedup_replace(struct uzram *dev, uint32_t flags, uint32_t old,
 	uint64_t e;
 
 	pthread_mutex_lock(&sh->lock);
-	ok = ref_get(dev, sh, old);
+	ok = dedup_ref_get(dev, sh, old);
 	for (uint32_t i = sh->cap ? ent_home(tag, sh->cap) : 0;
 	     ok && sh->cap && (e = sh->ent[i]);
 	     i = i + 1 == sh->cap ? 0 : i + 1) {
@@ -475,7 +493,7 @@ bool dedup_replace(struct uzram *dev, uint32_t flags, uint32_t old,
 	}
 	pthread_mutex_unlock(&sh->lock);
 	if (ok)
-		ref_count(dev, old_size, 1);
+		dedup_ref_count(dev, old_size, 1);
 	return ok;
 }
 
@@ -509,99 +527,9 @@ bool dedup_share(struct uzram *dev, uint32_t flags, uint32_t handle)
 	bool ok;
 
 	pthread_mutex_lock(&sh->lock);
-	ok = ref_get(dev, sh, handle);
+	ok = dedup_ref_get(dev, sh, handle);
 	pthread_mutex_unlock(&sh->lock);
 	if (ok)
-		ref_count(dev, zpool_obj_size(dev->pool, handle), 1);
+		dedup_ref_count(dev, zpool_obj_size(dev->pool, handle), 1);
 	return ok;
-}
-
-/* ---- the shared objects a save wrote ---- */
-
-struct saved {
-	uint32_t handle, flags, size;  /* handle 0: empty */
-	uint64_t idx;
-};
-
-struct dedup_saved {
-	uint32_t cap, n;               /* cap: a power of two */
-	struct saved e[];
-};
-
-static struct saved *saved_at(struct dedup_saved *sv, uint32_t handle)
-{
-	uint32_t i = ref_home(handle, sv->cap);
-
-	while (sv->e[i].handle && sv->e[i].handle != handle)
-		i = (i + 1) & (sv->cap - 1);
-	return &sv->e[i];
-}
-
-/* Room for one more entry in *svp; false: no memory. */
-static bool saved_reserve(struct dedup_saved **svp)
-{
-	struct dedup_saved *sv = *svp, *nsv;
-	uint32_t cap = sv ? sv->cap * 2 : 64;
-
-	if (sv && (sv->n + 1) * 4 <= sv->cap * 3)
-		return true;
-	nsv = calloc(1, sizeof *nsv + cap * sizeof nsv->e[0]);
-	if (!nsv)
-		return false;
-	nsv->cap = cap;
-	for (uint32_t i = 0; sv && i < sv->cap; i++)
-		if (sv->e[i].handle) {
-			*saved_at(nsv, sv->e[i].handle) = sv->e[i];
-			nsv->n++;
-		}
-	free(sv);
-	*svp = nsv;
-	return true;
-}
-
-int dedup_saved_find(struct uzram *dev, struct dedup_saved **svp,
-		     uint32_t flags, uint32_t handle, uint32_t size,
-		     uint64_t idx, uint64_t *first)
-{
-	struct shard *sh;
-	struct saved *e;
-	bool shared;
-
-	if (!dev->dedup)
-		return 0;
-	if (*svp && (e = saved_at(*svp, handle))->handle) {
-		*first = e->idx;
-		return 1;
-	}
-	if (!saved_reserve(svp))
-		return -ENOMEM;
-	sh = shard_of(dev->dedup, slot_tag(flags));
-	pthread_mutex_lock(&sh->lock);
-	shared = ref_find(sh, handle) != UINT32_MAX;
-	/*
-	 * The save's own reference keeps the handle from being reused. It
-	 * counts in pages_deduped while the save runs, as any other: the
-	 * count is the references past each object's first, whichever goes
-	 * last.
-	 */
-	if (shared && !ref_get(dev, sh, handle)) {
-		pthread_mutex_unlock(&sh->lock);
-		return -ENOMEM;
-	}
-	pthread_mutex_unlock(&sh->lock);
-	if (shared) {
-		*saved_at(*svp, handle) = (struct saved){ handle, flags, size, idx };
-		(*svp)->n++;
-		ref_count(dev, size, 1);
-	}
-	return 0;
-}
-
-void dedup_saved_free(struct uzram *dev, struct dedup_saved *sv)
-{
-	for (uint32_t i = 0; sv && i < sv->cap; i++)
-		if (sv->e[i].handle)
-			dedup_put(dev, sv->e[i].flags, sv->e[i].handle,
-				  sv->e[i].size);
-	free(sv);
 }

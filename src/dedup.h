@@ -67,6 +67,14 @@ bool dedup_detach(struct uzram *dev, uint32_t flags, uint32_t handle);
 bool dedup_shared(struct uzram *dev, uint32_t flags, uint32_t handle);
 
 /*
+ * If the object (handle) of a slot with these flags is shared, take one
+ * more reference to it and return true; else false. The caller holds the
+ * slot lock, so the object has a reference and cannot go meanwhile.
+ * Writeback holds a shared object so while it moves it (writeback.c).
+ */
+bool dedup_hold(struct uzram *dev, uint32_t flags, uint32_t handle);
+
+/*
  * Recompression of a shared object (recompress.c): the walk that re-encodes
  * the object old (of old_size bytes; flags: of a slot naming it) into new
  * takes one more reference to old, and holds it and new's first reference
@@ -113,7 +121,38 @@ struct dedup_saved;
 int dedup_saved_find(struct uzram *dev, struct dedup_saved **sv,
 		     uint32_t flags, uint32_t handle, uint32_t size,
 		     uint64_t idx, uint64_t *first);
+/*
+ * The same for a written-back cluster idx (flags, size bytes at place off):
+ * a shared place (SLOT_SHARED) is held until the save ends; 1, 0 or
+ * -ENOMEM as dedup_saved_find().
+ */
+int dedup_saved_find_place(struct uzram *dev, struct dedup_saved **sv,
+			   uint32_t flags, uint64_t off, uint32_t size,
+			   uint64_t idx, uint64_t *first);
 /* Drop the save's references and free sv (NULL is accepted). */
 void dedup_saved_free(struct uzram *dev, struct dedup_saved *sv);
+
+/*
+ * Shared objects on the backing store (writeback.c). Writeback writes a
+ * shared object once and switches each slot that names it to that place,
+ * with SLOT_SHARED: a SLOT_BACKED slot with the bit names a place whose
+ * references the index counts (every such slot, the first included),
+ * keyed by the place, in the shard of the slots' tag (flags: of any slot
+ * naming it). A walk or a save that works with a place holds it, so that
+ * it is not freed and reused under the walk while no slot names it.
+ *
+ * dedup_place_hold(): hold off, making its entry if it has none; false: no
+ * memory. dedup_place_release(): let go of a hold.
+ * dedup_place_get(): one more slot names off, which is held (false if it
+ * has no entry). dedup_place_put(): one slot fewer.
+ * Release and put return true when nothing names or holds the place any
+ * more: the caller gives its space back (space_free()).
+ */
+bool dedup_place_hold(struct uzram *dev, uint32_t flags, uint64_t off);
+bool dedup_place_release(struct uzram *dev, uint32_t flags, uint64_t off);
+bool dedup_place_get(struct uzram *dev, uint32_t flags, uint64_t off,
+		     uint32_t size);
+bool dedup_place_put(struct uzram *dev, uint32_t flags, uint64_t off,
+		     uint32_t size);
 
 #endif

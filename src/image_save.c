@@ -255,8 +255,18 @@ static int backed_put(struct uzram *dev, struct writer *w, uint64_t idx,
 	uint32_t size = backed_size(val);
 	struct store_tls *t = store_tls_get(dev->csize);
 	enum slot_state state = size == len ? SLOT_HUGE : SLOT_OBJ;
+	unsigned char ref[8];
+	uint64_t first;
+	int ret = dedup_saved_find_place(dev, &w->shared, flags,
+					 backed_off(val), size, idx, &first);
 
-	if (!t)
+	if (ret > 0) {
+		img_put64(ref, first);
+		record_put(w, idx, (flags & ~SLOT_STATE_MASK) | state, ref,
+			   sizeof ref);
+		return 0;
+	}
+	if (!t || ret < 0)
 		return uzram_set_error(-ENOMEM, "save: out of memory");
 	if (!size || size > len ||
 	    backing_pread(dev->tier->b, t->cbuf, size, backed_off(val))) {
@@ -271,7 +281,7 @@ static int backed_put(struct uzram *dev, struct writer *w, uint64_t idx,
 		return uzram_set_error(-EAGAIN, "save: an algorithm or a "
 				       "dictionary was set during the save; "
 				       "save again");
-	record_put(w, idx, flags, t->cbuf, size);
+	record_put(w, idx, flags & ~SLOT_SHARED, t->cbuf, size);
 	return 0;
 }
 

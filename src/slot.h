@@ -18,7 +18,10 @@
  *                      next read or write of the cluster (recompress.c)
  *          bit  6      shared (dedup): the object is named by several
  *                      slots; its references are counted by the dedup
- *                      index, keyed by handle, and it is freed through it
+ *                      index, keyed by handle (SLOT_OBJ, _HUGE: not set
+ *                      on the slot that stored it) or by place (SLOT_BACKED:
+ *                      set on every slot naming it), and it is freed
+ *                      through the index
  *          bit  7      place: which of its priority's two codec places
  *                      made the object (SLOT_OBJ); a priority changes its
  *                      dictionary by filling the place its objects do not

@@ -56,8 +56,11 @@ void stats_snapshot(const struct stats *st, struct zpool *pool,
 
 void stats_dedup(const struct stats *st, struct uzram_stats *out)
 {
+	uint64_t mem = nonneg(&st->dedup_bytes), bd = nonneg(&st->bd_dedup_bytes);
+
 	out->pages_deduped = nonneg(&st->dedup_pages);
-	out->dedup_bytes_saved = nonneg(&st->dedup_bytes);
-	out->compr_data_size -= out->compr_data_size > out->dedup_bytes_saved ?
-				out->dedup_bytes_saved : out->compr_data_size;
+	out->dedup_bytes_saved = mem + bd;
+	out->compr_data_size -= out->compr_data_size > mem ?
+				mem : out->compr_data_size;
+	out->bd_bytes -= out->bd_bytes > bd ? bd : out->bd_bytes;
 }

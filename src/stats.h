@@ -38,6 +38,7 @@ struct stats {
 	/* dedup (dedup.c): references past an object's first */
 	_Atomic int64_t dedup_pages;     /* pages they name */
 	_Atomic int64_t dedup_bytes;     /* bytes of the objects they name */
+	_Atomic int64_t bd_dedup_bytes;  /* the same, on the backing store */
 };
 
 static inline void stats_addu(_Atomic uint64_t *c, uint64_t delta)
@@ -64,7 +65,10 @@ void stats_snapshot(const struct stats *st, struct zpool *pool,
 		    uint64_t disksize, uint64_t mem_limit, uint64_t table_bytes,
 		    struct uzram_stats *out);
 
-/* Add dedup's counters, taking the bytes it saved out of compr_data_size. */
+/*
+ * Add dedup's counters, taking the bytes it saved out of compr_data_size
+ * (in memory) and bd_bytes (on the backing store).
+ */
 void stats_dedup(const struct stats *st, struct uzram_stats *out);
 
 #endif

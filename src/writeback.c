@@ -5,39 +5,19 @@
  * Writeback walks the page table (store.h's slot_next), largest objects
  * first when the run is bounded (zram's post-processing buckets: one walk
  * per size band, raw clusters first, then objects of 3/4, 1/2, 1/4, 1/8 of
- * a cluster and the rest), and gathers qualifying objects into a batch:
- *
- *   slot (shared lock) --copy--> staging --append--> batch buffer, 1 MiB
- *   at most, one contiguous range of the open segment of head 0
- *   batch --one asynchronous write (backing_submit)--> backing store
- *   the walk goes on filling the next batch buffer of a ring of
- *   WB_INFLIGHT, so up to that many writes are in flight; a full ring
- *   waits for its oldest write (backing_wait), then per object of it:
- *        slot (exclusive lock): still the object written?
- *        yes: OBJ/HUGE -> BACKED (other flag bits kept), free the memory
- *        no:  leave it, give the backing space back
- *
- *     ring:  w[0] in flight | w[1] in flight | w[2] filling | w[3] idle
- *
- * An object that dedup shares between clusters stays in memory: the
- * switch takes it out of the dedup index first, which refuses a shared
- * one (dedup.c).
- *
- * So a cluster leaves memory only after its write completed, and a write
- * that fails leaves every cluster of its batch in memory (and is counted
- * in bd_failed_writes); the walk stops at the first failure, and the
- * writes still in flight are waited for and committed as they completed.
- * "Still the object written" compares the state, priority, tag, handle and size and
- * then the bytes: a handle freed and reused for the same slot between the
- * copy and the switch cannot pass for the old object.
+ * a cluster and the rest), and gathers qualifying objects into batch
+ * writes (wb_batch.c), a ring of up to WB_INFLIGHT writes in flight. The
+ * walk stops at the first failed write, and the writes still in flight
+ * are waited for and committed as they completed. A shared object (dedup)
+ * is written once for all the clusters of the walk that name it.
  *
  * Compaction takes segments at most half live (those below 3/4 when asked
  * by hand), marks them CLEAN (tier.h), finds their live objects by one walk
  * of the table, copies each through the same batch to head 0 and switches
- * the slot if it still names the old place. Afterwards every segment but
- * the heads is at least half live, so the backing store holds at most
- * about twice the live compressed bytes plus two segments; writeback runs
- * it by itself when the store passes that.
+ * the slot if it still names the old place; a shared place moves once.
+ * Afterwards every segment but the heads is at least half live, so the
+ * backing store holds at most about twice the live compressed bytes plus
+ * two segments; writeback runs it by itself when the store passes that.
  *
  * Lock rules: the caller of writeback_run() and backing_compact_locked()
  * holds tier->wb_lock; at most one slot lock is held at a time, and none
@@ -53,261 +33,10 @@
 #include "stats.h"
 #include "store.h"
 #include "tier.h"
+#include "wb_batch.h"
 #include "zpool.h"
 
-#define BATCH_ITEMS 256
-#define WB_INFLIGHT 4      /* batch writes in flight at once */
 #define MAX_VICTIMS 32
-
-struct wb_item {
-	struct slot *s;
-	uint32_t flags;    /* as copied */
-	uint64_t val;
-	uint64_t boff;     /* its new place */
-	uint32_t size;
-	uint32_t pages;
-};
-
-/* One batch write: a contiguous range of head 0 and the objects in it. */
-struct wbuf {
-	unsigned char *buf;        /* SEG_BYTES, allocated at first use */
-	uint64_t start;
-	size_t fill;
-	unsigned n;
-	bool busy;                 /* submitted, not yet reaped */
-	struct backing_aio io;
-	struct wb_item it[BATCH_ITEMS];
-};
-
-/*
- * A ring of WB_INFLIGHT batch writes: w[cur] is being filled, the others
- * are in flight or idle; the one after cur is the oldest in flight, so a
- * full ring waits for it before filling it again.
- */
-struct batch {
-	struct uzram *dev;
-	bool from_backing;         /* compaction: the source is a place */
-	unsigned char *stage;      /* one object */
-	unsigned cur;
-	int err;                   /* the first failed write */
-	uint64_t pages, freed;     /* moved so far */
-	uint64_t pending_pages, pending_bytes;   /* gathered, not reaped */
-	struct wbuf w[WB_INFLIGHT];
-};
-
-static struct batch *batch_new(struct uzram *dev, bool from_backing)
-{
-	struct batch *b = calloc(1, sizeof *b);
-
-	if (!b)
-		return NULL;
-	b->dev = dev;
-	b->from_backing = from_backing;
-	b->stage = malloc(dev->csize);
-	b->w[0].buf = malloc(SEG_BYTES);
-	if (!b->stage || !b->w[0].buf) {
-		free(b->stage);
-		free(b->w[0].buf);
-		free(b);
-		return NULL;
-	}
-	return b;
-}
-
-static void batch_free(struct batch *b)
-{
-	for (unsigned i = 0; i < WB_INFLIGHT; i++)
-		free(b->w[i].buf);
-	free(b->stage);
-	free(b);
-}
-
-static bool wb_limit_take(struct tier *t, uint64_t pages)
-{
-	uint64_t left;
-
-	if (!atomic_load(&t->wb_limit_on))
-		return true;
-	left = atomic_load(&t->wb_limit);
-	do {
-		if (left < pages)
-			return false;
-	} while (!atomic_compare_exchange_weak(&t->wb_limit, &left,
-					       left - pages));
-	return true;
-}
-
-static void wb_limit_give(struct tier *t, uint64_t pages)
-{
-	if (atomic_load(&t->wb_limit_on))
-		atomic_fetch_add(&t->wb_limit, pages);
-}
-
-/* Switch one written object's slot, if it still holds what was copied. */
-static bool commit_one(struct batch *b, const struct wbuf *w,
-		       const struct wb_item *it)
-{
-	struct uzram *dev = b->dev;
-	struct slot *s = it->s;
-	const uint32_t keep = SLOT_STATE_MASK | SLOT_PRIO_MASK |
-			      (0xffffu << SLOT_TAG_SHIFT);
-	uint32_t f;
-	bool same;
-
-	slot_lock(s);
-	f = slot_flags(s);
-	if (b->from_backing)
-		same = (f & SLOT_STATE_MASK) == SLOT_BACKED;
-	else
-		same = !((f ^ it->flags) & keep);
-	same = same && s->val == it->val;
-	if (same && !b->from_backing) {
-		const void *obj = zpool_map(dev->pool, slot_handle(s));
-
-		same = !memcmp(obj, w->buf + (it->boff - w->start), it->size);
-		zpool_unmap(dev->pool, obj);
-	}
-	/* a shared object stays in memory (dedup.c) */
-	if (same && !b->from_backing)
-		same = dedup_detach(dev, f, slot_handle(s));
-	if (same) {
-		s->val = backed_val(it->boff, it->size);
-		slot_set_flags(s, (f & ~(SLOT_STATE_MASK | SLOT_SHARED)) |
-				  SLOT_BACKED);
-	}
-	slot_unlock(s);
-	if (!same) {
-		space_free(dev->tier, it->boff, round16(it->size));
-		return false;
-	}
-	if (b->from_backing) {
-		space_free(dev->tier, backed_off(it->val), round16(it->size));
-		stats_addu(&dev->stats.bd_compacted, it->size);
-		return true;
-	}
-	zpool_free(dev->pool, (uint32_t)it->val);
-	stats_add(&dev->stats.compr_data_size, -(int64_t)it->size);
-	if ((it->flags & SLOT_STATE_MASK) == SLOT_HUGE)
-		stats_add(&dev->stats.huge_pages, -(int64_t)it->pages);
-	stats_add(&dev->stats.bd_count, it->pages);
-	stats_add(&dev->stats.bd_bytes, it->size);
-	stats_addu(&dev->stats.bd_writes, it->pages);
-	stats_addu(&dev->stats.wb_pages, it->pages);
-	return true;
-}
-
-/*
- * End batch write w, whose write returned ret: switch its slots, or, if
- * the write failed, leave every one in memory and give its space back.
- */
-static void wbuf_reap(struct batch *b, struct wbuf *w, int ret)
-{
-	struct tier *t = b->dev->tier;
-
-	for (unsigned i = 0; i < w->n; i++) {
-		const struct wb_item *it = &w->it[i];
-
-		b->pending_pages -= it->pages;
-		b->pending_bytes -= it->size;
-		if (ret) {
-			space_free(t, it->boff, round16(it->size));
-			wb_limit_give(t, it->pages);
-		} else if (commit_one(b, w, it)) {
-			b->pages += it->pages;
-			b->freed += it->size;
-		} else {
-			wb_limit_give(t, it->pages);
-		}
-	}
-	if (ret) {
-		stats_inc(&b->dev->stats.bd_failed_writes);
-		if (!b->err)
-			b->err = ret;
-	}
-	w->n = 0;
-	w->fill = 0;
-	w->busy = false;
-}
-
-static void wbuf_wait(struct batch *b, struct wbuf *w)
-{
-	if (w->busy)
-		wbuf_reap(b, w, backing_wait(b->dev->tier->b, &w->io));
-}
-
-/*
- * Send the batch being filled and move on to the next one of the ring,
- * waiting for it if it is still in flight. 0, or the first failed write.
- */
-static int batch_submit(struct batch *b)
-{
-	struct wbuf *w = &b->w[b->cur];
-	int ret;
-
-	if (w->n) {
-		w->io.buf = w->buf;
-		w->io.len = w->fill;
-		w->io.off = w->start;
-		ret = backing_submit(b->dev->tier->b, &w->io);
-		if (ret)
-			wbuf_reap(b, w, ret);
-		else
-			w->busy = true;
-		b->cur = (b->cur + 1) % WB_INFLIGHT;
-		wbuf_wait(b, &b->w[b->cur]);
-	}
-	return b->err;
-}
-
-/* Send what is gathered and wait for every write: 0 or the first error. */
-static int batch_drain(struct batch *b)
-{
-	int ret = batch_submit(b);
-
-	for (unsigned i = 1; i <= WB_INFLIGHT; i++)
-		wbuf_wait(b, &b->w[(b->cur + i) % WB_INFLIGHT]);
-	return ret ? ret : b->err;
-}
-
-/* Append the staged object that slot s held as (flags, val). */
-static int batch_add(struct batch *b, struct slot *s, uint32_t flags,
-		     uint64_t val, uint32_t size, uint32_t pages)
-{
-	uint32_t len = round16(size);
-	struct wbuf *w = &b->w[b->cur];
-	uint64_t off;
-	int ret;
-
-	if (w->n == BATCH_ITEMS) {
-		ret = batch_submit(b);
-		if (ret)
-			return ret;
-		w = &b->w[b->cur];
-	}
-	ret = space_alloc(&b->dev->tier->sp, HEAD_WB, len, &off);
-	if (ret)
-		return ret;
-	if (w->n && (off != w->start + w->fill ||
-		     w->fill + len > SEG_BYTES)) {
-		ret = batch_submit(b);
-		w = &b->w[b->cur];
-	}
-	if (!ret && !w->buf && !(w->buf = malloc(SEG_BYTES)))
-		ret = -ENOMEM;
-	if (ret) {
-		space_free(b->dev->tier, off, len);
-		return ret;
-	}
-	if (!w->n)
-		w->start = off;
-	memcpy(w->buf + w->fill, b->stage, size);
-	memset(w->buf + w->fill + size, 0, len - size);
-	w->fill += len;
-	w->it[w->n++] = (struct wb_item){ s, flags, val, off, size, pages };
-	b->pending_pages += pages;
-	b->pending_bytes += size;
-	return 0;
-}
 
 static bool wb_match(uint32_t f, const struct wb_params *p, uint32_t now)
 {
@@ -324,6 +53,28 @@ static bool wb_done(const struct batch *b, const struct wb_params *p)
 	       (p->free_bytes && b->freed + b->pending_bytes >= p->free_bytes);
 }
 
+/*
+ * Whether the walk takes slot s (flags f, locked shared), which names
+ * object handle: yes, with *share 0 if it is not shared; if it is, the
+ * entry of the object in the walk's map + 1, and *alias if an earlier slot
+ * carries its bytes. No if the object is shared and its write failed, or
+ * if there is no memory for the entry (it stays; a later walk takes it).
+ */
+static bool wb_share(struct batch *b, uint32_t f, uint32_t handle,
+		     uint32_t size, uint32_t *share, bool *alias)
+{
+	*share = share_find(&b->map, handle);
+	*alias = *share != 0;
+	if (*alias)
+		return b->map.e[*share - 1].state != SHARE_FAILED;
+	if (!dedup_hold(b->dev, f, handle))
+		return true;
+	*share = share_add(&b->map, handle, f, size);
+	if (!*share)
+		dedup_put(b->dev, f, handle, size);
+	return *share != 0;
+}
+
 /* One walk over band [lo, hi); stops early when done. */
 static int wb_walk(struct batch *b, const struct wb_params *p, uint32_t lo,
 		   uint32_t hi, uint32_t now)
@@ -334,8 +85,9 @@ static int wb_walk(struct batch *b, const struct wb_params *p, uint32_t lo,
 
 	for (uint64_t idx = p->first; (s = slot_next(dev, &idx)) &&
 				      idx <= p->last; idx++) {
-		uint32_t f, size, pages = (uint32_t)(cluster_len(dev, idx) >> PAGE_SHIFT);
+		uint32_t f, size, share, pages = (uint32_t)(cluster_len(dev, idx) >> PAGE_SHIFT);
 		uint64_t val;
+		bool alias;
 
 		if (wb_done(b, p))
 			return 0;
@@ -345,18 +97,22 @@ static int wb_walk(struct batch *b, const struct wb_params *p, uint32_t lo,
 		f = slot_flags(s);
 		size = slot_size(s);
 		val = s->val;
-		if (!wb_match(f, p, now) || size < lo || size >= hi) {
+		if (!wb_match(f, p, now) || size < lo || size >= hi ||
+		    !wb_share(b, f, slot_handle(s), size, &share, &alias)) {
 			slot_unlock_shared(s);
 			continue;
 		}
-		const void *obj = zpool_map(dev->pool, slot_handle(s));
+		if (!alias) {
+			const void *obj = zpool_map(dev->pool, slot_handle(s));
 
-		memcpy(b->stage, obj, size);
-		zpool_unmap(dev->pool, obj);
+			memcpy(b->stage, obj, size);
+			zpool_unmap(dev->pool, obj);
+		}
 		slot_unlock_shared(s);
 		if (!wb_limit_take(dev->tier, pages))
 			return 1;
-		ret = batch_add(b, s, f, val, size, pages);
+		ret = alias ? batch_alias(b, s, f, val, size, pages, share) :
+		      batch_add(b, s, f, val, size, pages, share);
 		if (ret) {
 			wb_limit_give(dev->tier, pages);
 			return ret;
@@ -382,6 +138,7 @@ long writeback_run(struct uzram *dev, const struct wb_params *p)
 		ret = wb_walk(b, p, lo, hi, now);
 	}
 	fret = batch_drain(b);
+	share_map_release(b);
 	if (ret >= 0 && fret)
 		ret = fret;
 	pages = (long)b->pages;
@@ -437,21 +194,33 @@ static int move_victims(struct batch *b, const uint64_t *v, unsigned nv)
 	int ret = 0, fret;
 
 	for (uint64_t idx = 0; (s = slot_next(dev, &idx)); idx++) {
-		uint32_t size;
+		uint32_t f, size, share = 0;
 		uint64_t val;
 
 		if (slot_state(s) != SLOT_BACKED)
 			continue;
 		slot_lock_shared(s);
+		f = slot_flags(s);
 		val = s->val;
 		size = backed_size(val);
-		if (slot_state(s) != SLOT_BACKED ||
-		    !is_victim(v, nv, backed_off(val) >> SEG_SHIFT) ||
-		    size > dev->csize) {
-			slot_unlock_shared(s);
-			continue;
-		}
 		slot_unlock_shared(s);
+		if ((f & SLOT_STATE_MASK) != SLOT_BACKED ||
+		    !is_victim(v, nv, backed_off(val) >> SEG_SHIFT) ||
+		    size > dev->csize)
+			continue;
+		/* a shared place: one copy, which its slots follow */
+		if (f & SLOT_SHARED) {
+			share = share_find(&b->map, backed_off(val));
+			if (share) {
+				ret = batch_alias(b, s, f, val, size, 0, share);
+				if (ret)
+					break;
+				continue;
+			}
+			share = share_add(&b->map, backed_off(val), f, size);
+			if (!share)
+				continue;
+		}
 		/* a CLEAN segment is not reused: the bytes stay even if the
 		 * slot lets go of them now */
 		ret = backing_pread(dev->tier->b, b->stage, size,
@@ -460,11 +229,12 @@ static int move_victims(struct batch *b, const uint64_t *v, unsigned nv)
 			stats_inc(&dev->stats.bd_failed_reads);
 			break;
 		}
-		ret = batch_add(b, s, SLOT_BACKED, val, size, 0);
+		ret = batch_add(b, s, f, val, size, 0, share);
 		if (ret)
 			break;
 	}
 	fret = batch_drain(b);
+	share_map_release(b);
 	return ret ? ret : fret;
 }
 
@@ -498,7 +268,8 @@ long backing_compact_locked(struct uzram *dev, bool all)
 
 bool backing_needs_compaction(struct uzram *dev)
 {
-	int64_t live = atomic_load(&dev->stats.bd_bytes);
+	int64_t live = atomic_load(&dev->stats.bd_bytes) -
+		       atomic_load(&dev->stats.bd_dedup_bytes);
 
 	return space_used(&dev->tier->sp) >
 	       2 * (uint64_t)(live > 0 ? live : 0) + 4 * SEG_BYTES;

@@ -5,7 +5,8 @@
 # counted in pages_deduped and compr_data_size does not grow); a write into
 # one copy leaves the other as it was; `uzram stat` shows the figures;
 # recompression re-encodes each shared object once and keeps the sharing;
-# and a server without --dedup reports none.
+# writeback writes each shared object once; and a server without --dedup
+# reports none.
 source "$(dirname "$0")/functions.sh"
 require nbdcopy nbdkit qemu-io
 
@@ -83,6 +84,30 @@ nbdcopy "${URI[r]}" "$T/out3"
 assert_same_range "$TAR" 0 "$T/out3" 0 "$TARSZ"
 assert_same_range "$TAR" 0 "$T/out3" "$OFF" "$TARSZ"
 stop_server r
+
+step "writeback writes each shared object once, for both copies"
+start_server w --size 64M --dedup --backing "$T/back"
+nbdcopy "$TAR" "${URI[w]}"
+copy_at w "$OFF" "$TAR"
+deduped=$(stat_field w pages_deduped)
+saved=$(stat_field w dedup_bytes_saved)
+compr=$(stat_field w compr_data_size)
+stored=$(stat_field w pages_stored)
+same=$(stat_field w same_pages)
+server_ctl w writeback >"$T/ctl.out" || fail "ctl writeback failed"
+n=$(sed -n 's/^ok: \([0-9]*\) pages written back$/\1/p' "$T/ctl.out")
+assert_eq "$n" $((stored - same)) "pages written back"
+assert_eq "$(stat_field w compr_data_size)" 0 "compr_data_size after writeback"
+# the backing store holds each object once: what memory held before
+assert_eq "$(stat_field w bd_bytes)" "$compr" "bd_bytes after writeback"
+assert_eq "$(stat_field w pages_deduped)" "$deduped" \
+	"pages_deduped after writeback"
+assert_eq "$(stat_field w dedup_bytes_saved)" "$saved" \
+	"dedup_bytes_saved after writeback"
+nbdcopy "${URI[w]}" "$T/out4"
+assert_same_range "$TAR" 0 "$T/out4" 0 "$TARSZ"
+assert_same_range "$TAR" 0 "$T/out4" "$OFF" "$TARSZ"
+stop_server w
 
 step "without --dedup nothing is deduplicated"
 start_server n --size 64M

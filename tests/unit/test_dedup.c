@@ -6,10 +6,11 @@
  * the object whichever way it goes (rewrite, discard, write-zeroes,
  * close), a hit succeeds at the memory limit, compaction moves shared
  * objects, recompression and a dictionary change re-encode a shared object
- * once for all its clusters, writeback leaves shared objects alone and
- * takes them once they are no longer shared, an image keeps
- * the sharing, and 2 writers, readers, compaction and
- * recompression run together on shared clusters (for TSan).
+ * once for all its clusters, writeback writes a shared object once and
+ * backing store compaction moves it once, an image keeps the sharing (of
+ * written-back objects too), and 2 writers, readers, compaction,
+ * recompression, writeback and backing compaction run together on shared
+ * clusters (for TSan).
  *
  * Every check compares the whole device with a reference copy
  * (store_check.h); object counts come from the allocator itself.
@@ -331,13 +332,36 @@ static void test_recompress(void **state)
 }
 
 /* Shared objects stay in memory; once alone, they are written back. */
+static struct uzram *image_open_dedup(const char *img, uint32_t dedup,
+				      int *err);
+
+/* The place on the backing store of written-back cluster idx. */
+static uint64_t backed_place(struct uzram *dev, uint64_t idx)
+{
+	struct slot *s = slot_peek(dev, idx);
+
+	if (!s) {
+		fail_msg("cluster %llu has no slot", (unsigned long long)idx);
+		return 0;
+	}
+	assert_int_equal(slot_state(s), SLOT_BACKED);
+	return s->val;
+}
+
+/*
+ * Writeback writes a shared object once: all its clusters name one place
+ * on the backing store, counted as deduplicated there; a rewrite or a
+ * discard of one leaves the others as they were, and the last reference
+ * frees the place.
+ */
 static void test_writeback(void **state)
 {
 	char path[] = "/tmp/uzram-dedup-XXXXXX";
 	int fd = mkstemp(path);
 	struct uzram *dev;
 	uint8_t *ref = calloc(NPAGES, PG);
-	struct uzram_stats st;
+	struct uzram_stats before, st;
+	uint64_t shared;
 
 	(void)state;
 	assert_true(fd >= 0);
@@ -345,22 +369,102 @@ static void test_writeback(void **state)
 	dev = dd_open(NPAGES, 0, path, 0);
 	unlink(path);
 	assert_non_null(ref);
-	dev_write(dev, ref, data_page(8), PG, 0);
-	dev_write(dev, ref, data_page(8), PG, PG);
-	dev_write(dev, ref, data_page(9), PG, 2 * PG);
-	assert_true(uzram_writeback(dev, 0, 0, NPAGES - 1, 0) >= 1);
+	for (uint64_t p = 0; p < 8; p++)
+		dev_write(dev, ref, data_page(8), PG, 2 * p * PG);
+	dev_write(dev, ref, data_page(9), PG, PG);
+	before = get_stats(dev);
+	assert_int_equal(before.pages_deduped, 7);
+	shared = before.dedup_bytes_saved / 7;
+	assert_int_equal(uzram_writeback(dev, 0, 0, NPAGES - 1, 0), 9);
+	st = get_stats(dev);
+	assert_int_equal(objects(dev), 0);
+	assert_int_equal(st.compr_data_size, 0);
+	assert_int_equal(st.bd_count, 9);
+	assert_int_equal(st.bd_writes, 2);   /* two objects written */
+	assert_int_equal(st.bd_bytes, before.compr_data_size);
+	assert_int_equal(st.pages_deduped, 7);
+	assert_int_equal(st.dedup_bytes_saved, before.dedup_bytes_saved);
+	for (uint64_t p = 1; p < 8; p++)
+		assert_int_equal(backed_place(dev, 2 * p), backed_place(dev, 0));
+	check_dev(dev, ref, "a shared object written back once");
+
+	/* copy on write: the others still read the shared place */
+	dev_write(dev, ref, data_page(10), PG, 0);
+	assert_int_equal(get_stats(dev).pages_deduped, 6);
+	for (uint64_t p = 1; p < 7; p++)
+		assert_int_equal(uzram_discard(dev, PG, 2 * p * PG), 0);
+	memset(ref + 2 * PG, 0, 12 * PG);
+	st = get_stats(dev);
+	assert_int_equal(st.pages_deduped, 0);
+	assert_int_equal(st.dedup_bytes_saved, 0);
+	assert_int_equal(st.bd_count, 2);
+	check_dev(dev, ref, "a shared place rewritten and discarded");
+	/* the last reference gives the place back */
+	assert_int_equal(uzram_discard(dev, PG, 14 * PG), 0);
+	memset(ref + 14 * PG, 0, PG);
 	st = get_stats(dev);
 	assert_int_equal(st.bd_count, 1);
-	assert_int_equal(st.pages_deduped, 1);
-	check_dev(dev, ref, "written back around a shared object");
-	assert_int_equal(uzram_discard(dev, PG, PG), 0);
-	memset(ref + PG, 0, PG);
-	assert_true(uzram_writeback(dev, 0, 0, NPAGES - 1, 0) >= 1);
-	assert_int_equal(get_stats(dev).bd_count, 2);
-	assert_int_equal(objects(dev), 0);
-	check_dev(dev, ref, "the last reference written back");
+	assert_int_equal(st.bd_bytes, before.compr_data_size - shared);
+	check_dev(dev, ref, "the last reference to a shared place gone");
 	free(ref);
 	uzram_close(dev);
+}
+
+/*
+ * Compaction of the backing store moves a shared place once, for all its
+ * clusters, and an image of the device keeps the sharing of what is
+ * written back.
+ */
+static void test_writeback_compact(void **state)
+{
+	char path[] = "/tmp/uzram-dedup-XXXXXX";
+	char img[] = "/tmp/uzram-dedup-img-XXXXXX";
+	int fd = mkstemp(path), ifd = mkstemp(img), err;
+	struct uzram *dev, *back;
+	uint8_t *ref = calloc(NPAGES, PG);
+	uint64_t n = 16, was, seed = 5;
+	uint8_t page[PG];
+	struct uzram_stats st;
+
+	(void)state;
+	assert_true(fd >= 0 && ifd >= 0);
+	close(fd);
+	close(ifd);
+	dev = dd_open(NPAGES, 0, path, 0);
+	unlink(path);
+	assert_non_null(ref);
+	for (uint64_t p = 0; p < 8; p++)
+		dev_write(dev, ref, data_page(0), PG, p * PG);
+	/* random pages after it, past the first segment of the backing store */
+	while (get_stats(dev).compr_data_size < (5u << 20) / 4) {
+		assert_true(n < NPAGES);
+		fill_rand(page, PG, &seed);
+		dev_write(dev, ref, page, PG, n * PG);
+		n++;
+	}
+	assert_true(uzram_writeback(dev, 0, 0, NPAGES - 1, 0) > 8);
+	was = backed_place(dev, 0);
+	assert_int_equal(uzram_discard(dev, (n - 17) * PG, 16 * PG), 0);
+	memset(ref + 16 * PG, 0, (n - 17) * PG);
+	assert_true(uzram_backing_compact(dev) > 0);
+	st = get_stats(dev);
+	assert_true(st.bd_compacted > 0);
+	assert_int_equal(st.pages_deduped, 7);
+	assert_true(backed_place(dev, 0) != was);
+	for (uint64_t p = 1; p < 8; p++)
+		assert_int_equal(backed_place(dev, p), backed_place(dev, 0));
+	check_dev(dev, ref, "a shared place moved by compaction");
+
+	assert_int_equal(uzram_save(dev, img, 0), 0);
+	uzram_close(dev);
+	back = image_open_dedup(img, 1, &err);
+	assert_int_equal(err, 0);
+	check_dev(back, ref, "an image of shared written-back clusters");
+	assert_int_equal(get_stats(back).pages_deduped, 7);
+	assert_int_equal(objects(back), 2);
+	uzram_close(back);
+	unlink(img);
+	free(ref);
 }
 
 /*
@@ -625,12 +729,16 @@ static void *tread(void *arg)
 	return NULL;
 }
 
+/* Compaction, recompression, writeback and backing store compaction. */
 static void *tchurn(void *arg)
 {
 	(void)arg;
 	for (unsigned i = 0; !atomic_load(&tstop); i++) {
 		if (uzram_compact(tdev) < 0 ||
-		    (i % 4 == 0 && uzram_recompress(tdev, 1, 0, 0) < 0))
+		    (i % 4 == 0 && uzram_recompress(tdev, 1, 0, 0) < 0) ||
+		    (i % 4 == 1 && uzram_writeback(tdev, 0, 0, T_PAGES - 1,
+						   0) < 0) ||
+		    (i % 8 == 3 && uzram_backing_compact(tdev) < 0))
 			atomic_store(&tfail, 4);
 		usleep(200);
 	}
@@ -639,10 +747,16 @@ static void *tchurn(void *arg)
 
 static void test_threads(void **state)
 {
+	char path[] = "/tmp/uzram-dedup-XXXXXX";
+	int fd = mkstemp(path);
 	pthread_t w[2], r[2], c;
+	struct uzram_stats st;
 
 	(void)state;
-	tdev = dd_open(T_PAGES, 0, NULL, 0);
+	assert_true(fd >= 0);
+	close(fd);
+	tdev = dd_open(T_PAGES, 0, path, 0);
+	unlink(path);
 	tmodel = calloc(T_PAGES, PG);
 	assert_non_null(tmodel);
 	assert_int_equal(uzram_add_recomp_algorithm(tdev, "zstd", 0), 1);
@@ -661,13 +775,19 @@ static void test_threads(void **state)
 	pthread_join(c, NULL);
 	if (atomic_load(&tfail))
 		fail_msg("a thread failed (%d: 1 write, 2 read, 3 wrong bytes, "
-			 "4 compact or recompress)", atomic_load(&tfail));
+			 "4 compact, recompress or write back)",
+			 atomic_load(&tfail));
 	check_dev(tdev, tmodel, "after the threads");
-	assert_true(get_stats(tdev).pages_deduped > 0);
-	assert_true(objects(tdev) < get_stats(tdev).pages_stored);
+	st = get_stats(tdev);
+	assert_true(st.pages_deduped > 0);
+	assert_true(st.pages_written_back > 0);
 	assert_int_equal(uzram_discard(tdev, T_PAGES * PG, 0), 0);
-	assert_int_equal(get_stats(tdev).pages_deduped, 0);
+	st = get_stats(tdev);
+	assert_int_equal(st.pages_deduped, 0);
+	assert_int_equal(st.bd_count + st.bd_bytes, 0);
 	assert_int_equal(objects(tdev), 0);
+	/* no place leaked: at most the open segments of the two heads */
+	assert_true(st.bd_space <= 2u << 20);
 	uzram_close(tdev);
 	free(tmodel);
 }
@@ -684,6 +804,7 @@ int main(void)
 		cmocka_unit_test(test_recompress),
 		cmocka_unit_test(test_recompress_bounded),
 		cmocka_unit_test(test_writeback),
+		cmocka_unit_test(test_writeback_compact),
 		cmocka_unit_test(test_dictionary),
 		cmocka_unit_test(test_image),
 		cmocka_unit_test(test_threads),
