@@ -6,27 +6,37 @@
  *
  * The device is COPIES times the file's size (rounded up to 1 MiB); copy k
  * goes to offset k * that size, so that copies after the first repeat
- * every cluster of the first at another offset. The file is read into
- * memory first (not timed). Each thread writes its own contiguous share of
- * each copy in 1 MiB requests, the copies one after the other, as a
- * writer per queue would. Prints one JSON object:
- *	{"bytes": written, "seconds": S, "MBps": M, "cpu_s": C, "mem": bytes held,
+ * every cluster of the first at another offset. The file is mapped and
+ * faulted in first (not timed). Each thread writes its own contiguous
+ * share of each copy in 1 MiB requests, the copies one after the other, as
+ * a writer per queue would. Prints one JSON object:
+ *	{"bytes": written, "seconds": S, "MBps": M, "cpu_s": C,
+ *	 "run_s": R, "queue_s": Q, "sleep_s": Z, "vcsw": V, "mem": bytes held,
  *	 "mem_used_total": .., "table_bytes": .., "dedup_index_bytes": ..,
- *	 "pages_deduped": .., "compr_data_size": ..}
+ *	 "pages_deduped": .., "compr_data_size": .., "slot_lock_waits": ..,
+ *	 "class_lock_waits": .., "class_lock_wait_s": ..}
  * where mem = mem_used_total + table_bytes + dedup_index_bytes, everything
  * the device holds (the figure mem_limit caps), C the CPU seconds (user and
  * system, all threads) the writes took, which other jobs on the machine
- * disturb less than S, and MB = 10^6 bytes.
+ * disturb less than S, and MB = 10^6 bytes. R, Q and Z split the writer
+ * threads' seconds, summed over them, into on a CPU, runnable but waiting
+ * for one (other jobs' doing), and asleep (a lock, a page fault's wait);
+ * V counts their sleeps. "busy_s", the longest of the writers' R + Z,
+ * is how long the fill would have taken had no other job wanted the CPUs.
  * Uses the public API only.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "uzram.h"
 
@@ -38,6 +48,9 @@ struct job {
 	uint64_t len, span, lo, hi;  /* this thread's share [lo, hi) */
 	unsigned copies;
 	int err;
+	double wall, run, queue;     /* this thread's seconds: in all, on a
+				      * CPU, runnable but waiting for one */
+	long vcsw;                   /* times it gave up the CPU (sleeps) */
 };
 
 static double now(void)
@@ -57,10 +70,35 @@ static double cpu_now(void)
 	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
+/*
+ * This thread's nanoseconds on a CPU and waiting on a run queue
+ * (/proc/thread-self/schedstat), and its voluntary context switches:
+ * what tells a writer that slept (a lock, a page fault's I/O) from one
+ * that other jobs kept off the CPU.
+ */
+static void thread_sched(double *run, double *queue, long *vcsw)
+{
+	unsigned long long r = 0, q = 0;
+	struct rusage ru;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+
+	if (!f || fscanf(f, "%llu %llu", &r, &q) != 2)
+		r = q = 0;
+	if (f)
+		fclose(f);
+	*run = (double)r / 1e9;
+	*queue = (double)q / 1e9;
+	getrusage(RUSAGE_THREAD, &ru);
+	*vcsw = ru.ru_nvcsw;
+}
+
 static void *writer(void *arg)
 {
 	struct job *j = arg;
+	double t0 = now(), r0, q0;
+	long v0;
 
+	thread_sched(&r0, &q0, &v0);
 	for (unsigned k = 0; k < j->copies && !j->err; k++)
 		for (uint64_t off = j->lo; off < j->hi && !j->err; off += REQ) {
 			size_t n = j->hi - off < REQ ? (size_t)(j->hi - off) : REQ;
@@ -68,26 +106,36 @@ static void *writer(void *arg)
 			j->err = uzram_write(j->dev, j->data + off, n,
 					     k * j->span + off);
 		}
+	thread_sched(&j->run, &j->queue, &j->vcsw);
+	j->run -= r0;
+	j->queue -= q0;
+	j->vcsw -= v0;
+	j->wall = now() - t0;
 	return NULL;
 }
 
-static unsigned char *slurp(const char *path, uint64_t *len)
+/*
+ * The file, mapped and faulted in before the clock starts: its pages are
+ * the page cache's, so a run neither copies it nor pays the first touch
+ * of 512 MiB of fresh memory, which varies from run to run on a VM.
+ */
+static void *map_file(const char *path, uint64_t *len)
 {
-	FILE *f = fopen(path, "rb");
-	unsigned char *buf = NULL;
-	long n;
+	int fd = open(path, O_RDONLY);
+	struct stat sb;
+	void *p = MAP_FAILED;
 
-	if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) <= 0 ||
-	    fseek(f, 0, SEEK_SET) || !(buf = malloc((size_t)n)) ||
-	    fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		fprintf(stderr, "bench-dedup-fill: cannot read %s\n", path);
-		free(buf);
-		buf = NULL;
+	if (fd >= 0 && !fstat(fd, &sb) && sb.st_size > 0)
+		p = mmap(NULL, (size_t)sb.st_size, PROT_READ,
+			 MAP_PRIVATE | MAP_POPULATE, fd, 0);
+	if (fd >= 0)
+		close(fd);
+	if (p == MAP_FAILED) {
+		fprintf(stderr, "bench-dedup-fill: cannot map %s\n", path);
+		return NULL;
 	}
-	*len = buf ? (uint64_t)n : 0;
-	if (f)
-		fclose(f);
-	return buf;
+	*len = (uint64_t)sb.st_size;
+	return p;
 }
 
 int main(int argc, char **argv)
@@ -99,8 +147,11 @@ int main(int argc, char **argv)
 	pthread_t th[16];
 	unsigned copies, threads;
 	uint64_t len, span;
-	unsigned char *data;
-	double t0, t, c0, c;
+	const unsigned char *data;
+	void *map;
+	uint64_t flen;
+	double t0, t, c0, c, run = 0, queue = 0, sleep = 0, busy = 0;
+	long vcsw = 0;
 	int err = 0;
 
 	if (argc != 5 || (copies = (unsigned)atoi(argv[2])) < 1 ||
@@ -109,10 +160,11 @@ int main(int argc, char **argv)
 			"DEDUP(0|1)\n");
 		return 2;
 	}
-	data = slurp(argv[1], &len);
-	if (!data)
+	map = map_file(argv[1], &flen);
+	if (!map)
 		return 1;
-	len &= ~(uint64_t)(UZRAM_PAGE_SIZE - 1);
+	data = map;
+	len = flen & ~(uint64_t)(UZRAM_PAGE_SIZE - 1);
 	span = (len + REQ - 1) / REQ * REQ;
 	uzram_config_init(&cfg);
 	cfg.size = span * copies;
@@ -137,6 +189,12 @@ int main(int argc, char **argv)
 		pthread_join(th[i], NULL);
 		if (jobs[i].err)
 			err = jobs[i].err;
+		run += jobs[i].run;
+		queue += jobs[i].queue;
+		sleep += jobs[i].wall - jobs[i].run - jobs[i].queue;
+		vcsw += jobs[i].vcsw;
+		if (jobs[i].wall - jobs[i].queue > busy)
+			busy = jobs[i].wall - jobs[i].queue;
 	}
 	t = now() - t0;
 	c = cpu_now() - c0;
@@ -147,19 +205,26 @@ int main(int argc, char **argv)
 	}
 	uzram_stats(dev, &st, sizeof st);
 	printf("{\"bytes\": %llu, \"seconds\": %.4f, \"MBps\": %.1f, "
-	       "\"cpu_s\": %.4f, \"mem\": %llu, \"mem_used_total\": %llu, \"table_bytes\": %llu, "
+	       "\"cpu_s\": %.4f, \"run_s\": %.4f, \"queue_s\": %.4f, "
+	       "\"sleep_s\": %.4f, \"vcsw\": %ld, \"busy_s\": %.4f, "
+	       "\"mem\": %llu, "
+	       "\"mem_used_total\": %llu, \"table_bytes\": %llu, "
 	       "\"dedup_index_bytes\": %llu, \"pages_deduped\": %llu, "
-	       "\"compr_data_size\": %llu}\n",
-	       (unsigned long long)(len * copies), t, (double)(len * copies) / t / 1e6,
-	       c,
+	       "\"compr_data_size\": %llu, \"slot_lock_waits\": %llu, "
+	       "\"class_lock_waits\": %llu, \"class_lock_wait_s\": %.4f}\n",
+	       (unsigned long long)(len * copies), t,
+	       (double)(len * copies) / t / 1e6, c, run, queue, sleep, vcsw, busy,
 	       (unsigned long long)(st.mem_used_total + st.table_bytes +
 				    st.dedup_index_bytes),
 	       (unsigned long long)st.mem_used_total,
 	       (unsigned long long)st.table_bytes,
 	       (unsigned long long)st.dedup_index_bytes,
 	       (unsigned long long)st.pages_deduped,
-	       (unsigned long long)st.compr_data_size);
+	       (unsigned long long)st.compr_data_size,
+	       (unsigned long long)st.slot_lock_waits,
+	       (unsigned long long)st.class_lock_waits,
+	       (double)st.class_lock_wait_ns / 1e9);
 	uzram_close(dev);
-	free(data);
+	munmap(map, (size_t)flen);
 	return 0;
 }
