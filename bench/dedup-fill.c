@@ -10,8 +10,9 @@
  * faulted in first (not timed). Each thread writes its own contiguous
  * share of each copy in 1 MiB requests, the copies one after the other, as
  * a writer per queue would. Prints one JSON object:
- *	{"bytes": written, "seconds": S, "MBps": M, "cpu_s": C,
- *	 "run_s": R, "queue_s": Q, "sleep_s": Z, "vcsw": V, "mem": bytes held,
+ *	{"bytes": written, "seconds": S, "MBps": M, "cpu_s": C, "user_s": U,
+ *	 "sys_s": K, "run_s": R, "queue_s": Q, "sleep_s": Z, "vcsw": V,
+ *	 "busy_s": B, "mem": bytes held,
  *	 "mem_used_total": .., "table_bytes": .., "dedup_index_bytes": ..,
  *	 "pages_deduped": .., "compr_data_size": .., "slot_lock_waits": ..,
  *	 "class_lock_waits": .., "class_lock_wait_s": ..}
@@ -21,8 +22,10 @@
  * disturb less than S, and MB = 10^6 bytes. R, Q and Z split the writer
  * threads' seconds, summed over them, into on a CPU, runnable but waiting
  * for one (other jobs' doing), and asleep (a lock, a page fault's wait);
- * V counts their sleeps. "busy_s", the longest of the writers' R + Z,
- * is how long the fill would have taken had no other job wanted the CPUs.
+ * V counts their sleeps. B, the longest of the writers' R + Z, is how
+ * long the fill would have taken had no other job wanted the CPUs. U and K
+ * split the writers' CPU time into user space (compression, hashing, the
+ * index) and the kernel (mostly populating the allocator's new pages).
  * Uses the public API only.
  */
 #include <errno.h>
@@ -42,15 +45,21 @@
 
 #define REQ (1u << 20)
 
+/* A thread's seconds, and the times it gave up the CPU (slept). */
+struct sched_sample {
+	double run, queue;           /* on a CPU; runnable, waiting for one */
+	double user, sys;            /* on a CPU, in user space; in the kernel */
+	long vcsw;
+};
+
 struct job {
 	struct uzram *dev;
 	const unsigned char *data;
 	uint64_t len, span, lo, hi;  /* this thread's share [lo, hi) */
 	unsigned copies;
 	int err;
-	double wall, run, queue;     /* this thread's seconds: in all, on a
-				      * CPU, runnable but waiting for one */
-	long vcsw;                   /* times it gave up the CPU (sleeps) */
+	double wall;                 /* this thread's seconds in all */
+	struct sched_sample used;    /* and how it spent them */
 };
 
 static double now(void)
@@ -71,34 +80,38 @@ static double cpu_now(void)
 }
 
 /*
- * This thread's nanoseconds on a CPU and waiting on a run queue
- * (/proc/thread-self/schedstat), and its voluntary context switches:
- * what tells a writer that slept (a lock, a page fault's I/O) from one
- * that other jobs kept off the CPU.
+ * This thread's time on a CPU and waiting on a run queue
+ * (/proc/thread-self/schedstat), its user and system time and voluntary
+ * context switches: what tells a writer that slept (a lock, a page
+ * fault's I/O) from one that other jobs kept off the CPU, and its own
+ * work from the kernel's (page population, which varies on a VM).
  */
-static void thread_sched(double *run, double *queue, long *vcsw)
+static struct sched_sample thread_sched(void)
 {
+	struct sched_sample sm = { 0 };
 	unsigned long long r = 0, q = 0;
 	struct rusage ru;
 	FILE *f = fopen("/proc/thread-self/schedstat", "r");
 
-	if (!f || fscanf(f, "%llu %llu", &r, &q) != 2)
-		r = q = 0;
+	if (f && fscanf(f, "%llu %llu", &r, &q) == 2) {
+		sm.run = (double)r / 1e9;
+		sm.queue = (double)q / 1e9;
+	}
 	if (f)
 		fclose(f);
-	*run = (double)r / 1e9;
-	*queue = (double)q / 1e9;
 	getrusage(RUSAGE_THREAD, &ru);
-	*vcsw = ru.ru_nvcsw;
+	sm.user = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6;
+	sm.sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	sm.vcsw = ru.ru_nvcsw;
+	return sm;
 }
 
 static void *writer(void *arg)
 {
 	struct job *j = arg;
-	double t0 = now(), r0, q0;
-	long v0;
+	struct sched_sample a = thread_sched(), b;
+	double t0 = now();
 
-	thread_sched(&r0, &q0, &v0);
 	for (unsigned k = 0; k < j->copies && !j->err; k++)
 		for (uint64_t off = j->lo; off < j->hi && !j->err; off += REQ) {
 			size_t n = j->hi - off < REQ ? (size_t)(j->hi - off) : REQ;
@@ -106,11 +119,11 @@ static void *writer(void *arg)
 			j->err = uzram_write(j->dev, j->data + off, n,
 					     k * j->span + off);
 		}
-	thread_sched(&j->run, &j->queue, &j->vcsw);
-	j->run -= r0;
-	j->queue -= q0;
-	j->vcsw -= v0;
 	j->wall = now() - t0;
+	b = thread_sched();
+	j->used = (struct sched_sample){ b.run - a.run, b.queue - a.queue,
+					 b.user - a.user, b.sys - a.sys,
+					 b.vcsw - a.vcsw };
 	return NULL;
 }
 
@@ -150,8 +163,8 @@ int main(int argc, char **argv)
 	const unsigned char *data;
 	void *map;
 	uint64_t flen;
-	double t0, t, c0, c, run = 0, queue = 0, sleep = 0, busy = 0;
-	long vcsw = 0;
+	double t0, t, c0, c, sleep = 0, busy = 0;
+	struct sched_sample sum = { 0 };
 	int err = 0;
 
 	if (argc != 5 || (copies = (unsigned)atoi(argv[2])) < 1 ||
@@ -189,12 +202,14 @@ int main(int argc, char **argv)
 		pthread_join(th[i], NULL);
 		if (jobs[i].err)
 			err = jobs[i].err;
-		run += jobs[i].run;
-		queue += jobs[i].queue;
-		sleep += jobs[i].wall - jobs[i].run - jobs[i].queue;
-		vcsw += jobs[i].vcsw;
-		if (jobs[i].wall - jobs[i].queue > busy)
-			busy = jobs[i].wall - jobs[i].queue;
+		sum.run += jobs[i].used.run;
+		sum.queue += jobs[i].used.queue;
+		sum.user += jobs[i].used.user;
+		sum.sys += jobs[i].used.sys;
+		sum.vcsw += jobs[i].used.vcsw;
+		sleep += jobs[i].wall - jobs[i].used.run - jobs[i].used.queue;
+		if (jobs[i].wall - jobs[i].used.queue > busy)
+			busy = jobs[i].wall - jobs[i].used.queue;
 	}
 	t = now() - t0;
 	c = cpu_now() - c0;
@@ -205,7 +220,8 @@ int main(int argc, char **argv)
 	}
 	uzram_stats(dev, &st, sizeof st);
 	printf("{\"bytes\": %llu, \"seconds\": %.4f, \"MBps\": %.1f, "
-	       "\"cpu_s\": %.4f, \"run_s\": %.4f, \"queue_s\": %.4f, "
+	       "\"cpu_s\": %.4f, \"user_s\": %.4f, \"sys_s\": %.4f, "
+	       "\"run_s\": %.4f, \"queue_s\": %.4f, "
 	       "\"sleep_s\": %.4f, \"vcsw\": %ld, \"busy_s\": %.4f, "
 	       "\"mem\": %llu, "
 	       "\"mem_used_total\": %llu, \"table_bytes\": %llu, "
@@ -213,7 +229,7 @@ int main(int argc, char **argv)
 	       "\"compr_data_size\": %llu, \"slot_lock_waits\": %llu, "
 	       "\"class_lock_waits\": %llu, \"class_lock_wait_s\": %.4f}\n",
 	       (unsigned long long)(len * copies), t,
-	       (double)(len * copies) / t / 1e6, c, run, queue, sleep, vcsw, busy,
+	       (double)(len * copies) / t / 1e6, c, sum.user, sum.sys, sum.run, sum.queue, sleep, sum.vcsw, busy,
 	       (unsigned long long)(st.mem_used_total + st.table_bytes +
 				    st.dedup_index_bytes),
 	       (unsigned long long)st.mem_used_total,
