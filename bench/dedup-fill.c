@@ -19,9 +19,9 @@
  * where mem = mem_used_total + table_bytes + dedup_index_bytes, everything
  * the device holds (the figure mem_limit caps), and MB = 10^6 bytes.
  *
- * --ab opens two devices of the file's size, one without and one with
- * dedup (or as DEDUP_A and DEDUP_B say: 0 0 measures the method's own
- * bias, which should be none), and writes the file to both in phases of THREADS * 8 MiB: in each
+ * --ab opens two devices of the file's size, "a" and "b", by default
+ * without and with dedup (DEDUP_A and DEDUP_B: 0 0 measures the method's
+ * own bias), and writes the file to both in phases of THREADS * 8 MiB: in each
  * phase the threads write their 8 MiB to one device together, wait for
  * each other, then write the same to the other (which device goes first
  * alternates from phase to phase). Both fills thus run in the same seconds
@@ -29,10 +29,10 @@
  * host: two runs in separate processes differ by 10-15% in user time
  * alone, more than the difference being measured. Prints
  *	{"ab": 1, "threads": T, "bytes": per device, "phases": P,
- *	 "off": {"seconds": S, SAMPLE}, "on": {...},
+ *	 "dedup_a": 0, "dedup_b": 1, "a": {"seconds": S, SAMPLE}, "b": {...},
  *	 "phase_ratios": [..]}
  * where S sums the phases' wall-clock times and phase_ratios are each
- * phase's throughput with dedup over without, sorted.
+ * phase's throughput on b over a, sorted.
  *
  * SAMPLE is the writer threads' time, summed over them: "cpu_s" = "user_s"
  * (compression, hashing, the index) + "sys_s" (the kernel: mostly
@@ -260,7 +260,8 @@ static int run_fill(const unsigned char *data, uint64_t len, unsigned copies,
 /* ---- --ab: two devices, filled in alternation ---- */
 
 struct ab {
-	struct uzram *dev[2];        /* without dedup, with */
+	struct uzram *dev[2];        /* "a" and "b" */
+	uint32_t dedup[2];
 	const unsigned char *data;
 	uint64_t len;
 	unsigned threads, phases;
@@ -322,8 +323,10 @@ static void ab_print(const struct ab *ab, const struct ab_job *jobs)
 {
 	double *ratio = calloc(ab->phases, sizeof *ratio);
 
-	printf("{\"ab\": 1, \"threads\": %u, \"bytes\": %llu, \"phases\": %u",
-	       ab->threads, (unsigned long long)ab->len, ab->phases);
+	printf("{\"ab\": 1, \"threads\": %u, \"bytes\": %llu, \"phases\": %u, "
+	       "\"dedup_a\": %u, \"dedup_b\": %u", ab->threads,
+	       (unsigned long long)ab->len, ab->phases, ab->dedup[0],
+	       ab->dedup[1]);
 	for (unsigned m = 0; m < 2; m++) {
 		struct sched_sample sum = { 0 };
 		double wall = 0, busy = 0;
@@ -340,7 +343,7 @@ static void ab_print(const struct ab *ab, const struct ab_job *jobs)
 		for (unsigned i = 0; i < ab->threads; i++)
 			sample_add_diff(&sum, &(struct sched_sample){ 0 },
 					&jobs[i].used[m]);
-		printf(", \"%s\": {\"seconds\": %.4f, ", m ? "on" : "off", wall);
+		printf(", \"%s\": {\"seconds\": %.4f, ", m ? "b" : "a", wall);
 		sample_print(&sum, busy);
 		printf("}");
 	}
@@ -358,7 +361,8 @@ static void ab_print(const struct ab *ab, const struct ab_job *jobs)
 static int run_ab(const unsigned char *data, uint64_t len, unsigned threads,
 		  uint32_t dedup_a, uint32_t dedup_b)
 {
-	struct ab ab = { .data = data, .len = len, .threads = threads };
+	struct ab ab = { .data = data, .len = len, .threads = threads,
+			 .dedup = { dedup_a, dedup_b } };
 	struct ab_job jobs[MAX_THREADS];
 	pthread_t th[MAX_THREADS];
 	int ret = 1;
