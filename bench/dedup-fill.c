@@ -115,11 +115,13 @@ static void sample_add_diff(struct sched_sample *sum,
 /* The JSON fields of a sum over threads; busy as in the top comment. */
 static void sample_print(const struct sched_sample *s, double busy)
 {
+	/* the clocks' granularity can take a few microseconds below 0 */
+	double sleep = s->wall - s->run - s->queue;
+
 	printf("\"cpu_s\": %.4f, \"user_s\": %.4f, \"sys_s\": %.4f, "
 	       "\"run_s\": %.4f, \"queue_s\": %.4f, \"sleep_s\": %.4f, "
 	       "\"vcsw\": %ld, \"busy_s\": %.4f", s->user + s->sys, s->user,
-	       s->sys, s->run, s->queue, s->wall - s->run - s->queue, s->vcsw,
-	       busy);
+	       s->sys, s->run, s->queue, sleep > 0 ? sleep : 0, s->vcsw, busy);
 }
 
 /* data[lo, hi) to dev at base + lo, in 1 MiB requests. */

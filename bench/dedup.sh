@@ -12,7 +12,7 @@
 #     on this kind of machine (the host's speed drifts; bench/notes.md),
 #     so the verdict comes from `bench-dedup-fill --ab`, which fills a
 #     device without and one with dedup in alternating phases in one
-#     process: DEDUP_AB_REPS pairs of runs (default 3), the second of
+#     process: DEDUP_AB_REPS pairs of runs (default 5), the second of
 #     each pair with the devices' places swapped, so that a difference
 #     between the first and the second device cancels out (the ratio of
 #     a pair is the square root of the two runs' ratios' quotient). The
@@ -36,7 +36,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 corpus=${2:-build/bench-corpus}
 reps=${DEDUP_REPS:-3}
-ab_reps=${DEDUP_AB_REPS:-3}
+ab_reps=${DEDUP_AB_REPS:-5}
 image_mib=${DEDUP_IMAGE_MIB:-256}
 fill=$build/bench-dedup-fill
 uzram=$build/uzram
