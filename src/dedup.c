@@ -213,6 +213,7 @@ static bool ent_reserve(struct uzram *dev, struct shard *sh, uint64_t **old)
 		if (!mem_fits(dev, (uint64_t)cap * sizeof *ent))
 			return false;
 		pthread_mutex_unlock(&sh->lock);
+		/* not calloc(): fresh pages would be touched under the lock */
 		ent = malloc(cap * sizeof *ent);
 		if (ent)
 			memset(ent, 0, cap * sizeof *ent);
