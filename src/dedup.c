@@ -71,7 +71,8 @@
  *
  * Lock rules: a shard's lock protects its three tables; it is taken after a
  * slot lock (never before one), and under it only the allocator's map
- * and the codec's decode are called, which take no store lock.
+ * and the codec's decode are called, which take no store lock. A growing
+ * ent[] is allocated and zeroed with the lock dropped (ent_reserve()).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -183,30 +184,48 @@ static void ent_remove(struct shard *sh, uint32_t tag, uint32_t handle)
 	}
 }
 
-/* Room for one more entry: grow by a quarter past 80% full. */
-static bool ent_reserve(struct uzram *dev, struct shard *sh)
+/*
+ * Room for one more entry in sh, whose lock the caller holds: grow by a
+ * quarter past 80% full. The new table is allocated and zeroed with the
+ * lock dropped, so that the other writers of the shard never wait for the
+ * allocator or for the first touch of its pages (bench/notes.md); the lock
+ * is taken again to rehash, and the check repeated, since another writer
+ * may have grown the table meanwhile. The old table goes to *old, for the
+ * caller to free after the unlock.
+ */
+static bool ent_reserve(struct uzram *dev, struct shard *sh, uint64_t **old)
 {
-	uint32_t cap = sh->cap ? sh->cap + sh->cap / 4 : ENT_MIN;
-	uint64_t *ent;
+	while ((uint64_t)(sh->n + 1) * 5 > (uint64_t)sh->cap * 4) {
+		uint32_t was = sh->cap, cap = was ? was + was / 4 : ENT_MIN;
+		uint64_t *ent;
 
-	if ((uint64_t)(sh->n + 1) * 5 <= (uint64_t)sh->cap * 4)
-		return true;
-	/* store.h's table_bytes() counts the index with the page table */
-	if (!mem_fits(dev, (uint64_t)cap * sizeof *ent))
-		return false;
-	ent = calloc(cap, sizeof *ent);
-	if (!ent)
-		return false;
-	for (uint32_t i = 0; i < sh->cap; i++)
-		if (sh->ent[i])
-			ent_place(ent, cap, sh->ent[i]);
-	free(sh->ent);
-	atomic_fetch_add_explicit(&dev->index_bytes,
-				  (uint64_t)(cap - sh->cap) * sizeof *ent,
-				  memory_order_relaxed);
-	sh->ent = ent;
-	sh->cap = cap;
-	table_limit_apply(dev);
+		/* store.h's table_bytes() counts the index with the page table */
+		if (!mem_fits(dev, (uint64_t)cap * sizeof *ent))
+			return false;
+		pthread_mutex_unlock(&sh->lock);
+		/* not calloc(): fresh pages would be touched under the lock */
+		ent = malloc(cap * sizeof *ent);
+		if (ent)
+			memset(ent, 0, cap * sizeof *ent);
+		pthread_mutex_lock(&sh->lock);
+		if (!ent)
+			return false;
+		if (sh->cap != was) {
+			free(ent);
+			continue;
+		}
+		for (uint32_t i = 0; i < was; i++)
+			if (sh->ent[i])
+				ent_place(ent, cap, sh->ent[i]);
+		free(*old);
+		*old = sh->ent;
+		atomic_fetch_add_explicit(&dev->index_bytes,
+					  (uint64_t)(cap - was) * sizeof *ent,
+					  memory_order_relaxed);
+		sh->ent = ent;
+		sh->cap = cap;
+		table_limit_apply(dev);
+	}
 	return true;
 }
 
@@ -376,17 +395,19 @@ void dedup_insert(struct uzram *dev, const struct content *c, uint64_t hash)
 {
 	enum slot_state state = (enum slot_state)(c->flags & SLOT_STATE_MASK);
 	uint32_t key = (uint32_t)(hash >> 32);
+	uint64_t *old = NULL;
 	struct shard *sh;
 
 	if (state != SLOT_OBJ && state != SLOT_HUGE)
 		return;
 	sh = shard_of(dev->dedup, key >> 16);
 	pthread_mutex_lock(&sh->lock);
-	if (ent_reserve(dev, sh)) {
+	if (ent_reserve(dev, sh, &old)) {
 		ent_place(sh->ent, sh->cap, (uint64_t)key << 32 | (uint32_t)c->val);
 		sh->n++;
 	}
 	pthread_mutex_unlock(&sh->lock);
+	free(old);
 }
 
 void dedup_put(struct uzram *dev, uint32_t flags, uint32_t handle,

@@ -8,9 +8,10 @@
  * objects, recompression and a dictionary change re-encode a shared object
  * once for all its clusters, writeback writes a shared object once and
  * backing store compaction moves it once, an image keeps the sharing (of
- * written-back objects too), and 2 writers, readers, compaction,
+ * written-back objects too), 2 writers, readers, compaction,
  * recompression, writeback and backing compaction run together on shared
- * clusters (for TSan).
+ * clusters (for TSan), and 2 writers of unique data grow the index
+ * together without losing an entry.
  *
  * Every check compares the whole device with a reference copy
  * (store_check.h); object counts come from the allocator itself.
@@ -792,6 +793,95 @@ static void test_threads(void **state)
 	free(tmodel);
 }
 
+/* ---- 2 writers growing the index: no entry lost ---- */
+
+static uint64_t g_pages;  /* each writer's pages, written twice */
+static uint64_t *g_stamp; /* what makes page i unique */
+
+/* Page i's bytes: one of 64 data pages, g_stamp[i] in its first 8. */
+static void unique_page(uint8_t *page, uint64_t i)
+{
+	memcpy(page, data_page(i % 64), PG);
+	memcpy(page, &g_stamp[i], sizeof g_stamp[i]);
+}
+
+/*
+ * Stamps for n unique pages whose hashes all fall in one shard of the
+ * index (its top 6 bits, dedup.c), so that the writers contend for that
+ * shard and grow it at the same moments.
+ */
+static uint64_t *one_shard_stamps(uint64_t n)
+{
+	uint64_t *stamp = malloc(n * sizeof *stamp), s = 0;
+	uint8_t page[PG];
+
+	assert_non_null(stamp);
+	for (uint64_t i = 0; i < n; i++)
+		for (;;) {
+			memcpy(page, data_page(i % 64), PG);
+			memcpy(page, &(uint64_t){ ++s }, sizeof s);
+			if (XXH3_64bits(page, PG) >> 58 == 0) {
+				stamp[i] = s;
+				break;
+			}
+		}
+	return stamp;
+}
+
+/*
+ * Writer w writes pages [w * g_pages, (w + 1) * g_pages), then the same
+ * bytes again 2 * g_pages pages further: the first pass grows the shard
+ * from both threads at once, the second must find every page.
+ */
+static void *tgrow(void *arg)
+{
+	uint64_t w = (uint64_t)(uintptr_t)arg;
+	uint8_t page[PG];
+
+	for (uint64_t pass = 0; pass < 2; pass++)
+		for (uint64_t i = w * g_pages; i < (w + 1) * g_pages; i++) {
+			unique_page(page, i);
+			if (uzram_write(tdev, page, PG,
+					(pass * 2 * g_pages + i) * PG)) {
+				atomic_store(&tfail, 1);
+				return NULL;
+			}
+		}
+	return NULL;
+}
+
+static void test_threads_grow(void **state)
+{
+	pthread_t w[2];
+	struct uzram_stats st;
+
+	(void)state;
+	g_pages = tu_scaled(2048) < 1024 ? 1024 : tu_scaled(2048);
+	g_stamp = one_shard_stamps(2 * g_pages);
+	tdev = dd_open(4 * g_pages, 0, NULL, 0);
+	tmodel = calloc(4 * g_pages, PG);
+	assert_non_null(tmodel);
+	for (uint64_t i = 0; i < 2 * g_pages; i++) {
+		unique_page(tmodel + i * PG, i);
+		memcpy(tmodel + (2 * g_pages + i) * PG, tmodel + i * PG, PG);
+	}
+	atomic_store(&tfail, 0);
+	for (uintptr_t i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&w[i], NULL, tgrow, (void *)i), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(w[i], NULL);
+	if (atomic_load(&tfail))
+		fail_msg("a writer failed: %s", uzram_last_error());
+	check_dev(tdev, tmodel, "2 writers growing the index");
+	st = get_stats(tdev);
+	assert_int_equal(st.pages_stored, 4 * g_pages);
+	assert_int_equal(st.pages_deduped, 2 * g_pages);
+	assert_int_equal(objects(tdev), 2 * g_pages);
+	uzram_close(tdev);
+	free(tmodel);
+	free(g_stamp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -808,6 +898,7 @@ int main(void)
 		cmocka_unit_test(test_dictionary),
 		cmocka_unit_test(test_image),
 		cmocka_unit_test(test_threads),
+		cmocka_unit_test(test_threads_grow),
 	};
 
 	return cmocka_run_group_tests(tests, load_corpus, free_corpus);
