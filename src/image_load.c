@@ -250,6 +250,11 @@ static int codec_make(const struct reader *r, const struct geometry *g,
 				       "'%s', which this library does not "
 				       "have (known: %s)", r->path, g->name[i],
 				       zcomp_known());
+	/* no save writes one: the header is damaged */
+	if (ret == -EOPNOTSUPP)
+		return uzram_set_error(-EBADMSG, "open: image %s gives "
+				       "algorithm '%s' a dictionary, which it "
+				       "does not take", r->path, g->name[i]);
 	snprintf(what, sizeof what, "open: image %.40s", r->path);
 	return codec_error(what, g->name[i], g->level[i], g->dict_len[i], ret);
 }

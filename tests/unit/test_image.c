@@ -457,6 +457,52 @@ static void test_foreign_and_version(void **state)
 	free(ref);
 }
 
+/*
+ * A header that gives a dictionary to an algorithm that takes none (found
+ * by fuzz_image): a damaged image, -EBADMSG, as any other.
+ */
+static void test_dictionary_for_none(void **state)
+{
+	struct uzram_config cfg;
+	struct uzram *dev = NULL;
+	uint8_t *ref = calloc(16, PG), *buf;
+	size_t len;
+	int fd, patched = 0;
+	struct stat sb;
+
+	(void)state;
+	assert_non_null(ref);
+	uzram_config_init(&cfg);
+	cfg.size = 16 * PG;
+	cfg.dict = tar;
+	cfg.dict_size = 4096;
+	assert_int_equal(uzram_open(&cfg, &dev), 0);
+	dev_write(dev, ref, tar + PG, 8 * PG, 0);
+	save(dev, img);
+	uzram_close(dev);
+	fd = open(img, O_RDONLY);
+	assert_true(fd >= 0 && fstat(fd, &sb) == 0);
+	len = (size_t)sb.st_size;
+	buf = malloc(len);
+	assert_non_null(buf);
+	assert_int_equal(read(fd, buf, len), (ssize_t)len);
+	close(fd);
+	for (unsigned i = 0; i < IMG_CODECS; i++) {
+		uint8_t *e = buf + IMG_H_CODECS + i * IMG_CODEC_LEN;
+
+		if (!img_get32(e + IMG_CODEC_DICT))
+			continue;
+		memset(e, 0, IMG_CODEC_NAME);
+		strcpy((char *)e, "lz4hc");
+		patched++;
+	}
+	assert_int_equal(patched, 1);
+	image_fixup(buf, len);
+	refused(buf, len, -EBADMSG, "lz4hc with a dictionary", "does not take");
+	free(buf);
+	free(ref);
+}
+
 /* Records that pass the checksums but not the bounds. */
 static void test_forged_records(void **state)
 {
@@ -684,6 +730,7 @@ int main(void)
 		cmocka_unit_test(test_empty_and_conflict),
 		cmocka_unit_test(test_bit_flips),
 		cmocka_unit_test(test_foreign_and_version),
+		cmocka_unit_test(test_dictionary_for_none),
 		cmocka_unit_test(test_forged_records),
 		cmocka_unit_test(test_save_errors),
 		cmocka_unit_test(test_save_races_writer),
