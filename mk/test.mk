@@ -20,11 +20,11 @@
 #                    integration scripts of INTEGRATION_ASAN against
 #                    build-asan/uzram
 #   test-tsan        TSan build, unit tests at 0.1
-#   test-integration      the integration scripts, default corpus
-#   test-integration-alt  those whose checks depend on the data, second
-#                    corpus; after test-integration, never beside it: t65
+#   test-integration the integration scripts on the default corpus, then
+#                    those whose checks depend on the data on the second
+#                    one: one phase, as the two runs must not meet (t65
 #                    opens /dev/fuse to every user while it runs and puts
-#                    its mode back at the end
+#                    its mode back at the end)
 #   check-install    the installed library (scripts/check-install.sh)
 #   check-header, check-cycles   (the Makefile)
 #   fuzz-smoke-nbd, fuzz-smoke-image   the two fuzzers (mk/fuzz.mk)
@@ -45,12 +45,12 @@ TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # pass of the scripts (make check-integration-sanitizers) takes minutes.
 INTEGRATION_ASAN := tests/integration/t27-run.sh
 
-# In this order make starts a phase when a job slot is free, the longest
-# first: the two integration runs, one after the other, take the longest
-# together, and TSan is the longest of the rest.
-TEST_PHASES := test-integration test-integration-alt test-tsan test-asan \
-	test-unit test-unit-alt fuzz-smoke-nbd fuzz-smoke-image check-cycles \
-	check-install check-header
+# make starts the phases in this order as job slots come free, the
+# longest first (integration, then TSan). Every phase can start at once,
+# as test-build made what they need: a phase that waited for another
+# would join the end of the queue when that one ended.
+TEST_PHASES := test-integration test-tsan test-asan test-unit test-unit-alt \
+	fuzz-smoke-nbd fuzz-smoke-image check-cycles check-install check-header
 
 .PHONY: test-phases test-build $(TEST_PHASES)
 
@@ -75,8 +75,6 @@ test-tsan:
 
 test-integration:
 	$(MAKE) check-integration
-
-test-integration-alt: test-integration
 	$(MAKE) CORPUS=$(CORPUS_ALT_DIR) \
 		INTEGRATION="$(filter-out $(INTEGRATION_ANY_DATA),$(INTEGRATION))" \
 		check-integration
