@@ -31,19 +31,25 @@
 #
 # Each phase's output is printed whole when it ends (--output-sync), so
 # the lines of two phases never mix; a failing phase stops make test once
-# the phase beside it ends.
+# the phases running beside it end.
 #
-# make test makes test-build first, alone (two jobs at a time), so no two
+# make test makes test-build first, alone (TEST_JOBS jobs at a time), so no two
 # phases ever build the same file: the only builds in the phases are their
 # own, and they write apart (build-asan/, build-tsan/, build-fuzz/).
 
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-# The scripts run against the ASan build: t27 ends `uzram serve` every way
-# --run can (its command's status, a signal, a refused option), where a
-# leak on an exit path shows as LeakSanitizer's exit status. A full ASan
-# pass of the scripts (make check-integration-sanitizers) takes minutes.
-INTEGRATION_ASAN := tests/integration/t27-run.sh
+# The scripts run against the ASan build (10 s together): the ways
+# `uzram serve` ends and cleans up, which neither the unit tests nor the
+# fuzzers reach: t27, --run's command's exit status, a signal, a refused
+# option; t54, SIGHUP and SIGTERM with control clients and a recompress
+# in flight; t26 and t57, control and protocol errors, and requests after
+# shutdown began. A leak on one of those paths shows as LeakSanitizer's
+# exit status (the device leak of `serve --run 'exit 3'` hid there). A full
+# ASan pass of the scripts (make check-integration-sanitizers) takes
+# minutes.
+INTEGRATION_ASAN := $(addprefix tests/integration/,t26-ctl.sh t27-run.sh \
+	t54-signals-ctl.sh t57-spec-errors.sh)
 
 # make starts the phases in this order as job slots come free, the
 # longest first (integration, then TSan). Every phase can start at once,
@@ -54,7 +60,7 @@ TEST_PHASES := test-integration test-tsan test-asan test-unit test-unit-alt \
 
 .PHONY: test-phases test-build $(TEST_PHASES)
 
-# The corpora first: the alternative one takes longest, on one core.
+# The corpora first: each keeps one core busy (Python, gcore) for a while.
 test-build: $(CORPUS_ALT_DIR)/MANIFEST $(CORPUS_READY) all unit
 
 test-phases: $(TEST_PHASES)
