@@ -212,8 +212,8 @@ TEST_SCALE ?= 1
 # The phases of make test and why they run two at a time: mk/test.mk.
 test: deps-test
 	@mkdir -p build && rm -f $(TEST_RESULTS)
-	$(MAKE) -j$(TEST_JOBS) test-build
-	$(MAKE) -j$(TEST_JOBS) --output-sync=target test-phases
+	$(MAKE) -j$(TEST_JOBS) --no-print-directory test-build
+	$(MAKE) -j$(TEST_JOBS) --no-print-directory --output-sync=target test-phases
 	@echo "tests: $$(wc -l < $(TEST_RESULTS)) passed, 0 failed"
 
 # The installed library, used as the README shows (scripts/check-install.sh).
