@@ -209,19 +209,11 @@ check-integration: all $(CORPUS_READY)
 
 TEST_SCALE ?= 1
 
-test: deps-test all check-header check-cycles
+# The phases of make test and why they run two at a time: mk/test.mk.
+test: deps-test
 	@mkdir -p build && rm -f $(TEST_RESULTS)
-	$(MAKE) TEST_SCALE=1 check-unit
-	$(MAKE) $(CORPUS_ALT_DIR)/MANIFEST
-	$(MAKE) CORPUS=$(CORPUS_ALT_DIR) TEST_SCALE=0.5 check-unit
-	$(MAKE) check-sanitizers
-	$(MAKE) check-integration
-	$(MAKE) CORPUS=$(CORPUS_ALT_DIR) \
-		INTEGRATION="$(filter-out $(INTEGRATION_ANY_DATA),$(INTEGRATION))" \
-		check-integration
-	$(MAKE) check-install
-	$(MAKE) fuzz-smoke
-	@echo fuzz-smoke >> $(TEST_RESULTS)
+	$(MAKE) -j$(TEST_JOBS) --no-print-directory test-build
+	$(MAKE) -j$(TEST_JOBS) --no-print-directory --output-sync=target test-phases
 	@echo "tests: $$(wc -l < $(TEST_RESULTS)) passed, 0 failed"
 
 # The installed library, used as the README shows (scripts/check-install.sh).

@@ -423,6 +423,7 @@ int cmd_serve(int argc, char **argv)
 	struct nbd_tls *tls = NULL;
 	struct uzram *dev = NULL;
 	char desc[256];
+	bool busy;
 	int r;
 
 	uzram_config_init(&a.cfg);
@@ -456,9 +457,9 @@ int cmd_serve(int argc, char **argv)
 	a.sc.export.size = uzram_size(dev);
 	snprintf(desc, sizeof desc, "uzram %s device", a.sc.algorithm);
 	a.sc.export.description = desc;
-	r = nbd_server_run(&a.sc);
-	if (r == 0) {
-		uzram_close(dev); /* else a stuck client thread may still use it */
+	r = nbd_server_run(&a.sc, &busy);
+	if (!busy) { /* else a stuck client thread may still use them */
+		uzram_close(dev);
 		nbd_tls_free(tls);
 	}
 	return r;

@@ -4,7 +4,8 @@
 #   make fuzz-smoke   build build-fuzz/fuzz_nbd, run every committed seed,
 #                     then fuzz for FUZZ_SMOKE_TIME seconds; the same for
 #                     build-fuzz/fuzz_image for FUZZ_IMAGE_SMOKE_TIME seconds
-#                     (part of make test)
+#                     (part of make test, which runs the two halves,
+#                     fuzz-smoke-nbd and fuzz-smoke-image, side by side)
 #   make fuzz         the same for FUZZ_TIME seconds each (600 by default)
 #
 # fuzz_image's seeds are in tests/fuzz/corpus/image (regenerate them with
@@ -59,9 +60,16 @@ define fuzz_run
 		$(FUZZ_DIR)/corpus-nbd $(FUZZ_SEEDS)
 endef
 
-fuzz-smoke: deps-test $(FUZZ_DIR)/fuzz_nbd $(FUZZ_DIR)/fuzz_image
+.PHONY: fuzz-smoke-nbd fuzz-smoke-image
+fuzz-smoke: fuzz-smoke-nbd fuzz-smoke-image
+
+fuzz-smoke-nbd: deps-test $(FUZZ_DIR)/fuzz_nbd
 	$(call fuzz_run,$(FUZZ_SMOKE_TIME))
+	@mkdir -p $(dir $(TEST_RESULTS)) && echo $@ >> $(TEST_RESULTS)
+
+fuzz-smoke-image: deps-test $(FUZZ_DIR)/fuzz_image
 	$(call fuzz_image_run,$(FUZZ_IMAGE_SMOKE_TIME))
+	@mkdir -p $(dir $(TEST_RESULTS)) && echo $@ >> $(TEST_RESULTS)
 
 fuzz: deps-test $(FUZZ_DIR)/fuzz_nbd $(FUZZ_DIR)/fuzz_image
 	$(call fuzz_run,$(FUZZ_TIME))

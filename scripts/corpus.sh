@@ -93,6 +93,19 @@ with tarfile.open(path, "w", format=tarfile.GNU_FORMAT) as tar:
         n0, b0 = members, used
         for rel in entries(top):
             try:
+                st = os.lstat("/" + rel)
+            except OSError:
+                skipped += 1
+                continue
+            # Past the cap even as a bare header and its data: skipped, the
+            # same as below, without gettarinfo()'s owner lookups (most of
+            # the time once the tar is full). A hard link may still fit as
+            # a link member: those go the long way.
+            if (stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and
+                    used + BLOCK + -(-st.st_size // BLOCK) * BLOCK + END > cap):
+                skipped += 1
+                continue
+            try:
                 ti = fixed(tar.gettarinfo("/" + rel, arcname=rel))
             except OSError:
                 skipped += 1

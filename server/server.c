@@ -206,6 +206,7 @@ static int server_init(struct server *srv)
 	srv->sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (srv->sfd < 0) {
 		perror("uzram serve: signalfd");
+		nbd_shared_destroy(&srv->shared);
 		return 1;
 	}
 	return 0;
@@ -289,9 +290,10 @@ static void server_loop(struct server *srv, int *run_status)
 /*
  * Stop accepting, let the clients and control requests finish, remove the
  * sockets, then save the --image. Returns the exit status: 1 if a thread
- * did not finish in time or the save failed, else run_status with --run.
+ * did not finish in time (then *busy is true) or the save failed, else
+ * run_status with --run.
  */
-static int server_drain(struct server *srv, int run_status)
+static int server_drain(struct server *srv, int run_status, bool *busy)
 {
 	const struct nbd_server_config *cfg = srv->cfg;
 	char out[4096];
@@ -307,8 +309,9 @@ static int server_drain(struct server *srv, int run_status)
 	drain_ctl(srv);
 	/* A client that ignored both shutdowns still holds the device. */
 	pthread_mutex_lock(&srv->lock);
-	status = srv->nclients || srv->ctl_running ? 1 : 0;
+	*busy = srv->nclients || srv->ctl_running;
 	pthread_mutex_unlock(&srv->lock);
+	status = *busy ? 1 : 0;
 	if (status)
 		fprintf(stderr, "uzram serve: %s did not finish in time\n",
 			srv->nclients ? "clients" : "control requests");
@@ -326,16 +329,17 @@ static int server_drain(struct server *srv, int run_status)
 	return status;
 }
 
-int nbd_server_run(const struct nbd_server_config *cfg)
+int nbd_server_run(const struct nbd_server_config *cfg, bool *busy)
 {
 	struct server srv = { .cfg = cfg, .started = time(NULL),
 			      .export = cfg->export, .sfd = -1, .lfd = -1,
 			      .cfd = -1, .tcp = cfg->socket_path == NULL };
 	int status, run_status = 1;
 
+	*busy = false;
 	status = server_init(&srv);
 	if (status)
-		goto out;
+		return status; /* server_init() cleaned up after itself */
 	if (server_listen(&srv) < 0) {
 		status = 1;
 		goto out;
@@ -347,11 +351,11 @@ int nbd_server_run(const struct nbd_server_config *cfg)
 	} else if (start_command(&srv) == 0) {
 		server_loop(&srv, &run_status);
 	}
-	status = server_drain(&srv, run_status);
+	status = server_drain(&srv, run_status, busy);
 out:
 	if (srv.sfd >= 0)
 		close(srv.sfd);
-	if (!status) /* else a stuck thread may still use it */
+	if (!*busy) /* else a stuck thread may still use it */
 		nbd_shared_destroy(&srv.shared);
 	return status;
 }

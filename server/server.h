@@ -98,7 +98,10 @@ struct nbd_server_config {
 
 /*
  * Listen, print how to connect, serve until SIGINT, SIGTERM or SIGHUP, then drain
- * and clean up. Returns the exit status.
+ * and clean up. Returns the exit status. *busy is set when a client or
+ * control thread did not finish in time: it may still use cfg->export's
+ * device and TLS credentials, so the caller must not free them (and the
+ * status is 1); otherwise they are the caller's again, whatever the status.
  *
  * With cfg->run, print nothing and instead run the command with sh -c once
  * the server listens, with $uri (and $unixsocket, or $port), $exportname
@@ -109,7 +112,7 @@ struct nbd_server_config {
  * clients are gone, after SIGINT, SIGTERM or the end of --run's command;
  * a failed save makes the exit status 1.
  */
-int nbd_server_run(const struct nbd_server_config *cfg);
+int nbd_server_run(const struct nbd_server_config *cfg, bool *busy);
 
 /*
  * Send one request line ("json\n", "text\n", "compact\n", "mem-limit

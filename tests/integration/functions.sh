@@ -19,7 +19,12 @@
 #	"ready" line and the socket, and fails with its stderr if it dies.
 #	Afterwards: ${PID[NAME]}, ${SOCK[NAME]}, ${URI[NAME]} (nbd+unix URI with
 #	the export name), ${OUT[NAME]} / ${ERR[NAME]} (its stdout and stderr).
-#   start_server_tcp NAME HOST:PORT [ARGS...]  the same on TCP.
+#   start_server_tcp NAME HOST:PORT [ARGS...]  the same on TCP. PORT 0: a
+#	free port (free_port), and another if some process bound it before
+#	the server did; ${PORT[NAME]} is the port either way.
+#   free_port  a TCP port of 127.0.0.1 that nothing holds now (for a
+#	server started otherwise: two make tests on one machine must not
+#	meet on a fixed port).
 #   stop_server NAME   SIGTERM; asserts exit status 0 and the sockets removed.
 #   assert_alive NAME  the process is still running.
 #   stat_field NAME FIELD  one figure of `uzram stat --json` on server NAME.
@@ -47,6 +52,7 @@ SERVER_START_TIMEOUT=${SERVER_START_TIMEOUT:-10}
 UZRAM_ITEST_SERVER=${UZRAM_ITEST_SERVER:-uzram}
 
 declare -A PID=() SOCK=() URI=() OUT=() ERR=()
+declare -A PORT=()
 _exit_steps=()
 _step="setup"
 
@@ -285,6 +291,11 @@ _start()
 			local rc=0
 			wait "${PID[$name]}" || rc=$?
 			unset "PID[$name]"
+			if ((_retry_port_taken)) &&
+			   grep -q "Address already in use" "${ERR[$name]}"; then
+				_port_taken=1
+				return 0
+			fi
 			fail "server $name exited with $rc before it was ready:" \
 				"${SERVER_ARGV[*]}"$'\n'"$(cat "${ERR[$name]}")"
 		fi
@@ -320,13 +331,35 @@ start_server()
 	URI[$name]="nbd+unix:///$exp?socket=$T/$name.sock"
 }
 
+free_port()
+{
+	python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
+
+# _start sets _port_taken instead of failing when _retry_port_taken is 1
+# and the server could not bind its port.
+_retry_port_taken=0
+_port_taken=0
+
 start_server_tcp()
 {
-	local name=$1 addr=$2 exp
+	local name=$1 host=${2%:*} want=${2##*:} port exp try
 	shift 2
 	exp=$(_export_of "$@")
-	_start "$name" --tcp "$addr" "$@"
-	URI[$name]="nbd://$addr/$exp"
+	for ((try = 1; ; try++)); do
+		port=$want
+		((want != 0)) || port=$(free_port)
+		_retry_port_taken=$((want == 0 && try < 5))
+		_port_taken=0
+		_start "$name" --tcp "$host:$port" "$@"
+		((_port_taken)) || break
+	done
+	_retry_port_taken=0
+	PORT[$name]=$port
+	URI[$name]="nbd://$host:$port/$exp"
 }
 
 assert_alive()

@@ -38,7 +38,7 @@ assert_eq "$(head -1 "$T/env")" \
 assert_eq "$(sed -n 2p "$T/env")" "$((8 * 1024 * 1024))" "size through \$uri"
 
 step "TCP: \$port instead of \$unixsocket"
-port=$((20000 + RANDOM % 20000))
+port=$(free_port)
 run_captive 0 --size 8M --tcp "127.0.0.1:$port" --run \
 	"[ \"\$port\" = $port ] && [ -z \"\${unixsocket-}\" ] && nbdinfo --size \"\$uri\" >'$T/tcp'"
 assert_eq "$(cat "$T/tcp")" "$((8 * 1024 * 1024))" "size over TCP"

@@ -16,7 +16,6 @@ real_server || skip_all "uzram-only options"
 
 BAD=$ITEST_DIR/nbd_bad_client.py
 MiB=$((1024 * 1024))
-PORT=15351
 
 quiet_kill() { kill "$1" 2>/dev/null || true; }
 
@@ -108,15 +107,16 @@ stop_server t
 
 step "TCP clients get SO_KEEPALIVE"
 cd "$T" # the TCP server's control socket goes to the current directory
-start_server_tcp k 127.0.0.1:$PORT --size 16M
+start_server_tcp k 127.0.0.1:0 --size 16M
+kport=${PORT[k]}
 python3 -c 'import socket, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-time.sleep(30)' "$PORT" &
+time.sleep(30)' "$kport" &
 keep_pid=$!
 on_exit quiet_kill "$keep_pid"
 wait_for 5 "the TCP client" \
-	sh -c "ss -tnoH state established '( sport = :$PORT )' | grep -q ."
-ss -tnoH state established "( sport = :$PORT )" >"$T/ss.out"
+	sh -c "ss -tnoH state established '( sport = :$kport )' | grep -q ."
+ss -tnoH state established "( sport = :$kport )" >"$T/ss.out"
 grep -q keepalive "$T/ss.out" ||
 	fail "no keepalive timer on the server's socket: $(cat "$T/ss.out")"
 kill "$keep_pid"

@@ -150,8 +150,8 @@ for args in "--tls-psk $T/nosuch.psk" "--tls-certificates $T/psk"; do
 done
 
 step "PSK, --tls=require: nbdinfo and the printed URI"
-P=15310
-start_server_tcp psk "$HOST:$P" --size 64M --tls=require --tls-psk "$T/psk/keys.psk"
+start_server_tcp psk "$HOST:0" --size 64M --tls=require --tls-psk "$T/psk/keys.psk"
+P=${PORT[psk]}
 grep -q "^uri: nbds://$HOST:$P/$" "${OUT[psk]}" ||
 	fail "no nbds:// URI printed: $(cat "${OUT[psk]}")"
 assert_eq "$(nbdinfo --size "$(psk_uri $P "$T/psk")")" "$SIZE" "size over TLS"
@@ -204,8 +204,8 @@ assert_same_data "$T/src.img" "$T/back4.img"
 stop_server psk
 
 step "PSK, --tls=on: plaintext and TLS clients are both served"
-P=15311
-start_server_tcp on "$HOST:$P" --size 8M --tls=on --tls-psk "$T/psk/keys.psk"
+start_server_tcp on "$HOST:0" --size 8M --tls=on --tls-psk "$T/psk/keys.psk"
+P=${PORT[on]}
 assert_eq "$(nbdinfo --size "nbd://$HOST:$P/")" $((8 * MiB)) "plaintext size"
 assert_eq "$(nbdinfo --size "$(psk_uri $P "$T/psk")")" $((8 * MiB)) "TLS size"
 head -c $((8 * MiB)) /dev/urandom >"$T/on.img"
@@ -215,8 +215,8 @@ assert_same_data "$T/on.img" "$T/on-back.img"
 stop_server on
 
 step "X.509, require: nbdinfo, nbdcopy and qemu-img with tls-creds-x509"
-P=15312
-start_server_tcp x "$HOST:$P" --size 64M --tls=require --tls-certificates "$T/x509"
+start_server_tcp x "$HOST:0" --size 64M --tls=require --tls-certificates "$T/x509"
+P=${PORT[x]}
 assert_eq "$(nbdinfo --size "$(x509_uri $P "$T/client-nocert")")" "$SIZE" \
 	"size over X.509 TLS"
 nbdcopy "$T/src.img" "$(x509_uri $P "$T/client")"
@@ -233,9 +233,9 @@ assert_alive x
 stop_server x
 
 step "X.509 --tls-verify-peer: only clients with a certificate from the CA"
-P=15313
-start_server_tcp v "$HOST:$P" --size 8M --tls=require \
+start_server_tcp v "$HOST:0" --size 8M --tls=require \
 	--tls-certificates "$T/x509" --tls-verify-peer
+P=${PORT[v]}
 assert_eq "$(nbdinfo --size "$(x509_uri $P "$T/client")")" $((8 * MiB)) \
 	"size with a client certificate"
 qemu-img info --object "$X509_OBJ" --image-opts "$(nbd_opts $P)" >/dev/null ||
@@ -255,7 +255,8 @@ assert_fails "plaintext on a TLS-only Unix socket" nbdinfo --size "${URI[u]}"
 stop_server u
 
 step "a non-loopback address without --tls=require warns (in a private network namespace)"
-# All interfaces of a fresh namespace: nothing outside it can connect.
+# All interfaces of a fresh namespace: nothing outside it can connect, and
+# nothing else in it holds a port, so a fixed one is free there.
 NETNS=(unshare --net)
 ((EUID == 0)) || NETNS=(unshare --user --map-root-user --net)
 if ! "${NETNS[@]}" true 2>/dev/null; then
@@ -278,5 +279,5 @@ if ((${#NETNS[@]})); then
 		--tls-psk "$T/psk/keys.psk" >/dev/null 2>"$T/warn.err"
 	! grep -q warning "$T/warn.err" || fail "warned with TLS: $(cat "$T/warn.err")"
 fi
-uzram serve --size 1M --tcp "$HOST:15314" --run true >/dev/null 2>"$T/warn.err"
+uzram serve --size 1M --tcp "$HOST:$(free_port)" --run true >/dev/null 2>"$T/warn.err"
 ! grep -q warning "$T/warn.err" || fail "warned on loopback: $(cat "$T/warn.err")"

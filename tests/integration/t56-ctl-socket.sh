@@ -14,7 +14,6 @@ require python3 setpriv
 real_server || skip_all "the control socket is uzram's"
 
 HOST=127.0.0.1
-P=15320
 
 # serve_fails WHAT PATTERN ARGS...: uzram serve ARGS exits 1 with a message
 # matching PATTERN, and leaves no control socket behind.
@@ -31,17 +30,16 @@ serve_fails()
 step "TCP: the default control socket is in \$XDG_RUNTIME_DIR/uzram, not ."
 mkdir -m 0700 "$T/run" "$T/cwd"
 export XDG_RUNTIME_DIR=$T/run
-(cd "$T/cwd" && exec "${SANITIZER_RUN[@]}" "$UZRAM" serve --size 4M \
-	--tcp "$HOST:$P" >"$T/tcp.out" 2>"$T/tcp.err") &
-PID[tcp]=$!
-wait_for 10 "the TCP server" grep -qx ready "$T/tcp.out"
-ERR[tcp]=$T/tcp.err
+cd "$T/cwd"
+start_server_tcp tcp "$HOST:0" --size 4M
+cd "$T"
+P=${PORT[tcp]}
 ctl=$T/run/uzram/tcp-$P.ctl
 [[ -S $ctl ]] || fail "no control socket at $ctl: $(ls -la "$T/run" "$T/cwd")"
 [[ -z $(ls -A "$T/cwd") ]] || fail "the server wrote into its cwd: $(ls -A "$T/cwd")"
 assert_eq "$(stat -c %a "$T/run/uzram")" 700 "mode of the private directory"
-grep -q "uzram stat --ctl-socket $ctl" "$T/tcp.out" ||
-	fail "the banner does not name the control socket: $(cat "$T/tcp.out")"
+grep -q "uzram stat --ctl-socket $ctl" "${OUT[tcp]}" ||
+	fail "the banner does not name the control socket: $(cat "${OUT[tcp]}")"
 uzram stat --tcp "$HOST:$P" --json >"$T/stat.json"
 assert_eq "$(json_get "$T/stat.json" "j['disksize']")" $((4 << 20)) "stat --tcp"
 uzram ctl --tcp "$P" reset-max | grep -q "^ok: mem_used_max" ||
@@ -54,14 +52,15 @@ stop_server tcp
 step "TCP without XDG_RUNTIME_DIR: \$TMPDIR/uzram-UID"
 unset XDG_RUNTIME_DIR
 mkdir -m 0700 "$T/tmp"
-TMPDIR=$T/tmp start_server_tcp t2 "$HOST:$P" --size 4M
+TMPDIR=$T/tmp start_server_tcp t2 "$HOST:0" --size 4M
+P=${PORT[t2]}
 ctl=$T/tmp/uzram-$(id -u)/tcp-$P.ctl
 [[ -S $ctl ]] || fail "no control socket at $ctl"
 TMPDIR=$T/tmp uzram stat --tcp "$P" >/dev/null
 stop_server t2
 
 step "--ctl-socket PATH, for a TCP and a Unix socket server"
-start_server_tcp t3 "$HOST:$P" --size 4M --ctl-socket "$T/t3.ctl"
+start_server_tcp t3 "$HOST:0" --size 4M --ctl-socket "$T/t3.ctl"
 [[ -S $T/t3.ctl ]] || fail "--ctl-socket not used"
 uzram stat --ctl-socket "$T/t3.ctl" >/dev/null
 stop_server t3
@@ -73,6 +72,7 @@ uzram ctl --ctl-socket "$T/u-control" reset-max >/dev/null
 stop_server u
 
 step "refused: a directory of another user, or writable by others"
+# Each server below refuses its control socket before it listens on $P.
 mkdir "$T/other" "$T/shared"
 chmod 0777 "$T/shared"
 if ((EUID == 0)); then
@@ -122,6 +122,6 @@ assert_fails "stat on an impostor's socket" uzram stat --ctl-socket "$T/pub/c.ct
 grep -q "belongs to uid" "$T/last-fail.out" ||
 	fail "stat: message: $(cat "$T/last-fail.out")"
 step "a sticky directory is fine for our own control socket"
-start_server_tcp t4 "$HOST:$P" --size 4M --ctl-socket "$T/pub/mine.ctl"
+start_server_tcp t4 "$HOST:0" --size 4M --ctl-socket "$T/pub/mine.ctl"
 uzram stat --ctl-socket "$T/pub/mine.ctl" >/dev/null
 stop_server t4

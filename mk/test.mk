@@ -1,0 +1,86 @@
+# test.mk - the phases of `make test`, run TEST_JOBS at a time (default: one
+# per core).
+#
+#   make test                 everything below (see the Makefile)
+#   make test TEST_JOBS=1     one phase at a time, as make test ran before
+#
+# Most phases use one core (a unit test binary at a time, an integration
+# script at a time, a fuzzer) and the integration scripts spend much of
+# their time waiting on clients, servers and the kernel: run one after the
+# other on the 2 cores of the guideline's machine, make test kept about
+# one core busy (user + sys 13.3 min in 12.5 min of wall time). Two phases
+# at a time lose no test and no iteration. The phases:
+#
+#   test-build       both corpora, the plain build, the unit test
+#                    binaries: everything the phases share, made once before
+#                    any phase reads it
+#   test-unit        unit tests, default corpus, TEST_SCALE 1
+#   test-unit-alt    unit tests, second corpus, TEST_SCALE 0.5
+#   test-asan        ASan+UBSan build, unit tests at 0.25, then the
+#                    integration scripts of INTEGRATION_ASAN against
+#                    build-asan/uzram
+#   test-tsan        TSan build, unit tests at 0.1
+#   test-integration the integration scripts on the default corpus, then
+#                    those whose checks depend on the data on the second
+#                    one: one phase, as the two runs must not meet (t65
+#                    opens /dev/fuse to every user while it runs and puts
+#                    its mode back at the end)
+#   check-install    the installed library (scripts/check-install.sh)
+#   check-header, check-cycles   (the Makefile)
+#   fuzz-smoke-nbd, fuzz-smoke-image   the two fuzzers (mk/fuzz.mk)
+#
+# Each phase's output is printed whole when it ends (--output-sync), so
+# the lines of two phases never mix; a failing phase stops make test once
+# the phases running beside it end.
+#
+# make test makes test-build first, alone (TEST_JOBS jobs at a time), so no two
+# phases ever build the same file: the only builds in the phases are their
+# own, and they write apart (build-asan/, build-tsan/, build-fuzz/).
+
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
+# The scripts run against the ASan build (10 s together): the ways
+# `uzram serve` ends and cleans up, which neither the unit tests nor the
+# fuzzers reach: t27, --run's command's exit status, a signal, a refused
+# option; t54, SIGHUP and SIGTERM with control clients and a recompress
+# in flight; t26 and t57, control and protocol errors, and requests after
+# shutdown began. A leak on one of those paths shows as LeakSanitizer's
+# exit status (the device leak of `serve --run 'exit 3'` hid there). A full
+# ASan pass of the scripts (make check-integration-sanitizers) takes
+# minutes.
+INTEGRATION_ASAN := $(addprefix tests/integration/,t26-ctl.sh t27-run.sh \
+	t54-signals-ctl.sh t57-spec-errors.sh)
+
+# make starts the phases in this order as job slots come free, the
+# longest first (integration, then TSan). Every phase can start at once,
+# as test-build made what they need: a phase that waited for another
+# would join the end of the queue when that one ended.
+TEST_PHASES := test-integration test-tsan test-asan test-unit test-unit-alt \
+	fuzz-smoke-nbd fuzz-smoke-image check-cycles check-install check-header
+
+.PHONY: test-phases test-build $(TEST_PHASES)
+
+# The corpora first: each keeps one core busy (Python, gcore) for a while.
+test-build: $(CORPUS_ALT_DIR)/MANIFEST $(CORPUS_READY) all unit
+
+test-phases: $(TEST_PHASES)
+
+test-unit:
+	$(MAKE) TEST_SCALE=1 check-unit
+
+test-unit-alt:
+	$(MAKE) CORPUS=$(CORPUS_ALT_DIR) TEST_SCALE=0.5 check-unit
+
+test-asan:
+	$(MAKE) SANITIZE=address TEST_SCALE=0.25 check-unit
+	$(MAKE) SANITIZE=address INTEGRATION="$(INTEGRATION_ASAN)" \
+		check-integration
+
+test-tsan:
+	$(MAKE) SANITIZE=thread TEST_SCALE=0.1 check-unit
+
+test-integration:
+	$(MAKE) check-integration
+	$(MAKE) CORPUS=$(CORPUS_ALT_DIR) \
+		INTEGRATION="$(filter-out $(INTEGRATION_ANY_DATA),$(INTEGRATION))" \
+		check-integration
