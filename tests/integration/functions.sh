@@ -477,6 +477,10 @@ wait_for()
 	fail "timed out after ${secs}s waiting for $what"
 }
 
+# conns NAME N: server NAME has N client connections now (a connection
+# counts until the requests it sent are done).
+conns() { [[ $(stat_field "$1" connections_current) == "$2" ]]; }
+
 # json_get FILE PYTHON-EXPR: evaluate EXPR with `j` bound to the parsed JSON.
 json_get()
 {

@@ -19,9 +19,6 @@ MiB=$((1024 * 1024))
 
 quiet_kill() { kill "$1" 2>/dev/null || true; }
 
-# conns NAME N: server NAME has N client connections now.
-conns() { [[ $(stat_field "$1" connections_current) == "$2" ]]; }
-
 bad()
 {
 	local name=$1 case=$2

@@ -107,6 +107,8 @@ server_ctl b writeback | grep -q '^ok: [1-9][0-9]* pages written back$'
 step "error filter: reads fail while $T/rfail exists, that request only"
 touch "$T/rfail"
 assert_fails "a read of backed data" nbdcopy "${URI[b]}" "$T/out"
+# the requests nbdcopy left in flight fail too, until its connection ends
+wait_for 10 "the failed client's connection to end" conns b 0
 failed=$(field b bd_failed_reads)
 ((failed > 0)) || fail "no failed read counted"
 rm "$T/rfail"
