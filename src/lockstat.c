@@ -100,8 +100,10 @@ void lockstat_end(enum lock_kind k, uint64_t t0)
 
 	if (!b)
 		return;
-	add(&b->waits[k], 1);
+	/* the time first: whoever sees the wait counted sees its time */
 	add(&b->wait_ns[k], lockstat_begin() - t0);
+	atomic_store_explicit(&b->waits[k], atomic_load_explicit(&b->waits[k],
+			      memory_order_relaxed) + 1, memory_order_release);
 }
 
 void lockstat_sum(struct lock_counts *out)
@@ -111,7 +113,7 @@ void lockstat_sum(struct lock_counts *out)
 	for (struct lock_block *b = blocks; b; b = b->next)
 		for (int k = 0; k < LOCK_KINDS; k++) {
 			out->waits[k] += atomic_load_explicit(&b->waits[k],
-							memory_order_relaxed);
+							memory_order_acquire);
 			out->wait_ns[k] += atomic_load_explicit(&b->wait_ns[k],
 							memory_order_relaxed);
 		}
