@@ -368,7 +368,8 @@ bool dedup_find(struct uzram *dev, const unsigned char *src, size_t len,
 		if ((uint32_t)(e >> 32) != key)
 			continue;
 		size = zpool_obj_size(dev->pool, (uint32_t)e);
-		if (obj_equal(dev, zc, (uint32_t)e, size, src, len, t->plain) &&
+		/* not into t->plain: a partial write's cluster is there */
+		if (obj_equal(dev, zc, (uint32_t)e, size, src, len, t->cbuf) &&
 		    dedup_ref_get(dev, sh, (uint32_t)e)) {
 			handle = (uint32_t)e;
 			break;

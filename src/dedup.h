@@ -30,7 +30,8 @@ void dedup_destroy(struct dedup *d);   /* NULL is accepted */
 /*
  * Find a stored object holding exactly the len bytes src, whose XXH3 is
  * hash: the index is searched by hash and each candidate is decoded (into
- * t->plain) and compared byte for byte. On a match, takes a reference to it,
+ * t->cbuf; src may be t->plain, where a partial write merges its cluster)
+ * and compared byte for byte. On a match, takes a reference to it,
  * fills *c as slot contents naming it (with SLOT_SHARED) and returns true.
  * The reference is given back by content_free()/dedup_put().
  */
