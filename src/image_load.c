@@ -250,9 +250,9 @@ static int codec_make(const struct reader *r, const struct geometry *g,
 				       "'%s', which this library does not "
 				       "have (known: %s)", r->path, g->name[i],
 				       zcomp_known());
-	/* no save writes one: the header is damaged */
+	/* no save writes one; uzram.h: a codec refusing a dictionary */
 	if (ret == -EOPNOTSUPP)
-		return uzram_set_error(-EBADMSG, "open: image %s gives "
+		return uzram_set_error(-EINVAL, "open: image %s gives "
 				       "algorithm '%s' a dictionary, which it "
 				       "does not take", r->path, g->name[i]);
 	snprintf(what, sizeof what, "open: image %.40s", r->path);
