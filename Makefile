@@ -51,11 +51,11 @@ SERVER_LIBS = $(shell pkg-config --libs $(SERVER_PKGS) 2>/dev/null)
 
 BASE_CFLAGS = -std=c11 -D_GNU_SOURCE $(OPT) $(WARNINGS) $(SAN_FLAGS) \
 	-Iinclude $(DEPS_CFLAGS) $(CFLAGS)
-LIB_CFLAGS = $(BASE_CFLAGS) -fPIC -fvisibility=hidden -DUZRAM_BUILDING
+LIB_CFLAGS = $(BASE_CFLAGS) -Isrc -fPIC -fvisibility=hidden -DUZRAM_BUILDING
 LDLIBS_ALL = $(DEPS_LIBS) -lpthread -lm
 LINK = $(CC) $(SAN_FLAGS) $(LDFLAGS)
 
-LIB_SRCS := $(sort $(wildcard src/*.c))
+LIB_SRCS := $(sort $(wildcard src/*/*.c))
 LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
 # The CLI (cli/) and the NBD server (server/) use only include/uzram.h.
 CLI_SRCS := $(sort $(wildcard cli/*.c) $(wildcard server/*.c))
@@ -70,7 +70,7 @@ INTEGRATION_ANY_DATA := $(addprefix tests/integration/,t27-run.sh \
 	t56-ctl-socket.sh t57-spec-errors.sh)
 
 .PHONY: all lib cli deps deps-test deps-bench unit check-unit check-header \
-	check-sanitizers check-integration check-install check-cycles test run bench bench-quick fuzz \
+	check-sanitizers check-integration check-install check-layers test run bench bench-quick fuzz \
 	fuzz-smoke install clean
 .DEFAULT_GOAL := all
 
@@ -102,6 +102,12 @@ $(BUILD)/libuzram.a: $(LIB_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
+# The unit tests call internal functions: they link the objects as they
+# are, in an archive of their own.
+$(BUILD)/tests/libuzram-internal.a: $(LIB_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
 $(BUILD)/libuzram.so: $(LIB_OBJS)
 	$(LINK) -shared -Wl,-soname,libuzram.so.$(SOVERSION) -o $@ $^ $(LDLIBS_ALL)
 
@@ -118,9 +124,10 @@ $(BUILD)/uzram: $(CLI_OBJS) $(BUILD)/libuzram.a
 	$(LINK) -o $@ $(CLI_OBJS) $(BUILD)/libuzram.a $(LDLIBS_ALL) $(SERVER_LIBS)
 
 # Unit tests may include private headers from src/ to test one layer.
-$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(BUILD)/libuzram.a
+$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) \
+		$(BUILD)/tests/libuzram-internal.a
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) -Isrc -o $@ $< $(BUILD)/libuzram.a \
+	$(CC) $(BASE_CFLAGS) -Isrc -o $@ $< $(BUILD)/tests/libuzram-internal.a \
 		$(shell pkg-config --cflags --libs cmocka libxxhash) $(LDLIBS_ALL)
 
 unit: $(UNIT_BINS)
@@ -190,10 +197,10 @@ check-header:
 	$(CC) -std=c99 -Wall -Wextra -Werror -pedantic -fsyntax-only -x c include/uzram.h
 	$(CXX) -Wall -Wextra -Werror -fsyntax-only -x c++ include/uzram.h
 
-# Folders whose files must not call each other both ways (scripts/check-cycles.sh).
-CYCLE_DIRS := src server cli
-check-cycles: all
-	bash scripts/check-cycles.sh $(addprefix $(BUILD)/obj/,$(CYCLE_DIRS))
+# The calls between the folders are those src/LAYERS declares, and none
+# loops (scripts/check-layers.sh).
+check-layers: all
+	bash scripts/check-layers.sh src/LAYERS $(BUILD)/obj
 
 check-sanitizers:
 	$(MAKE) SANITIZE=address TEST_SCALE=0.25 check-unit

@@ -35,7 +35,7 @@
 
 #include "uzram.h"
 #include "testutil.h"
-#include "zcomp.h"
+#include "zcomp/zcomp.h"
 
 #define PG ((uint64_t)UZRAM_PAGE_SIZE)
 #define OPS 10000

@@ -26,10 +26,10 @@
 
 #include "store_check.h"
 #include "../fuzz/image_fixup.h"
-#include "dedup.h"
-#include "image.h"
-#include "store.h"
-#include "zpool.h"
+#include "dedup/dedup.h"
+#include "image/image.h"
+#include "core/core.h"
+#include "zpool/zpool.h"
 
 #define NPAGES 1024
 
@@ -119,7 +119,7 @@ static void test_collision(void **state)
 	struct uzram *dev = dd_open(NPAGES, 0, NULL, 0);
 	uint8_t *ref = calloc(NPAGES, PG);
 	uint64_t h0 = XXH3_64bits(data_page(0), PG);
-	struct store_tls *t = store_tls_get(PG);
+	struct store_scratch *t = store_scratch_get(PG);
 	struct content c = { .place = -1 };
 
 	(void)state;

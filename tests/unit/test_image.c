@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "store_check.h"
-#include "store.h"
+#include "core/core.h"
 #include "../fuzz/image_fixup.h"
 
 #define NPAGES 1024

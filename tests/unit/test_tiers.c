@@ -11,7 +11,7 @@
  *
  * Every check compares the whole device with a reference copy
  * (store_check.h). Faults are injected through the backing store's test
- * hook (backing.h); the integration tests inject real ones (nbdkit's error
+ * hook (tier.h); the integration tests inject real ones (nbdkit's error
  * filter, a full file system).
  */
 #include <dirent.h>
@@ -21,8 +21,8 @@
 #include <unistd.h>
 
 #include "store_check.h"
-#include "store.h"
-#include "tier.h"
+#include "core/core.h"
+#include "tier/tier.h"
 
 #define NPAGES 1024
 

@@ -17,7 +17,7 @@
 #include <zstd.h>
 
 #include "testutil.h"
-#include "zcomp.h"
+#include "zcomp/zcomp.h"
 
 #define PAGE 4096u
 
