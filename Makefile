@@ -17,6 +17,8 @@ VERSION := $(shell sed -n 's/^\#define UZRAM_VERSION_\(MAJOR\|MINOR\|PATCH\) \([
 SOVERSION := $(firstword $(subst ., ,$(VERSION)))
 
 CC ?= cc
+LD ?= ld
+OBJCOPY ?= objcopy
 SANITIZE ?=
 PREFIX ?= /usr/local
 
@@ -70,7 +72,7 @@ INTEGRATION_ANY_DATA := $(addprefix tests/integration/,t27-run.sh \
 	t56-ctl-socket.sh t57-spec-errors.sh)
 
 .PHONY: all lib cli deps deps-test deps-bench unit check-unit check-header \
-	check-sanitizers check-integration check-install check-layers test run bench bench-quick fuzz \
+	check-sanitizers check-integration check-install check-layers check-namespace test run bench bench-quick fuzz \
 	fuzz-smoke install clean
 .DEFAULT_GOAL := all
 
@@ -98,7 +100,16 @@ $(BUILD)/obj/server/%.o: server/%.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(SERVER_CFLAGS) -MMD -MP -c -o $@ $<
 
-$(BUILD)/libuzram.a: $(LIB_OBJS)
+# The static library is one relocatable object whose hidden symbols are
+# made local, so that it defines no global name but the public uzram_*
+# ones, as the shared object exports (doc/layout.md, "Namespace";
+# scripts/check-namespace.sh checks both).
+$(BUILD)/obj/libuzram.o: $(LIB_OBJS)
+	$(LD) -r -o $@.tmp $^
+	$(OBJCOPY) --localize-hidden $@.tmp $@
+	rm -f $@.tmp
+
+$(BUILD)/libuzram.a: $(BUILD)/obj/libuzram.o
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
@@ -222,6 +233,12 @@ test: deps-test
 	$(MAKE) -j$(TEST_JOBS) --no-print-directory test-build
 	$(MAKE) -j$(TEST_JOBS) --no-print-directory --output-sync=target test-phases
 	@echo "tests: $$(wc -l < $(TEST_RESULTS)) passed, 0 failed"
+
+# The libraries define only uzram_* names (scripts/check-namespace.sh).
+check-namespace: lib
+	@mkdir -p $(dir $(TEST_RESULTS))
+	bash scripts/check-namespace.sh $(BUILD)
+	@echo check-namespace >> $(TEST_RESULTS)
 
 # The installed library, used as the README shows (scripts/check-install.sh).
 check-install: all

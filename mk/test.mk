@@ -26,7 +26,7 @@
 #                    opens /dev/fuse to every user while it runs and puts
 #                    its mode back at the end)
 #   check-install    the installed library (scripts/check-install.sh)
-#   check-header, check-layers   (the Makefile)
+#   check-header, check-layers, check-namespace   (the Makefile)
 #   fuzz-smoke-nbd, fuzz-smoke-image   the two fuzzers (mk/fuzz.mk)
 #
 # Each phase's output is printed whole when it ends (--output-sync), so
@@ -56,7 +56,8 @@ INTEGRATION_ASAN := $(addprefix tests/integration/,t26-ctl.sh t27-run.sh \
 # as test-build made what they need: a phase that waited for another
 # would join the end of the queue when that one ended.
 TEST_PHASES := test-integration test-tsan test-asan test-unit test-unit-alt \
-	fuzz-smoke-nbd fuzz-smoke-image check-layers check-install check-header
+	fuzz-smoke-nbd fuzz-smoke-image check-layers check-namespace check-install \
+	check-header
 
 .PHONY: test-phases test-build $(TEST_PHASES)
 
