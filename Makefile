@@ -59,8 +59,9 @@ LINK = $(CC) $(SAN_FLAGS) $(LDFLAGS)
 
 LIB_SRCS := $(sort $(wildcard src/*/*.c))
 LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
-# The CLI (cli/) and the NBD server (server/) use only include/uzram.h.
-CLI_SRCS := $(sort $(wildcard cli/*.c) $(wildcard server/*.c))
+# The CLI (cli/) and the NBD server (server/) use only include/uzram.h;
+# common/ is what both share (src/LAYERS).
+CLI_SRCS := $(sort $(wildcard cli/*.c) $(wildcard server/*.c) $(wildcard common/*.c))
 CLI_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS))
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
@@ -96,6 +97,10 @@ $(BUILD)/obj/cli/%.o: cli/%.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -MMD -MP -c -o $@ $<
 
+$(BUILD)/obj/common/%.o: common/%.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -MMD -MP -c -o $@ $<
+
 $(BUILD)/obj/server/%.o: server/%.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(SERVER_CFLAGS) -MMD -MP -c -o $@ $<
@@ -114,8 +119,14 @@ $(BUILD)/libuzram.a: $(BUILD)/obj/libuzram.o
 	rm -f $@ && ar rcs $@ $^
 
 # The unit tests call internal functions: they link the objects as they
-# are, in an archive of their own.
+# are, in archives of their own (the library's, and the programs' but for
+# main(), for the tests of server/ and cli/ parts).
 $(BUILD)/tests/libuzram-internal.a: $(LIB_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+PROG_OBJS := $(filter-out $(BUILD)/obj/cli/main.o,$(CLI_OBJS))
+$(BUILD)/tests/libuzram-programs.a: $(PROG_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
@@ -136,10 +147,12 @@ $(BUILD)/uzram: $(CLI_OBJS) $(BUILD)/libuzram.a
 
 # Unit tests may include private headers from src/ to test one layer.
 $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) \
-		$(BUILD)/tests/libuzram-internal.a
+		$(BUILD)/tests/libuzram-programs.a $(BUILD)/tests/libuzram-internal.a
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) -Isrc -o $@ $< $(BUILD)/tests/libuzram-internal.a \
-		$(shell pkg-config --cflags --libs cmocka libxxhash) $(LDLIBS_ALL)
+	$(CC) $(BASE_CFLAGS) $(SERVER_CFLAGS) -Isrc -I. -o $@ $< \
+		$(BUILD)/tests/libuzram-programs.a $(BUILD)/tests/libuzram-internal.a \
+		$(shell pkg-config --cflags --libs cmocka libxxhash) $(LDLIBS_ALL) \
+		$(SERVER_LIBS)
 
 unit: $(UNIT_BINS)
 
@@ -195,10 +208,26 @@ $(CORPUS_ALT_DIR)/MANIFEST:
 # make test counts every test program that passed here, for its summary.
 TEST_RESULTS := $(abspath build/test-results.txt)
 
-check-unit: unit $(CORPUS_READY)
+# One test: make check-unit T=test_store [FILTER='*same*'] builds and runs
+# that binary alone (FILTER: a glob of its test names, CMOCKA_TEST_FILTER);
+# make check-integration T=t20 one script (doc/layout.md, "Tests").
+T ?=
+FILTER ?=
+ifneq ($(T),)
+UNIT_RUN := $(filter $(BUILD)/tests/$(T) $(BUILD)/tests/$(T:.c=),$(UNIT_BINS))
+INTEGRATION_RUN := $(filter tests/integration/$(T)-% tests/integration/$(T) \
+	tests/integration/$(T).sh,$(INTEGRATION))
+else
+UNIT_RUN := $(UNIT_BINS)
+INTEGRATION_RUN = $(INTEGRATION)
+endif
+
+check-unit: $(UNIT_RUN) $(CORPUS_READY)
+	@test -n "$(UNIT_RUN)" || { echo "check-unit: no unit test '$(T)' (known: $(notdir $(UNIT_BINS)))" >&2; exit 1; }
 	@mkdir -p $(dir $(TEST_RESULTS))
-	@set -e; for t in $(UNIT_BINS); do \
+	@set -e; for t in $(UNIT_RUN); do \
 		echo "== $$t"; UZRAM_TEST_SCALE=$(TEST_SCALE) \
+		CMOCKA_TEST_FILTER='$(FILTER)' \
 		UZRAM_TEST_CORPUS=$(CORPUS_DIR) $(RUN_TEST) $$t; \
 		echo "$$t $(CORPUS_DIR)" >> $(TEST_RESULTS); \
 	done
@@ -211,15 +240,17 @@ check-header:
 # The calls between the folders are those src/LAYERS declares, and none
 # loops (scripts/check-layers.sh).
 check-layers: all
-	bash scripts/check-layers.sh src/LAYERS $(BUILD)/obj
+	bash scripts/check-layers.sh src/LAYERS $(BUILD)/obj $(LIB_OBJS) $(CLI_OBJS)
 
 check-sanitizers:
 	$(MAKE) SANITIZE=address TEST_SCALE=0.25 check-unit
 	$(MAKE) SANITIZE=thread TEST_SCALE=0.1 check-unit
 
 check-integration: all $(CORPUS_READY)
+	@test -n "$(INTEGRATION_RUN)" || { echo "check-integration: no script '$(T)' (known: $(notdir $(INTEGRATION)))" >&2; exit 1; }
+	@test $(words $(INTEGRATION_RUN)) = 1 -o -z "$(T)" || { echo "check-integration: T=$(T) names $(INTEGRATION_RUN)" >&2; exit 1; }
 	@mkdir -p $(dir $(TEST_RESULTS))
-	@set -e; for t in $(INTEGRATION); do \
+	@set -e; for t in $(INTEGRATION_RUN); do \
 		echo "== $$t"; UZRAM=$(abspath $(BUILD)/uzram) \
 		UZRAM_TEST_CORPUS=$(CORPUS_DIR) bash $$t; \
 		echo "$$t $(CORPUS_DIR)" >> $(TEST_RESULTS); \

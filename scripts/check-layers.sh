@@ -1,9 +1,11 @@
 #!/bin/bash
-# check-layers.sh LAYERS OBJROOT: the calls between the tree's units are
-# the ones LAYERS declares, and nothing loops.
+# check-layers.sh LAYERS OBJROOT OBJ...: the calls between the tree's
+# units are the ones LAYERS declares, and nothing loops.
 #
-# OBJROOT holds the object files by source folder (build/obj/src/core/*.o,
-# build/obj/cli/*.o, ...). A unit is a folder: src/NAME is the library's
+# The OBJs are the object files under OBJROOT by source folder
+# (build/obj/src/core/store.o, build/obj/cli/main.o, ...; the Makefile
+# passes those of the current sources, so a stale object does not count).
+# A unit is a folder: src/NAME is the library's
 # subsystem NAME, any other folder the program folder of its name. For
 # every object, the symbols it leaves undefined that another unit's object
 # defines are calls from its unit into that one. The script fails, saying
@@ -18,8 +20,9 @@
 # loop, the units' real graph has none either.
 set -euo pipefail
 
-[[ $# -eq 2 ]] || { echo "usage: $0 LAYERS OBJROOT" >&2; exit 2; }
+[[ $# -ge 3 ]] || { echo "usage: $0 LAYERS OBJROOT OBJ..." >&2; exit 2; }
 layers=$1 root=$2
+shift 2
 NM=${NM:-nm}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -37,7 +40,7 @@ done < "$layers"
 # Each object's unit, its defined and its undefined symbols.
 : > "$tmp/defs"
 objs=()
-while IFS= read -r o; do
+for o in "$@"; do
 	rel=${o#"$root"/}
 	dir=$(dirname "$rel")
 	case $dir in src/*) unit=${dir#src/} ;; *) unit=$dir ;; esac
@@ -45,7 +48,7 @@ while IFS= read -r o; do
 	objs+=("$unit:$o")
 	"$NM" --defined-only -g "$o" | awk -v u="$unit" -v f="$(basename "$o" .o)" \
 		'NF == 3 { print $3, u, f }' >> "$tmp/defs"
-done < <(find "$root" -mindepth 2 -name '*.o' | sort)
+done
 [[ ${#objs[@]} -gt 0 ]] || { echo "check-layers: no object files under $root" >&2; exit 2; }
 sort -u -k1,1 "$tmp/defs" > "$tmp/defs.sorted"
 
@@ -70,7 +73,13 @@ for uo in "${objs[@]}"; do
 done
 
 # The edges between units, against LAYERS.
-lib_units=" $(find "$root/src" -mindepth 1 -maxdepth 1 -type d -printf '%f ' 2>/dev/null) "
+lib_units=" "
+for uo in "${objs[@]}"; do
+	o=${uo#*:}
+	if [[ ${o#"$root"/} == src/* && $lib_units != *" ${uo%%:*} "* ]]; then
+		lib_units+="${uo%%:*} "
+	fi
+done
 while read -r from to; do
 	syms=$(awk -v a="$from" -v b="$to" '$1 == a && $2 == b { print $3 }' "$tmp/edges" | sort -u)
 	deps=${allowed[$from]:- }

@@ -6,9 +6,10 @@
  *   server.c    the main loop, the client list, setup and drain
  *   sockets.c   listening sockets, the export's URI, the banner
  *   captive.c   --run: the command the server runs and waits for
- *   ctl.c       the control channel: server side (requests, threads) and
- *               client side (nbd_server_ctl)
- *   stats.c     the figures, as text or JSON
+ *   ctl_proto.c   the control channel's protocol: a request line parsed
+ *   ctl_server.c  its server side: requests run, one thread per client
+ *   ctl_client.c  its client (nbd_server_ctl, server.h)
+ *   ctl_stats.c   the figures, as text or JSON
  */
 #ifndef UZRAM_SERVER_INTERNAL_H
 #define UZRAM_SERVER_INTERNAL_H
@@ -71,14 +72,14 @@ static inline int start_detached(void *(*fn)(void *), void *arg)
 	return r;
 }
 
-/* stats.c: the figures of srv into out, as JSON or text; 0, or -1 if cut. */
+/* ctl_stats.c: the figures of srv into out, as JSON or text; 0, or -1 if cut. */
 int format_stats(struct server *srv, bool json, char *out, size_t n);
 
-/* ctl.c: save the device to path (the --image one if NULL); the reply in out. */
+/* ctl_server.c: save the device to path (the --image one if NULL); the reply in out. */
 int save_image(struct server *srv, const char *path, char *out, size_t n);
-/* ctl.c: accept one control client on lfd, served by a thread of its own. */
+/* ctl_server.c: accept one control client on lfd, served by a thread of its own. */
 void serve_ctl(struct server *srv, int lfd);
-/* ctl.c: wait (at most DRAIN_SECS) for control requests still running. */
+/* ctl_server.c: wait (at most DRAIN_SECS) for control requests still running. */
 void drain_ctl(struct server *srv);
 
 /* sockets.c: listen on the Unix socket path; the fd, or -1 after a message. */
@@ -97,7 +98,7 @@ int start_command(struct server *srv);
 /* captive.c: whether the command exited; if so, *status as sh reports it. */
 bool command_exited(struct server *srv, int *status);
 
-/* ctlpath.c */
+/* ctl_path.c */
 
 /*
  * Refuse a control socket another user could have put there: path, if it
@@ -106,7 +107,7 @@ bool command_exited(struct server *srv, int *status);
  */
 int ctl_path_check(const char *path, const char *who);
 
-/* ctl.c */
+/* ctl_proto.c */
 
 enum nbd_ctl_op {
 	NBD_CTL_JSON, NBD_CTL_TEXT, NBD_CTL_COMPACT, NBD_CTL_MEM_LIMIT,
@@ -133,7 +134,8 @@ struct nbd_ctl_req {
  */
 int nbd_ctl_parse(const char *line, size_t len, struct nbd_ctl_req *rq,
 		  char *err, size_t n);
-/* Run a parsed request other than json/text on dev; the reply in out. */
+/* ctl_server.c: run a parsed request other than json/text on dev; the
+ * reply in out. */
 void nbd_ctl_execute(struct uzram *dev, const struct nbd_ctl_req *rq,
 		     char *out, size_t n);
 

@@ -24,7 +24,7 @@
 #include "base/base.h"
 
 /*
- * slot (inline, in this header): one entry of the page table and its lock.
+ * slot (inline, in this header): one entry of the slot table and its lock.
  *
  * Every cluster of the device (the unit of compression: one page by
  * default, up to 16; see store.c) has a 16-byte slot, as every page has its
@@ -47,9 +47,9 @@
  *                      on the slot that stored it) or by place (SLOT_BACKED:
  *                      set on every slot naming it), and it is freed
  *                      through the index
- *          bit  7      place: which of its priority's two codec places
+ *          bit  7      bank: which of its priority's two codec banks
  *                      made the object (SLOT_OBJ); a priority changes its
- *                      dictionary by filling the place its objects do not
+ *                      dictionary by filling the bank its objects do not
  *                      use (dict.c)
  *          bits 8..15  access stamp: the device's coarse clock (a tick
  *                      of several seconds) at the last read or write, for
@@ -73,7 +73,7 @@
  * write and read paths, recompression, an image (which records each
  * slot's state, priority, idle bit, stamp and tag with its object's bytes),
  * writeback (OBJ or HUGE becomes BACKED, keeping the other bits) and dedup
- * (the shared bit), dictionaries (the place bit). States 5..7 are free.
+ * (the shared bit), dictionaries (the bank bit). States 5..7 are free.
  *
  * Lock rules: flags and val are written only with the lock held
  * exclusively, except for the idle bit and the access stamp, which are
@@ -106,7 +106,7 @@ enum slot_state {
 #define SLOT_PRIO_MASK (0x3u << SLOT_PRIO_SHIFT)
 #define SLOT_IDLE (1u << 5)
 #define SLOT_SHARED (1u << 6)
-#define SLOT_PLACE (1u << 7)
+#define SLOT_BANK (1u << 7)
 #define SLOT_STAMP_SHIFT 8
 #define SLOT_STAMP_MASK (0xffu << SLOT_STAMP_SHIFT)
 #define SLOT_TAG_SHIFT 16
@@ -205,9 +205,9 @@ static inline unsigned slot_prio(uint32_t flags)
 	return (flags & SLOT_PRIO_MASK) >> SLOT_PRIO_SHIFT;
 }
 
-static inline unsigned slot_place(uint32_t flags)
+static inline unsigned slot_bank(uint32_t flags)
 {
-	return (flags & SLOT_PLACE) ? 1 : 0;
+	return (flags & SLOT_BANK) ? 1 : 0;
 }
 
 static inline uint32_t slot_tag(uint32_t flags)
@@ -453,12 +453,12 @@ struct uzram {
 	unsigned cshift;       /* log2 of the cluster size */
 	size_t csize;          /* bytes in a cluster */
 	/*
-	 * The codecs, comp[prio][place]: prio 0 is the device's algorithm,
+	 * The codecs, comp[prio][bank]: prio 0 is the device's algorithm,
 	 * 1..3 the secondary ones for recompression (NULL until added). Each
-	 * priority has two places so that its dictionary can change while
+	 * priority has two banks so that its dictionary can change while
 	 * objects made with the previous one are still stored: a slot names
-	 * its codec by its priority and place bits (above), and cur[prio] is
-	 * the place new objects of that priority take. A place is filled only
+	 * its codec by its priority and bank bits (above), and cur[prio] is
+	 * the bank new objects of that priority take. A bank is filled only
 	 * while no object names it, under dict_lock (dict.c), and the codec
 	 * it held is kept on the retired list until close, as a writer may
 	 * still be compressing with it (it then finds its codec stale under
@@ -499,7 +499,7 @@ static inline uint64_t chunk_bytes(const struct uzram *dev, uint64_t i)
 	return (slots * sizeof(struct slot) + PAGE_MASK) & ~PAGE_MASK;
 }
 
-/* Bytes of the page table alone: the directory and the chunks made so far. */
+/* Bytes of the slot table alone: the directory and the chunks made so far. */
 static inline uint64_t table_bytes_only(struct uzram *dev)
 {
 	uint64_t used = atomic_load_explicit(&dev->chunks_used,
@@ -513,7 +513,7 @@ static inline uint64_t table_bytes_only(struct uzram *dev)
 }
 
 /*
- * Bytes of the page table: the directory and the chunks made so far, and
+ * Bytes of the slot table: the directory and the chunks made so far, and
  * the dedup index (dedup.c), which is counted with it.
  */
 static inline uint64_t table_bytes(struct uzram *dev)
@@ -545,24 +545,24 @@ static inline size_t cluster_len(const struct uzram *dev, uint64_t idx)
 
 /*
  * The codec new objects of a priority take (0 the device's, 1..3
- * recompression's), and its place for their slot's flags.
+ * recompression's), and its bank for their slot's flags.
  */
 static inline const struct zcomp *comp_at(struct uzram *dev, unsigned prio,
-					  uint32_t *place_flag)
+					  uint32_t *bank_flag)
 {
-	unsigned place = atomic_load_explicit(&dev->cur[prio],
+	unsigned bank = atomic_load_explicit(&dev->cur[prio],
 					      memory_order_acquire);
 
-	if (place_flag)
-		*place_flag = place ? SLOT_PLACE : 0;
-	return atomic_load_explicit(&dev->comp[prio][place],
+	if (bank_flag)
+		*bank_flag = bank ? SLOT_BANK : 0;
+	return atomic_load_explicit(&dev->comp[prio][bank],
 				    memory_order_acquire);
 }
 
 /* The codec that made the object of a slot with these flags. */
 static inline const struct zcomp *comp_of(struct uzram *dev, uint32_t flags)
 {
-	return atomic_load_explicit(&dev->comp[slot_prio(flags)][slot_place(flags)],
+	return atomic_load_explicit(&dev->comp[slot_prio(flags)][slot_bank(flags)],
 				    memory_order_acquire);
 }
 
@@ -579,10 +579,10 @@ struct zcomp;
 struct content {
 	uint32_t flags;
 	uint64_t val;
-	int place;      /* the codec place of prio 0 that made the object
+	int bank;      /* the codec bank of prio 0 that made the object
 			 * (struct uzram), or -1 if none did: see store.c's
 			 * cluster_commit() */
-	const struct zcomp *codec; /* the codec that was in that place */
+	const struct zcomp *codec; /* the codec that was in that bank */
 };
 
 /*

@@ -1,8 +1,8 @@
 /*
- * mem_limit.c - one limit over the allocator and the page table.
+ * mem_limit.c - one limit over the allocator and the slot table.
  *
  * mem_limit (cfg.mem_limit, uzram_set_mem_limit()) caps what the device
- * holds: the allocator's memory, and the page table's chunks and the dedup
+ * holds: the allocator's memory, and the slot table's chunks and the dedup
  * index, which live outside the allocator (core.h's table_bytes()). The
  * allocator enforces its share by itself (zpool_set_limit()); the table and
  * the index ask mem_fits() before they grow, and give the allocator its

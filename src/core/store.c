@@ -194,7 +194,7 @@ static struct content slot_swap(struct uzram *dev, struct slot *s,
 				const struct content *c)
 {
 	struct content old = {
-		.flags = slot_flags(s), .val = s->val, .place = -1,
+		.flags = slot_flags(s), .val = s->val, .bank = -1,
 	};
 
 	s->val = c->val;
@@ -227,9 +227,9 @@ static int cluster_compress(struct uzram *dev, const unsigned char *src,
 {
 	const void *data = t->cbuf;
 	enum slot_state state = SLOT_OBJ;
-	uint32_t place_flag;
-	const struct zcomp *zc = comp_at(dev, 0, &place_flag);
-	uint32_t handle, place = place_flag;
+	uint32_t bank_flag;
+	const struct zcomp *zc = comp_at(dev, 0, &bank_flag);
+	uint32_t handle, bank = bank_flag;
 	int clen, ret;
 
 	clen = zcomp_compress(zc, src, len, t->cbuf, HUGE_LIMIT(len));
@@ -237,22 +237,22 @@ static int cluster_compress(struct uzram *dev, const unsigned char *src,
 		data = src;
 		clen = (int)len;
 		state = SLOT_HUGE;
-		place = 0;
+		bank = 0;
 	} else if (clen < 0) {
 		return clen;
 	}
 	ret = zpool_store(dev->pool, data, (size_t)clen, &handle);
-	c->place = state == SLOT_OBJ ? (place ? 1 : 0) : -1;
+	c->bank = state == SLOT_OBJ ? (bank ? 1 : 0) : -1;
 	c->codec = zc;
 	if (ret == -ENOSPC && dev->hooks.write_through) {
 		ret = dev->hooks.write_through(dev, data, (uint32_t)clen, len,
 					       &c->val);
-		c->flags = SLOT_BACKED | tag | place;
+		c->flags = SLOT_BACKED | tag | bank;
 		return ret;
 	}
 	if (ret)
 		return ret;
-	c->flags = state | tag | place;
+	c->flags = state | tag | bank;
 	c->val = (uint64_t)clen << 32 | handle;
 	return 0;
 }
@@ -283,7 +283,7 @@ static int cluster_encode(struct uzram *dev, const unsigned char *src,
 {
 	if (cluster_same(src, len, &c->val)) {
 		c->flags = SLOT_SAME;
-		c->place = -1;
+		c->bank = -1;
 		return 0;
 	}
 	return cluster_store(dev, src, len, XXH3_64bits(src, len), t, c);
@@ -358,8 +358,8 @@ int slot_read(struct uzram *dev, const struct slot *s, size_t len,
 
 /*
  * Whether the codec that made contents c is still the one new objects
- * take. The place alone would not do: between a writer's compression and
- * its commit, the place can be refilled with another dictionary and made
+ * take. The bank alone would not do: between a writer's compression and
+ * its commit, the bank can be refilled with another dictionary and made
  * current again (dict.c); codecs are never freed while the device is
  * open, so the pointer names one codec. The caller holds the slot lock.
  */
@@ -367,10 +367,10 @@ static bool codec_current(struct uzram *dev, const struct content *c)
 {
 	unsigned cur;
 
-	if (c->place < 0)
+	if (c->bank < 0)
 		return true;
 	cur = atomic_load_explicit(&dev->cur[0], memory_order_acquire);
-	return (unsigned)c->place == cur &&
+	return (unsigned)c->bank == cur &&
 	       atomic_load_explicit(&dev->comp[0][cur], memory_order_acquire) ==
 		       c->codec;
 }
@@ -460,7 +460,7 @@ static int cluster_write_full(struct uzram *dev, uint64_t idx,
 	int ret = -ENOMEM;
 	struct slot *s = slot_get(dev, idx, &ret);
 	struct store_scratch *t = store_scratch_get(dev->csize);
-	struct content c = { .place = -1 };
+	struct content c = { .bank = -1 };
 	uint64_t hash = 0;
 
 	if (!s)
@@ -671,7 +671,7 @@ UZRAM_API int uzram_write(struct uzram *dev, const void *buf, size_t len,
 static int zero_range(struct uzram *dev, const char *what, uint64_t len,
 		      uint64_t off, enum slot_state whole)
 {
-	const struct content c = { .flags = whole, .place = -1 };
+	const struct content c = { .flags = whole, .bank = -1 };
 	const uint64_t chunk_span = CHUNK_SLOTS << dev->cshift;
 	int ret = check_io(dev, what, off, len);
 

@@ -197,7 +197,7 @@ static bool ent_reserve(struct uzram *dev, struct shard *sh, uint64_t **old)
 		uint32_t was = sh->cap, cap = was ? was + was / 4 : ENT_MIN;
 		uint64_t *ent;
 
-		/* core.h's table_bytes() counts the index with the page table */
+		/* core.h's table_bytes() counts the index with the slot table */
 		if (!mem_fits(dev, (uint64_t)cap * sizeof *ent))
 			return false;
 		pthread_mutex_unlock(&sh->lock);
@@ -354,9 +354,9 @@ static bool obj_equal(struct uzram *dev, const struct zcomp *zc,
 bool dedup_find(struct uzram *dev, const unsigned char *src, size_t len,
 		uint64_t hash, struct store_scratch *t, struct content *c)
 {
-	uint32_t key = (uint32_t)(hash >> 32), tag = key >> 16, place_flag;
+	uint32_t key = (uint32_t)(hash >> 32), tag = key >> 16, bank_flag;
 	struct shard *sh = shard_of(dev->dedup, tag);
-	const struct zcomp *zc = comp_at(dev, 0, &place_flag);
+	const struct zcomp *zc = comp_at(dev, 0, &bank_flag);
 	uint32_t handle = 0, size = 0;
 	uint64_t e;
 
@@ -378,10 +378,10 @@ bool dedup_find(struct uzram *dev, const unsigned char *src, size_t len,
 		return false;
 	if (size == len) {
 		c->flags = SLOT_HUGE;
-		c->place = -1;
+		c->bank = -1;
 	} else {
-		c->flags = SLOT_OBJ | place_flag;
-		c->place = place_flag ? 1 : 0;
+		c->flags = SLOT_OBJ | bank_flag;
+		c->bank = bank_flag ? 1 : 0;
 	}
 	c->flags |= SLOT_SHARED | tag << SLOT_TAG_SHIFT;
 	c->val = (uint64_t)size << 32 | handle;

@@ -22,7 +22,7 @@ struct uzram;
 /*
  * A new, empty index in dev->dedup: 0 or -ENOMEM. Its bytes, now and as it
  * grows, are kept in dev->index_bytes, which counts against mem_limit as
- * the page table does (core.h's table_bytes()).
+ * the slot table does (core.h's table_bytes()).
  */
 int dedup_create(struct uzram *dev);
 void dedup_destroy(struct dedup *d);   /* NULL is accepted */

@@ -153,7 +153,7 @@ int device_create(const struct uzram_config *cfg, struct uzram **devp)
 	dev->dir = calloc(dev->nchunks, sizeof(*dev->dir));
 	if (!dev->dir) {
 		ret = uzram_set_error(-ENOMEM,
-			"open: cannot allocate a page directory of %llu entries",
+			"open: cannot allocate a slot directory of %llu entries",
 			(unsigned long long)dev->nchunks);
 		goto fail;
 	}
@@ -184,8 +184,8 @@ UZRAM_API void uzram_close(struct uzram *dev)
 	zpool_destroy(dev->pool);
 	dedup_destroy(dev->dedup);
 	for (int i = 0; i <= UZRAM_MAX_RECOMP; i++)
-		for (int place = 0; place < 2; place++)
-			zcomp_destroy(atomic_load_explicit(&dev->comp[i][place],
+		for (int bank = 0; bank < 2; bank++)
+			zcomp_destroy(atomic_load_explicit(&dev->comp[i][bank],
 							   memory_order_relaxed));
 	dict_retired_free(dev);
 	pthread_mutex_destroy(&dev->dict_lock);

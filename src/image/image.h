@@ -32,7 +32,7 @@
 
 /*
  * Header fields, by byte offset. The codecs: for each priority (0 the
- * device's algorithm, 1..3 recompression's) its two places (core.h), an
+ * device's algorithm, 1..3 recompression's) its two banks (core.h), an
  * entry each; then the dictionaries of the entries that have one, in entry
  * order; then the checksum, the header's last 8 bytes.
  */
@@ -43,8 +43,8 @@
 #define IMG_H_COMPAT 20       /* u32: features a reader may ignore; 0 */
 #define IMG_H_SIZE 24         /* u64: device size in bytes */
 #define IMG_H_CLUSTER 32      /* u32: cluster size in bytes */
-#define IMG_H_CUR 36          /* u32: bit p: priority p's current place */
-#define IMG_H_CODECS 40       /* 8 entries: [prio][place] */
+#define IMG_H_CUR 36          /* u32: bit p: priority p's current bank */
+#define IMG_H_CODECS 40       /* 8 entries: [prio][bank] */
 #define IMG_CODEC_NAME 16     /* name[16] (NUL-padded; empty: none) */
 #define IMG_CODEC_LEVEL 16    /* i32 */
 #define IMG_CODEC_DICT 20     /* u32: dictionary bytes, 0: none */

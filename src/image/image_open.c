@@ -4,9 +4,9 @@
  * file (nothing is decoded or re-encoded).
  *
  *   open, read the header         magic, length, checksum, version, then
- *        |                        the geometry and the codec places
+ *        |                        the geometry and the codec banks
  *        v
- *   device_create() with the image's geometry; every codec place set,
+ *   device_create() with the image's geometry; every codec bank set,
  *        |                        dictionaries included
  *        |
  *        v
@@ -65,8 +65,8 @@ struct reader {
 struct geometry {
 	uint64_t size;
 	uint32_t cluster;
-	uint32_t cur;            /* bit p: priority p's current place */
-	const char *name[IMG_CODECS];   /* [prio * 2 + place], "" for none */
+	uint32_t cur;            /* bit p: priority p's current bank */
+	const char *name[IMG_CODECS];   /* [prio * 2 + bank], "" for none */
 	int level[IMG_CODECS];
 	const unsigned char *dict[IMG_CODECS];
 	uint32_t dict_len[IMG_CODECS];
@@ -231,7 +231,7 @@ static int header_parse(const struct reader *r, const unsigned char *h,
 		return bad(r, "cluster size is not a power of two from "
 			   "4096 to 65536", "");
 	if (g->cur >> (UZRAM_MAX_RECOMP + 1))
-		return bad(r, "current places of priorities that do not "
+		return bad(r, "current banks of priorities that do not "
 			   "exist", "");
 	return codecs_parse(r, h, hlen, g);
 }
@@ -261,7 +261,7 @@ static int codec_make(const struct reader *r, const struct geometry *g,
 
 /*
  * Create the device the header describes in *devp, with the codec of
- * every place the image names, dictionaries included.
+ * every bank the image names, dictionaries included.
  */
 static int device_from_header(struct reader *r, const struct uzram_config *cfg,
 			      struct uzram **devp)
@@ -324,7 +324,7 @@ static const char *record_check(const struct reader *r, struct uzram *dev,
 				uint64_t idx, uint32_t flags, uint32_t size)
 {
 	size_t len;
-	bool codec = flags & (SLOT_PRIO_MASK | SLOT_PLACE);
+	bool codec = flags & (SLOT_PRIO_MASK | SLOT_BANK);
 
 	if (idx >= dev->nclusters)
 		return "a cluster index past the end of the device";
@@ -342,8 +342,8 @@ static const char *record_check(const struct reader *r, struct uzram *dev,
 		return size != 8 || codec ? "a bad same-filled record" : NULL;
 	case SLOT_HUGE:
 		/* the priority bits of a raw cluster name the strongest codec
-		 * that failed to shrink it (recompress.c); no place */
-		return size != len || (flags & SLOT_PLACE) ?
+		 * that failed to shrink it (recompress.c); no bank */
+		return size != len || (flags & SLOT_BANK) ?
 		       "a bad raw cluster record" : NULL;
 	case SLOT_OBJ:
 		if (!size || size > HUGE_LIMIT(len))
@@ -367,7 +367,7 @@ static int record_share(struct uzram *dev, uint64_t idx, uint32_t flags,
 {
 	uint64_t first = img_get64(data);
 	struct slot *t = first < dev->nclusters ? slot_peek(dev, first) : NULL;
-	uint32_t same = SLOT_STATE_MASK | SLOT_PLACE | 0xffffu << SLOT_TAG_SHIFT;
+	uint32_t same = SLOT_STATE_MASK | SLOT_BANK | 0xffffu << SLOT_TAG_SHIFT;
 	struct store_scratch *sc;
 	const void *obj;
 	uint32_t handle;
@@ -404,12 +404,12 @@ static int record_load(struct reader *r, struct uzram *dev, uint64_t idx,
 {
 	int ret = -ENOMEM;
 	struct slot *s = slot_get(dev, idx, &ret);
-	struct content c = { .flags = flags, .place = -1 };
+	struct content c = { .flags = flags, .bank = -1 };
 	uint32_t handle;
 
 	if (!s)
 		return uzram_set_error(ret, "open: %s", ret == -ENOSPC ?
-				       "the page table does not fit in the "
+				       "the slot table does not fit in the "
 				       "memory limit" : "out of memory");
 	if (slot_state(s) != SLOT_EMPTY)
 		return -EBADMSG;      /* seen before; the caller says where */

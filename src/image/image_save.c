@@ -52,7 +52,7 @@
  * memory for its list entry it frees the old object and the save fails
  * with -ENOMEM: an image is complete or it is not written.
  *
- * Codecs: the header names every codec place of every priority, with its
+ * Codecs: the header names every codec bank of every priority, with its
  * dictionary, as the save began. A dictionary change (dict.c) or a new
  * secondary algorithm during the save may make objects with a codec the
  * header does not name; the save then fails with -EAGAIN rather than
@@ -118,7 +118,7 @@ struct writer {
 	uint32_t nrec;           /* records in the block */
 	uint64_t seed;           /* the header's checksum */
 	uint64_t blocks, records;
-	/* the codecs the header names, [prio][place] as when the save began */
+	/* the codecs the header names, [prio][bank] as when the save began */
 	const struct zcomp *codec[IMG_CODECS];
 	uint64_t written;        /* bytes of the file so far */
 	uint64_t flushed;        /* of which write-back was started */
@@ -291,7 +291,7 @@ static int backed_put(struct uzram *dev, struct writer *w, uint64_t idx,
 	}
 	flags = (flags & ~SLOT_STATE_MASK) | state;
 	if (state == SLOT_OBJ && comp_of(dev, flags) !=
-	    w->codec[slot_prio(flags) * 2 + slot_place(flags)])
+	    w->codec[slot_prio(flags) * 2 + slot_bank(flags)])
 		return uzram_set_error(-EAGAIN, "save: an algorithm or a "
 				       "dictionary was set during the save; "
 				       "save again");
@@ -344,7 +344,7 @@ static int content_put(struct uzram *dev, struct writer *w, uint64_t idx,
 	case SLOT_HUGE:
 		/* made by a codec (or dictionary) set after the header */
 		if (state == SLOT_OBJ && comp_of(dev, flags) !=
-		    w->codec[slot_prio(flags) * 2 + slot_place(flags)])
+		    w->codec[slot_prio(flags) * 2 + slot_bank(flags)])
 			return uzram_set_error(-EAGAIN, "save: an algorithm or "
 					       "a dictionary was set during the "
 					       "save; save again");
@@ -403,7 +403,7 @@ static int save_finish(struct uzram *dev, struct image_save *sv,
 }
 
 /*
- * Write the header: the geometry, every codec place with its dictionary,
+ * Write the header: the geometry, every codec bank with its dictionary,
  * and the checksum of it all, which seeds the blocks' (w->seed).
  */
 static int header_write(struct uzram *dev, struct writer *w)

@@ -6,30 +6,30 @@
  * A dictionary belongs to a codec (zcomp_create_dict()): the device's
  * algorithm at priority 0, or a recompression algorithm at 1..3. Objects
  * made with a dictionary decode only with it, so a priority keeps its
- * codecs in two places (core.h): new objects take the current
- * place, and a change of dictionary fills the other one:
+ * codecs in two banks (core.h): new objects take the current
+ * bank, and a change of dictionary fills the other one:
  *
- *   priority p      place 0            place 1
+ *   priority p      bank 0            bank 1
  *                   lz4                lz4 + dict A      <- cur[p] = 1
  *   objects:        made before A      made since
  *
- *   change to B:    1. no object may name place 0 any more: re-encode
- *                      them into place 1 (UZRAM_DICT_REENCODE) or refuse
- *                   2. place 0 = lz4 + dict B, cur[p] = 0
- *                   3. re-encode place 1's objects with B (REENCODE)
+ *   change to B:    1. no object may name bank 0 any more: re-encode
+ *                      them into bank 1 (UZRAM_DICT_REENCODE) or refuse
+ *                   2. bank 0 = lz4 + dict B, cur[p] = 0
+ *                   3. re-encode bank 1's objects with B (REENCODE)
  *
  * Step 1 is what keeps it safe without a lock on the write path: a
- * writer compresses with the codec of the place current when it started,
+ * writer compresses with the codec of the bank current when it started,
  * and checks under the slot lock, before it stores, that this codec is
  * still the current one (store.c's codec_current(): the codec itself, not
- * only its place, which may have been refilled and made current again in
+ * only its bank, which may have been refilled and made current again in
  * between); the count of step 1 takes every slot's lock, so a writer
  * either stored before the count saw it, or finds its codec stale and
- * compresses again. A codec taken out of a place
+ * compresses again. A codec taken out of a bank
  * is kept on the retired list until close: a writer may still be
- * compressing with it. Changes of place are serialized by dict_lock.
- * Objects written back to the tier (SLOT_BACKED) keep their place bit;
- * re-encoding does not fetch them, so a change that would empty a place
+ * compressing with it. Changes of bank are serialized by dict_lock.
+ * Objects written back to the tier (SLOT_BACKED) keep their bank bit;
+ * re-encoding does not fetch them, so a change that would empty a bank
  * some of them still name is refused (-EBUSY) until they are rewritten.
  *
  * Training (uzram_train_dictionary()): a sample of the stored clusters,
@@ -74,7 +74,7 @@ void dict_retired_free(struct uzram *dev)
 	}
 }
 
-/* Pages the objects of one priority hold, per codec place. */
+/* Pages the objects of one priority hold, per codec bank. */
 struct place_count {
 	uint64_t mem[2];     /* in memory */
 	uint64_t backed[2];  /* compressed on the backing store (a raw
@@ -104,17 +104,17 @@ static void count_places(struct uzram *dev, unsigned prio,
 		if (slot_prio(f) != prio)
 			continue;
 		if (state == SLOT_OBJ)
-			pc->mem[slot_place(f)] += pages;
+			pc->mem[slot_bank(f)] += pages;
 		else if (state == SLOT_BACKED &&
 			 backed_size(val) != cluster_len(dev, idx))
-			pc->backed[slot_place(f)] += pages;
+			pc->backed[slot_bank(f)] += pages;
 	}
 }
 
 /*
- * Put zc (owned) in the place of prio that its objects do not use, and make
+ * Put zc (owned) in the bank of prio that its objects do not use, and make
  * it current; see the top of the file. Adds the pages re-encoded to
- * *pages. On failure zc is freed and the places are as they were, but for
+ * *pages. On failure zc is freed and the banks are as they were, but for
  * objects already re-encoded.
  */
 static int dict_install(struct uzram *dev, unsigned prio, struct zcomp *zc,
@@ -225,7 +225,7 @@ UZRAM_API int uzram_dict_info(struct uzram *dev, int prio,
 {
 	const struct zcomp *cur;
 	struct place_count pc;
-	unsigned place;
+	unsigned bank;
 
 	if (!dev || !info)
 		return uzram_set_error(-EINVAL, "dict_info: NULL argument");
@@ -234,10 +234,10 @@ UZRAM_API int uzram_dict_info(struct uzram *dev, int prio,
 		return -EINVAL;
 	memset(info, 0, sizeof(*info));
 	zcomp_dict(cur, &info->dict_size);
-	place = atomic_load_explicit(&dev->cur[prio], memory_order_relaxed);
+	bank = atomic_load_explicit(&dev->cur[prio], memory_order_relaxed);
 	count_places(dev, (unsigned)prio, &pc);
-	info->pages = pc.mem[place] + pc.backed[place];
-	info->pages_previous = pc.mem[!place] + pc.backed[!place];
+	info->pages = pc.mem[bank] + pc.backed[bank];
+	info->pages_previous = pc.mem[!bank] + pc.backed[!bank];
 	return 0;
 }
 

@@ -3,7 +3,7 @@
  * zram's recompress: write with a fast codec, shrink later with a strong
  * one (lz4 then zstd, say).
  *
- * uzram_recompress() walks the page table chunk by chunk, skipping chunks
+ * uzram_recompress() walks the slot table chunk by chunk, skipping chunks
  * never written, once per band of object sizes, largest first (core.h's
  * pp_band(), zram's post-processing buckets), so that a run stopped by the
  * memory limit has re-encoded the largest objects. For each cluster that
@@ -40,8 +40,8 @@
  * shrinks is no longer huge).
  *
  * The same walk re-encodes, for dict.c, the objects a priority made in the
- * codec place it has left when its dictionary changed (core.h): those are
- * kept whatever their new size, so that the old place empties.
+ * codec bank it has left when its dictionary changed (core.h): those are
+ * kept whatever their new size, so that the old bank empties.
  *
  * Idle tracking, as zram's idle file: uzram_mark_idle() sets the idle bit
  * of every stored cluster; a read or a write of the cluster clears it
@@ -69,7 +69,7 @@ enum step { STEP_SKIPPED, STEP_DONE, STEP_NO_GAIN };
 
 /*
  * Whether a pass takes a cluster whose slot has flags f and an object of
- * size bytes, when its priority's codecs are in place cur. The one test,
+ * size bytes, when its priority's codecs are in bank cur. The one test,
  * made without the lock to skip clusters fast (size unknown: pass
  * UINT32_MAX) and again under it.
  */
@@ -80,7 +80,7 @@ static bool pass_takes(const struct recomp_pass *p, uint32_t f, uint32_t size,
 
 	if (p->reencode)
 		return state == SLOT_OBJ && slot_prio(f) == p->prio &&
-		       slot_place(f) != cur;
+		       slot_bank(f) != cur;
 	return slot_selected(f, p->flags & UZRAM_RECOMP_HUGE,
 			     p->flags & UZRAM_RECOMP_IDLE, p->min_age, now) &&
 	       slot_prio(f) < p->prio && size >= p->threshold;
@@ -99,7 +99,7 @@ struct remap_ent {
 	uint32_t old, new;     /* handles; old 0: empty */
 	uint32_t tag_flags;    /* the flags of a slot naming old: its tag */
 	uint32_t old_size, new_size;
-	uint32_t bits;         /* the new state, priority and place */
+	uint32_t bits;         /* the new state, priority and bank */
 };
 
 struct remap {
@@ -161,7 +161,7 @@ static int remap_slot(struct uzram *dev, struct slot *s, uint32_t f,
 		return STEP_SKIPPED;
 	s->val = (uint64_t)e->new_size << 32 | e->new;
 	slot_set_flags(s, (f & ~(SLOT_STATE_MASK | SLOT_PRIO_MASK |
-				 SLOT_PLACE)) | e->bits);
+				 SLOT_BANK)) | e->bits);
 	o->new_size = e->new_size;
 	o->new_state = (enum slot_state)(e->bits & SLOT_STATE_MASK);
 	o->shared = true;
@@ -170,17 +170,17 @@ static int remap_slot(struct uzram *dev, struct slot *s, uint32_t f,
 
 /*
  * Encode the cluster of slot s (flags f, old_size bytes, len plain bytes)
- * with the pass's codec to, in place *place, into *data and *clen. A
+ * with the pass's codec to, in bank *bank, into *data and *clen. A
  * recompression keeps the result only if it is smaller; a re-encode keeps
  * it whatever its size (raw if it does not compress: *new_state), so that
- * no object is left in the place it leaves. Returns a step or a negative
+ * no object is left in the bank it leaves. Returns a step or a negative
  * errno.
  */
 static int encode(struct uzram *dev, struct slot *s,
 		  const struct recomp_pass *p, const struct zcomp *to,
 		  uint32_t f, uint32_t old_size, size_t len,
 		  struct store_scratch *t, const void **data, int *clen,
-		  enum slot_state *new_state, uint32_t *place)
+		  enum slot_state *new_state, uint32_t *bank)
 {
 	uint32_t cap;
 	int ret = slot_decode(dev, s, t->plain, len);
@@ -198,7 +198,7 @@ static int encode(struct uzram *dev, struct slot *s,
 		*data = t->plain;
 		*clen = (int)len;
 		*new_state = SLOT_HUGE;
-		*place = 0;
+		*bank = 0;
 	} else if (*clen == -E2BIG) {
 		if ((f & SLOT_STATE_MASK) == SLOT_HUGE) /* see the top */
 			slot_set_flags(s, (f & ~SLOT_PRIO_MASK) |
@@ -240,7 +240,7 @@ static int swap_in(struct uzram *dev, struct slot *s, uint32_t f,
 		return STEP_SKIPPED;
 	}
 	s->val = (uint64_t)clen << 32 | handle;
-	slot_set_flags(s, (f & ~(SLOT_STATE_MASK | SLOT_PRIO_MASK | SLOT_PLACE |
+	slot_set_flags(s, (f & ~(SLOT_STATE_MASK | SLOT_PRIO_MASK | SLOT_BANK |
 				 SLOT_SHARED)) | bits);
 	o->new_size = (uint32_t)clen;
 	o->new_state = (enum slot_state)(bits & SLOT_STATE_MASK);
@@ -257,7 +257,7 @@ static int recompress_one(struct uzram *dev, struct slot *s, uint64_t idx,
 			  uint32_t now, struct store_scratch *t, struct remap **mp)
 {
 	size_t len = cluster_len(dev, idx);
-	uint32_t f, old_size, old_handle, handle = 0, place;
+	uint32_t f, old_size, old_handle, handle = 0, bank;
 	const struct zcomp *to;
 	enum slot_state state, new_state = SLOT_OBJ;
 	struct step_out o = { 0 };
@@ -267,7 +267,7 @@ static int recompress_one(struct uzram *dev, struct slot *s, uint64_t idx,
 	int ret, clen = 0;
 
 	slot_lock(s);
-	to = comp_at(dev, p->prio, &place);
+	to = comp_at(dev, p->prio, &bank);
 	f = slot_flags(s);
 	state = (enum slot_state)(f & SLOT_STATE_MASK);
 	old_size = slot_size(s);
@@ -278,14 +278,14 @@ static int recompress_one(struct uzram *dev, struct slot *s, uint64_t idx,
 		ret = remap_slot(dev, s, f, e, &o);
 		goto out;
 	}
-	if (!pass_takes(p, f, old_size, place ? 1 : 0, now) ||
+	if (!pass_takes(p, f, old_size, bank ? 1 : 0, now) ||
 	    old_size < lo || old_size >= hi)
 		goto out;
 	shared = dedup_shared(dev, f, old_handle);
 	if (shared && !remap_room(mp))
 		goto out;     /* the next walk takes it */
 	ret = encode(dev, s, p, to, f, old_size, len, t, &data, &clen,
-		     &new_state, &place);
+		     &new_state, &bank);
 	if (ret != STEP_DONE)
 		goto out;
 	ret = zpool_store(dev->pool, data, (size_t)clen, &handle);
@@ -293,7 +293,7 @@ static int recompress_one(struct uzram *dev, struct slot *s, uint64_t idx,
 		goto out;
 	/* a re-encode of priority 0 is made by the codec dedup_find() uses */
 	ret = swap_in(dev, s, f, old_handle, old_size, handle, clen,
-		      new_state | p->prio << SLOT_PRIO_SHIFT | place, shared,
+		      new_state | p->prio << SLOT_PRIO_SHIFT | bank, shared,
 		      p->prio == 0, *mp, &o);
 out:
 	slot_unlock(s);

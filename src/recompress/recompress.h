@@ -18,7 +18,7 @@ struct recomp_pass {
 	unsigned min_age;    /* clusters at least this many ticks old (tier.h) */
 	/*
 	 * Instead: every object of prio itself made in its other codec
-	 * place, kept whatever its new size (a dictionary change).
+	 * bank, kept whatever its new size (a dictionary change).
 	 */
 	bool reencode;
 };
@@ -36,7 +36,7 @@ long recompress_pass(struct uzram *dev, const struct recomp_pass *p);
 long recompress_run(struct uzram *dev, int prio, unsigned flags,
 		    uint32_t threshold, unsigned min_age);
 
-/* dict.c: free the codecs taken out of their places, at close */
+/* dict.c: free the codecs taken out of their banks, at close */
 void dict_retired_free(struct uzram *dev);
 
 #endif

@@ -159,3 +159,14 @@ void tier_kick(struct tier *t)
 	pthread_cond_signal(&t->cond);
 	pthread_mutex_unlock(&t->lock);
 }
+
+/* 0 if dev has a tier; else the error for the call named what. */
+int tier_need(struct uzram *dev, const char *what)
+{
+	if (!dev)
+		return uzram_set_error(-EINVAL, "%s: NULL device", what);
+	if (!dev->tier)
+		return uzram_set_error(-ENODEV, "%s: the device has no backing "
+				       "store", what);
+	return 0;
+}

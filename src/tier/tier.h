@@ -194,6 +194,8 @@ int space_alloc(struct space *sp, unsigned head, uint32_t len, uint64_t *off);
 void space_free(struct tier *t, uint64_t off, uint32_t len);
 /* Bytes held: segments not free. */
 uint64_t space_used(struct space *sp);
+/* 0 if dev (not NULL) has a tier; else the error for the call named what. */
+int tier_need(struct uzram *dev, const char *what);
 /* space_free() of dev's tier: the store's backed_free hook. */
 void tier_free(struct uzram *dev, uint64_t off, uint32_t len);
 
@@ -224,7 +226,7 @@ void tier_kick(struct tier *t);
 void tier_policy_step(struct uzram *dev);
 /*
  * The same, run by a writer that needs need bytes of memory under the
- * limit and cannot write through (a chunk of the page table): until memory
+ * limit and cannot write through (a chunk of the slot table): until memory
  * is under the low watermark and need bytes under the limit, or nothing
  * more can go. The caller holds no slot lock.
  */
@@ -244,6 +246,12 @@ struct wb_params {
 	unsigned min_age;            /* ticks; 0: any */
 };
 long writeback_run(struct uzram *dev, const struct wb_params *p);
+
+/*
+ * backing_compact.c: compact the backing store (the caller holds wb_lock):
+ * segments at most half live, or below 3/4 with all. Bytes freed, or a
+ * negative errno.
+ */
 long backing_compact_locked(struct uzram *dev, bool all);
 /* Whether the backing store holds more than about twice the live bytes. */
 bool backing_needs_compaction(struct uzram *dev);

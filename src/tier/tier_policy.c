@@ -37,7 +37,7 @@
  * Every step is counted (policy_runs, policy_recompressed,
  * policy_written_back in the stats).
  *
- * A writer that needs a new chunk of the page table while memory is full
+ * A writer that needs a new chunk of the slot table while memory is full
  * cannot write through (the slot itself is memory), so it runs a step
  * itself, as the kernel's direct reclaim does (tier_make_room): down to
  * the low watermark or further, until the chunk fits, instead of failing

@@ -17,8 +17,8 @@
  *   +-------------------------------+     in the zspage's tail if it fits,
  *                                          else malloc'ed) frame, inuse,
  *                                          free_head, owner[objs]: handle in
- *   size class c (one per size)            each object place, or OBJ_FREE |
- *                                          the next free place's obj_idx
+ *   size class c (one per size)            each object spot, or OBJ_FREE |
+ *                                          the next free spot's obj_idx
  *   +-----------------------------------+
  *   | lock, size, pages, objs           |
  *   | group[0..7]: non-full zspages, by |  fullness group = inuse * 8 / objs
@@ -35,7 +35,7 @@
  * up to 4 KiB. Objects never straddle zspages, and a zspage is contiguous,
  * so any object is read in place.
  *
- * A class that has no zspage yet first borrows free places of bigger classes
+ * A class that has no zspage yet first borrows free spots of bigger classes
  * (up to 1/8 bigger), for at most one zspage's worth of objects, see
  * zp_borrow(): a size that stays rare then costs some rounding instead of a
  * zspage of its own that stays mostly empty, which is what dominates a
@@ -61,15 +61,15 @@
  * Reading (zpool_map): load the cell, add one to the pin counter of the
  * frame it points into, then load the cell again; if it changed, the object
  * moved: unpin and retry. A reader never waits, not even for a compaction
- * that is moving that very zspage: it reads the object at its old place,
+ * that is moving that very zspage: it reads the object at its old spot,
  * which compaction copies from but never writes or gives away while pinned.
  * zpool_unmap() unpins the frame of the address zpool_map() returned, as
  * the cell may point elsewhere by then.
  *
- * Why this is enough: compaction copies an object to its new place, stores
+ * Why this is enough: compaction copies an object to its new spot, stores
  * the new offset, and after the last move of a zspage does an atomic
  * read-modify-write on its pin counter; it lets stores reuse the zspage's
- * places, or retires it, only once that counter read zero. Every pin is an
+ * spots, or retires it, only once that counter read zero. Every pin is an
  * atomic RMW of the same counter, so each either comes before compaction's
  * RMW (which then sees it and waits for its unpin) or after it (and then
  * the second load of the cell sees the new offset). Until the pins drain

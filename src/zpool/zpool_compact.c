@@ -6,9 +6,9 @@
  * other non-full zspage as destination, waits a bounded time for the
  * source to have no pins, copies each live object into the destination and
  * publishes the new offset with a release store, while readers go on
- * reading the old places. Then it waits, again a bounded time (so a thread
+ * reading the old spots. Then it waits, again a bounded time (so a thread
  * that holds a mapping while it frees cannot deadlock), for the readers of
- * the old places to unpin, and retires the source once it is empty; its
+ * the old spots to unpin, and retires the source once it is empty; its
  * frame goes to the cache of resident frames (zpool_frame.c), where the
  * next zspage of any class finds it. A source whose readers stay goes to
  * the class's draining list instead, and the next compaction of the class
@@ -17,7 +17,7 @@
  * zpool_compact() does it for every class and then gives the cache back to
  * the OS; zpool_free() does at most AUTO_COMPACT_BUDGET zspages of its own
  * class when that class has over 25% and at least two zspages' worth of
- * free places, so a writer's latency stays bounded.
+ * free spots, so a writer's latency stays bounded.
  *
  * The pin protocol that makes moving safe under lock-free readers is
  * described at the top of zpool.c, and so are the lock rules.
@@ -36,7 +36,7 @@ static bool can_compact(const struct size_class *c)
 	return c->objs > 1 && free_objs(c) >= c->objs;
 }
 
-/* The class wastes over 25% of its places, and two zspages or more. */
+/* The class wastes over 25% of its spots, and two zspages or more. */
 static bool should_compact(const struct size_class *c)
 {
 	uint64_t f = free_objs(c);
@@ -71,7 +71,7 @@ static bool pins_drain(struct zpool *pool, uint32_t frame, unsigned patience)
 }
 
 /*
- * The objects have left src's places (all, or some if the destinations ran
+ * The objects have left src's spots (all, or some if the destinations ran
  * out). A reader may still read one there: src goes back to its group, or
  * is retired, only once its pins drained; until then it waits in the
  * draining list, where no store and no compaction picks it. Returns the
@@ -188,7 +188,7 @@ static long compact_class(struct zpool *pool, struct size_class *c,
 
 /*
  * After compact_class(), c has at most one non-full zspage. Move its
- * objects into free places of a bigger class, as zpool_store() would have
+ * objects into free spots of a bigger class, as zpool_store() would have
  * borrowed them, when the rounding that costs is less than the zspage
  * (which makes a compacted pool as small as one filled afresh with the
  * same objects). Returns the pages freed.

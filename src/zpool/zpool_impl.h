@@ -76,7 +76,7 @@ struct zspage {
 	uint32_t prev, next;        /* in class->group[group], frame + 1 */
 	uint32_t frame;
 	uint16_t inuse;
-	uint16_t free_head;         /* first free place's obj_idx, or OBJ_NIL */
+	uint16_t free_head;         /* first free spot's obj_idx, or OBJ_NIL */
 	uint8_t group;
 	uint8_t resident;           /* pages of the frame resident, >= pages
 				     * of the class; see zpool_frame.c */
@@ -252,7 +252,7 @@ static inline struct zspage *sparsest(const struct size_class *c)
 	return NULL;
 }
 
-/* ---- object places and handles (class lock held) ---- */
+/* ---- object spots and handles (class lock held) ---- */
 
 static inline uint32_t obj_alloc(struct zspage *zs, uint32_t handle)
 {

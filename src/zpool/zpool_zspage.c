@@ -1,5 +1,5 @@
 /*
- * zpool_zspage.c - making and retiring zspages, and borrowing free places of
+ * zpool_zspage.c - making and retiring zspages, and borrowing free spots of
  * bigger classes; below both zpool.c (store, free) and zpool_compact.c.
  *
  * The layout, the borrowing policy and the lock rules are described at the
@@ -80,9 +80,9 @@ void zp_zspage_retire(struct zpool *pool, struct size_class *c,
 }
 
 /*
- * Return a class bigger than c (locked) that has `need` free places and
+ * Return a class bigger than c (locked) that has `need` free spots and
  * wastes at most BORROW_WASTE / 64 of size per object, locked, or NULL.
- * A rare size then fills the free places of its neighbours instead of
+ * A rare size then fills the free spots of its neighbours instead of
  * opening a zspage of its own that would stay mostly empty. Try-locks
  * only: c's lock is held.
  */

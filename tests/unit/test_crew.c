@@ -26,36 +26,19 @@
 
 #define PG ((uint64_t)UZRAM_PAGE_SIZE)
 
-static uint8_t *corpus;
-static size_t corpus_len;
-
-static int load_corpus(void **state)
-{
-	(void)state;
-	corpus = tu_corpus_mix(4u << 20, 4u << 20, &corpus_len);
-	return 0;
-}
-
-static int free_corpus(void **state)
-{
-	(void)state;
-	free(corpus);
-	return 0;
-}
+TU_CORPUS_MIX(4u << 20, 4u << 20)
 
 static struct uzram *open_dev(uint64_t size, uint32_t cluster,
 			      uint32_t threads, uint64_t limit)
 {
 	struct uzram_config cfg;
-	struct uzram *dev = NULL;
 
 	uzram_config_init(&cfg);
 	cfg.size = size;
 	cfg.cluster_size = cluster;
 	cfg.threads = threads;
 	cfg.mem_limit = limit;
-	assert_int_equal(uzram_open(&cfg, &dev), 0);
-	return dev;
+	return tu_open(&cfg, "open_dev");
 }
 
 static void test_bad_threads(void **state)
@@ -273,5 +256,5 @@ int main(void)
 		cmocka_unit_test(test_lock_figures),
 	};
 
-	return cmocka_run_group_tests(tests, load_corpus, free_corpus);
+	return tu_run_tests(tests, load_corpus, free_corpus);
 }

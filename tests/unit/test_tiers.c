@@ -362,7 +362,7 @@ static void test_write_through(void **state)
 }
 
 /*
- * Memory full when a write needs a new chunk of the page table: the writer
+ * Memory full when a write needs a new chunk of the slot table: the writer
  * makes room itself. Watermarks of 100% and 99% keep the policy thread
  * idle (the pool, capped at the limit minus the table, never passes 99%),
  * so only the writer's own step can free the chunk's 256 KiB.
@@ -733,5 +733,5 @@ int main(void)
 		cmocka_unit_test(test_clusters),
 	};
 
-	return cmocka_run_group_tests(tests, load_corpus, free_corpus);
+	return tu_run_tests(tests, load_corpus, free_corpus);
 }

@@ -516,5 +516,5 @@ int main(void)
 		cmocka_unit_test(test_threads),
 	};
 
-	return cmocka_run_group_tests(tests, corpus_setup, corpus_teardown);
+	return tu_run_tests(tests, corpus_setup, corpus_teardown);
 }

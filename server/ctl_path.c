@@ -1,5 +1,5 @@
 /*
- * ctlpath.c - where a server's control socket lives, found the same way
+ * ctl_path.c - where a server's control socket lives, found the same way
  * by `uzram serve` (which binds it) and `uzram stat` / `uzram ctl` (which
  * connect to it), and the checks that keep another user from standing in
  * for the server.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t70-tiers.sh - the second tier with a backing file: `uzram serve
+# t69-tiers.sh - the second tier with a backing file: `uzram serve
 # --mem-limit --backing` takes an nbdcopy of more data than its memory
 # holds, with no operator command and no failed request, keeps within the
 # limit and gives every byte back; `uzram ctl writeback` in each mode, with
@@ -44,7 +44,7 @@ bd=$(json_get "$T/snap.json" "j['bd_count']")
 max=$(field a mem_used_max)
 ((max <= LIMIT + 64 * 1024)) || fail "mem_used_max $max for a limit of $LIMIT"
 rss=$(($(ps -o rss= -p "${PID[a]}") * 1024))
-# near the limit: the rest is the page table, buffers and the program
+# near the limit: the rest is the slot table, buffers and the program
 ((rss < LIMIT + 24 * MiB)) || fail "RSS $rss for a limit of $LIMIT"
 echo "   $N bytes ($compr compressed) in $LIMIT of memory: mem_used_max $max," \
 	"RSS $rss, $(field a bd_count) pages on the backing store"

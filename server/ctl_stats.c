@@ -1,5 +1,5 @@
 /*
- * stats.c - the figures `uzram stat` and SIGUSR1 report: the device's
+ * ctl_stats.c - the figures `uzram stat` and SIGUSR1 report: the device's
  * (uzram_stats(), uzram_dict_info()) and the server's counters, as one
  * JSON object or as aligned "name value" lines.
  */
@@ -9,31 +9,12 @@
 #include <time.h>
 
 #include "internal.h"
+#include "../common/json.h"
 
 static const char *const cmd_names[NBD_CMD_NR + 1] = {
 	"read", "write", "disc", "flush", "trim", "cache", "write_zeroes",
 	"block_status", "unknown",
 };
-
-const char *json_escape(const char *s, char *out, size_t n)
-{
-	size_t j = 0;
-
-	for (; *s && j + 7 < n; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\') {
-			out[j++] = '\\';
-			out[j++] = (char)ch;
-		} else if (ch < 0x20) {
-			j += (size_t)snprintf(out + j, n - j, "\\u%04x", ch);
-		} else {
-			out[j++] = (char)ch;
-		}
-	}
-	out[j] = '\0';
-	return out;
-}
 
 struct figure {
 	const char *name;
