@@ -249,6 +249,8 @@ check-sanitizers:
 check-integration: all $(CORPUS_READY)
 	@test -n "$(INTEGRATION_RUN)" || { echo "check-integration: no script '$(T)' (known: $(notdir $(INTEGRATION)))" >&2; exit 1; }
 	@test $(words $(INTEGRATION_RUN)) = 1 -o -z "$(T)" || { echo "check-integration: T=$(T) names $(INTEGRATION_RUN)" >&2; exit 1; }
+	@dups=$$(printf '%s\n' $(notdir $(INTEGRATION)) | cut -d- -f1 | sort | uniq -d); \
+		test -z "$$dups" || { echo "check-integration: script numbers used twice: $$dups" >&2; exit 1; }
 	@mkdir -p $(dir $(TEST_RESULTS))
 	@set -e; for t in $(INTEGRATION_RUN); do \
 		echo "== $$t"; UZRAM=$(abspath $(BUILD)/uzram) \

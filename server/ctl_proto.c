@@ -47,9 +47,12 @@ static int take_u64(const char **p, const char *end, uint64_t max,
 	if (s == end || *s < '0' || *s > '9')
 		return -1;
 	for (; s < end && *s != ' '; s++) {
-		if (*s < '0' || *s > '9' || v > (max - (uint64_t)(*s - '0')) / 10)
+		uint64_t d = (uint64_t)(*s - '0');
+
+		/* v * 10 + d <= max, without wrapping (max may be below 9) */
+		if (*s < '0' || *s > '9' || d > max || v > (max - d) / 10)
 			return -1;
-		v = v * 10 + (uint64_t)(*s - '0');
+		v = v * 10 + d;
 	}
 	*p = s;
 	*out = v;
