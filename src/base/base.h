@@ -90,9 +90,9 @@ static inline void lockstat_mutex_lock(pthread_mutex_t *m, enum lock_kind k)
 }
 
 /*
- * spin (inline, in this header): waiting for another thread's short critical section: the one
- * spin-then-yield backoff of the slot locks (core.h) and the allocator's
- * pins and migrations (zpool*.c).
+ * The spin wait (inline, in this header): waiting for another thread's
+ * short critical section, the one spin-then-yield backoff of the slot
+ * locks (core.h) and the allocator's pins and migrations (zpool/).
  */
 
 /* Tell the CPU this is a spin-wait loop (no-op where it has no hint). */

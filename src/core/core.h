@@ -24,7 +24,8 @@
 #include "base/base.h"
 
 /*
- * slot (inline, in this header): one entry of the slot table and its lock.
+ * The slot (inline, in this header): one entry of the slot table and its
+ * lock.
  *
  * Every cluster of the device (the unit of compression: one page by
  * default, up to 16; see store.c) has a 16-byte slot, as every page has its
@@ -369,7 +370,7 @@ void stats_snapshot(const struct stats *st, struct zpool *pool,
 void stats_dedup(const struct stats *st, struct uzram_stats *out);
 
 /*
- * struct uzram (made by device/device.c): the device structure and its lifetime (device.c), shared by
+ * struct uzram: the device, made and closed by device/device.c, shared by
  * every part of the library that works on a device; the cluster I/O on it
  * is the store's (store.c).
  *
@@ -567,10 +568,10 @@ static inline const struct zcomp *comp_of(struct uzram *dev, uint32_t flags)
 }
 
 /*
- * store.c, content.c, scratch.c: cluster I/O on a device (struct uzram, above): the one
- * reader of a slot, the contents a slot holds and their accounting, the
- * store's per-thread buffers, and walks over the table. Private to the
- * library.
+ * store.c, content.c, scratch.c, mem_limit.c: cluster I/O on a device
+ * (struct uzram, above): the one reader of a slot, the contents a slot
+ * holds and their accounting (content.c), the store's per-thread buffers
+ * (scratch.c), and walks over the table.
  */
 
 struct zcomp;
@@ -693,8 +694,8 @@ static inline void pp_band(size_t csize, int k, int nbands, uint32_t *lo,
 }
 
 /*
- * crew.c: the write crew, an optional pool of threads that share a large request's
- * clusters with the calling thread.
+ * crew.c: the write crew, an optional pool of threads that share a large
+ * request's clusters with the calling thread.
  */
 
 struct crew;

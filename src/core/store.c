@@ -36,8 +36,8 @@
  * past the limit is not made, and the write needing it fails with -ENOSPC
  * (otherwise zeroing a large device with NO_HOLE grew the table, 16 bytes
  * a cluster, outside any limit), unless a tier can write enough back first
- * (tier_make_room()). The allocator's own limit is kept at mem_limit minus
- * the table (table_limit_apply()).
+ * (the make_room hook: tier_make_room()). The allocator's own limit is
+ * kept at mem_limit minus the table (table_limit_apply()).
  *
  * Writing a cluster. A whole cluster is classified and compressed into the
  * thread's own buffer and stored in the allocator before the slot is even
@@ -52,7 +52,8 @@
  * (uzram.h says which).
  * While uzram_save() runs, the old object of a cluster the save has not
  * copied yet is handed to the save instead of being freed (copy on write,
- * see image_save.c); the write does not wait for the save.
+ * see image_save.c, reached through dev->save_hooks); the write does not
+ * wait for the save.
  *
  * Rewriting what is stored. Copies, re-syncs and file systems write back
  * many clusters unchanged, and a compression costs many times what a
@@ -66,7 +67,8 @@
  * XXH3 in dedup.c's index before it is compressed, and a match confirmed
  * byte for byte is stored as a reference to that object; every object is
  * freed through dedup.c (content_free()), which frees it with its last
- * reference.
+ * reference. The store reaches dedup and the tier only through dev->hooks
+ * (core.h's struct store_hooks), which the device fills in.
  *
  * Reading a cluster takes the slot lock shared, maps the object (pinning it
  * against compaction), decompresses (with the codec that made the object:

@@ -233,10 +233,10 @@ void tier_policy_step(struct uzram *dev);
 void tier_make_room(struct uzram *dev, uint64_t need);
 
 /*
- * writeback.c: the internals of uzram_writeback(), for the policy too: clusters in
- * [first, last] matching flags, stamps at least min_age ticks old,
- * until max_pages pages or free_bytes bytes of memory were moved (0: no
- * bound). The caller holds wb_lock. Pages moved, or a negative errno.
+ * writeback.c: the internals of uzram_writeback(), for the policy too:
+ * clusters in [first, last] matching flags, stamps at least min_age ticks
+ * old, until max_pages pages or free_bytes bytes of memory were moved (0:
+ * no bound). The caller holds wb_lock. Pages moved, or a negative errno.
  */
 struct wb_params {
 	unsigned flags;
