@@ -19,6 +19,8 @@ struct dedup;
 struct store_scratch;
 struct uzram;
 
+/* ---- dedup.c: the index ---- */
+
 /*
  * A new, empty index in dev->dedup: 0 or -ENOMEM. Its bytes, now and as it
  * grows, are kept in dev->index_bytes, which counts against mem_limit as
@@ -105,6 +107,8 @@ void dedup_insert_loaded(struct uzram *dev, const struct content *c,
  */
 bool dedup_share(struct uzram *dev, uint32_t flags, uint32_t handle);
 
+/* ---- dedup_place.c: a save's map of shared objects ---- */
+
 /*
  * Images keep the sharing (image-format.md, version 2): the first record of
  * a shared object holds its bytes, and later ones name that record's
@@ -133,6 +137,8 @@ int dedup_saved_find_place(struct uzram *dev, struct dedup_saved **sv,
 /* Drop the save's references and free sv (NULL is accepted). */
 void dedup_saved_free(struct uzram *dev, struct dedup_saved *sv);
 
+/* ---- dedup_place.c: shared places on the backing store ---- */
+
 /*
  * Shared objects on the backing store (writeback.c). Writeback writes a
  * shared object once and switches each slot that names it to that place,
@@ -147,7 +153,8 @@ void dedup_saved_free(struct uzram *dev, struct dedup_saved *sv);
  * dedup_place_get(): one more slot names off, which is held (false if it
  * has no entry). dedup_place_put(): one slot fewer.
  * Release and put return true when nothing names or holds the place any
- * more: the caller gives its space back (space_free()).
+ * more: the caller gives its space back (space_free(), or the store's
+ * backed_free hook).
  */
 bool dedup_place_hold(struct uzram *dev, uint32_t flags, uint64_t off);
 bool dedup_place_release(struct uzram *dev, uint32_t flags, uint64_t off);

@@ -26,6 +26,8 @@
 
 struct zpool;
 
+/* ---- zpool_region.c: the pool's lifetime, limit and figures ---- */
+
 /*
  * Create a pool for objects of at most max_object bytes (a multiple of 16,
  * at most 64 KiB) that may hold up to max_objects live objects at once;
@@ -41,6 +43,8 @@ void zpool_set_limit(struct zpool *pool, uint64_t bytes);
 
 /* Restart the high-water mark (mem_used_max) from the current mem_used. */
 void zpool_reset_max(struct zpool *pool);
+
+/* ---- zpool.c: objects ---- */
 
 /*
  * Allocate an object of `size` bytes (1..max_object), copy `data` into it and
@@ -71,6 +75,8 @@ void zpool_free(struct zpool *pool, uint32_t handle);
 const void *zpool_map(struct zpool *pool, uint32_t handle);
 void zpool_unmap(struct zpool *pool, const void *obj);
 
+/* ---- zpool_compact.c ---- */
+
 /*
  * Move objects from sparse zspages into fuller ones of the same size class
  * and give every page that holds no object back to the OS: emptied zspages
@@ -81,6 +87,7 @@ void zpool_unmap(struct zpool *pool, const void *obj);
  */
 long zpool_compact(struct zpool *pool);
 
+/* zpool_region.c */
 struct zpool_stats {
 	uint64_t mem_used;        /* bytes held from the OS: zspage pages
 				   * plus the pool's own metadata */
