@@ -83,11 +83,12 @@ static const struct cli_option serve_opts[] = {
 	{ NULL, 0, 0, NULL, NULL },
 };
 
-static const struct cli_command serve_cmd = {
+const struct cli_command serve_cmd = {
 	.name = "serve",
 	.summary = "Export a new device (or --image) over NBD until SIGINT or SIGTERM.\n",
-	.shorts = "",
+	.shorts = "h",
 	.opts = serve_opts,
+	.brief = "export a compressed RAM device over NBD",
 };
 
 struct recomp_opt {
