@@ -29,6 +29,9 @@
 static const struct cli_option stat_opts[] = {
 	CLIENT_OPTIONS,
 	{ "json", 'j', no_argument, NULL, "the figures as one JSON object" },
+	{ "prometheus", 'p', no_argument, NULL,
+	  "the figures in Prometheus's text format, as for\n"
+	  "node_exporter's textfile collector" },
 	{ NULL, 0, 0, NULL, NULL },
 };
 
@@ -120,7 +123,7 @@ const struct cli_command ctl_cmd = {
 struct client_args {
 	const char *who;
 	const char *sock, *ctl, *port;
-	bool *json;
+	bool *json, *prom;
 };
 
 static int client_take(void *ctx, int key, char *arg)
@@ -151,6 +154,9 @@ static int client_take(void *ctx, int key, char *arg)
 	case 'j':
 		*a->json = true;
 		return 0;
+	case 'p':
+		*a->prom = true;
+		return 0;
 	default:
 		return 2; /* not in the tables */
 	}
@@ -159,14 +165,14 @@ static int client_take(void *ctx, int key, char *arg)
 /*
  * The options of stat and ctl (cmd): where the server is (--socket PATH,
  * --tcp [HOST:]PORT, --ctl-socket PATH, or --mount DIR, a directory of
- * `uzram mount`; ./uzram.sock by default), --help, and stat's --json.
+ * `uzram mount`; ./uzram.sock by default), --help, and stat's --json and --prometheus.
  * Puts the control socket's path in path (PATH_MAX bytes). Returns -1 to
  * go on, or the exit status.
  */
 static int client_options(int argc, char **argv, const struct cli_command *cmd,
-			  const char *who, char *path, bool *json)
+			  const char *who, char *path, bool *json, bool *prom)
 {
-	struct client_args a = { .who = who, .json = json };
+	struct client_args a = { .who = who, .json = json, .prom = prom };
 	int r = cli_parse(cmd, argc, argv, client_take, &a);
 
 	if (r >= 0)
@@ -185,9 +191,9 @@ static int client_options(int argc, char **argv, const struct cli_command *cmd,
 int cmd_stat(int argc, char **argv)
 {
 	char path[PATH_MAX];
-	bool json = false;
+	bool json = false, prom = false;
 	int r = client_options(argc, argv, &stat_cmd, "uzram stat", path,
-			       &json);
+			       &json, &prom);
 
 	if (r >= 0)
 		return r;
@@ -195,7 +201,12 @@ int cmd_stat(int argc, char **argv)
 		cli_usage(&stat_cmd, stderr);
 		return 2;
 	}
-	return nbd_server_ctl(path, json ? "json\n" : "text\n", "uzram stat");
+	if (json && prom) {
+		fprintf(stderr, "uzram stat: --json and --prometheus are exclusive\n");
+		return 2;
+	}
+	return nbd_server_ctl(path, json ? "json\n" : prom ? "prometheus\n" :
+			      "text\n", "uzram stat");
 }
 
 /* "recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]" */
@@ -303,7 +314,8 @@ int cmd_ctl(int argc, char **argv)
 {
 	char path[PATH_MAX], req[PATH_MAX + 16], cwd[PATH_MAX];
 	unsigned long long v;
-	int r = client_options(argc, argv, &ctl_cmd, "uzram ctl", path, NULL);
+	int r = client_options(argc, argv, &ctl_cmd, "uzram ctl", path, NULL,
+			       NULL);
 
 	if (r >= 0)
 		return r;
