@@ -6,6 +6,10 @@
 # warning from man; -h works for every subcommand; the completion completes
 # commands, options, option values and ctl's commands.
 #
+# libuzram(3) names every UZRAM_API function of include/uzram.h, and
+# uzram.conf(5) every key systemd/uzram-generator takes (when the tree
+# has the generator).
+#
 # The pages and the completion are made from the option tables by
 # uzram-gendoc (mk/man.mk), so this fails when a page is stale or a
 # section is written by hand that should be generated.
@@ -26,7 +30,7 @@ long_options()
 # The OPTIONS section of a rendered page, up to the next section.
 options_section()
 {
-	man -l "$1" | col -b | awk '/^OPTIONS$/ { on = 1; next } /^[A-Z]/ { on = 0 } on'
+	man -l "$1" | col -bx | awk '/^OPTIONS$/ { on = 1; next } /^[A-Z]/ { on = 0 } on'
 }
 
 step "every page renders without warnings"
@@ -77,6 +81,33 @@ for cmd in "${COMMANDS[@]}"; do
 	diff -u "$T/$cmd.help.opts" "$T/$cmd.comp.opts" >"$T/diff" ||
 		fail "the completion of 'uzram $cmd --' differs from --help: $(cat "$T/diff")"
 done
+
+step "libuzram(3) names every function of uzram.h"
+ROOT=$(cd "$ITEST_DIR/../.." && pwd)
+# a rendered page with words hyphenated across lines joined again
+rendered()
+{
+	man -l "$1" | col -bx | LC_ALL=C sed -e ':a' -e 'N' -e '$!ba' -e 's/\xe2\x80\x90\n *//g'
+}
+rendered "$BUILD/man/libuzram.3" >"$T/lib.txt"
+fns=$(sed -n 's/^UZRAM_API [^(]*[ *]\(uzram_[a-z_]*\)(.*/\1/p' "$ROOT/include/uzram.h")
+[[ -n $fns ]] || fail "no UZRAM_API function found in include/uzram.h"
+for fn in $fns; do
+	grep -q "\<$fn()" "$T/lib.txt" || fail "libuzram(3) does not name $fn()"
+done
+
+if [[ -f $ROOT/systemd/uzram-generator ]]; then
+	step "uzram.conf(5) names every key of uzram-generator"
+	rendered "$BUILD/man/uzram.conf.5" >"$T/conf.txt"
+	# keys_TYPE="..." lists, maybe over several lines; not the $keys_x in them
+	keys=$(awk '/^keys_[a-z]*="/ { on = 1; sub(/^keys_[a-z]*="/, "") }
+		on { line = $0; if (sub(/".*/, "", line)) on = 0; print line }' \
+		"$ROOT/systemd/uzram-generator" | tr ' \t' '\n\n' | grep -v '^\$' | grep . | sort -u)
+	[[ -n $keys ]] || fail "no keys_* lists in systemd/uzram-generator"
+	for k in $keys; do
+		grep -q -- "\(^\|[ ,]\)$k\($\|[ ,]\)" "$T/conf.txt" || fail "uzram.conf(5) does not name the key $k"
+	done
+fi
 
 step "uzram --help names each ctl command once"
 for w in compact mem-limit reset-max idle recompress writeback writeback-limit \
