@@ -65,7 +65,9 @@ static void scd_options(const struct cli_command *cmd, FILE *f)
 			fprintf(f, "-%c*, *", o->key);
 		scd_text(f, syn, strlen(syn));
 		fputs("*\n", f);
-		scd_paragraph(f, o->help);
+		/* --help's "this text" is the usage, not this page */
+		scd_paragraph(f, o->key == 'h' ? "print the usage and every option, "
+			      "and exit" : o->help);
 	}
 	if (!cmd->words)
 		return;
