@@ -49,7 +49,7 @@ static const struct cli_option ctl_opts[] = {
 	{ NULL, 0, 0, NULL, NULL },
 };
 
-/* The COMMANDs of `uzram ctl`: its usage, uzram(1), uzram-ctl(1), the completion. */
+/* The COMMANDs of `uzram ctl`: its usage, the man pages, the completion. */
 static const struct cli_word ctl_words[] = {
 	{ "compact", NULL,
 	  "move objects out of sparse allocator pages, give back\n"
@@ -165,7 +165,8 @@ static int client_take(void *ctx, int key, char *arg)
 /*
  * The options of stat and ctl (cmd): where the server is (--socket PATH,
  * --tcp [HOST:]PORT, --ctl-socket PATH, or --mount DIR, a directory of
- * `uzram mount`; ./uzram.sock by default), --help, and stat's --json and --prometheus.
+ * `uzram mount`; ./uzram.sock by default), --help, and stat's --json and
+ * --prometheus.
  * Puts the control socket's path in path (PATH_MAX bytes). Returns -1 to
  * go on, or the exit status.
  */

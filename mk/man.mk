@@ -4,7 +4,7 @@
 #   make man          build/man/*.1, *.3, *.5 (scdoc)
 #   make completion   build/completion/uzram (bash)
 #   make check-man    both, and the test that they agree with --help
-#                     (tests/integration/t70-man.sh runs in make test too)
+#                     (tests/integration/t75-man.sh runs in make test too)
 #
 # A page's source may hold the lines @SYNOPSIS@, @OPTIONS@ (uzram-CMD.1:
 # the command's, CMD from the file name) and @COMMANDS@ (uzram.1): each is
@@ -43,8 +43,9 @@ $(BUILD)/completion/uzram: $(GENDOC)
 	@mkdir -p $(@D)
 	$(GENDOC) bash > $@.tmp && bash -n $@.tmp && mv $@.tmp $@
 
-check-man: all
-	UZRAM=$(abspath $(BUILD)/uzram) bash tests/integration/t70-man.sh
+check-man: all $(CORPUS_READY)
+	UZRAM=$(abspath $(BUILD)/uzram) UZRAM_TEST_CORPUS=$(CORPUS_DIR) \
+		bash tests/integration/t75-man.sh
 
 # make install puts them where man and bash-completion look.
 .PHONY: install-man

@@ -10,9 +10,10 @@
  * and runs it. So a silent control client, or a compact or recompress
  * that runs for seconds, never delays new NBD clients or a signal.
  *
- * A request is one line: "json", "text", "prometheus" (metrics.c), "compact", "mem-limit BYTES",
- * "reset-max", "idle" or "recompress PRIORITY FLAGS THRESHOLD", as zram's
- * compact, mem_limit, mem_used_max, idle and recompress files; the tier's
+ * A request is one line: "json", "text", "prometheus" (metrics.c),
+ * "compact", "mem-limit BYTES", "reset-max", "idle" or "recompress
+ * PRIORITY FLAGS THRESHOLD", as zram's compact, mem_limit, mem_used_max,
+ * idle and recompress files; the tier's
  * "idle SECONDS", "writeback FLAGS LIMIT [FIRST LAST]", "writeback-limit
  * ENABLE PAGES" and "backing-compact", as zram's idle (with an age),
  * writeback, writeback_limit_enable/writeback_limit and nothing (the
@@ -36,9 +37,9 @@
 
 #include "internal.h"
 
-#define KNOWN "known: json, text, prometheus, compact, mem-limit BYTES, reset-max, " \
-	      "idle [SECONDS], recompress PRIORITY FLAGS THRESHOLD, writeback " \
-	      "FLAGS LIMIT [FIRST LAST], writeback-limit ENABLE PAGES, " \
+#define KNOWN "known: json, text, prometheus, compact, mem-limit BYTES, " \
+	      "reset-max, idle [SECONDS], recompress PRIORITY FLAGS THRESHOLD, " \
+	      "writeback FLAGS LIMIT [FIRST LAST], writeback-limit ENABLE PAGES, " \
 	      "backing-compact, train-dict PRIORITY SIZE"
 
 /*

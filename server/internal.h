@@ -94,9 +94,10 @@ int format_stats(struct server *srv, bool json, char *out, size_t n);
 
 /* metrics.c: the figures in Prometheus's text format; 0, or -1 if cut. */
 int format_prometheus(struct server *srv, char *out, size_t n);
-/* metrics_http.c: --metrics: listen where srv->cfg says; 0 or -1 after a message. */
+/* metrics_http.c: --metrics: listen where srv->cfg says; 0, or -1 after a
+ * message. */
 int metrics_listen(struct server *srv);
-/* metrics_http.c: accept one HTTP client on srv->mfd, answer it in a thread. */
+/* metrics_http.c: accept an HTTP client on srv->mfd, answer it in a thread. */
 void serve_metrics(struct server *srv);
 /* metrics_http.c: close srv->mfd and remove its Unix socket, if any. */
 void metrics_close(struct server *srv);
@@ -168,7 +169,8 @@ struct nbd_ctl_req {
  */
 int nbd_ctl_parse(const char *line, size_t len, struct nbd_ctl_req *rq,
 		  char *err, size_t n);
-/* Run a parsed request other than json/text/prometheus on dev; the reply in out. */
+/* Run a parsed request other than json, text and prometheus on dev; the
+ * reply in out. */
 void nbd_ctl_execute(struct uzram *dev, const struct nbd_ctl_req *rq,
 		     char *out, size_t n);
 

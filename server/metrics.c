@@ -8,10 +8,10 @@
  * unit in the name (_bytes, _seconds), _total for counters, no _total on
  * gauges. Each metric has HELP and TYPE lines, and its HELP ends with
  * "(stat: NAME)", the figure's name in `uzram stat --json`, which is how
- * tests/integration/t71-metrics.sh ties the two together. Every series has
+ * tests/integration/t76-metrics.sh ties the two together. Every series has
  * the label export. A figure this table does not know is still printed,
  * as uzram_NAME of type untyped, so adding one to stats.c loses nothing;
- * t71 fails until it is named here.
+ * t76 fails until it is named here.
  *
  * metrics_http.c serves the same text over HTTP.
  */
@@ -176,7 +176,8 @@ int format_prometheus(struct server *srv, char *out, size_t n)
 	} while (0)
 
 	label_escape(srv->cfg->export.name, exp, sizeof exp);
-	OUT("# HELP uzram_info the export and its algorithm (stat: export, algorithm)\n"
+	OUT("# HELP uzram_info the export and its algorithm "
+	    "(stat: export, algorithm)\n"
 	    "# TYPE uzram_info gauge\n"
 	    "uzram_info{export=\"%s\",algorithm=\"%s\"} 1\n", exp,
 	    label_escape(srv->cfg->algorithm, algo, sizeof algo));

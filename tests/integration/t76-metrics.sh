@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t71-metrics.sh - `uzram stat --prometheus` and `uzram serve --metrics`:
+# t76-metrics.sh - `uzram stat --prometheus` and `uzram serve --metrics`:
 # the text parses with prometheus_client's parser (the exposition format's
 # grammar); every metric has HELP and a TYPE other than untyped, a name in
 # Prometheus's conventions (uzram_, _total on counters only, the unit in

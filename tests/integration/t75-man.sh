@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t70-man.sh - the man pages and the bash completion agree with --help: for
+# t75-man.sh - the man pages and the bash completion agree with --help: for
 # each subcommand, the options the rendered uzram-CMD(1) lists under OPTIONS
 # are exactly those `uzram CMD --help` lists, `uzram --help` names each of
 # them, and the completion offers each of them; every page renders with no
