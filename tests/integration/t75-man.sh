@@ -17,7 +17,6 @@ source "$(dirname "$0")/functions.sh"
 require man bash
 
 BUILD=${UZRAM_BUILD:-$(dirname "$UZRAM")}
-COMMANDS=(load serve mount umount stat ctl)
 export MANWIDTH=100 MAN_KEEP_FORMATTING= LC_ALL=C.UTF-8
 
 # The long options of a --help text or a rendered OPTIONS section: the
@@ -33,6 +32,13 @@ options_section()
 	man -l "$1" | col -bx | awk '/^OPTIONS$/ { on = 1; next } /^[A-Z]/ { on = 0 } on'
 }
 
+top=$T/top.txt
+uzram --help >"$top"
+# every command uzram --help lists, so that a new one needs its page too
+mapfile -t COMMANDS < <(awk '/^commands:$/ { on = 1; next } /^$/ { on = 0 }
+	on { print $1 }' "$top")
+((${#COMMANDS[@]} >= 6)) || fail "uzram --help lists commands: ${COMMANDS[*]}"
+
 step "every page renders without warnings"
 pages=("$BUILD"/man/*.[0-9])
 ((${#pages[@]} >= ${#COMMANDS[@]} + 1)) || fail "pages missing in $BUILD/man: ${pages[*]}"
@@ -42,8 +48,6 @@ for p in "${pages[@]}"; do
 	man -l "$p" | grep -q . || fail "$p renders empty"
 done
 
-top=$T/top.txt
-uzram --help >"$top"
 source "$BUILD/completion/uzram"
 
 # complete WORD...: what _uzram offers for the last word, one a line.
