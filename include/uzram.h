@@ -28,7 +28,7 @@
  *   Every function taking a struct uzram is thread-safe, except
  *   uzram_close(), which must not race with any other call on the device.
  *   Reads of different pages never wait for each other, and a write locks
- *   only the pages it touches; see src/store.c for the lock rules.
+ *   only the pages it touches; see src/core/store.c for the lock rules.
  */
 #ifndef UZRAM_H
 #define UZRAM_H

@@ -15,7 +15,8 @@
 #     functions, and only those);
 #   - a unit that has objects but no line in LAYERS;
 #   - a loop in the graph LAYERS declares, of any length (tsort);
-#   - a loop of any length between the files of one folder.
+#   - a loop of any length between the files of one folder;
+#   - two source files of the same name, in any folders.
 # Since every real edge must be declared and the declared graph has no
 # loop, the units' real graph has none either.
 set -euo pipefail
@@ -95,6 +96,13 @@ while read -r from to; do
 	fi
 	bad=1
 done < <(awk '{ print $1, $2 }' "$tmp/edges" | sort -u)
+
+# File names are unique across the tree.
+dups=$(for o in "$@"; do basename "$o"; done | sort | uniq -d | paste -sd' ')
+if [[ -n $dups ]]; then
+	echo "check-layers: two source files share a name: $dups"
+	bad=1
+fi
 
 # The declared graph has no loop (tsort names one if it has).
 for u in "${!allowed[@]}"; do

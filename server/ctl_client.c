@@ -19,7 +19,7 @@
 int nbd_server_ctl(const char *path, const char *request, const char *who)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char reply[8192];
+	char reply[CTL_REPLY_MAX];
 	size_t len = 0, rlen = strlen(request);
 	ssize_t r;
 	int fd;

@@ -3,9 +3,10 @@
  * ctl_path.c; the server side: ctl_server.c; the client: ctl_client.c):
  * nbd_ctl_parse(), which reads a request line strictly.
  *
- * A request is one line: "json", "text", "compact", "mem-limit BYTES",
- * "reset-max", "idle" or "recompress PRIORITY FLAGS THRESHOLD", as zram's
- * compact, mem_limit, mem_used_max, idle and recompress files; the tier's
+ * A request is one line: "json", "text", "prometheus" (metrics.c),
+ * "compact", "mem-limit BYTES", "reset-max", "idle" or "recompress
+ * PRIORITY FLAGS THRESHOLD", as zram's compact, mem_limit, mem_used_max,
+ * idle and recompress files; the tier's
  * "idle SECONDS", "writeback FLAGS LIMIT [FIRST LAST]", "writeback-limit
  * ENABLE PAGES" and "backing-compact", as zram's idle (with an age),
  * writeback, writeback_limit_enable/writeback_limit and nothing (the
@@ -29,9 +30,9 @@
 
 #include "internal.h"
 
-#define KNOWN "known: json, text, compact, mem-limit BYTES, reset-max, " \
-	      "idle [SECONDS], recompress PRIORITY FLAGS THRESHOLD, writeback " \
-	      "FLAGS LIMIT [FIRST LAST], writeback-limit ENABLE PAGES, " \
+#define KNOWN "known: json, text, prometheus, compact, mem-limit BYTES, " \
+	      "reset-max, idle [SECONDS], recompress PRIORITY FLAGS THRESHOLD, " \
+	      "writeback FLAGS LIMIT [FIRST LAST], writeback-limit ENABLE PAGES, " \
 	      "backing-compact, train-dict PRIORITY SIZE"
 
 /*
@@ -148,6 +149,7 @@ int nbd_ctl_parse(const char *line, size_t len, struct nbd_ctl_req *rq,
 {
 	static const struct { const char *name; enum nbd_ctl_op op; } plain[] = {
 		{ "json", NBD_CTL_JSON }, { "text", NBD_CTL_TEXT },
+		{ "prometheus", NBD_CTL_PROMETHEUS },
 		{ "compact", NBD_CTL_COMPACT }, { "reset-max", NBD_CTL_RESET_MAX },
 		{ "idle", NBD_CTL_IDLE },
 		{ "backing-compact", NBD_CTL_BACKING_COMPACT },

@@ -116,6 +116,7 @@ void nbd_ctl_execute(struct uzram *dev, const struct nbd_ctl_req *rq,
 		return;
 	case NBD_CTL_JSON:
 	case NBD_CTL_TEXT:
+	case NBD_CTL_PROMETHEUS:
 		break;
 	}
 	snprintf(out, n, "error: not a device command\n");
@@ -191,6 +192,8 @@ static void ctl_request(struct server *srv, const char *req, size_t len,
 		return;
 	if (rq.op == NBD_CTL_JSON || rq.op == NBD_CTL_TEXT)
 		format_stats(srv, rq.op == NBD_CTL_JSON, out, n);
+	else if (rq.op == NBD_CTL_PROMETHEUS)
+		format_prometheus(srv, out, n);
 	else
 		nbd_ctl_execute(srv->cfg->export.dev, &rq, out, n);
 }
@@ -198,24 +201,32 @@ static void ctl_request(struct server *srv, const char *req, size_t len,
 struct ctl_client {
 	struct server *srv;
 	int fd;
+	void (*handle)(struct server *srv, int fd);
 };
+
+/* One control request on fd, and its reply. */
+static void ctl_handle(struct server *srv, int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char req[PATH_MAX + 16], out[CTL_REPLY_MAX];
+	ssize_t r;
+
+	if (poll(&p, 1, CTL_WAIT_MS) == 1) {
+		r = recv(fd, req, sizeof req, MSG_DONTWAIT);
+		if (r > 0) {
+			ctl_request(srv, req, (size_t)r, out, sizeof out);
+			(void)send(fd, out, strlen(out),
+				   MSG_NOSIGNAL | MSG_DONTWAIT);
+		}
+	}
+}
 
 static void *ctl_main(void *arg)
 {
 	struct ctl_client *cc = arg;
 	struct server *srv = cc->srv;
-	struct pollfd p = { .fd = cc->fd, .events = POLLIN };
-	char req[PATH_MAX + 16], out[4096];
-	ssize_t r;
 
-	if (poll(&p, 1, CTL_WAIT_MS) == 1) {
-		r = recv(cc->fd, req, sizeof req, MSG_DONTWAIT);
-		if (r > 0) {
-			ctl_request(srv, req, (size_t)r, out, sizeof out);
-			(void)send(cc->fd, out, strlen(out),
-				   MSG_NOSIGNAL | MSG_DONTWAIT);
-		}
-	}
+	cc->handle(srv, cc->fd);
 	close(cc->fd);
 	free(cc);
 	pthread_mutex_lock(&srv->lock);
@@ -225,30 +236,34 @@ static void *ctl_main(void *arg)
 	return NULL;
 }
 
-/* Accept one control client and hand it to a thread of its own. */
-void serve_ctl(struct server *srv, int lfd)
+void start_ctl_thread(struct server *srv, int fd,
+		      void (*handle)(struct server *srv, int fd),
+		      const char *busy)
 {
-	static const char busy[] = "error: busy, try again\n";
-	struct ctl_client *cc;
+	struct ctl_client *cc = malloc(sizeof *cc);
 	bool started = false;
-	int fd;
 
-	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0)
-		return;
-	cc = malloc(sizeof *cc);
 	pthread_mutex_lock(&srv->lock);
 	if (cc && srv->ctl_running < CTL_MAX) {
-		*cc = (struct ctl_client){ srv, fd };
+		*cc = (struct ctl_client){ srv, fd, handle };
 		started = !start_detached(ctl_main, cc);
 		srv->ctl_running += started;
 	}
 	pthread_mutex_unlock(&srv->lock);
 	if (!started) {
-		(void)send(fd, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+		(void)send(fd, busy, strlen(busy), MSG_NOSIGNAL | MSG_DONTWAIT);
 		close(fd);
 		free(cc);
 	}
+}
+
+/* Accept one control client and hand it to a thread of its own. */
+void serve_ctl(struct server *srv, int lfd)
+{
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+	if (fd >= 0)
+		start_ctl_thread(srv, fd, ctl_handle, "error: busy, try again\n");
 }
 
 /* Wait (at most DRAIN_SECS) for control requests still running. */

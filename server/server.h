@@ -8,7 +8,9 @@
  *   captive.c       --run's command                     |  side, struct
  *   ctl_server.c    the control channel's server side   |  server
  *   ctl_proto.c     its requests, parsed                |
- *   ctl_stats.c     the figures, as text or JSON        /
+ *   ctl_stats.c     the figures, as text or JSON        |
+ *   metrics.c       ... as Prometheus text              |
+ *   metrics_http.c  --metrics: the same over HTTP       /
  *   ctl_client.c    the control channel's client (nbd_server_ctl)
  *   ctl_path.c      where the control socket lives, and whether it is safe
  *      |  accepts a client, then calls nbd_conn_serve() in a new thread
@@ -96,6 +98,11 @@ struct nbd_server_config {
 	const char *ctl_socket;   /* --ctl-socket, or NULL: see ctl_path.c */
 	const char *image;        /* save the device here at a clean end and
 				   * for `uzram ctl save`; NULL: none */
+	/* --metrics: HTTP GET /metrics on a Unix socket (metrics_path) or
+	 * on TCP (metrics_host, metrics_port); all NULL: none (metrics.c) */
+	const char *metrics_path;
+	const char *metrics_host;
+	const char *metrics_port;
 };
 
 /*

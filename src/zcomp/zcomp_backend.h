@@ -1,7 +1,7 @@
 /*
  * zcomp_backend.h - what one codec provides to the codec layer (zcomp.c).
  *
- * Private to src/zcomp.c and the src/backend_<name>.c files. A backend is a
+ * Private to src/zcomp/zcomp.c and the src/zcomp/backend_<name>.c files. A backend is a
  * table of functions over one compression library; it holds no state of its
  * own. zcomp.c owns the contexts: it creates them lazily, once per thread
  * and per (backend, level), keeps them in thread-local storage and destroys

@@ -49,6 +49,7 @@ static void test_plain_words(void **state)
 	(void)state;
 	assert_int_equal(ok("json").op, NBD_CTL_JSON);
 	assert_int_equal(ok("text\n").op, NBD_CTL_TEXT);
+	assert_int_equal(ok("prometheus").op, NBD_CTL_PROMETHEUS);
 	assert_int_equal(ok("compact\r\n").op, NBD_CTL_COMPACT);
 	assert_int_equal(ok("reset-max").op, NBD_CTL_RESET_MAX);
 	assert_int_equal(ok("idle").op, NBD_CTL_IDLE);

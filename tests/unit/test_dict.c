@@ -1,5 +1,5 @@
 /*
- * test_dict.c - dictionaries (src/dict.c): round trips of every state with
+ * test_dict.c - dictionaries (src/recompress/dict.c): round trips of every state with
  * a dictionary, for lz4 and zstd, in pages and clusters; a device whose
  * dictionary changes while older objects are stored (they still read);
  * the refusals (sizes, codecs without dictionaries, a corrupt zstd

@@ -1,5 +1,5 @@
 /*
- * test_zcomp.c - the codec layer (src/zcomp.c and src/backend_*.c) on real
+ * test_zcomp.c - the codec layer (src/zcomp/zcomp.c and src/zcomp/backend_*.c) on real
  * data.
  *
  * Pages come from the test corpus: files.tar (binaries, headers, docs) and

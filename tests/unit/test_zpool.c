@@ -1,5 +1,5 @@
 /*
- * test_zpool.c - the allocator of compressed objects (src/zpool.c).
+ * test_zpool.c - the allocator of compressed objects (src/zpool/zpool.c).
  *
  * Every object is filled with bytes generated from a seed kept by the test,
  * and checked byte for byte through zpool_map() (zpool_check.h); objects
