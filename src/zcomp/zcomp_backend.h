@@ -1,9 +1,9 @@
 /*
  * zcomp_backend.h - what one codec provides to the codec layer (zcomp.c).
  *
- * Private to src/zcomp/zcomp.c and the src/zcomp/backend_<name>.c files. A backend is a
- * table of functions over one compression library; it holds no state of its
- * own. zcomp.c owns the contexts: it creates them lazily, once per thread
+ * Private to zcomp.c and the backend_<name>.c files of src/zcomp/. A
+ * backend is a table of functions over one compression library; it holds
+ * no state of its own. zcomp.c owns the contexts: it creates them lazily, once per thread
  * and per (backend, level), keeps them in thread-local storage and destroys
  * them when the thread exits. A backend therefore never locks anything, and
  * its compress/decompress functions must not allocate once the context

@@ -1,8 +1,8 @@
 /*
- * test_dict.c - dictionaries (src/recompress/dict.c): round trips of every state with
- * a dictionary, for lz4 and zstd, in pages and clusters; a device whose
- * dictionary changes while older objects are stored (they still read);
- * the refusals (sizes, codecs without dictionaries, a corrupt zstd
+ * test_dict.c - dictionaries (src/recompress/dict.c): round trips of
+ * every state with a dictionary, for lz4 and zstd, in pages and clusters;
+ * a device whose dictionary changes while older objects are stored (they
+ * still read); the refusals (sizes, codecs without dictionaries, a corrupt zstd
  * dictionary, a third change with objects of the first still stored);
  * training, which keeps nothing on random data and reports what it
  * measured on real data; and writers racing dictionary changes.

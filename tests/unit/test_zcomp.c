@@ -1,6 +1,6 @@
 /*
- * test_zcomp.c - the codec layer (src/zcomp/zcomp.c and src/zcomp/backend_*.c) on real
- * data.
+ * test_zcomp.c - the codec layer (src/zcomp/: zcomp.c and backend_*.c) on
+ * real data.
  *
  * Pages come from the test corpus: files.tar (binaries, headers, docs) and
  * heap-python.core (a process image, like swapped-out anonymous memory).
