@@ -16,6 +16,9 @@
 #                                     returns; $UZRAM_PID
 # nbd_attach DEV SOCK [ARGS...]       nbd-client on the server's Unix socket
 #                                     (the default export), bounded
+# stat_field SOCK FIELD              one figure of `uzram stat`
+# uzram_stop                          SIGTERM to $UZRAM_PID; checks it exits 0
+#                                     within 30 s (check server-exit)
 # A test ends with `finish`: exit status 0 if no check failed.
 #
 # The environment: $VM_TEST (the test's name), /data (the test's vm-data
@@ -61,6 +64,41 @@ nbd_attach()
 {
 	local dev=$1 sock=$2; shift 2
 	bounded 30 nbd-client -unix "$sock" "$dev" "$@"
+}
+
+stat_field()
+{
+	uzram stat --socket "$1" | awk -v f="$2" '$1 == f { print $2 }'
+}
+
+# On the way out, even after a failed check: every NBD device detached,
+# every server of the test stopped. (A test killed by its time limit skips
+# this; /init sweeps the same way after each test.)
+vm_cleanup()
+{
+	local d
+	for d in /sys/block/nbd*; do
+		[[ -e $d/pid ]] && bounded 30 nbd-client -d "/dev/${d##*/}" > /dev/null 2>&1
+	done
+	for d in $(jobs -p); do kill -KILL "$d" 2> /dev/null; done
+	return 0
+}
+trap vm_cleanup EXIT
+
+uzram_stop()
+{
+	local i
+	kill -TERM "$UZRAM_PID"
+	for i in $(seq 300); do
+		kill -0 "$UZRAM_PID" 2> /dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$UZRAM_PID" 2> /dev/null; then
+		fail server-exit "uzram serve still runs 30 s after SIGTERM"
+		kill -KILL "$UZRAM_PID"
+	fi
+	wait "$UZRAM_PID"
+	check server-exit test $? -eq 0
 }
 
 now() { date +%s.%N; }

@@ -23,7 +23,8 @@
 # the union of the rest. A boot costs 5-10 s of TCG, so make test packs its
 # tests this way.
 #
-# The shared set, in every guest: busybox, bash, nbd-client, e2fsprogs'
+# The shared set, in every guest: busybox, bash, GNU timeout, tar, diff,
+# cmp and dd, nbd-client, e2fsprogs'
 # mke2fs and e2fsck, util-linux's blkdiscard, mkswap, swapon and swapoff,
 # and $UZRAM (build/uzram by default) with its libraries.
 #
@@ -45,7 +46,10 @@ UZRAM_TEST_CORPUS=${UZRAM_TEST_CORPUS:-$top/build/corpus}
 VM_DIR=${VM_DIR:-$top/build/vm}
 mkdir -p "$VM_DIR/logs"
 
-shared_programs=(bash nbd-client mke2fs e2fsck blkdiscard mkswap swapon swapoff)
+# coreutils' timeout: busybox's runs its own applet of a name (mke2fs) before
+# the program on PATH.
+shared_programs=(bash timeout tar diff cmp dd nbd-client mke2fs e2fsck blkdiscard mkswap
+	swapon swapoff)
 
 header()
 {
