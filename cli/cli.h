@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 int cmd_load(int argc, char **argv);   /* cli/load.c */
@@ -17,6 +18,12 @@ int cmd_stat(int argc, char **argv);   /* cli/client.c: ask a running server */
 int cmd_ctl(int argc, char **argv);    /* cli/client.c: control a running server */
 int cmd_mount(int argc, char **argv);  /* cli/mount.c: a file system at DIR */
 int cmd_umount(int argc, char **argv); /* cli/mount.c: take it down */
+
+/* cli/serve_swap.c: `uzram serve --swap`; each 0, or -1 after a message */
+struct uzram;
+#define SWAP_RESERVE (16ull << 20) /* reserved when --swap has no --mem-limit */
+int serve_swap_begin(void);                /* before the device exists */
+int serve_swap_ready(struct uzram *dev, uint64_t mem_limit); /* after */
 
 /*
  * The socket of the server behind `uzram mount DIR` into out (n bytes);

@@ -3,8 +3,9 @@
 #
 #   make test-vm            the tests of VM_TESTS, each in its own guest
 #   make test-vm VM_TESTS=tests/vm/v30-swap.sh   one test
-#   make test-vm-quick      what make test runs: VM_QUICK in one guest, then
-#                           the swap test once
+#   make test-vm-quick      what make test runs: VM_QUICK in one guest (all
+#                           the NBD tests but fio, whose libraries alone
+#                           are 80 MB), then the swap test once
 #   make test-vm-swap-repeat [VM_REPEAT=5]   the swap test VM_REPEAT times in a
 #                           row, a guest each, its figures each time
 #
@@ -12,7 +13,8 @@
 # tests/vm/fetch-kernel.sh): nothing of the host's /boot or apt is used.
 
 VM_TESTS ?= $(sort $(wildcard tests/vm/v*.sh))
-VM_QUICK := $(addprefix tests/vm/,v00-boot.sh)
+VM_QUICK := $(addprefix tests/vm/,v10-ext4.sh v12-discard.sh v13-multiconn.sh \
+	v14-reconnect.sh v15-server-killed.sh)
 VM_SWAP := tests/vm/v30-swap.sh
 VM_REPEAT ?= 5
 VM_RUN = UZRAM=$(abspath $(BUILD)/uzram) UZRAM_TEST_CORPUS=$(CORPUS_DIR) \
@@ -29,6 +31,7 @@ test-vm: deps-vm all $(CORPUS_READY)
 test-vm-quick: deps-vm all $(CORPUS_READY)
 	@mkdir -p $(dir $(TEST_RESULTS))
 	$(VM_RUN) -1 $(VM_QUICK)
+	$(VM_RUN) $(VM_SWAP)
 	@echo "tests/vm $(VM_QUICK)" >> $(TEST_RESULTS)
 
 test-vm-swap-repeat: deps-vm all $(CORPUS_READY)

@@ -15,8 +15,11 @@
 #   vm-modules: NAME...       kernel modules, loaded before the tests (with
 #                             their dependencies)
 #   vm-programs: NAME...      host programs beside the shared set, copied
-#                             with their libraries (fio, say)
-#   vm-data: FILE...          files of $UZRAM_TEST_CORPUS, copied to /data
+#                             with their libraries (fio, say), or programs
+#                             of the bench (tests/vm/NAME.c, built here)
+#   vm-data: FILE[:SKIP:MIB]...  files of $UZRAM_TEST_CORPUS, copied to
+#                             /data; with SKIP and MIB, only MIB MiB of it
+#                             from SKIP MiB on (a slice of the core image)
 #
 # With -1 the tests share one guest, run one after the other: the
 # kernels must agree; the guest takes the largest vm-mem and vm-cpus and
@@ -60,14 +63,27 @@ header()
 # newer, or the kernel.
 shared_cpio()
 {
-	local kernel=$1 kdir=$VM_DIR/kernel-$1 out=$VM_DIR/shared-$1.cpio
+	local kernel=$1 kdir=$VM_DIR/kernel-$1 out=$VM_DIR/shared-$1.cpio.zst
 	bash "$here/fetch-kernel.sh" "$kernel" "$kdir" >&2 || return 1
 	if [[ ! -s $out || $here/initramfs.sh -nt $out || $here/run.sh -nt $out ||
 		$kdir/VERSION -nt $out ]]; then
-		bash "$here/initramfs.sh" "$kdir" "$out" --busybox "${shared_programs[@]}" >&2 ||
-			return 1
+		bash "$here/initramfs.sh" "$kdir" "$out.cpio" --busybox "${shared_programs[@]}" >&2 &&
+			zstd -q -f -3 -T0 --rm "$out.cpio" -o "$out" || return 1
 	fi
 	echo "$out"
+}
+
+# The bench's own guest programs (tests/vm/*.c, the swap test's hog), built
+# for the host, which is the guest's userland too.
+build_helpers()
+{
+	local c bin
+	mkdir -p "$VM_DIR/bin"
+	for c in "$here"/*.c; do
+		bin=$VM_DIR/bin/$(basename "$c" .c)
+		[[ $bin -nt $c ]] && continue
+		${CC:-cc} -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -o "$bin" "$c" || return 1
+	done
 }
 
 qemu_pid=
@@ -117,14 +133,24 @@ boot()
 	done
 	local f
 	for f in $(printf '%s\n' $data | sort -u); do
-		args+=("$UZRAM_TEST_CORPUS/$f=/data/$f")
+		if [[ $f == *:*:* ]]; then
+			IFS=: read -r f skip count <<< "$f"
+			dd if="$UZRAM_TEST_CORPUS/$f" of="$tmp/$f" bs=1M skip="$skip" \
+				count="$count" status=none || return 1
+			args+=("$tmp/$f=/data/$f")
+		else
+			args+=("$UZRAM_TEST_CORPUS/$f=/data/$f")
+		fi
 	done
 	local mods=()
 	for m in $(printf '%s\n' $modules | sort -u); do mods+=(-m "$m"); done
+	build_helpers || return 1
 	# shellcheck disable=SC2046
-	bash "$here/initramfs.sh" "$VM_DIR/kernel-$kernel" "$tmp/own.cpio" \
+	PATH=$VM_DIR/bin:$PATH bash "$here/initramfs.sh" "$VM_DIR/kernel-$kernel" "$tmp/own.cpio" \
 		"${mods[@]}" "${args[@]}" $(printf '%s\n' $programs | sort -u) || return 1
-	cat "$shared" "$tmp/own.cpio" > "$tmp/initrd"
+	# Compressed, so the guest holds the archive and its files at once
+	# (uzram's libraries alone are 40 MB: libnbd needs libxml2 and ICU).
+	zstd -q -3 -T0 -c "$tmp/own.cpio" | cat "$shared" - > "$tmp/initrd"
 
 	echo "== vm $name: ${names[*]} (kernel $kernel, ${mem}M, $cpus cpus, at most ${limit}s)"
 	local start=$SECONDS rc=0
