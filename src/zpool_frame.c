@@ -219,14 +219,20 @@ static bool slack_fits(struct zpool *pool, uint64_t more)
 
 /*
  * Release cached frames, the fullest first, until the cache holds at most
- * `target` pages or is empty. Returns the pages released.
+ * `target` pages (a target under the reserve of zpool_reserve.c is the
+ * reserve, but for 0) or is empty. Returns the pages released.
  */
 uint64_t zp_cache_trim(struct zpool *pool, uint64_t target)
 {
 	uint32_t fr[RELEASE_BATCH];
 	uint8_t pages[RELEASE_BATCH];
-	uint64_t released = 0;
+	uint64_t released = 0, keep;
 	unsigned n = 0;
+
+	/* the reserve stays, but for a store that needs its memory (0) */
+	keep = atomic_load_explicit(&pool->reserve_pages, memory_order_relaxed);
+	if (target && target < keep)
+		target = keep;
 
 	for (unsigned r = ZP_MAX_PAGES; r > 0; r--) {
 		int64_t f;
