@@ -19,6 +19,9 @@ int cmd_ctl(int argc, char **argv);    /* cli/client.c: control a running server
 int cmd_mount(int argc, char **argv);  /* cli/mount.c: a file system at DIR */
 int cmd_umount(int argc, char **argv); /* cli/mount.c: take it down */
 
+int cmd_swapon(int argc, char **argv);  /* cli/swap.c: swap on uzram */
+int cmd_swapoff(int argc, char **argv); /* cli/swap.c: and off again */
+
 /* cli/serve_swap.c: `uzram serve --swap`; each 0, or -1 after a message */
 struct uzram;
 #define SWAP_RESERVE (16ull << 20) /* reserved when --swap has no --mem-limit */

@@ -32,6 +32,10 @@ static const struct {
 	  "              [--cluster 4K..64K] [--fs ext4] [-o OPTIONS] [--uid U]\n"
 	  "              [--gid G] [--mode M] [--via loop|fuse] [-f]" },
 	{ "umount", cmd_umount, "umount DIR" },
+	{ "swapon", cmd_swapon,
+	  "swapon [--size S] [--algorithm A] [--mem-limit M] [--priority N]\n"
+	  "               [--device /dev/nbdN]" },
+	{ "swapoff", cmd_swapoff, "swapoff [--device /dev/nbdN]" },
 	{ "stat", cmd_stat,
 	  "stat [--socket PATH | --tcp [HOST:]PORT | --ctl-socket PATH | --mount DIR]\n"
 	  "            [--json]" },
