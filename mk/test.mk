@@ -55,10 +55,10 @@ INTEGRATION_ASAN := $(addprefix tests/integration/,t26-ctl.sh t27-run.sh \
 	t54-signals-ctl.sh t57-spec-errors.sh)
 
 # make starts the phases in this order as job slots come free, the
-# longest first (integration, then TSan). Every phase can start at once,
+# longest first (the VM bench, integration, then TSan). Every phase can start at once,
 # as test-build made what they need: a phase that waited for another
 # would join the end of the queue when that one ended.
-TEST_PHASES := test-integration test-vm-quick test-tsan test-asan test-unit test-unit-alt \
+TEST_PHASES := test-vm-quick test-integration test-tsan test-asan test-unit test-unit-alt \
 	fuzz-smoke-nbd fuzz-smoke-image check-cycles check-install check-header
 
 .PHONY: test-phases test-build $(TEST_PHASES)

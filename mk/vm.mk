@@ -5,7 +5,8 @@
 #   make test-vm VM_TESTS=tests/vm/v30-swap.sh   one test
 #   make test-vm-quick      what make test runs: VM_QUICK in one guest (all
 #                           the NBD tests but fio, whose libraries alone
-#                           are 80 MB), then the swap test once
+#                           are 80 MB, and swapon/swapoff), then the swap
+#                           test once
 #   make test-vm-swap-repeat [VM_REPEAT=5]   the swap test VM_REPEAT times in a
 #                           row, a guest each, its figures each time
 #
@@ -14,7 +15,7 @@
 
 VM_TESTS ?= $(sort $(wildcard tests/vm/v*.sh))
 VM_QUICK := $(addprefix tests/vm/,v10-ext4.sh v12-discard.sh v13-multiconn.sh \
-	v14-reconnect.sh v15-server-killed.sh)
+	v14-reconnect.sh v15-server-killed.sh v31-swapon.sh)
 VM_SWAP := tests/vm/v30-swap.sh
 VM_REPEAT ?= 5
 VM_RUN = UZRAM=$(abspath $(BUILD)/uzram) UZRAM_TEST_CORPUS=$(CORPUS_DIR) \
