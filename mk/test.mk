@@ -29,8 +29,8 @@
 #   check-header, check-cycles   (the Makefile)
 #   fuzz-smoke-nbd, fuzz-smoke-image   the two fuzzers (mk/fuzz.mk)
 #   test-vm-quick    the VM bench (mk/vm.mk): the kernel's NBD client
-#                    against uzram in one guest, then the swap test in
-#                    another; qemu TCG, mostly one core
+#                    against uzram, and uzram swapon/swapoff, in one guest;
+#                    qemu TCG, about 3 min
 #
 # Each phase's output is printed whole when it ends (--output-sync), so
 # the lines of two phases never mix; a failing phase stops make test once
