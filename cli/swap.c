@@ -50,11 +50,12 @@ static const struct cli_option swapon_opts[] = {
 	{ NULL, 0, 0, NULL, NULL },
 };
 
-static const struct cli_command swapon_cmd = {
+const struct cli_command swapon_cmd = {
 	.name = "swapon",
 	.summary = "Swap on a new uzram device, attached by the kernel's NBD client.\n",
-	.shorts = "",
+	.shorts = "h",
 	.opts = swapon_opts,
+	.brief = "swap on a new uzram device",
 };
 
 static const struct cli_option swapoff_opts[] = {
@@ -64,11 +65,12 @@ static const struct cli_option swapoff_opts[] = {
 	{ NULL, 0, 0, NULL, NULL },
 };
 
-static const struct cli_command swapoff_cmd = {
+const struct cli_command swapoff_cmd = {
 	.name = "swapoff",
 	.summary = "Stop swapping on uzram devices and stop their servers.\n",
-	.shorts = "",
+	.shorts = "h",
 	.opts = swapoff_opts,
+	.brief = "stop swapping on uzram devices",
 };
 
 struct swapon_args {
