@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 int cmd_load(int argc, char **argv);   /* cli/load.c */
@@ -17,6 +18,15 @@ int cmd_stat(int argc, char **argv);   /* cli/client.c: ask a running server */
 int cmd_ctl(int argc, char **argv);    /* cli/client.c: control a running server */
 int cmd_mount(int argc, char **argv);  /* cli/mount.c: a file system at DIR */
 int cmd_umount(int argc, char **argv); /* cli/mount.c: take it down */
+
+int cmd_swapon(int argc, char **argv);  /* cli/swap.c: swap on uzram */
+int cmd_swapoff(int argc, char **argv); /* cli/swap.c: and off again */
+
+/* cli/serve_swap.c: `uzram serve --swap`; each 0, or -1 after a message */
+struct uzram;
+#define SWAP_RESERVE (16ull << 20) /* reserved when --swap has no --mem-limit */
+int serve_swap_begin(void);                /* before the device exists */
+int serve_swap_ready(struct uzram *dev, uint64_t mem_limit); /* after */
 
 /*
  * The socket of the server behind `uzram mount DIR` into out (n bytes);
@@ -109,7 +119,7 @@ struct cli_entry {
 extern const struct cli_entry cli_commands[];
 extern const size_t cli_ncommands;
 extern const struct cli_command load_cmd, serve_cmd, mount_cmd, umount_cmd,
-	stat_cmd, ctl_cmd;
+	stat_cmd, ctl_cmd, swapon_cmd, swapoff_cmd;
 /* The top-level usage: each command with all its options, from the tables. */
 void cli_top_usage(FILE *f);
 /* "--name ARG" (or "-o ARG" when o has no long name) into out; its length. */

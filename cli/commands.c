@@ -18,6 +18,8 @@ const struct cli_entry cli_commands[] = {
 	{ &umount_cmd, cmd_umount },
 	{ &stat_cmd, cmd_stat },
 	{ &ctl_cmd, cmd_ctl },
+	{ &swapon_cmd, cmd_swapon },
+	{ &swapoff_cmd, cmd_swapoff },
 };
 const size_t cli_ncommands = sizeof cli_commands / sizeof cli_commands[0];
 

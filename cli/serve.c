@@ -82,6 +82,11 @@ static const struct cli_option serve_opts[] = {
 	  "none)" },
 	{ "dedup", 'U', no_argument, NULL,
 	  "store clusters with equal bytes once (see README)" },
+	{ "swap", 'w' + 256, no_argument, NULL,
+	  "serve as the kernel's swap: lock memory, reserve\n"
+	  "--mem-limit (else 16M) of the allocator, PR_SET_IO_FLUSHER,\n"
+	  "oom_score_adj -1000; needs root\n"
+	  "(doc/block-device.md)" },
 	{ "help", 'h', no_argument, NULL, "this text" },
 	{ NULL, 0, 0, NULL, NULL },
 };
@@ -255,7 +260,7 @@ struct serve_args {
 	const char *dict_path;
 	struct recomp_opt recomp[UZRAM_MAX_RECOMP];
 	int nrecomp;
-	bool max_given, size_set, algo_set, cluster_set;
+	bool max_given, size_set, algo_set, cluster_set, swap;
 };
 
 /* The options of the server rather than of the device (serve_take()). */
@@ -381,6 +386,9 @@ static int serve_take(void *ctx, int key, char *arg)
 	case 'U':
 		a->cfg.dedup = 1;
 		return 0;
+	case 'w' + 256:
+		a->swap = true;
+		return 0;
 	case 'A':
 		if (a->nrecomp == UZRAM_MAX_RECOMP) {
 			fprintf(stderr, "uzram serve: at most %d "
@@ -454,10 +462,16 @@ int cmd_serve(int argc, char **argv)
 		a.sc.max_connections =
 			nbd_default_max_connections(a.sc.buffer_limit);
 
+	if (a.swap && serve_swap_begin() < 0) {
+		nbd_tls_free(tls);
+		return 1;
+	}
 	r = open_device(&a.cfg, a.sc.image, a.dict_path, a.size_set,
 			a.algo_set, a.cluster_set, &dev);
 	if (!r)
 		r = add_recomp(dev, a.recomp, a.nrecomp);
+	if (!r && a.swap && serve_swap_ready(dev, a.cfg.mem_limit) < 0)
+		r = 1;
 	if (r) {
 		uzram_close(dev);
 		nbd_tls_free(tls);

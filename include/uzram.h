@@ -362,6 +362,23 @@ UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
 UZRAM_API int uzram_set_mem_limit(struct uzram *dev, uint64_t bytes);
 
 /*
+ * Make `bytes` of the allocator's memory resident now and keep it with the
+ * device, for a device that must not wait for the kernel to store a page
+ * (swap, `uzram serve --swap`): stores then take their memory from this
+ * reserve, with no page fault and no system call, until the compressed
+ * data reaches `bytes`. Past it, stores allocate as usual (or fail with
+ * -ENOSPC at mem_limit: give a reserve equal to mem_limit for a device
+ * that never allocates after this call, but for the page table's chunks,
+ * 8 bytes per 4 KiB of disk, allocated as the disk fills). Lock the
+ * process's memory (mlockall) to keep the reserve from being swapped out.
+ * The reserve counts in mem_used_total. 0 ends it. Thread-safe with I/O;
+ * not with itself. Returns 0, -EINVAL (NULL device), -ENOSPC (mem_limit or
+ * the allocator's address space came first: what fitted stays reserved)
+ * or -ENOMEM.
+ */
+UZRAM_API int uzram_reserve(struct uzram *dev, uint64_t bytes);
+
+/*
  * Restart stats.mem_used_max from the current mem_used_total, as writing 0
  * to zram's mem_used_max does. Returns 0 or -EINVAL (NULL device).
  */

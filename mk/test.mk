@@ -28,6 +28,9 @@
 #   check-install    the installed library (scripts/check-install.sh)
 #   check-header, check-cycles   (the Makefile)
 #   fuzz-smoke-nbd, fuzz-smoke-image   the two fuzzers (mk/fuzz.mk)
+#   test-vm-quick    the VM bench (mk/vm.mk): the kernel's NBD client
+#                    against uzram, and uzram swapon/swapoff, in one guest;
+#                    qemu TCG, about 3 min
 #
 # Each phase's output is printed whole when it ends (--output-sync), so
 # the lines of two phases never mix; a failing phase stops make test once
@@ -53,10 +56,10 @@ INTEGRATION_ASAN := $(addprefix tests/integration/,t26-ctl.sh t27-run.sh \
 	t54-signals-ctl.sh t57-spec-errors.sh t76-metrics.sh)
 
 # make starts the phases in this order as job slots come free, the
-# longest first (integration, then TSan). Every phase can start at once,
+# longest first (the VM bench, integration, then TSan). Every phase can start at once,
 # as test-build made what they need: a phase that waited for another
 # would join the end of the queue when that one ended.
-TEST_PHASES := test-integration test-tsan test-asan test-unit test-unit-alt \
+TEST_PHASES := test-vm-quick test-integration test-tsan test-asan test-unit test-unit-alt \
 	fuzz-smoke-nbd fuzz-smoke-image check-cycles check-install check-header
 
 .PHONY: test-phases test-build $(TEST_PHASES)

@@ -11,6 +11,9 @@ pkgs_test="libcmocka-dev libxxhash-dev clang libclang-rt-14-dev qemu-utils libnb
            fuse2fs gnutls-bin iproute2 coreutils"
 pkgs_bench="fio nbdkit gnuplot-nox gdb python3 dpkg-dev linux-perf procps libnbd-dev bc qemu-utils
             libnbd-bin e2fsprogs"
+# The VM bench (tests/vm/): qemu, and the programs copied into its guests.
+pkgs_vm="qemu-system-x86 busybox-static nbd-client e2fsprogs util-linux fio cpio kmod xz-utils
+         zstd apt dpkg debian-archive-keyring coreutils"
 pkgs_run="gdb python3 libnbd-bin e2fsprogs fuse2fs fuse3 util-linux mount"
 
 want=()
