@@ -151,6 +151,14 @@ static int open_device(struct uzram_config *cfg, const char *image,
 			*uzram_last_error() ? ": " : "", uzram_last_error());
 		return 1;
 	}
+	/* one device per image: hold a new one's path from the start */
+	if (image && !cfg->image && (r = uzram_image_claim(*dev, image)) < 0) {
+		fprintf(stderr, "uzram serve: --image %s: %s\n", image,
+			uzram_last_error());
+		uzram_close(*dev);
+		*dev = NULL;
+		return 1;
+	}
 	if (cfg->image && ((algo_set && strcmp(cfg->algorithm,
 					       uzram_algorithm(*dev, 0))) ||
 			   (cluster_set && cfg->cluster_size !=
@@ -405,7 +413,8 @@ static int serve_address(struct serve_args *a, int argc, char **argv)
 	if (a->tcp) {
 		if (split_hostport(a->tcp, &a->sc.tcp_host, &a->sc.tcp_port) < 0) {
 			fprintf(stderr, "uzram serve: bad --tcp '%s', want "
-				"[HOST:]PORT\n", a->tcp);
+				"[HOST:]PORT with PORT 1-65535, or 0 for a free "
+				"one\n", a->tcp);
 			return 2;
 		}
 	} else if (!a->sc.socket_path) {

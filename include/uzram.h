@@ -462,6 +462,26 @@ UZRAM_API long uzram_recompress(struct uzram *dev, int prio, unsigned flags,
 UZRAM_API int uzram_save(struct uzram *dev, const char *path, unsigned flags);
 
 /*
+ * One device per image. A device opened with cfg.image holds a lock on
+ * that path until uzram_close(); so does one that called
+ * uzram_image_claim(dev, path) (for an image it will create: the path need
+ * not exist). uzram_save() to a path other than the device's own holds
+ * that path's lock while it writes. An open, a claim or a save that finds
+ * the lock held by another device, of this process or another, fails with
+ * -EBUSY and uzram_last_error() naming the holder's pid. The lock is an
+ * open file description lock (F_OFD_SETLK) on the file path.lock beside
+ * the image, which a save's rename does not replace; the holder removes
+ * it at close, and one left by a killed process is free. Where nobody may
+ * write path's directory (so no save can replace the image) the image is
+ * opened without a lock.
+ *
+ * uzram_image_claim() returns 0 (also when dev holds path already),
+ * -EBUSY, -EEXIST if dev holds another image, -EINVAL for a NULL
+ * argument, or the negative errno of creating path.lock. Thread-safe.
+ */
+UZRAM_API int uzram_image_claim(struct uzram *dev, const char *path);
+
+/*
  * The name of the device's algorithm of priority prio (0: the primary one,
  * 1..UZRAM_MAX_RECOMP: secondary ones), e.g. "zstd", or NULL if there is
  * none (or dev is NULL). The string is static.
