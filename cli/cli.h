@@ -30,7 +30,7 @@ int mount_socket_path(const char *dir, char *out, size_t n);
 int parse_size(const char *s, unsigned long long *out);
 
 /* "PORT", "HOST:PORT" or "[V6ADDR]:PORT" in place; host defaults to
- * 127.0.0.1. 0 or -1. */
+ * 127.0.0.1, PORT is 0 to 65535 (0: the server picks one). 0 or -1. */
 int split_hostport(char *arg, const char **host, const char **port);
 /* A decimal number, digits only, at most max; 0 or -1. */
 int parse_uint(const char *s, unsigned long long max, unsigned long long *out);

@@ -114,9 +114,10 @@ static int client_take(void *ctx, int key, char *arg)
 		a->ctl = arg;
 		return 0;
 	case 't':
-		if (split_hostport(arg, &host, &a->port) < 0) {
-			fprintf(stderr, "%s: bad --tcp '%s', want [HOST:]PORT\n",
-				a->who, arg);
+		if (split_hostport(arg, &host, &a->port) < 0 ||
+		    !strcmp(a->port, "0")) {
+			fprintf(stderr, "%s: bad --tcp '%s', want [HOST:]PORT "
+				"with PORT 1-65535\n", a->who, arg);
 			return 2;
 		}
 		return 0;

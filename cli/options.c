@@ -129,6 +129,15 @@ int parse_size(const char *s, unsigned long long *out)
 }
 
 /* "PORT", "HOST:PORT" or "[V6ADDR]:PORT"; host defaults to 127.0.0.1. */
+/* A port is a number, 0 (pick a free one, for a server) to 65535. */
+static bool port_valid(const char *port)
+{
+	unsigned long long n;
+
+	return port[0] >= '0' && port[0] <= '9' &&
+	       parse_uint(port, 65535, &n) == 0;
+}
+
 int split_hostport(char *arg, const char **host, const char **port)
 {
 	char *colon;
@@ -139,12 +148,16 @@ int split_hostport(char *arg, const char **host, const char **port)
 
 		if (!end || end[1] != ':' || !end[2])
 			return -1;
+		if (!port_valid(end + 2))
+			return -1;
 		*end = '\0';
 		*host = arg + 1;
 		*port = end + 2;
 		return 0;
 	}
 	colon = strrchr(arg, ':');
+	if (!port_valid(colon ? colon + 1 : arg))
+		return -1; /* arg left whole, for the message */
 	if (!colon) {
 		*port = arg;
 	} else {
@@ -153,7 +166,7 @@ int split_hostport(char *arg, const char **host, const char **port)
 			*host = arg;
 		*port = colon + 1;
 	}
-	return **port ? 0 : -1;
+	return 0;
 }
 
 int parse_uint(const char *s, unsigned long long max,

@@ -222,15 +222,26 @@ static int server_listen(struct server *srv)
 		fprintf(stderr, "uzram serve: socket path too long\n");
 		return -1;
 	}
+	/* TCP first: the control socket is named after the port bound */
+	if (srv->tcp) {
+		srv->lfd = listen_tcp(cfg->tcp_host, cfg->tcp_port,
+				      !nbd_tls_required(cfg->export.tls),
+				      srv->port);
+		if (srv->lfd < 0)
+			return -1;
+	}
 	if (ctl_path_find(cfg->ctl_socket, srv->tcp ? NULL : srv->sock_path,
-			  cfg->tcp_port, true, "uzram serve", srv->ctl_path,
-			  sizeof srv->ctl_path) < 0)
+			  srv->port, true, "uzram serve", srv->ctl_path,
+			  sizeof srv->ctl_path) < 0) {
+		if (srv->tcp)
+			close(srv->lfd);
 		return -1;
-	srv->lfd = srv->tcp ? listen_tcp(cfg->tcp_host, cfg->tcp_port,
-					 !nbd_tls_required(cfg->export.tls))
-			    : listen_unix(srv->sock_path);
-	if (srv->lfd < 0)
-		return -1;
+	}
+	if (!srv->tcp) {
+		srv->lfd = listen_unix(srv->sock_path);
+		if (srv->lfd < 0)
+			return -1;
+	}
 	srv->cfd = listen_unix(srv->ctl_path);
 	if (srv->cfd < 0) {
 		close(srv->lfd);

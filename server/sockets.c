@@ -90,7 +90,8 @@ static bool loopback(const struct sockaddr *a)
 }
 
 /* plaintext: clients may skip TLS, so warn off loopback. */
-int listen_tcp(const char *host, const char *port, bool plaintext)
+int listen_tcp(const char *host, const char *port, bool plaintext,
+	       char *port_out)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_PASSIVE }, *ai, *a;
@@ -113,6 +114,17 @@ int listen_tcp(const char *host, const char *port, bool plaintext)
 			break;
 		close(fd);
 		fd = -1;
+	}
+	if (fd >= 0) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof ss;
+		unsigned bound = 0;
+
+		if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0)
+			bound = ntohs(ss.ss_family == AF_INET6 ?
+				((struct sockaddr_in6 *)(void *)&ss)->sin6_port :
+				((struct sockaddr_in *)(void *)&ss)->sin_port);
+		snprintf(port_out, 6, "%u", bound);
 	}
 	if (fd >= 0 && plaintext && !loopback(a->ai_addr))
 		fprintf(stderr, "uzram serve: warning: serving %s:%s without "
@@ -150,7 +162,7 @@ void make_uri(struct server *srv)
 			 s, cfg->export.name, srv->sock_path);
 	else
 		snprintf(srv->uri, sizeof srv->uri, "nbd%s://%s:%s/%s", s,
-			 cfg->tcp_host, cfg->tcp_port, cfg->export.name);
+			 cfg->tcp_host, srv->port, cfg->export.name);
 }
 
 void print_banner(struct server *srv)
@@ -170,7 +182,7 @@ void print_banner(struct server *srv)
 		       srv->sock_path, nflag);
 	else
 		printf("  nbd-client: nbd-client %s %s /dev/nbd0%s\n",
-		       cfg->tcp_host, cfg->tcp_port, nflag);
+		       cfg->tcp_host, srv->port, nflag);
 	printf("  qemu:       qemu-img info '%s'   (or -drive file=%s,format=raw)\n",
 	       uri, uri);
 	printf("  nbdfuse:    mkdir -p /tmp/uzram && nbdfuse /tmp/uzram '%s' &  (file /tmp/uzram/nbd)\n",
