@@ -115,5 +115,12 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv,
 const struct cli_option *cli_find(const struct cli_option *opts, int key);
 /* The usage and every option's help, from cmd's table. */
 void cli_usage(const struct cli_command *cmd, FILE *f);
+/*
+ * A bad command line: "uzram NAME: MESSAGE" and where the help is, on
+ * stderr (git's way: the error, not the whole help, which scrolls it
+ * away). Returns 2, the exit status of a usage error.
+ */
+int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 #endif

@@ -164,10 +164,9 @@ int cmd_stat(int argc, char **argv)
 
 	if (r >= 0)
 		return r;
-	if (optind != argc) {
-		cli_usage(&stat_cmd, stderr);
-		return 2;
-	}
+	if (optind != argc)
+		return cli_usage_error(&stat_cmd, "unexpected argument '%s'",
+				       argv[optind]);
 	return nbd_server_ctl(path, json ? "json\n" : "text\n", "uzram stat");
 }
 
@@ -295,10 +294,9 @@ int cmd_ctl(int argc, char **argv)
 		}
 		snprintf(req, sizeof req, "idle %llu\n", v);
 	} else if (argc >= 1 && !strcmp(argv[0], "writeback")) {
-		if (writeback_request(argc, argv, req, sizeof req) < 0) {
-			cli_usage(&ctl_cmd, stderr);
-			return 2;
-		}
+		if (writeback_request(argc, argv, req, sizeof req) < 0)
+			return cli_usage_error(&ctl_cmd, "bad arguments for "
+					       "writeback");
 	} else if (argc == 2 && !strcmp(argv[0], "writeback-limit")) {
 		if (!strcmp(argv[1], "off"))
 			snprintf(req, sizeof req, "writeback-limit 0 0\n");
@@ -311,15 +309,13 @@ int cmd_ctl(int argc, char **argv)
 	} else if (argc == 1 && !strcmp(argv[0], "backing-compact")) {
 		snprintf(req, sizeof req, "backing-compact\n");
 	} else if (argc >= 1 && !strcmp(argv[0], "train-dict")) {
-		if (train_request(argc, argv, req, sizeof req) < 0) {
-			cli_usage(&ctl_cmd, stderr);
-			return 2;
-		}
+		if (train_request(argc, argv, req, sizeof req) < 0)
+			return cli_usage_error(&ctl_cmd, "bad arguments for "
+					       "train-dict");
 	} else if (argc >= 1 && !strcmp(argv[0], "recompress")) {
-		if (recompress_request(argc, argv, req, sizeof req) < 0) {
-			cli_usage(&ctl_cmd, stderr);
-			return 2;
-		}
+		if (recompress_request(argc, argv, req, sizeof req) < 0)
+			return cli_usage_error(&ctl_cmd, "bad arguments for "
+					       "recompress");
 	} else if (argc == 1 && !strcmp(argv[0], "save")) {
 		snprintf(req, sizeof req, "save\n");
 	} else if (argc == 2 && !strcmp(argv[0], "save")) {
@@ -341,9 +337,21 @@ int cmd_ctl(int argc, char **argv)
 			return 2;
 		}
 		snprintf(req, sizeof req, "mem-limit %llu\n", v);
+	} else if (argc == 0) {
+		return cli_usage_error(&ctl_cmd, "no command given");
 	} else {
-		cli_usage(&ctl_cmd, stderr);
-		return 2;
+		static const char *const known[] = { "compact", "reset-max",
+			"idle", "writeback", "writeback-limit",
+			"backing-compact", "train-dict", "recompress", "save",
+			"mem-limit" };
+
+		for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+			if (!strcmp(argv[0], known[i]))
+				return cli_usage_error(&ctl_cmd, "%s: wrong "
+					"number of arguments (%d)", argv[0],
+					argc - 1);
+		return cli_usage_error(&ctl_cmd, "unknown command '%s'",
+				       argv[0]);
 	}
 	return nbd_server_ctl(path, req, "uzram ctl");
 }

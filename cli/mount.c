@@ -347,10 +347,12 @@ static int mount_options(int argc, char **argv, struct mount_req *m)
 
 	if (r >= 0)
 		return r;
-	if (optind != argc - 1) {
-		cli_usage(&mount_cmd, stderr);
-		return 2;
-	}
+	if (optind == argc)
+		return cli_usage_error(&mount_cmd, "no directory given");
+	if (optind != argc - 1)
+		return cli_usage_error(&mount_cmd, "one directory only, not "
+				       "'%s' and '%s'", argv[optind],
+				       argv[optind + 1]);
 	return -1;
 }
 
@@ -622,10 +624,15 @@ int cmd_umount(int argc, char **argv)
 
 	if (r >= 0)
 		return r;
-	if (optind != argc - 1 || abs_dir(argv[optind], m.dir) < 0) {
-		cli_usage(&umount_cmd, stderr);
-		return 2;
-	}
+	if (optind == argc)
+		return cli_usage_error(&umount_cmd, "no directory given");
+	if (optind != argc - 1)
+		return cli_usage_error(&umount_cmd, "one directory only, not "
+				       "'%s' and '%s'", argv[optind],
+				       argv[optind + 1]);
+	if (abs_dir(argv[optind], m.dir) < 0)
+		return cli_usage_error(&umount_cmd, "bad directory '%s'",
+				       argv[optind]);
 	dir = argv[optind];
 	if (runtime_dir(&m, "uzram umount") < 0)
 		return 1;

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,6 +238,40 @@ void cli_usage(const struct cli_command *cmd, FILE *f)
 		cmd->footer(f);
 }
 
+int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "uzram %s: ", cmd->name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nsee `uzram %s --help`\n", cmd->name);
+	return 2;
+}
+
+/* What a value of o must look like, for the message about a bad one. */
+static const char *value_hint(const struct cli_option *o)
+{
+	const char *a = o->arg ? o->arg : "";
+
+	if (!strcmp(o->name ? o->name : "", "level"))
+		return "a whole number (each algorithm has its own range)";
+	if (!strcmp(a, "SIZE"))
+		return "bytes, or a number with K, M, G or T (powers of 1024): "
+		       "4096, 64M, 1.5G, 2GiB";
+	if (!strcmp(a, "4K..64K"))
+		return "a power of two from 4K to 64K";
+	if (!strcmp(a, "N") || !strcmp(a, "SECONDS"))
+		return "a whole number";
+	if (!strcmp(a, "PCT"))
+		return "a percentage, 0 to 100";
+	if (strchr(a, '|') && strspn(a, "abcdefghijklmnopqrstuvwxyz0-9|") ==
+	    strlen(a))
+		return a; /* off|on|require: the choices */
+	return NULL;
+}
+
 /* After getopt_long() returned '?' or ':' (missing value): say which. */
 static void option_error(const struct cli_command *cmd, int key, char **argv)
 {
@@ -276,15 +311,19 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv,
 		o = cli_find(cmd->opts, key);
 		if (!o || key == '?' || key == ':') {
 			option_error(cmd, key, argv);
-			cli_usage(cmd, stderr);
+			fprintf(stderr, "see `uzram %s --help`\n", cmd->name);
 			return 2;
 		}
 		r = take ? take(ctx, key, optarg) : 2;
-		if (r == CLI_BAD_VALUE)
-			fprintf(stderr, "uzram %s: bad value '%s' for --%s\n",
-				cmd->name, optarg, o->name);
+		if (r == CLI_BAD_VALUE) {
+			const char *hint = value_hint(o);
+
+			fprintf(stderr, "uzram %s: bad value '%s' for --%s%s%s\n",
+				cmd->name, optarg, o->name,
+				hint ? "; want " : "", hint ? hint : "");
+		}
 		if (r == CLI_USAGE)
-			cli_usage(cmd, stderr);
+			fprintf(stderr, "see `uzram %s --help`\n", cmd->name);
 		if (r == CLI_BAD_VALUE || r == CLI_USAGE)
 			return 2;
 		if (r)

@@ -146,9 +146,14 @@ static int open_device(struct uzram_config *cfg, const char *image,
 	r = uzram_open(cfg, dev);
 	free(dict);
 	if (r < 0) {
-		fprintf(stderr, "uzram serve: cannot %s the device: %s%s%s\n",
-			cfg->image ? "open" : "create", uzram_strerror(r),
-			*uzram_last_error() ? ": " : "", uzram_last_error());
+		const char *why = uzram_last_error();
+
+		/* the library's "open: " says what this line says already */
+		if (!strncmp(why, "open: ", 6))
+			why += 6;
+		fprintf(stderr, "uzram serve: cannot %s the device: %s\n",
+			cfg->image ? "open" : "create",
+			*why ? why : uzram_strerror(r));
 		return 1;
 	}
 	/* one device per image: hold a new one's path from the start */
@@ -401,10 +406,8 @@ static int serve_address(struct serve_args *a, int argc, char **argv)
 	if (check_tls_options(&a->tc) < 0)
 		return 2;
 	if (optind != argc) {
-		fprintf(stderr, "uzram serve: unexpected argument '%s'\n",
-			argv[optind]);
-		cli_usage(&serve_cmd, stderr);
-		return 2;
+		return cli_usage_error(&serve_cmd, "unexpected argument "
+				       "'%s'", argv[optind]);
 	}
 	if (a->tcp && a->sc.socket_path) {
 		fprintf(stderr, "uzram serve: --socket and --tcp are exclusive\n");

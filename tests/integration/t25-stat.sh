@@ -71,12 +71,25 @@ nbdcopy --flush "$TAR" "${URI[a]}"
 nbdcopy "${URI[a]}" "$T/out"
 assert_same_data "$TAR" "$T/out" "$TARSZ"
 stat_json a "$T/c1.json"
-# Written again, the file's pages (the same-filled ones may come as
-# write-zeroes) are found unchanged, and nothing new is stored.
+# Written again, the file's pages are found unchanged, and nothing new is
+# stored; except its all-zero pages, which nbdcopy may send as
+# write-zeroes: those are holes, and zeroing a hole is not a write of
+# stored bytes (a tar ends in at least 1 KiB of zeros, padded to 10 KiB,
+# so most corpora have whole zero pages there), and same-filled pages,
+# which are stored without the compare. The zero pages are counted from
+# the data itself: a corpus of docs may have no other same-filled page.
+zpages=$(python3 - "$TAR" <<'PY'
+import sys
+z = bytes(4096)
+with open(sys.argv[1], "rb") as f:
+    print(sum(1 for p in iter(lambda: f.read(4096), b"") if p == z))
+PY
+)
 nbdcopy --flush "$TAR" "${URI[a]}"
 stat_json a "$T/c2.json"
 stat_cmp "$T/c1.json" "$T/c2.json" \
-	"a['pages_unchanged'] - b['pages_unchanged'] >= $TARSZ // 4096 - a['same_pages']" \
+	"a['pages_unchanged'] - b['pages_unchanged'] >= $TARSZ // 4096 - $zpages - a['same_pages']" \
+	"a['pages_unchanged'] - b['pages_unchanged'] <= -(-$TARSZ // 4096)" \
 	"a['compr_data_size'] == b['compr_data_size']" \
 	"a['pages_stored'] == b['pages_stored']"
 qio "${URI[a]}" "discard $((32 * MiB)) $MiB" "write -z $((40 * MiB)) $MiB" \
