@@ -113,6 +113,12 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv,
 	      int (*take)(void *ctx, int key, char *arg), void *ctx);
 /* The entry of opts for key, or NULL. */
 const struct cli_option *cli_find(const struct cli_option *opts, int key);
+/*
+ * The program as the user ran it, when that was a path (build/uzram), so
+ * that the commands printed for them to copy run as printed; else "uzram".
+ */
+extern const char *cli_prog;
+
 /* The usage and every option's help, from cmd's table. */
 void cli_usage(const struct cli_command *cmd, FILE *f);
 /*

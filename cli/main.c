@@ -56,6 +56,8 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	if (argc > 0 && strchr(argv[0], '/'))
+		cli_prog = argv[0]; /* build/uzram: print commands that way */
 	if (argc < 2) {
 		usage(stderr);
 		return 2;
@@ -71,7 +73,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].run(argc - 1, argv + 1);
-	fprintf(stderr, "uzram: unknown command '%s'\n", argv[1]);
-	usage(stderr);
+	fprintf(stderr, "uzram: unknown command '%s'\nsee `uzram --help`\n",
+		argv[1]);
 	return 2;
 }

@@ -238,6 +238,8 @@ void cli_usage(const struct cli_command *cmd, FILE *f)
 		cmd->footer(f);
 }
 
+const char *cli_prog = "uzram";
+
 int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
 {
 	va_list ap;

@@ -469,6 +469,8 @@ int cmd_serve(int argc, char **argv)
 	a.sc.export.size = uzram_size(dev);
 	snprintf(desc, sizeof desc, "uzram %s device", a.sc.algorithm);
 	a.sc.export.description = desc;
+	a.sc.image_opened = a.cfg.image != NULL;
+	a.sc.prog = cli_prog;
 	r = nbd_server_run(&a.sc, &busy);
 	if (!busy) { /* else a stuck client thread may still use them */
 		uzram_close(dev);

@@ -94,6 +94,10 @@ struct nbd_server_config {
 	const char *ctl_socket;   /* --ctl-socket, or NULL: see ctlpath.c */
 	const char *image;        /* save the device here at a clean end and
 				   * for `uzram ctl save`; NULL: none */
+	bool image_opened;        /* the device came from image (else image
+				   * is made at the end) */
+	const char *prog;         /* the banner's name for the uzram
+				   * program (argv[0]); NULL: "uzram" */
 };
 
 /*

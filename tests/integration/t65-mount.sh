@@ -219,6 +219,11 @@ if ((EUID == 0)); then
 		dd if="$T/tmp/by-nobody" iflag=direct bs=64K status=none >"$T/back2"
 	assert_same_data "$T/core2" "$T/back2"
 	assert_eq "$(stat -c %U "$T/tmp/by-nobody")" nobody "owner of the new file"
+	rc=0
+	um mount "$T/tmp" --size 32M >"$T/again.out" 2>&1 || rc=$?
+	((rc != 0)) || fail "a second uzram mount on $T/tmp succeeded"
+	grep -q "already mounted by uzram mount" "$T/again.out" ||
+		fail "mounting over a uzram mount: $(cat "$T/again.out")"
 	um umount "$T/tmp"
 	assert_nothing_left
 
@@ -298,6 +303,16 @@ if ((EUID == 0)); then
 	chmod 711 "$T"
 	install -d -o nobody -g nogroup -m 700 "$T/nb" "$T/nb/run"
 	install -o nobody -g nogroup -m 644 "$TAR" "$T/nb/files.tar"
+	# a /dev/fuse this user may not open: the message says why and what to do
+	install -d -o nobody -g nogroup -m 700 "$T/nb/nofuse"
+	install -m 600 /dev/null "$T/fuse-600"
+	rc=0
+	"${AS[@]}" env UZRAM_DEV_FUSE="$T/fuse-600" UZRAM_RUNTIME_DIR="$T/nb/run" \
+		"${SANITIZER_RUN[@]}" "$UZRAM" mount "$T/nb/nofuse" --size 32M \
+		>"$T/nofuse.out" 2>&1 || rc=$?
+	((rc != 0)) || fail "uzram mount succeeded without access to FUSE"
+	grep -q "mode 0600, owner uid 0, group root.*chmod 666" "$T/nofuse.out" ||
+		fail "no mode, owner and fix in: $(cat "$T/nofuse.out")"
 	TAR=$T/nb/files.tar
 	UZRAM_RUNTIME_DIR=$T/nb/run
 	as test -x "$UZRAM" || skip_all "user nobody cannot run $UZRAM"
