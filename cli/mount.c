@@ -270,11 +270,15 @@ static int fuse_unavailable(const char *fuse, int err)
 	else
 		snprintf(gname, sizeof gname, "%u", (unsigned)sb.st_gid);
 	fprintf(stderr, "uzram mount: cannot open %s read-write: it has mode "
-		"%04o, owner uid %u, group %s, and this process (uid %u) is "
-		"neither its owner nor in that group; as root, chmod 666 %s "
-		"(what Debian's udev rule sets) or add the user to group %s\n",
+		"%04o, owner uid %u, group %s, and this process has uid %u; ",
 		fuse, (unsigned)(sb.st_mode & 07777), (unsigned)sb.st_uid,
-		gname, (unsigned)geteuid(), fuse, gname);
+		gname, (unsigned)geteuid());
+	if ((sb.st_mode & 060) == 060)
+		fprintf(stderr, "join group %s (as root: adduser USER %s, then "
+			"log in again)\n", gname, gname);
+	else
+		fprintf(stderr, "as root, chmod 666 %s (what Debian's udev rule "
+			"sets)\n", fuse);
 	return -1;
 }
 

@@ -311,7 +311,7 @@ if ((EUID == 0)); then
 		"${SANITIZER_RUN[@]}" "$UZRAM" mount "$T/nb/nofuse" --size 32M \
 		>"$T/nofuse.out" 2>&1 || rc=$?
 	((rc != 0)) || fail "uzram mount succeeded without access to FUSE"
-	grep -q "mode 0600, owner uid 0, group root.*chmod 666" "$T/nofuse.out" ||
+	grep -q "mode 0600, owner uid 0, group root, .*chmod 666" "$T/nofuse.out" ||
 		fail "no mode, owner and fix in: $(cat "$T/nofuse.out")"
 	TAR=$T/nb/files.tar
 	UZRAM_RUNTIME_DIR=$T/nb/run
