@@ -434,6 +434,7 @@ UZRAM_API long uzram_recompress(struct uzram *dev, int prio, unsigned flags,
  * Returns 0, or:
  *   -EINVAL  NULL argument or unknown flags;
  *   -EALREADY  another save of the same device is in progress;
+ *   -EBUSY   another device holds path (see uzram_image_claim());
  *   -EAGAIN  a secondary algorithm or a dictionary was set, and used,
  *            during the save: save again;
  *   -ENOMEM  out of memory;
@@ -454,6 +455,7 @@ UZRAM_API long uzram_recompress(struct uzram *dev, int prio, unsigned flags,
  *             level or dictionary;
  *   -ENOENT   the image uses an algorithm this library does not have;
  *   -ENOSPC   the image does not fit in cfg.mem_limit;
+ *   -EBUSY    another device holds the image (see uzram_image_claim());
  *   the negative errno of a failed open() or read() of the file.
  * uzram_last_error() says which, and where in the file. Counters start
  * from the image's contents (pages_unchanged and pages_recompressed, which
