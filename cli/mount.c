@@ -225,9 +225,13 @@ static int check_dir(const char *arg, struct mount_req *m)
 		snprintf(t.dir, sizeof t.dir, "%s", m->dir);
 		ours = runtime_dir(&t, "uzram mount") == 0 &&
 		       (mount_path(&t, sock, "sock"), access(sock, F_OK) == 0);
-		fprintf(stderr, "uzram mount: %s: %s\n", arg, ours ?
-			"already mounted by uzram mount (uzram umount it "
-			"first)" : "already a mount point");
+		if (ours)
+			fprintf(stderr, "uzram mount: %s: already mounted by "
+				"uzram mount (%s umount %s first)\n", arg,
+				cli_prog, arg);
+		else
+			fprintf(stderr, "uzram mount: %s: already a mount "
+				"point\n", arg);
 		return -1;
 	}
 	d = opendir(m->dir);
