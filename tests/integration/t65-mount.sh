@@ -242,8 +242,11 @@ if ((EUID == 0)); then
 	((rc != 0)) && grep -q "No space left" "$T/cp.err" ||
 		fail "a second writer: rc $rc, $(cat "$T/cp.err")"
 	rm "$T/lim/random"
-	cp "$TAR" "$T/lim/again"
-	cmp "$TAR" "$T/lim/again"
+	# at most 12 MiB: the file system is smaller than the limit, and a
+	# corpus's $TAR may be 24 MiB
+	head -c $((12 * MiB)) "$TAR" >"$T/part"
+	cp "$T/part" "$T/lim/again"
+	cmp "$T/part" "$T/lim/again"
 	um stat --mount "$T/lim" --json >"$T/stat.json"
 	assert_eq "$(json_get "$T/stat.json" "j['failed_writes']")" 0 \
 		"writes the device refused"
