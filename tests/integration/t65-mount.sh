@@ -108,8 +108,17 @@ fsck_after_umount()
 untar_compare()
 {
 	as tar -xf "$TAR" -C "$1"
-	as tar -df "$TAR" -C "$1" 2>&1 | grep -vE ': (Uid|Gid) differs$' \
-		>"$T/tar-d.out" || true
+	# a user other than root cannot make setuid and setgid files: tar
+	# drops those bits, so their modes differ (usr/bin's chfn, chsh)
+	python3 - "$TAR" >"$T/suid.txt" <<'PY'
+import sys, tarfile
+for m in tarfile.open(sys.argv[1]):
+    if m.mode & 0o6000:
+        print(m.name + ": Mode differs")
+PY
+	as tar -df "$TAR" -C "$1" 2>&1 | grep -vE ': (Uid|Gid) differs$' |
+		{ if ((EUID == 0)) && [[ ${AS[*]:-} != *nobody* ]]; then cat; else
+		  grep -vxFf "$T/suid.txt" || true; fi; } >"$T/tar-d.out" || true
 	[[ ! -s $T/tar-d.out ]] ||
 		fail "tar --compare found differences: $(head -n 5 "$T/tar-d.out")"
 	as sync
