@@ -67,7 +67,8 @@ INTEGRATION := $(sort $(wildcard tests/integration/t*.sh))
 # protocol, signals, TLS, limits): make test runs them on one corpus only.
 INTEGRATION_ANY_DATA := $(addprefix tests/integration/,t27-run.sh \
 	t50-bad-client.sh t53-limits.sh t54-signals-ctl.sh t55-tls.sh \
-	t56-ctl-socket.sh t57-spec-errors.sh t75-man.sh t76-metrics.sh)
+	t56-ctl-socket.sh t57-spec-errors.sh t58-tcp-port.sh t72-image-lock.sh \
+	t75-man.sh t76-metrics.sh t80-readme.sh)
 
 .PHONY: all lib cli deps deps-test deps-bench unit check-unit check-header \
 	check-sanitizers check-integration check-install check-cycles test run bench bench-quick fuzz \
@@ -83,7 +84,8 @@ deps-test: deps
 deps-bench: deps
 	@scripts/deps.sh bench
 
-lib: $(BUILD)/libuzram.a $(BUILD)/libuzram.so $(BUILD)/uzram.pc
+lib: $(BUILD)/libuzram.a $(BUILD)/libuzram.so $(BUILD)/uzram.pc \
+	$(BUILD)/uzram-uninstalled.pc
 cli: $(BUILD)/uzram
 
 $(BUILD)/obj/src/%.o: src/%.c
@@ -105,14 +107,40 @@ $(BUILD)/libuzram.a: $(LIB_OBJS)
 $(BUILD)/libuzram.so: $(LIB_OBJS)
 	$(LINK) -shared -Wl,-soname,libuzram.so.$(SOVERSION) -o $@ $^ $(LDLIBS_ALL)
 
-$(BUILD)/uzram.pc: Makefile include/uzram.h
+# uzram.pc names PREFIX, so it is remade when PREFIX changes: the stamp
+# holds the value the last build saw, and is rewritten only when it
+# differs (make install PREFIX=/x after make installed a .pc that said
+# /usr/local). The static link's needs go in Requires.private and
+# Libs.private, so `pkg-config --static --libs uzram` is the whole list.
+PC_PRIVATE := -lpthread -lm
+$(BUILD)/prefix.stamp: FORCE
+	@mkdir -p $(@D)
+	@echo '$(PREFIX)' | cmp -s - $@ || echo '$(PREFIX)' > $@
+
+$(BUILD)/uzram.pc: Makefile include/uzram.h $(BUILD)/prefix.stamp
 	@mkdir -p $(@D)
 	printf '%s\n' 'prefix=$(PREFIX)' 'includedir=$${prefix}/include' \
 		'libdir=$${prefix}/lib' '' 'Name: uzram' \
 		'Description: compressed RAM block device in userspace' \
 		'Version: $(VERSION)' 'Requires.private: $(DEPS_PKGS)' \
-		'Libs: -L$${libdir} -luzram' 'Libs.private: -lpthread' \
+		'Libs: -L$${libdir} -luzram' 'Libs.private: $(PC_PRIVATE)' \
 		'Cflags: -I$${includedir}' > $@
+
+# The same for a program built against the tree, without make install:
+# pkg-config prefers NAME-uninstalled.pc where PKG_CONFIG_PATH leads it
+# (PKG_CONFIG_PATH=build pkg-config --static ... uzram, as the README
+# shows). It links the archive.
+$(BUILD)/uzram-uninstalled.pc: Makefile include/uzram.h
+	@mkdir -p $(@D)
+	printf '%s\n' 'includedir=$(abspath include)' \
+		'libdir=$(abspath $(BUILD))' '' 'Name: uzram' \
+		'Description: compressed RAM block device in userspace (build tree)' \
+		'Version: $(VERSION)' 'Requires.private: $(DEPS_PKGS)' \
+		'Libs: $${libdir}/libuzram.a' 'Libs.private: $(PC_PRIVATE)' \
+		'Cflags: -I$${includedir}' > $@
+
+.PHONY: FORCE
+FORCE:
 
 $(BUILD)/uzram: $(CLI_OBJS) $(BUILD)/libuzram.a
 	$(LINK) -o $@ $(CLI_OBJS) $(BUILD)/libuzram.a $(LDLIBS_ALL) $(SERVER_LIBS)

@@ -40,7 +40,7 @@ int mount_socket_path(const char *dir, char *out, size_t n);
 int parse_size(const char *s, unsigned long long *out);
 
 /* "PORT", "HOST:PORT" or "[V6ADDR]:PORT" in place; host defaults to
- * 127.0.0.1. 0 or -1. */
+ * 127.0.0.1, PORT is 0 to 65535 (0: the server picks one). 0 or -1. */
 int split_hostport(char *arg, const char **host, const char **port);
 /* A decimal number, digits only, at most max; 0 or -1. */
 int parse_uint(const char *s, unsigned long long max, unsigned long long *out);
@@ -153,7 +153,20 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv,
 	      int (*take)(void *ctx, int key, char *arg), void *ctx);
 /* The entry of opts for key, or NULL. */
 const struct cli_option *cli_find(const struct cli_option *opts, int key);
+/*
+ * The program as the user ran it, when that was a path (build/uzram), so
+ * that the commands printed for them to copy run as printed; else "uzram".
+ */
+extern const char *cli_prog;
+
 /* The usage and every option's help, from cmd's table. */
 void cli_usage(const struct cli_command *cmd, FILE *f);
+/*
+ * A bad command line: "uzram NAME: MESSAGE" and where the help is, on
+ * stderr (git's way: the error, not the whole help, which scrolls it
+ * away). Returns 2, the exit status of a usage error.
+ */
+int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 #endif

@@ -155,9 +155,22 @@ static int open_device(struct uzram_config *cfg, const char *image,
 	r = uzram_open(cfg, dev);
 	free(dict);
 	if (r < 0) {
-		fprintf(stderr, "uzram serve: cannot %s the device: %s%s%s\n",
-			cfg->image ? "open" : "create", uzram_strerror(r),
-			*uzram_last_error() ? ": " : "", uzram_last_error());
+		const char *why = uzram_last_error();
+
+		/* the library's "open: " says what this line says already */
+		if (!strncmp(why, "open: ", 6))
+			why += 6;
+		fprintf(stderr, "uzram serve: cannot %s the device: %s\n",
+			cfg->image ? "open" : "create",
+			*why ? why : uzram_strerror(r));
+		return 1;
+	}
+	/* one device per image: hold a new one's path from the start */
+	if (image && !cfg->image && (r = uzram_image_claim(*dev, image)) < 0) {
+		fprintf(stderr, "uzram serve: --image %s: %s\n", image,
+			uzram_last_error());
+		uzram_close(*dev);
+		*dev = NULL;
 		return 1;
 	}
 	if (cfg->image && ((algo_set && strcmp(cfg->algorithm,
@@ -412,10 +425,8 @@ static int serve_address(struct serve_args *a, int argc, char **argv)
 	if (check_tls_options(&a->tc) < 0)
 		return 2;
 	if (optind != argc) {
-		fprintf(stderr, "uzram serve: unexpected argument '%s'\n",
-			argv[optind]);
-		cli_usage(&serve_cmd, stderr);
-		return 2;
+		return cli_usage_error(&serve_cmd, "unexpected argument "
+				       "'%s'", argv[optind]);
 	}
 	if (a->tcp && a->sc.socket_path) {
 		fprintf(stderr, "uzram serve: --socket and --tcp are exclusive\n");
@@ -424,7 +435,8 @@ static int serve_address(struct serve_args *a, int argc, char **argv)
 	if (a->tcp) {
 		if (split_hostport(a->tcp, &a->sc.tcp_host, &a->sc.tcp_port) < 0) {
 			fprintf(stderr, "uzram serve: bad --tcp '%s', want "
-				"[HOST:]PORT\n", a->tcp);
+				"[HOST:]PORT with PORT 1-65535, or 0 for a free "
+				"one\n", a->tcp);
 			return 2;
 		}
 	} else if (!a->sc.socket_path) {
@@ -482,6 +494,8 @@ int cmd_serve(int argc, char **argv)
 	a.sc.export.size = uzram_size(dev);
 	snprintf(desc, sizeof desc, "uzram %s device", a.sc.algorithm);
 	a.sc.export.description = desc;
+	a.sc.image_opened = a.cfg.image != NULL;
+	a.sc.prog = cli_prog;
 	r = nbd_server_run(&a.sc, &busy);
 	if (!busy) { /* else a stuck client thread may still use them */
 		uzram_close(dev);

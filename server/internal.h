@@ -48,6 +48,7 @@ struct server {
 	char sock_path[PATH_MAX];
 	char ctl_path[PATH_MAX + 8];
 	char uri[PATH_MAX + 600];
+	char port[8];           /* the TCP port bound (--tcp PORT may be 0) */
 	pid_t child;            /* --run's command, 0 if none or reaped */
 	int sfd;                /* signalfd of the signals the server handles */
 	int lfd;                /* the export's listening socket */
@@ -120,7 +121,9 @@ void drain_ctl(struct server *srv);
 /* sockets.c: listen on the Unix socket path; the fd, or -1 after a message. */
 int listen_unix(const char *path);
 /* sockets.c: the same on TCP; plaintext: warn when not on loopback. */
-int listen_tcp(const char *host, const char *port, bool plaintext);
+/* port_out: the port bound, as a string of at least 6 bytes. */
+int listen_tcp(const char *host, const char *port, bool plaintext,
+	       char *port_out);
 /* sockets.c: path made absolute into out; 0 or -1. */
 int abs_path(const char *path, char *out, size_t n);
 /* sockets.c: srv->uri, from the configuration and srv->sock_path. */

@@ -37,6 +37,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,7 @@
 struct client {
 	struct server *srv;
 	int fd;
+	char peer[80];       /* from accept(): "HOST port PORT" */
 	struct client *prev, *next;
 };
 
@@ -60,7 +62,8 @@ static void *client_main(void *arg)
 	struct client *cl = arg;
 	struct server *srv = cl->srv;
 
-	(void)nbd_conn_serve(&srv->export, &srv->ctr, cl->fd, cl->fd);
+	(void)nbd_conn_serve_peer(&srv->export, &srv->ctr, cl->fd, cl->fd,
+				  cl->peer[0] ? cl->peer : NULL);
 	pthread_mutex_lock(&srv->lock);
 	if (cl->prev)
 		cl->prev->next = cl->next;
@@ -80,9 +83,12 @@ static void *client_main(void *arg)
 static void accept_client(struct server *srv, int lfd, bool tcp)
 {
 	struct client *cl;
+	struct sockaddr_storage ss;
+	socklen_t sslen = sizeof ss;
 	int fd, one = 1, sndbuf = NBD_UNIX_SNDBUF;
 
-	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	/* the peer now: once a client has hung up, getpeername() cannot say */
+	fd = accept4(lfd, (struct sockaddr *)&ss, &sslen, SOCK_CLOEXEC);
 	if (fd < 0) {
 		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
 		    errno == ENOMEM)
@@ -120,6 +126,17 @@ static void accept_client(struct server *srv, int lfd, bool tcp)
 	}
 	cl->srv = srv;
 	cl->fd = fd;
+	if (tcp) {
+		char host[64], port[8]; /* numeric: INET6_ADDRSTRLEN, "65535" */
+
+		if (!getnameinfo((struct sockaddr *)&ss, sslen, host,
+				 sizeof host, port, sizeof port,
+				 NI_NUMERICHOST | NI_NUMERICSERV))
+			snprintf(cl->peer, sizeof cl->peer, "%s port %s",
+				 host, port);
+	} else {
+		snprintf(cl->peer, sizeof cl->peer, "a Unix socket client");
+	}
 	cl->next = srv->clients;
 	if (cl->next)
 		cl->next->prev = cl;
@@ -222,15 +239,26 @@ static int server_listen(struct server *srv)
 		fprintf(stderr, "uzram serve: socket path too long\n");
 		return -1;
 	}
+	/* TCP first: the control socket is named after the port bound */
+	if (srv->tcp) {
+		srv->lfd = listen_tcp(cfg->tcp_host, cfg->tcp_port,
+				      !nbd_tls_required(cfg->export.tls),
+				      srv->port);
+		if (srv->lfd < 0)
+			return -1;
+	}
 	if (ctl_path_find(cfg->ctl_socket, srv->tcp ? NULL : srv->sock_path,
-			  cfg->tcp_port, true, "uzram serve", srv->ctl_path,
-			  sizeof srv->ctl_path) < 0)
+			  srv->port, true, "uzram serve", srv->ctl_path,
+			  sizeof srv->ctl_path) < 0) {
+		if (srv->tcp)
+			close(srv->lfd);
 		return -1;
-	srv->lfd = srv->tcp ? listen_tcp(cfg->tcp_host, cfg->tcp_port,
-					 !nbd_tls_required(cfg->export.tls))
-			    : listen_unix(srv->sock_path);
-	if (srv->lfd < 0)
-		return -1;
+	}
+	if (!srv->tcp) {
+		srv->lfd = listen_unix(srv->sock_path);
+		if (srv->lfd < 0)
+			return -1;
+	}
 	srv->cfd = listen_unix(srv->ctl_path);
 	if (srv->cfd < 0) {
 		close(srv->lfd);
@@ -295,8 +323,8 @@ static void server_loop(struct server *srv, int *run_status)
 				break;
 			continue;
 		}
-		fprintf(stderr, "uzram serve: %s, finishing requests in flight\n",
-			strsignal((int)si.ssi_signo));
+		fprintf(stderr, "uzram serve: got SIG%s, finishing requests "
+			"in flight\n", sigabbrev_np((int)si.ssi_signo));
 		break;
 	}
 }

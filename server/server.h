@@ -101,6 +101,10 @@ struct nbd_server_config {
 	const char *metrics_path;
 	const char *metrics_host;
 	const char *metrics_port;
+	bool image_opened;        /* the device came from image (else image
+				   * is made at the end) */
+	const char *prog;         /* the banner's name for the uzram
+				   * program (argv[0]); NULL: "uzram" */
 };
 
 /*

@@ -15,6 +15,7 @@
 #include "error.h"
 #include "dedup.h"
 #include "device.h"
+#include "image_lock.h"
 #include "lockstat.h"
 #include "tier.h"
 #include "workers.h"
@@ -162,6 +163,7 @@ UZRAM_API void uzram_close(struct uzram *dev)
 	}
 	free(dev->dir);
 	zpool_destroy(dev->pool);
+	image_lock_release(atomic_load(&dev->image_lock));
 	dedup_destroy(dev->dedup);
 	for (int i = 0; i <= UZRAM_MAX_RECOMP; i++)
 		for (int place = 0; place < 2; place++)

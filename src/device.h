@@ -25,6 +25,7 @@
 
 struct dedup;
 struct image_save;
+struct image_lock;
 struct zcomp;
 struct zcomp_retired;
 struct zpool;
@@ -77,6 +78,8 @@ struct uzram {
 	 */
 	struct image_save *_Atomic save;
 	_Atomic uint64_t save_users;
+	/* the lock on the device's image (image_lock.c), or NULL */
+	struct image_lock *_Atomic image_lock;
 	struct dedup *dedup;   /* the index of dedup.c, NULL when off */
 	_Atomic uint64_t index_bytes; /* what that index holds (dedup.c) */
 };

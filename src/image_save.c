@@ -82,6 +82,7 @@
 #include "dedup.h"
 #include "error.h"
 #include "image.h"
+#include "image_lock.h"
 #include "slot.h"
 #include "store.h"
 #include "backing.h"
@@ -518,6 +519,7 @@ static int save_to(struct uzram *dev, struct image_save *sv, int fd,
 UZRAM_API int uzram_save(struct uzram *dev, const char *path, unsigned flags)
 {
 	struct image_save *sv, *none = NULL;
+	struct image_lock *lock = NULL;
 	char tmp[PATH_MAX];
 	int fd, ret;
 
@@ -531,11 +533,18 @@ UZRAM_API int uzram_save(struct uzram *dev, const char *path, unsigned flags)
 	    sizeof tmp)
 		return uzram_set_error(-ENAMETOOLONG, "save: path too long: "
 				       "%s", path);
+	/* The device's own image, or a path no other device holds. */
+	if (!image_lock_covers(atomic_load(&dev->image_lock), path)) {
+		ret = image_lock_take(path, "save", &lock);
+		if (ret)
+			return ret;
+	}
 	sv = calloc(1, sizeof *sv);
 	if (sv)
 		sv->map = calloc((dev->nclusters + 63) / 64, sizeof(uint64_t));
 	if (!sv || !sv->map) {
 		free(sv);
+		image_lock_release(lock);
 		return uzram_set_error(-ENOMEM, "save: out of memory for a "
 				       "map of %llu clusters",
 				       (unsigned long long)dev->nclusters);
@@ -562,5 +571,6 @@ UZRAM_API int uzram_save(struct uzram *dev, const char *path, unsigned flags)
 	pthread_mutex_destroy(&sv->lock);
 	free(sv->map);
 	free(sv);
+	image_lock_release(lock);
 	return ret;
 }

@@ -306,6 +306,17 @@ static void known_init(void)
 	known[n] = '\0';
 }
 
+int zcomp_level_range(const char *name, int *min, int *max)
+{
+	for (size_t i = 0; i < NR_BACKENDS; i++)
+		if (!strcmp(backends[i]->name, name)) {
+			*min = backends[i]->min_level();
+			*max = backends[i]->max_level();
+			return 0;
+		}
+	return -ENOENT;
+}
+
 const char *zcomp_known(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
