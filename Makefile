@@ -44,8 +44,10 @@ DEPS_PKGS := liblz4 libzstd libdeflate libnbd
 DEPS_CFLAGS = $(shell pkg-config --cflags $(DEPS_PKGS) 2>/dev/null)
 DEPS_LIBS = $(shell pkg-config --libs $(DEPS_PKGS) 2>/dev/null)
 
-# The NBD server's TLS (server/tls.c); only the uzram program links it.
-SERVER_PKGS := gnutls
+# The NBD server's TLS (server/tls.c) and systemd's socket activation and
+# readiness (server/activation.c, cli/mount_stack.c); only the uzram
+# program links them.
+SERVER_PKGS := gnutls libsystemd
 SERVER_CFLAGS = $(shell pkg-config --cflags $(SERVER_PKGS) 2>/dev/null)
 SERVER_LIBS = $(shell pkg-config --libs $(SERVER_PKGS) 2>/dev/null)
 
