@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # deps.sh GROUP... - make sure the Debian packages a make target needs are
 # installed. As root, installs what is missing; otherwise prints the exact
-# command to run and fails. Groups: build test bench run.
+# command to run and fails. Groups: build test bench deb run.
 set -euo pipefail
 
 pkgs_build="gcc g++ make pkg-config liblz4-dev libzstd-dev libdeflate-dev libxxhash-dev
@@ -11,6 +11,7 @@ pkgs_test="systemd libcmocka-dev libxxhash-dev clang libclang-rt-14-dev qemu-uti
            fuse2fs gnutls-bin iproute2 coreutils"
 pkgs_bench="fio nbdkit gnuplot-nox gdb python3 dpkg-dev linux-perf procps libnbd-dev bc qemu-utils
             libnbd-bin e2fsprogs"
+pkgs_deb="debhelper dpkg-dev lintian mmdebstrap"
 pkgs_run="gdb python3 libnbd-bin e2fsprogs fuse2fs fuse3 util-linux mount"
 
 want=()
