@@ -36,5 +36,6 @@ deb:
 	lintian --fail-on error --info --no-tag-display-limit $(DEB_OUT)/*.changes \
 		| tee $(DEB_OUT)/lintian.txt
 
-check-deb: deb
-	bash scripts/check-deb.sh $(DEB_OUT)
+check-deb: deb $(CORPUS_READY)
+	bash scripts/check-deb.sh $(DEB_OUT) $(CORPUS_DIR)
+	@mkdir -p $(dir $(TEST_RESULTS)) && echo check-deb >> $(TEST_RESULTS)
