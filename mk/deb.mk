@@ -39,3 +39,10 @@ deb:
 check-deb: deb $(CORPUS_READY)
 	bash scripts/check-deb.sh $(DEB_OUT) $(CORPUS_DIR)
 	@mkdir -p $(dir $(TEST_RESULTS)) && echo check-deb >> $(TEST_RESULTS)
+
+# make test-system: the packages in a Debian 12 guest booted with systemd
+# as init under qemu, with one swap and one /tmp in uzram.conf
+# (tests/system/boot.sh). Not in make test: minutes of TCG.
+.PHONY: test-system
+test-system: deb
+	bash tests/system/boot.sh $(DEB_OUT)

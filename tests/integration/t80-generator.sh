@@ -100,6 +100,7 @@ has "$d/$swap.d/50-uzram.conf" "ExecStop=$P/usr/bin/uzram swapoff --name \"swap0
 has "$d/$mnt.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram mount -f \"/tmp\" --size \"4G\" --mode \"1777\" --uid \"0\" --gid \"0\""
 has "$d/tmp.mount.d/50-uzram.conf" "Requires=$mnt"
 has "$d/tmp.mount.d/50-uzram.conf" "After=$mnt"
+has "$d/run-uzram-.mount.d/50-uzram.conf" "DefaultDependencies=no"
 has "$d/$srv.service.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram serve --size \"8G\" --algorithm \"lz4\" --cluster \"16K\" --dedup --dict \"/etc/uzram/vm.dict\" --backing \"/var/lib/uzram/vm.backing\" --image \"/srv/images/vm disk.img\" --tls \"require\" --recomp-algorithm \"zstd:9\" --recomp-algorithm \"deflate\" --tls-psk %d/tls-psk"
 has "$d/$srv.service.d/50-uzram.conf" "ReadWritePaths=-/srv/images"
 has "$d/$srv.service.d/50-uzram.conf" "LoadCredential=tls-psk:/etc/uzram/keys.psk"
