@@ -17,6 +17,11 @@ fi
 check "/tmp is ext4" sh -c 'findmnt -n -o FSTYPE /tmp | grep -qx ext4'
 check "uzram-mount@tmp.service active" systemctl is-active uzram-mount@tmp.service
 check "/tmp writable" sh -c 'dd if=/dev/urandom of=/tmp/x bs=1M count=16 status=none && cmp -s /tmp/x /tmp/x && rm /tmp/x'
+check "uzram-serve@disk.socket listening" systemctl is-active uzram-serve@disk.socket
+check "uzram stat starts uzram-serve@disk.service through its ctl socket" \
+	uzram stat --socket /run/uzram-serve/disk.sock
+check "uzram-serve@disk.service active" systemctl is-active uzram-serve@disk.service
+check "the server runs as _uzram" sh -c 'test "$(ps -o user= -p "$(systemctl show -p MainPID --value uzram-serve@disk.service)")" = _uzram'
 check "no failed unit" sh -c 'test -z "$(systemctl list-units --failed --plain --no-legend)"'
 check "systemctl is-system-running: running (is $state)" test "$state" = running
 systemctl --no-pager status > /tmp/status 2>&1; r info "$(head -n 3 /tmp/status | tr '\n' ' ')"

@@ -21,6 +21,11 @@ mount-point = /tmp
 size = 256M
 mode = 1777
 owner = 0:0
+
+[disk]
+type = serve
+size = 64M
+image = /var/lib/uzram/disk.img
 CONF
 install -m 755 /tmp/guest/check.sh /usr/local/sbin/uzram-check
 cat > /etc/systemd/system/uzram-check.service <<'UNIT'
