@@ -90,4 +90,5 @@ grep -aq '^RESULT SKIP' "$log" && echo "test-system: NOTE: a part was skipped (a
 sed -n '/^RESULT ok all/,$p' "$log" | grep -aE 'FAILED|Failed to|failed with result' &&
 	fail "a unit failed at shutdown; see $log"
 grep -aqE 'reboot: Power down|Power down' "$log" || fail "the guest did not power off cleanly; see $log"
-echo "test-system: swap and /tmp came up, the system ran clean, and went down with no failed unit"
+echo "test-system: every unit of the config came up, the system ran clean, and went down" \
+	"with no failed unit"
