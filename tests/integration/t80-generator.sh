@@ -85,6 +85,10 @@ cat >"$P/etc/uzram/uzram.conf.d/60-later.conf" <<'CONF'
 ; a later file changes a key of an earlier section
 [swap0]
 swap-priority = 5
+
+[swap1]
+type = swap
+device = /dev/nbd7
 CONF
 generate "$T/a" || fail "exit $?: $(cat "$T/a.err")"
 [[ ! -s $T/a.err ]] || fail "messages on a good config: $(cat "$T/a.err")"
@@ -95,8 +99,8 @@ for l in "swap.target.wants/$swap" "local-fs.target.wants/$mnt" \
 	"sockets.target.wants/$srv.socket" "sockets.target.wants/uzram-ctl@vm\\x2ddisk.socket"; do
 	[[ -L $d/$l && -f $d/$l ]] || fail "no link $l to an installed template"
 done
-has "$d/$swap.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram swapon --name \"swap0\" --size \"2G\" --algorithm \"zstd\" --mem-limit \"1G\" --priority \"5\""
-has "$d/$swap.d/50-uzram.conf" "ExecStop=$P/usr/bin/uzram swapoff --name \"swap0\""
+has "$d/$swap.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram swapon --size \"2G\" --algorithm \"zstd\" --mem-limit \"1G\" --priority \"5\""
+has "$d/$swap.d/50-uzram.conf" "ExecStop=$P/usr/bin/uzram swapoff"
 has "$d/$mnt.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram mount -f \"/tmp\" --size \"4G\" --mode \"1777\" --uid \"0\" --gid \"0\""
 has "$d/tmp.mount.d/50-uzram.conf" "Requires=$mnt"
 has "$d/tmp.mount.d/50-uzram.conf" "After=$mnt"
@@ -107,8 +111,11 @@ has "$d/$srv.service.d/50-uzram.conf" "LoadCredential=tls-psk:/etc/uzram/keys.ps
 has "$d/$srv.socket.d/50-uzram.conf" "ListenStream=127.0.0.1:10809"
 has "$d/uzram-ctl@vm\\x2ddisk.socket.d/50-uzram.conf" "ListenStream=/run/uzram-serve/vm-disk.ctl"
 
+has "$d/uzram-swap@swap1.service.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram swapon --device \"/dev/nbd7\""
+has "$d/uzram-swap@swap1.service.d/50-uzram.conf" "ExecStop=$P/usr/bin/uzram swapoff --device \"/dev/nbd7\""
+
 step "systemd-analyze verify on every generated unit"
-verify "$d" "$swap" "$mnt" "$srv.service" "$srv.socket" 'uzram-ctl@vm\x2ddisk.socket'
+verify "$d" "$swap" uzram-swap@swap1.service "$mnt" "$srv.service" "$srv.socket" 'uzram-ctl@vm\x2ddisk.socket'
 
 step "what the templates promise: ordering, readiness, hardening"
 u=$P/units
@@ -172,6 +179,11 @@ type = zram
 [bad name!]
 type = swap
 no equals sign here
+[swap2]
+type = swap
+[swap3]
+type = swap
+device = /dev/sda
 CONF
 rc=0
 generate "$T/c" || rc=$?
@@ -186,7 +198,9 @@ for want in "$f:1: 'orphan' before any \[NAME\] section" \
 	"$f:20: dedup = maybe: want yes or no" \
 	"$f:23: \[kind\] has type = zram" \
 	"$f:25: bad section name \[bad name!\]" \
-	"$f:27: expected KEY = VALUE"; do
+	"$f:27: expected KEY = VALUE" \
+	"$f:28: \[swap2\] is a second swap section without device" \
+	"$f:30: \[swap3\] device = /dev/sda: want /dev/nbdN"; do
 	grep -q -- "$want" "$T/c.err" || fail "no message '$want' in:"$'\n'"$(cat "$T/c.err")"
 done
 made=$(cd "$T/c" && find . -name '*.conf' | sort | tr '\n' ' ')
