@@ -432,6 +432,15 @@ static int serve_address(struct serve_args *a, int argc, char **argv)
 		fprintf(stderr, "uzram serve: --socket and --tcp are exclusive\n");
 		return 2;
 	}
+	if (nbd_socket_activated()) {
+		if (a->tcp || a->sc.socket_path) {
+			fprintf(stderr, "uzram serve: systemd passed the sockets "
+				"(LISTEN_FDS): --socket and --tcp cannot be used "
+				"with them, the .socket unit says where to listen\n");
+			return 2;
+		}
+		return 0;
+	}
 	if (a->tcp) {
 		if (split_hostport(a->tcp, &a->sc.tcp_host, &a->sc.tcp_port) < 0) {
 			fprintf(stderr, "uzram serve: bad --tcp '%s', want "

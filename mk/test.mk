@@ -26,6 +26,9 @@
 #                    opens /dev/fuse to every user while it runs and puts
 #                    its mode back at the end)
 #   check-install    the installed library (scripts/check-install.sh)
+#   test-deb         make deb, then the packages installed by apt into a
+#                    fresh Debian 12 root (make check-deb, mk/deb.mk); its
+#                    first run also makes that root (build/deb-root.tar)
 #   check-header, check-cycles   (the Makefile)
 #   fuzz-smoke-nbd, fuzz-smoke-image   the two fuzzers (mk/fuzz.mk)
 #   test-vm-quick    the VM bench (mk/vm.mk): the kernel's NBD client
@@ -60,7 +63,7 @@ INTEGRATION_ASAN := $(addprefix tests/integration/,t26-ctl.sh t27-run.sh \
 # as test-build made what they need: a phase that waited for another
 # would join the end of the queue when that one ended.
 TEST_PHASES := test-vm-quick test-integration test-tsan test-asan test-unit test-unit-alt \
-	fuzz-smoke-nbd fuzz-smoke-image check-cycles check-install check-header
+	test-deb fuzz-smoke-nbd fuzz-smoke-image check-cycles check-install check-header
 
 .PHONY: test-phases test-build $(TEST_PHASES)
 
@@ -82,6 +85,9 @@ test-asan:
 
 test-tsan:
 	$(MAKE) SANITIZE=thread TEST_SCALE=0.1 check-unit
+
+test-deb:
+	$(MAKE) check-deb
 
 test-integration:
 	$(MAKE) check-integration

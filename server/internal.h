@@ -16,6 +16,7 @@
 #define UZRAM_SERVER_INTERNAL_H
 
 #include <limits.h>
+#include <netdb.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -26,6 +27,7 @@
 
 #define DRAIN_SECS 10  /* how long in-flight requests may take at exit */
 #define LISTEN_BACKLOG 128 /* connections the kernel queues for accept() */
+#define NBD_MAX_LISTEN 8   /* NBD sockets systemd may pass (activation.c) */
 
 struct client;
 
@@ -46,16 +48,20 @@ struct server {
 	struct client *clients; /* under lock */
 	unsigned nclients;      /* under lock */
 	char sock_path[PATH_MAX];
+	char tcp_host[NI_MAXHOST]; /* with tcp: the address in the URI */
+	char tcp_port[NI_MAXSERV]; /* the port bound (--tcp PORT may be 0) */
 	char ctl_path[PATH_MAX + 8];
 	char uri[PATH_MAX + 600];
-	char port[8];           /* the TCP port bound (--tcp PORT may be 0) */
 	pid_t child;            /* --run's command, 0 if none or reaped */
 	int sfd;                /* signalfd of the signals the server handles */
-	int lfd;                /* the export's listening socket */
+	int lfd[NBD_MAX_LISTEN]; /* the export's listening sockets: one, */
+	unsigned nlfd;          /* or those systemd passed */
 	int cfd;                /* the control socket */
 	int mfd;                /* --metrics' listening socket, or -1 */
 	char metrics_path[PATH_MAX]; /* its Unix socket, or "" */
-	bool tcp;               /* lfd is TCP, not a Unix socket */
+	bool tcp;               /* lfd[0] is TCP, not a Unix socket */
+	bool activated;         /* systemd made lfd (activation.c) */
+	bool own_ctl;           /* we bound cfd at ctl_path: unlink it */
 };
 
 /*
@@ -130,6 +136,14 @@ int abs_path(const char *path, char *out, size_t n);
 void make_uri(struct server *srv);
 /* sockets.c: how to connect, on stdout, ending with "ready". */
 void print_banner(struct server *srv);
+
+/*
+ * activation.c: take the sockets systemd passed into srv (lfd, nlfd, cfd,
+ * the address), once; the number taken, 0 if none, or -1 after a message.
+ */
+int activation_take(struct server *srv);
+/* activation.c: tell systemd the server is ready (Type=notify). */
+void notify_ready(const struct server *srv);
 
 /* captive.c: --run: start the command; 0 or -1 after a message. */
 int start_command(struct server *srv);

@@ -229,51 +229,80 @@ static int server_init(struct server *srv)
 	return 0;
 }
 
-/* The export's socket (srv->lfd) and the control socket (srv->cfd); 0 or -1. */
+/* Close the export's sockets; remove the one we bound, not systemd's. */
+static void close_listeners(struct server *srv)
+{
+	for (unsigned i = 0; i < srv->nlfd; i++)
+		close(srv->lfd[i]);
+	srv->nlfd = 0;
+	if (!srv->tcp && !srv->activated)
+		unlink(srv->sock_path);
+}
+
+/*
+ * The export's socket (srv->lfd) and the control socket (srv->cfd), or
+ * those systemd passed (activation.c); 0 or -1.
+ */
 static int server_listen(struct server *srv)
 {
 	const struct nbd_server_config *cfg = srv->cfg;
+	int n = activation_take(srv);
 
-	if (abs_path(cfg->socket_path ? cfg->socket_path : "uzram.sock",
-		     srv->sock_path, sizeof srv->sock_path) < 0) {
-		fprintf(stderr, "uzram serve: socket path too long\n");
+	if (n < 0)
 		return -1;
+	if (n == 0) {
+		srv->tcp = cfg->socket_path == NULL;
+		if (srv->tcp) {
+			snprintf(srv->tcp_host, sizeof srv->tcp_host, "%s",
+				 cfg->tcp_host);
+			snprintf(srv->tcp_port, sizeof srv->tcp_port, "%s",
+				 cfg->tcp_port);
+		} else if (abs_path(cfg->socket_path, srv->sock_path,
+				    sizeof srv->sock_path) < 0) {
+			fprintf(stderr, "uzram serve: socket path too long\n");
+			return -1;
+		}
 	}
 	/* TCP first: the control socket is named after the port bound */
-	if (srv->tcp) {
-		srv->lfd = listen_tcp(cfg->tcp_host, cfg->tcp_port,
-				      !nbd_tls_required(cfg->export.tls),
-				      srv->port);
-		if (srv->lfd < 0)
+	if (!srv->activated && srv->tcp) {
+		char bound[NI_MAXSERV];
+
+		srv->lfd[0] = listen_tcp(srv->tcp_host, srv->tcp_port,
+					 !nbd_tls_required(cfg->export.tls),
+					 bound);
+		if (srv->lfd[0] < 0)
 			return -1;
+		srv->nlfd = 1;
+		snprintf(srv->tcp_port, sizeof srv->tcp_port, "%s", bound);
 	}
-	if (ctl_path_find(cfg->ctl_socket, srv->tcp ? NULL : srv->sock_path,
-			  srv->port, true, "uzram serve", srv->ctl_path,
+	if (srv->cfd < 0 &&
+	    ctl_path_find(cfg->ctl_socket, srv->tcp ? NULL : srv->sock_path,
+			  srv->tcp_port, true, "uzram serve", srv->ctl_path,
 			  sizeof srv->ctl_path) < 0) {
-		if (srv->tcp)
-			close(srv->lfd);
+		close_listeners(srv);
 		return -1;
 	}
-	if (!srv->tcp) {
-		srv->lfd = listen_unix(srv->sock_path);
-		if (srv->lfd < 0)
+	if (!srv->activated && !srv->tcp) {
+		srv->lfd[0] = listen_unix(srv->sock_path);
+		if (srv->lfd[0] < 0)
 			return -1;
+		srv->nlfd = 1;
 	}
-	srv->cfd = listen_unix(srv->ctl_path);
 	if (srv->cfd < 0) {
-		close(srv->lfd);
-		if (!srv->tcp)
-			unlink(srv->sock_path);
-		return -1;
+		srv->cfd = listen_unix(srv->ctl_path);
+		if (srv->cfd < 0) {
+			close_listeners(srv);
+			return -1;
+		}
+		srv->own_ctl = true;
 	}
 	/* accept() must never block the main thread */
 	(void)fcntl(srv->cfd, F_SETFL, fcntl(srv->cfd, F_GETFL) | O_NONBLOCK);
 	if ((cfg->metrics_path || cfg->metrics_port) && metrics_listen(srv) < 0) {
 		close(srv->cfd);
-		unlink(srv->ctl_path);
-		close(srv->lfd);
-		if (!srv->tcp)
-			unlink(srv->sock_path);
+		if (srv->own_ctl)
+			unlink(srv->ctl_path);
+		close_listeners(srv);
 		return -1;
 	}
 	if (srv->mfd >= 0)
@@ -290,25 +319,35 @@ static int server_listen(struct server *srv)
 static void server_loop(struct server *srv, int *run_status)
 {
 	struct signalfd_siginfo si;
-	struct pollfd pf[4];
+	struct pollfd pf[3 + NBD_MAX_LISTEN];
+	bool tcp[NBD_MAX_LISTEN];
+	unsigned npf = 3 + srv->nlfd;
 	char out[4096];
 
 	pf[0] = (struct pollfd){ .fd = srv->sfd, .events = POLLIN };
-	pf[1] = (struct pollfd){ .fd = srv->lfd, .events = POLLIN };
-	pf[2] = (struct pollfd){ .fd = srv->cfd, .events = POLLIN };
-	pf[3] = (struct pollfd){ .fd = srv->mfd, .events = POLLIN }; /* or -1 */
+	pf[1] = (struct pollfd){ .fd = srv->cfd, .events = POLLIN };
+	pf[2] = (struct pollfd){ .fd = srv->mfd, .events = POLLIN }; /* or -1 */
+	for (unsigned i = 0; i < srv->nlfd; i++) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof ss;
+
+		pf[3 + i] = (struct pollfd){ .fd = srv->lfd[i], .events = POLLIN };
+		tcp[i] = getsockname(srv->lfd[i], (struct sockaddr *)&ss,
+				     &len) == 0 && ss.ss_family != AF_UNIX;
+	}
 	for (;;) {
-		if (poll(pf, 4, -1) < 0) {
+		if (poll(pf, npf, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			perror("uzram serve: poll");
 			break;
 		}
+		for (unsigned i = 0; i < srv->nlfd; i++)
+			if (pf[3 + i].revents & POLLIN)
+				accept_client(srv, srv->lfd[i], tcp[i]);
 		if (pf[1].revents & POLLIN)
-			accept_client(srv, srv->lfd, srv->tcp);
-		if (pf[2].revents & POLLIN)
 			serve_ctl(srv, srv->cfd);
-		if (pf[3].revents & POLLIN)
+		if (pf[2].revents & POLLIN)
 			serve_metrics(srv);
 		if (!(pf[0].revents & POLLIN) ||
 		    read(srv->sfd, &si, sizeof si) != sizeof si)
@@ -342,12 +381,11 @@ static int server_drain(struct server *srv, int run_status, bool *busy)
 	int status;
 
 	atomic_store(&srv->shared.stopping, true);
-	close(srv->lfd);
-	if (!srv->tcp)
-		unlink(srv->sock_path);
+	close_listeners(srv);
 	drain_clients(srv);
 	close(srv->cfd);
-	unlink(srv->ctl_path);
+	if (srv->own_ctl)
+		unlink(srv->ctl_path);
 	metrics_close(srv);
 	drain_ctl(srv);
 	/* A client that ignored both shutdowns still holds the device. */
@@ -375,9 +413,8 @@ static int server_drain(struct server *srv, int run_status, bool *busy)
 int nbd_server_run(const struct nbd_server_config *cfg, bool *busy)
 {
 	struct server srv = { .cfg = cfg, .started = time(NULL),
-			      .export = cfg->export, .sfd = -1, .lfd = -1,
-			      .cfd = -1, .mfd = -1,
-			      .tcp = cfg->socket_path == NULL };
+			      .export = cfg->export, .sfd = -1, .cfd = -1,
+			      .mfd = -1 };
 	int status, run_status = 1;
 
 	*busy = false;
@@ -389,6 +426,7 @@ int nbd_server_run(const struct nbd_server_config *cfg, bool *busy)
 		goto out;
 	}
 	make_uri(&srv);
+	notify_ready(&srv);
 	if (!cfg->run) {
 		print_banner(&srv);
 		server_loop(&srv, &run_status);

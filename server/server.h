@@ -125,6 +125,15 @@ struct nbd_server_config {
  */
 int nbd_server_run(const struct nbd_server_config *cfg, bool *busy);
 
+/* activation.c */
+
+/*
+ * Whether systemd passed this process listening sockets (LISTEN_PID,
+ * LISTEN_FDS): nbd_server_run() then serves on them, and the config's
+ * socket_path and tcp_port must be NULL.
+ */
+bool nbd_socket_activated(void);
+
 /*
  * Send one request line ("json\n", "text\n", "compact\n", "mem-limit
  * BYTES\n", "reset-max\n", "save [PATH]\n"; see ctl.c) to the control

@@ -158,12 +158,15 @@ void make_uri(struct server *srv)
 	const struct nbd_server_config *cfg = srv->cfg;
 	const char *s = cfg->export.tls ? "s" : "";
 
-	if (cfg->socket_path)
+	if (!srv->tcp)
 		snprintf(srv->uri, sizeof srv->uri, "nbd%s+unix:///%s?socket=%s",
 			 s, cfg->export.name, srv->sock_path);
+	else if (strchr(srv->tcp_host, ':')) /* IPv6 */
+		snprintf(srv->uri, sizeof srv->uri, "nbd%s://[%s]:%s/%s", s,
+			 srv->tcp_host, srv->tcp_port, cfg->export.name);
 	else
 		snprintf(srv->uri, sizeof srv->uri, "nbd%s://%s:%s/%s", s,
-			 cfg->tcp_host, srv->port, cfg->export.name);
+			 srv->tcp_host, srv->tcp_port, cfg->export.name);
 }
 
 /*
@@ -215,12 +218,12 @@ void print_banner(struct server *srv)
 	printf("  nbdinfo:    nbdinfo '%s'\n", uri);
 	if (!nbd_module_present())
 		;
-	else if (cfg->socket_path)
+	else if (!srv->tcp)
 		printf("  nbd-client: nbd-client -unix %s /dev/nbd0%s   (as root)\n",
 		       srv->sock_path, nflag);
 	else
 		printf("  nbd-client: nbd-client %s %s /dev/nbd0%s   (as root)\n",
-		       cfg->tcp_host, srv->port, nflag);
+		       srv->tcp_host, srv->tcp_port, nflag);
 	printf("  qemu:       qemu-img info '%s'   (or -drive file=%s,format=raw)\n",
 	       uri, uri);
 	printf("  nbdfuse:    mkdir -p /tmp/uzram && nbdfuse /tmp/uzram '%s' &  (file /tmp/uzram/nbd)\n",
