@@ -57,8 +57,9 @@ LINK = $(CC) $(SAN_FLAGS) $(LDFLAGS)
 
 LIB_SRCS := $(sort $(wildcard src/*.c))
 LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
-# The CLI (cli/) and the NBD server (server/) use only include/uzram.h.
-CLI_SRCS := $(sort $(wildcard cli/*.c) $(wildcard server/*.c))
+# The CLI (cli/), the NBD server (server/) and the ublk front end (ublk/)
+# use only include/uzram.h.
+CLI_SRCS := $(sort $(wildcard cli/*.c) $(wildcard server/*.c) $(wildcard ublk/*.c))
 CLI_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS))
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
@@ -98,6 +99,15 @@ $(BUILD)/obj/server/%.o: server/%.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(SERVER_CFLAGS) -MMD -MP -c -o $@ $<
 
+# The ublk front end's io_uring (ublk/); only the uzram program links it.
+UBLK_PKGS := liburing
+UBLK_CFLAGS = $(shell pkg-config --cflags $(UBLK_PKGS) 2>/dev/null)
+UBLK_LIBS = $(shell pkg-config --libs $(UBLK_PKGS) 2>/dev/null)
+
+$(BUILD)/obj/ublk/%.o: ublk/%.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(UBLK_CFLAGS) -MMD -MP -c -o $@ $<
+
 $(BUILD)/libuzram.a: $(LIB_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
@@ -115,7 +125,8 @@ $(BUILD)/uzram.pc: Makefile include/uzram.h
 		'Cflags: -I$${includedir}' > $@
 
 $(BUILD)/uzram: $(CLI_OBJS) $(BUILD)/libuzram.a
-	$(LINK) -o $@ $(CLI_OBJS) $(BUILD)/libuzram.a $(LDLIBS_ALL) $(SERVER_LIBS)
+	$(LINK) -o $@ $(CLI_OBJS) $(BUILD)/libuzram.a $(LDLIBS_ALL) $(SERVER_LIBS) \
+		$(UBLK_LIBS)
 
 # Unit tests may include private headers from src/ to test one layer.
 $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(BUILD)/libuzram.a
@@ -191,7 +202,7 @@ check-header:
 	$(CXX) -Wall -Wextra -Werror -fsyntax-only -x c++ include/uzram.h
 
 # Folders whose files must not call each other both ways (scripts/check-cycles.sh).
-CYCLE_DIRS := src server cli
+CYCLE_DIRS := src server cli ublk
 check-cycles: all
 	bash scripts/check-cycles.sh $(addprefix $(BUILD)/obj/,$(CYCLE_DIRS))
 

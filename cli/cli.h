@@ -17,6 +17,7 @@ int cmd_stat(int argc, char **argv);   /* cli/client.c: ask a running server */
 int cmd_ctl(int argc, char **argv);    /* cli/client.c: control a running server */
 int cmd_mount(int argc, char **argv);  /* cli/mount.c: a file system at DIR */
 int cmd_umount(int argc, char **argv); /* cli/mount.c: take it down */
+int cmd_ublk(int argc, char **argv);   /* cli/ublk.c: ublk devices */
 
 /*
  * The socket of the server behind `uzram mount DIR` into out (n bytes);

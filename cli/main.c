@@ -32,6 +32,10 @@ static const struct {
 	  "              [--cluster 4K..64K] [--fs ext4] [-o OPTIONS] [--uid U]\n"
 	  "              [--gid G] [--mode M] [--via loop|fuse] [-f]" },
 	{ "umount", cmd_umount, "umount DIR" },
+	{ "ublk", cmd_ublk,
+	  "ublk add [serve's options] | list | del N\n"
+	  "             (add: serve --ublk [--ublk-id N] [--ublk-queues N] [--ublk-depth N]\n"
+	  "              [--ublk-copy kernel|user] [--ublk-recovery | --ublk-take-over N])" },
 	{ "stat", cmd_stat,
 	  "stat [--socket PATH | --tcp [HOST:]PORT | --ctl-socket PATH | --mount DIR]\n"
 	  "            [--json]" },

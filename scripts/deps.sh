@@ -5,7 +5,7 @@
 set -euo pipefail
 
 pkgs_build="gcc g++ make pkg-config liblz4-dev libzstd-dev libdeflate-dev libxxhash-dev
-            libgnutls28-dev libnbd-dev"
+            libgnutls28-dev libnbd-dev liburing-dev"
 pkgs_test="libcmocka-dev libxxhash-dev clang libclang-rt-14-dev qemu-utils libnbd-bin fio
            nbdkit gdb python3 e2fsprogs util-linux procps mount tar fuse3
            fuse2fs gnutls-bin iproute2 coreutils"

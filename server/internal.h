@@ -51,6 +51,7 @@ struct server {
 	int lfd;                /* the export's listening socket */
 	int cfd;                /* the control socket */
 	bool tcp;               /* lfd is TCP, not a Unix socket */
+	bool frontend_up;       /* cfg->frontend started (or there is none) */
 };
 
 /*
