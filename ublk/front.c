@@ -39,6 +39,7 @@
 #define UBLK_MAX_DISCARD (1u << 30)  /* bytes per discard: one call holds
 				      * its queue that long */
 #define CDEV_WAIT_MS    5000         /* for udev to make /dev/ublkcN */
+#define TAKE_OVER_WAIT_MS 5000       /* for a dead server to be gone */
 
 struct ublk_front {
 	struct ublk_ctrl ctrl;
@@ -102,7 +103,14 @@ static int take_over(struct ublk_front *f, const char *who)
 	struct ublk_params p;
 	int r;
 
-	r = ctrl_dev_info(&f->ctrl, (uint32_t)f->id, &f->info);
+	/* the driver quiesces a dead server's device a moment after it died */
+	for (int waited = 0;; waited += 50) {
+		r = ctrl_dev_info(&f->ctrl, (uint32_t)f->id, &f->info);
+		if (r < 0 || f->info.state != UBLK_S_DEV_LIVE ||
+		    waited >= TAKE_OVER_WAIT_MS)
+			break;
+		(void)poll(NULL, 0, 50);
+	}
 	if (r < 0) {
 		fprintf(stderr, "%s: --ublk-recover %d: %s\n", who, f->id,
 			r == -ENODEV ? "no such ublk device" : strerror(-r));
@@ -131,7 +139,13 @@ static int take_over(struct ublk_front *f, const char *who)
 			(unsigned long long)uzram_size(f->dev));
 		return -1;
 	}
-	r = r < 0 ? r : cmd(f, UBLK_CMD_START_USER_RECOVERY, NULL, 0, 0);
+	/* -EBUSY while the old server's /dev/ublkcN is still open */
+	for (int waited = 0; r >= 0; waited += 50) {
+		r = cmd(f, UBLK_CMD_START_USER_RECOVERY, NULL, 0, 0);
+		if (r != -EBUSY || waited >= TAKE_OVER_WAIT_MS)
+			break;
+		(void)poll(NULL, 0, 50);
+	}
 	if (r < 0) {
 		fprintf(stderr, "%s: cannot take over ublk device %d: %s%s\n",
 			who, f->id, strerror(-r), r == -EBUSY ?
