@@ -137,7 +137,15 @@ static int queue_setup(struct ublk_queue *q)
 		return -errno;
 	}
 	q->buf = p;
-	r = io_uring_queue_init(q->depth, &q->ring, 0);
+	/*
+	 * One thread submits and reaps: the driver's completions run as task
+	 * work when the thread waits for them, with no interrupt to deliver
+	 * them (DEFER_TASKRUN, 6.1); older kernels get a plain ring.
+	 */
+	r = io_uring_queue_init(q->depth, &q->ring, IORING_SETUP_SINGLE_ISSUER |
+				IORING_SETUP_DEFER_TASKRUN);
+	if (r == -EINVAL)
+		r = io_uring_queue_init(q->depth, &q->ring, 0);
 	if (r < 0) {
 		q->what = "io_uring_queue_init";
 		return r;
