@@ -72,7 +72,7 @@ grep -q "err= 0" /tmp/fio-verify.out || tail -20 /tmp/fio-verify.out
 # discard: the whole device back to holes, its memory given back
 bounded 60 dd if=/data/files.tar of="$dev" bs=1M seek=400 oflag=direct 2>/dev/null
 before=$(stat_of u1 mem_used_total)
-check blkdiscard bounded 120 blkdiscard "$dev"
+check blkdiscard bounded 120 blkdiscard -f "$dev"
 uzram ctl --socket /run/u1.sock compact > /dev/null
 after=$(stat_of u1 mem_used_total)
 stored=$(stat_of u1 pages_stored)
