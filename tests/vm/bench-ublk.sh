@@ -4,7 +4,9 @@
 # device is made and filled with 128 MiB of the corpus (files.tar, 16
 # times; the fill's time and the memory the data takes are figures), then
 # the same fio jobs run on each: 4K random read at queue depth 1 and 16,
-# 4K random write, 1M sequential read and write. The devices take turns,
+# 4K random write, 1M sequential read and write; then the same server at
+# queue depths 8 to 128 (the measurement behind --ublk-depth's default).
+# The devices take turns,
 # BENCH_ROUNDS times per job, and the median is the figure, so that a
 # machine whose load changes during the run (TCG on a shared host) moves
 # every device alike. Prints FIGURE lines; it asserts only that each
@@ -13,7 +15,7 @@
 # vm-kernel: 6.12
 # vm-mem: 1536
 # vm-cpus: 2
-# vm-timeout: 1800
+# vm-timeout: 2400
 # vm-modules: ublk_drv nbd zram
 # vm-programs: fio
 # vm-data: files.tar
@@ -108,4 +110,28 @@ for n in "${!pid[@]}"; do
 	kill -TERM "${pid[$n]}"; wait "${pid[$n]}"
 done
 echo 1 > /sys/block/zram0/reset
+
+# ---- the queue depth (--ublk-depth's default) ----
+# The same server at depths 8 to 128 under jobs that keep 64 requests in
+# flight. A depth below that makes the block layer queue the rest; past
+# it, a larger depth only costs buffer memory (depth x 256 KiB per queue,
+# as requests touch it).
+dev=(); pid=(); names=()
+for d in 8 16 32 64 128; do
+	if uzram_start "depth$d" --size $SIZE --ublk --ublk-depth "$d"; then
+		dev[depth$d]=$(sed -n 's/^uzram serve: block device //p' "/run/depth$d.out")
+		pid[depth$d]=$UZRAM_PID
+		names+=("depth$d")
+		check "depth$d-fill" fill "depth$d"
+	else
+		fail "depth$d-start" "$(cat "/run/depth$d.err")"
+	fi
+done
+measure randread4k-qd64 8 1 IOPS --rw=randread --bs=4k --iodepth=64
+measure seqwrite1m-2x32 48 1024 MiB/s --rw=write --bs=1M --iodepth=32 \
+	--numjobs=2 --offset_increment=64M --size=64M --group_reporting=1
+for n in "${names[@]}"; do
+	figure "$n-rss" "$(rss_kib "${pid[$n]}")" KiB
+	kill -TERM "${pid[$n]}"; wait "${pid[$n]}"
+done
 finish
