@@ -68,7 +68,8 @@ INTEGRATION := $(sort $(wildcard tests/integration/t*.sh))
 # protocol, signals, TLS, limits): make test runs them on one corpus only.
 INTEGRATION_ANY_DATA := $(addprefix tests/integration/,t27-run.sh \
 	t50-bad-client.sh t53-limits.sh t54-signals-ctl.sh t55-tls.sh \
-	t56-ctl-socket.sh t57-spec-errors.sh t58-ublk-cli.sh)
+	t56-ctl-socket.sh t57-spec-errors.sh t58-ublk-cli.sh t75-man.sh \
+	t76-metrics.sh)
 
 .PHONY: all lib cli deps deps-test deps-bench unit check-unit check-header \
 	check-sanitizers check-integration check-install check-cycles test run bench bench-quick fuzz \

@@ -77,6 +77,13 @@ struct cli_option {
 	const char *help;  /* --help's text; lines separated by "\n" */
 };
 
+/* A COMMAND operand of a subcommand (`uzram ctl compact`). */
+struct cli_word {
+	const char *name;  /* "idle" */
+	const char *args;  /* "[SECONDS]", or NULL */
+	const char *help;  /* lines separated by "\n" */
+};
+
 struct cli_command {
 	const char *name;              /* "serve": messages say "uzram serve: " */
 	const char *operands;          /* after the options in the usage: "DIR" */
@@ -84,7 +91,30 @@ struct cli_command {
 	const char *shorts;            /* getopt's short options: "o:fh" */
 	const struct cli_option *opts;
 	void (*footer)(FILE *f);       /* prints after the options, or NULL */
+	const char *brief;             /* what it does, in a few lowercase words:
+					* the top-level usage, the man page's NAME */
+	const struct cli_word *words;  /* the COMMANDs it takes as operands,
+					* ending with an all-NULL entry; or NULL */
 };
+
+/*
+ * Every subcommand's table, in the order the top-level usage lists them
+ * (commands.c). The man pages and the bash completion are made from these
+ * too (cli/gen/gendoc.c), so --help, `uzram --help`, uzram-CMD(1) and the
+ * completion cannot disagree.
+ */
+struct cli_entry {
+	const struct cli_command *cmd;
+	int (*run)(int argc, char **argv);
+};
+extern const struct cli_entry cli_commands[];
+extern const size_t cli_ncommands;
+extern const struct cli_command load_cmd, serve_cmd, mount_cmd, umount_cmd,
+	stat_cmd, ctl_cmd, ublk_cmd;
+/* The top-level usage: each command with all its options, from the tables. */
+void cli_top_usage(FILE *f);
+/* "--name ARG" (or "-o ARG" when o has no long name) into out; its length. */
+int cli_option_synopsis(const struct cli_option *o, char *out, size_t n);
 
 /* The codec's options, the same in every subcommand that makes a device. */
 #define CLI_CODEC_OPTIONS \

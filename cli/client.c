@@ -29,15 +29,19 @@
 static const struct cli_option stat_opts[] = {
 	CLIENT_OPTIONS,
 	{ "json", 'j', no_argument, NULL, "the figures as one JSON object" },
+	{ "prometheus", 'p', no_argument, NULL,
+	  "the figures in Prometheus's text format, as for\n"
+	  "node_exporter's textfile collector" },
 	{ NULL, 0, 0, NULL, NULL },
 };
 
-static const struct cli_command stat_cmd = {
+const struct cli_command stat_cmd = {
 	.name = "stat",
 	.summary = "The figures of a running server (zram's mm_stat and io_stat, and the\n"
 		   "server's own).\n",
-	.shorts = "",
+	.shorts = "h",
 	.opts = stat_opts,
+	.brief = "print the figures of a running server",
 };
 
 static const struct cli_option ctl_opts[] = {
@@ -45,54 +49,81 @@ static const struct cli_option ctl_opts[] = {
 	{ NULL, 0, 0, NULL, NULL },
 };
 
+/* The COMMANDs of `uzram ctl`: its usage, the man pages, the completion. */
+static const struct cli_word ctl_words[] = {
+	{ "compact", NULL,
+	  "move objects out of sparse allocator pages, give back\n"
+	  "what is empty (zram's compact)" },
+	{ "mem-limit", "SIZE",
+	  "change the memory limit; 0 removes it (zram's mem_limit)" },
+	{ "reset-max", NULL, "restart mem_used_max from mem_used_total" },
+	{ "idle", "[SECONDS]",
+	  "mark every stored page idle until it is next read or\n"
+	  "written (zram's idle); with SECONDS, only what was\n"
+	  "not read or written for that long" },
+	{ "recompress", "[type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]",
+	  "re-encode stored pages with a --recomp-algorithm of the\n"
+	  "server (priority 1 by default), all or only huge or idle ones,\n"
+	  "at least threshold bytes compressed (zram's recompress)" },
+	{ "writeback",
+	  "[type=huge|idle|huge_idle|incompressible] [pages=LO-HI] [limit=N]",
+	  "move stored pages to the backing store, largest first: all,\n"
+	  "huge, idle, both, or huge ones recompression could not shrink;\n"
+	  "pages LO to HI only; at most N pages (zram's writeback)" },
+	{ "writeback-limit", "N|off",
+	  "let writeback write at most N more pages, or no limit\n"
+	  "(zram's writeback_limit and writeback_limit_enable)" },
+	{ "backing-compact", NULL,
+	  "move the live objects of mostly dead backing store\n"
+	  "segments together and give the rest back" },
+	{ "train-dict", "[priority=N] [size=SIZE]",
+	  "train a dictionary (64 KiB by default) for the algorithm\n"
+	  "of a priority (0: the device's) from the stored data, keep\n"
+	  "it if it saves 2% on a second sample, re-encode with it" },
+	{ "save", "[IMAGE]",
+	  "save the device to IMAGE, or to the server's --image,\n"
+	  "while it serves (uzram_save)" },
+	{ NULL, NULL, NULL },
+};
+
 static void ctl_commands(FILE *f)
 {
-	fprintf(f, "commands:\n"
-		"  compact | mem-limit SIZE | reset-max | idle [SECONDS]\n"
-		"  | recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]\n"
-		"  | writeback [type=huge|idle|huge_idle|incompressible] [pages=LO-HI]\n"
-		"              [limit=N]\n"
-		"  | writeback-limit N|off | backing-compact\n"
-		"  | train-dict [priority=N] [size=SIZE]\n"
-		"  | save [IMAGE]\n"
-		"  compact      move objects out of sparse allocator pages, give back\n"
-		"               what is empty (zram's compact)\n"
-		"  mem-limit    change the memory limit; 0 removes it (zram's mem_limit)\n"
-		"  reset-max    restart mem_used_max from mem_used_total\n"
-		"  idle         mark every stored page idle until it is next read or\n"
-		"               written (zram's idle)\n"
-		"  recompress   re-encode stored pages with a --recomp-algorithm of the\n"
-		"               server (priority 1 by default), all or only huge or idle ones,\n"
-		"               at least threshold bytes compressed (zram's recompress)\n"
-		"  idle SECONDS mark idle only what was not read or written for that long\n"
-		"  writeback    move stored pages to the backing store, largest first: all,\n"
-		"               huge, idle, both, or huge ones recompression could not shrink;\n"
-		"               pages LO to HI only; at most N pages (zram's writeback)\n"
-		"  writeback-limit  let writeback write at most N more pages, or no limit\n"
-		"               (zram's writeback_limit and writeback_limit_enable)\n"
-		"  backing-compact  move the live objects of mostly dead backing store\n"
-		"               segments together and give the rest back\n"
-		"  train-dict   train a dictionary (64 KiB by default) for the algorithm\n"
-		"               of a priority (0: the device's) from the stored data, keep\n"
-		"               it if it saves 2%% on a second sample, re-encode with it\n"
-		"  save         save the device to IMAGE, or to the server's --image,\n"
-		"               while it serves (uzram_save)\n");
+	fprintf(f, "commands:\n");
+	for (const struct cli_word *w = ctl_words; w->name; w++)
+		fprintf(f, "  %s %s%s%s\n", w == ctl_words ? " " : "|", w->name,
+			w->args ? " " : "", w->args ? w->args : "");
+	for (const struct cli_word *w = ctl_words; w->name; w++) {
+		const char *line = w->help, *nl;
+		int col = fprintf(f, "  %s", w->name);
+
+		for (; line; line = nl ? nl + 1 : NULL, col = 0) {
+			nl = strchr(line, '\n');
+			if (col >= 17) {
+				fputc('\n', f);
+				col = 0;
+			}
+			fprintf(f, "%*s%.*s\n", 17 - col, "",
+				nl ? (int)(nl - line) : (int)strlen(line), line);
+		}
+	}
 }
 
-static const struct cli_command ctl_cmd = {
+const struct cli_command ctl_cmd = {
 	.name = "ctl",
 	.operands = "COMMAND [ARG]...",
 	.summary = "Send a command to a running server.\n",
-	.shorts = "",
+	.shorts = "h",
 	.opts = ctl_opts,
 	.footer = ctl_commands,
+	.brief = "send a command to a running server",
+	.words = ctl_words,
 };
 
 /* What stat's and ctl's options say (client_options()). */
 struct client_args {
 	const char *who;
 	const char *sock, *ctl, *port;
-	bool *json;
+	bool *json, *prom;
 };
 
 static int client_take(void *ctx, int key, char *arg)
@@ -123,6 +154,9 @@ static int client_take(void *ctx, int key, char *arg)
 	case 'j':
 		*a->json = true;
 		return 0;
+	case 'p':
+		*a->prom = true;
+		return 0;
 	default:
 		return 2; /* not in the tables */
 	}
@@ -131,14 +165,15 @@ static int client_take(void *ctx, int key, char *arg)
 /*
  * The options of stat and ctl (cmd): where the server is (--socket PATH,
  * --tcp [HOST:]PORT, --ctl-socket PATH, or --mount DIR, a directory of
- * `uzram mount`; ./uzram.sock by default), --help, and stat's --json.
+ * `uzram mount`; ./uzram.sock by default), --help, and stat's --json and
+ * --prometheus.
  * Puts the control socket's path in path (PATH_MAX bytes). Returns -1 to
  * go on, or the exit status.
  */
 static int client_options(int argc, char **argv, const struct cli_command *cmd,
-			  const char *who, char *path, bool *json)
+			  const char *who, char *path, bool *json, bool *prom)
 {
-	struct client_args a = { .who = who, .json = json };
+	struct client_args a = { .who = who, .json = json, .prom = prom };
 	int r = cli_parse(cmd, argc, argv, client_take, &a);
 
 	if (r >= 0)
@@ -157,9 +192,9 @@ static int client_options(int argc, char **argv, const struct cli_command *cmd,
 int cmd_stat(int argc, char **argv)
 {
 	char path[PATH_MAX];
-	bool json = false;
+	bool json = false, prom = false;
 	int r = client_options(argc, argv, &stat_cmd, "uzram stat", path,
-			       &json);
+			       &json, &prom);
 
 	if (r >= 0)
 		return r;
@@ -167,7 +202,12 @@ int cmd_stat(int argc, char **argv)
 		cli_usage(&stat_cmd, stderr);
 		return 2;
 	}
-	return nbd_server_ctl(path, json ? "json\n" : "text\n", "uzram stat");
+	if (json && prom) {
+		fprintf(stderr, "uzram stat: --json and --prometheus are exclusive\n");
+		return 2;
+	}
+	return nbd_server_ctl(path, json ? "json\n" : prom ? "prometheus\n" :
+			      "text\n", "uzram stat");
 }
 
 /* "recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]" */
@@ -275,7 +315,8 @@ int cmd_ctl(int argc, char **argv)
 {
 	char path[PATH_MAX], req[PATH_MAX + 16], cwd[PATH_MAX];
 	unsigned long long v;
-	int r = client_options(argc, argv, &ctl_cmd, "uzram ctl", path, NULL);
+	int r = client_options(argc, argv, &ctl_cmd, "uzram ctl", path, NULL,
+			       NULL);
 
 	if (r >= 0)
 		return r;

@@ -75,13 +75,14 @@ static const struct cli_option load_opts_table[] = {
 	{ NULL, 0, 0, NULL, NULL },
 };
 
-static const struct cli_command load_cmd = {
+const struct cli_command load_cmd = {
 	.name = "load",
 	.operands = "FILE",
 	.summary = "Load FILE into a new device, read it back and compare, and report.\n",
 	.shorts = "h",
 	.opts = load_opts_table,
 	.footer = load_footer,
+	.brief = "load a file into a new device and report on it",
 };
 
 /* A size for --NAME, or a message; 0 or CLI_USAGE. */

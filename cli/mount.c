@@ -71,13 +71,14 @@ static const struct cli_option mount_opts[] = {
 	{ NULL, 0, 0, NULL, NULL },
 };
 
-static const struct cli_command mount_cmd = {
+const struct cli_command mount_cmd = {
 	.name = "mount",
 	.operands = "DIR",
 	.summary = "A compressed RAM file system at DIR (an empty directory); returns once\n"
 		   "DIR is usable. uzram umount DIR (or umount / fusermount3 -u) undoes it all.\n",
 	.shorts = "o:fh",
 	.opts = mount_opts,
+	.brief = "mount a compressed RAM file system",
 };
 
 /* DIR as an absolute path without resolving it (it may be a dead mount). */
@@ -603,12 +604,13 @@ static const struct cli_option umount_opts[] = {
 	{ NULL, 0, 0, NULL, NULL },
 };
 
-static const struct cli_command umount_cmd = {
+const struct cli_command umount_cmd = {
 	.name = "umount",
 	.operands = "DIR",
 	.summary = "Take down what `uzram mount DIR` built.\n",
 	.shorts = "h",
 	.opts = umount_opts,
+	.brief = "take down a uzram mount",
 };
 
 int cmd_umount(int argc, char **argv)

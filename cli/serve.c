@@ -80,6 +80,9 @@ static const struct cli_option serve_opts[] = {
 	  "drop a client idle this long (default: never)" },
 	{ "handshake-timeout", 'H', required_argument, "SECONDS",
 	  "the whole handshake (default 30)" },
+	{ "metrics", 'E', required_argument, "unix:PATH|[HOST:]PORT",
+	  "answer HTTP GET /metrics there with the figures\n"
+	  "in Prometheus's text format (uzram-stat(1))" },
 	{ "threads", 'j', required_argument, "N",
 	  "worker threads that compress a large write's\n"
 	  "clusters beside the connection's thread (default 0:\n"
@@ -109,11 +112,12 @@ static const struct cli_option serve_opts[] = {
 	{ NULL, 0, 0, NULL, NULL },
 };
 
-static const struct cli_command serve_cmd = {
+const struct cli_command serve_cmd = {
 	.name = "serve",
 	.summary = "Export a new device (or --image) over NBD until SIGINT or SIGTERM.\n",
-	.shorts = "",
+	.shorts = "h",
 	.opts = serve_opts,
+	.brief = "export a compressed RAM device over NBD",
 };
 
 struct recomp_opt {
@@ -369,6 +373,13 @@ static int serve_take_server(struct serve_args *a, int key, char *arg)
 	case 'i':
 		a->sc.image = arg;
 		return 0;
+	case 'E':
+		if (!strncmp(arg, "unix:", 5)) {
+			a->sc.metrics_path = arg + 5;
+			return arg[5] ? 0 : CLI_BAD_VALUE;
+		}
+		return split_hostport(arg, &a->sc.metrics_host,
+				      &a->sc.metrics_port) < 0 ? CLI_BAD_VALUE : 0;
 	case 'R':
 		a->sc.run = arg;
 		return 0;

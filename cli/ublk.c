@@ -12,26 +12,46 @@
 #include "cli.h"
 #include "../ublk/ublk.h"
 
-static void ublk_usage(FILE *f)
+static const struct cli_option ublk_opts[] = {
+	{ "help", 'h', no_argument, NULL, "this text" },
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+static const struct cli_word ublk_words[] = {
+	{ "add", "[SERVE-OPTION]...",
+	  "uzram serve --ublk SERVE-OPTION...: /dev/ublkbN until SIGTERM" },
+	{ "list", NULL, "the ublk devices: id, state, server, queues, depth" },
+	{ "del", "N", "remove device N, whose server is gone" },
+	{ NULL, NULL, NULL },
+};
+
+static void ublk_footer(FILE *f)
 {
-	fprintf(f, "usage: uzram ublk add [SERVE-OPTION]...  (uzram serve --ublk; "
-		"see uzram serve --help)\n"
-		"       uzram ublk list\n"
-		"       uzram ublk del N\n");
+	fprintf(f, "commands:\n");
+	for (const struct cli_word *w = ublk_words; w->name; w++)
+		fprintf(f, "  %s%s%s\n      %s\n", w->name, w->args ? " " : "",
+			w->args ? w->args : "", w->help);
 }
+
+const struct cli_command ublk_cmd = {
+	.name = "ublk",
+	.operands = "COMMAND [ARG]...",
+	.summary = "Make and look after ublk block devices (Linux 6.0+, ublk_drv).\n",
+	.shorts = "h",
+	.opts = ublk_opts,
+	.footer = ublk_footer,
+	.brief = "a uzram device as the block device /dev/ublkbN",
+	.words = ublk_words,
+};
 
 int cmd_ublk(int argc, char **argv)
 {
 	unsigned long long id;
+	int r;
 
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		ublk_usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
-	}
-	if (!strcmp(argv[1], "add")) {
+	if (argc >= 2 && !strcmp(argv[1], "add")) {
 		/* argv[0] and argv[1] become "serve" and "--ublk" */
 		char **args = calloc((size_t)argc + 1, sizeof *args);
-		int r;
 
 		if (!args) {
 			fprintf(stderr, "uzram ublk: out of memory\n");
@@ -44,18 +64,26 @@ int cmd_ublk(int argc, char **argv)
 		free(args);
 		return r;
 	}
-	if (!strcmp(argv[1], "list") && argc == 2)
+	r = cli_parse(&ublk_cmd, argc, argv, NULL, NULL);
+	if (r >= 0)
+		return r;
+	argc -= optind;
+	argv += optind;
+	if (argc == 1 && !strcmp(argv[0], "list"))
 		return ublk_list_devices("uzram ublk");
-	if (!strcmp(argv[1], "del") && argc == 3) {
-		if (parse_uint(argv[2], (1u << 20) - 1, &id) < 0) {
+	if (argc == 2 && !strcmp(argv[0], "del")) {
+		if (parse_uint(argv[1], (1u << 20) - 1, &id) < 0) {
 			fprintf(stderr, "uzram ublk: bad device number '%s'\n",
-				argv[2]);
+				argv[1]);
 			return 2;
 		}
 		return ublk_del_device((int)id, "uzram ublk");
 	}
-	fprintf(stderr, "uzram ublk: unknown or incomplete command '%s'\n",
-		argv[1]);
-	ublk_usage(stderr);
+	if (argc == 0)
+		fprintf(stderr, "uzram ublk: which command? (add, list, del)\n");
+	else
+		fprintf(stderr, "uzram ublk: unknown or incomplete command "
+			"'%s'\n", argv[0]);
+	cli_usage(&ublk_cmd, stderr);
 	return 2;
 }

@@ -44,12 +44,13 @@ TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # fuzzers reach: t27, --run's command's exit status, a signal, a refused
 # option; t54, SIGHUP and SIGTERM with control clients and a recompress
 # in flight; t26 and t57, control and protocol errors, and requests after
-# shutdown began. A leak on one of those paths shows as LeakSanitizer's
+# shutdown began; t76, the --metrics listener's HTTP threads. A leak on
+# one of those paths shows as LeakSanitizer's
 # exit status (the device leak of `serve --run 'exit 3'` hid there). A full
 # ASan pass of the scripts (make check-integration-sanitizers) takes
 # minutes.
 INTEGRATION_ASAN := $(addprefix tests/integration/,t26-ctl.sh t27-run.sh \
-	t54-signals-ctl.sh t57-spec-errors.sh)
+	t54-signals-ctl.sh t57-spec-errors.sh t76-metrics.sh)
 
 # make starts the phases in this order as job slots come free, the
 # longest first (integration, then TSan). Every phase can start at once,

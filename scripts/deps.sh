@@ -4,10 +4,10 @@
 # command to run and fails. Groups: build test bench run.
 set -euo pipefail
 
-pkgs_build="gcc g++ make pkg-config liblz4-dev libzstd-dev libdeflate-dev libxxhash-dev
+pkgs_build="gcc g++ make pkg-config scdoc liblz4-dev libzstd-dev libdeflate-dev libxxhash-dev
             libgnutls28-dev libnbd-dev liburing-dev"
 pkgs_test="libcmocka-dev libxxhash-dev clang libclang-rt-14-dev qemu-utils libnbd-bin fio
-           nbdkit gdb python3 e2fsprogs util-linux procps mount tar fuse3
+           nbdkit gdb python3 python3-prometheus-client curl man-db e2fsprogs util-linux procps mount tar fuse3
            fuse2fs gnutls-bin iproute2 coreutils"
 pkgs_bench="fio nbdkit gnuplot-nox gdb python3 dpkg-dev linux-perf procps libnbd-dev bc qemu-utils
             libnbd-bin e2fsprogs"

@@ -10,9 +10,10 @@
  * and runs it. So a silent control client, or a compact or recompress
  * that runs for seconds, never delays new NBD clients or a signal.
  *
- * A request is one line: "json", "text", "compact", "mem-limit BYTES",
- * "reset-max", "idle" or "recompress PRIORITY FLAGS THRESHOLD", as zram's
- * compact, mem_limit, mem_used_max, idle and recompress files; the tier's
+ * A request is one line: "json", "text", "prometheus" (metrics.c),
+ * "compact", "mem-limit BYTES", "reset-max", "idle" or "recompress
+ * PRIORITY FLAGS THRESHOLD", as zram's compact, mem_limit, mem_used_max,
+ * idle and recompress files; the tier's
  * "idle SECONDS", "writeback FLAGS LIMIT [FIRST LAST]", "writeback-limit
  * ENABLE PAGES" and "backing-compact", as zram's idle (with an age),
  * writeback, writeback_limit_enable/writeback_limit and nothing (the
@@ -36,9 +37,9 @@
 
 #include "internal.h"
 
-#define KNOWN "known: json, text, compact, mem-limit BYTES, reset-max, " \
-	      "idle [SECONDS], recompress PRIORITY FLAGS THRESHOLD, writeback " \
-	      "FLAGS LIMIT [FIRST LAST], writeback-limit ENABLE PAGES, " \
+#define KNOWN "known: json, text, prometheus, compact, mem-limit BYTES, " \
+	      "reset-max, idle [SECONDS], recompress PRIORITY FLAGS THRESHOLD, " \
+	      "writeback FLAGS LIMIT [FIRST LAST], writeback-limit ENABLE PAGES, " \
 	      "backing-compact, train-dict PRIORITY SIZE"
 
 /*
@@ -152,6 +153,7 @@ int nbd_ctl_parse(const char *line, size_t len, struct nbd_ctl_req *rq,
 {
 	static const struct { const char *name; enum nbd_ctl_op op; } plain[] = {
 		{ "json", NBD_CTL_JSON }, { "text", NBD_CTL_TEXT },
+		{ "prometheus", NBD_CTL_PROMETHEUS },
 		{ "compact", NBD_CTL_COMPACT }, { "reset-max", NBD_CTL_RESET_MAX },
 		{ "idle", NBD_CTL_IDLE },
 		{ "backing-compact", NBD_CTL_BACKING_COMPACT },
@@ -309,6 +311,7 @@ void nbd_ctl_execute(struct uzram *dev, const struct nbd_ctl_req *rq,
 		return;
 	case NBD_CTL_JSON:
 	case NBD_CTL_TEXT:
+	case NBD_CTL_PROMETHEUS:
 		break;
 	}
 	snprintf(out, n, "error: not a device command\n");
@@ -384,6 +387,8 @@ static void ctl_request(struct server *srv, const char *req, size_t len,
 		return;
 	if (rq.op == NBD_CTL_JSON || rq.op == NBD_CTL_TEXT)
 		format_stats(srv, rq.op == NBD_CTL_JSON, out, n);
+	else if (rq.op == NBD_CTL_PROMETHEUS)
+		format_prometheus(srv, out, n);
 	else
 		nbd_ctl_execute(srv->cfg->export.dev, &rq, out, n);
 }
@@ -391,24 +396,32 @@ static void ctl_request(struct server *srv, const char *req, size_t len,
 struct ctl_client {
 	struct server *srv;
 	int fd;
+	void (*handle)(struct server *srv, int fd);
 };
+
+/* One control request on fd, and its reply. */
+static void ctl_handle(struct server *srv, int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char req[PATH_MAX + 16], out[CTL_REPLY_MAX];
+	ssize_t r;
+
+	if (poll(&p, 1, CTL_WAIT_MS) == 1) {
+		r = recv(fd, req, sizeof req, MSG_DONTWAIT);
+		if (r > 0) {
+			ctl_request(srv, req, (size_t)r, out, sizeof out);
+			(void)send(fd, out, strlen(out),
+				   MSG_NOSIGNAL | MSG_DONTWAIT);
+		}
+	}
+}
 
 static void *ctl_main(void *arg)
 {
 	struct ctl_client *cc = arg;
 	struct server *srv = cc->srv;
-	struct pollfd p = { .fd = cc->fd, .events = POLLIN };
-	char req[PATH_MAX + 16], out[4096];
-	ssize_t r;
 
-	if (poll(&p, 1, CTL_WAIT_MS) == 1) {
-		r = recv(cc->fd, req, sizeof req, MSG_DONTWAIT);
-		if (r > 0) {
-			ctl_request(srv, req, (size_t)r, out, sizeof out);
-			(void)send(cc->fd, out, strlen(out),
-				   MSG_NOSIGNAL | MSG_DONTWAIT);
-		}
-	}
+	cc->handle(srv, cc->fd);
 	close(cc->fd);
 	free(cc);
 	pthread_mutex_lock(&srv->lock);
@@ -418,30 +431,34 @@ static void *ctl_main(void *arg)
 	return NULL;
 }
 
-/* Accept one control client and hand it to a thread of its own. */
-void serve_ctl(struct server *srv, int lfd)
+void start_ctl_thread(struct server *srv, int fd,
+		      void (*handle)(struct server *srv, int fd),
+		      const char *busy)
 {
-	static const char busy[] = "error: busy, try again\n";
-	struct ctl_client *cc;
+	struct ctl_client *cc = malloc(sizeof *cc);
 	bool started = false;
-	int fd;
 
-	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0)
-		return;
-	cc = malloc(sizeof *cc);
 	pthread_mutex_lock(&srv->lock);
 	if (cc && srv->ctl_running < CTL_MAX) {
-		*cc = (struct ctl_client){ srv, fd };
+		*cc = (struct ctl_client){ srv, fd, handle };
 		started = !start_detached(ctl_main, cc);
 		srv->ctl_running += started;
 	}
 	pthread_mutex_unlock(&srv->lock);
 	if (!started) {
-		(void)send(fd, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+		(void)send(fd, busy, strlen(busy), MSG_NOSIGNAL | MSG_DONTWAIT);
 		close(fd);
 		free(cc);
 	}
+}
+
+/* Accept one control client and hand it to a thread of its own. */
+void serve_ctl(struct server *srv, int lfd)
+{
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+	if (fd >= 0)
+		start_ctl_thread(srv, fd, ctl_handle, "error: busy, try again\n");
 }
 
 /* Wait (at most DRAIN_SECS) for control requests still running. */
@@ -464,7 +481,7 @@ void drain_ctl(struct server *srv)
 int nbd_server_ctl(const char *path, const char *request, const char *who)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char reply[8192];
+	char reply[CTL_REPLY_MAX];
 	size_t len = 0, rlen = strlen(request);
 	ssize_t r;
 	int fd;

@@ -9,6 +9,8 @@
  *   ctl.c       the control channel: server side (requests, threads) and
  *               client side (nbd_server_ctl)
  *   stats.c     the figures, as text or JSON
+ *   metrics.c   the figures as Prometheus text
+ *   metrics_http.c  --metrics: the same over HTTP
  */
 #ifndef UZRAM_SERVER_INTERNAL_H
 #define UZRAM_SERVER_INTERNAL_H
@@ -50,6 +52,8 @@ struct server {
 	int sfd;                /* signalfd of the signals the server handles */
 	int lfd;                /* the export's listening socket */
 	int cfd;                /* the control socket */
+	int mfd;                /* --metrics' listening socket, or -1 */
+	char metrics_path[PATH_MAX]; /* its Unix socket, or "" */
 	bool tcp;               /* lfd is TCP, not a Unix socket */
 	bool frontend_up;       /* cfg->frontend started (or there is none) */
 };
@@ -72,13 +76,45 @@ static inline int start_detached(void *(*fn)(void *), void *arg)
 	return r;
 }
 
-/* stats.c: the figures of srv into out, as JSON or text; 0, or -1 if cut. */
+/* stats.c */
+
+/* One figure of `uzram stat`: its JSON name and value. */
+struct figure {
+	const char *name;
+	uint64_t v;
+};
+#define STATS_MAX_FIGURES 96
+/* The longest reply of the control channel (the Prometheus text is ~12 KiB). */
+#define CTL_REPLY_MAX 32768
+/* The request types, as the figures name them ("read", ..., "unknown"). */
+extern const char *const stats_cmd_names[NBD_CMD_NR + 1];
+/* The figures of srv (a snapshot) into out, at most max; how many. */
+size_t stats_figures(struct server *srv, struct figure *out, size_t max);
+/* The figures of srv into out, as JSON or text; 0, or -1 if cut. */
 int format_stats(struct server *srv, bool json, char *out, size_t n);
+
+/* metrics.c: the figures in Prometheus's text format; 0, or -1 if cut. */
+int format_prometheus(struct server *srv, char *out, size_t n);
+/* metrics_http.c: --metrics: listen where srv->cfg says; 0, or -1 after a
+ * message. */
+int metrics_listen(struct server *srv);
+/* metrics_http.c: accept an HTTP client on srv->mfd, answer it in a thread. */
+void serve_metrics(struct server *srv);
+/* metrics_http.c: close srv->mfd and remove its Unix socket, if any. */
+void metrics_close(struct server *srv);
 
 /* ctl.c: save the device to path (the --image one if NULL); the reply in out. */
 int save_image(struct server *srv, const char *path, char *out, size_t n);
 /* ctl.c: accept one control client on lfd, served by a thread of its own. */
 void serve_ctl(struct server *srv, int lfd);
+/*
+ * ctl.c: serve the accepted client fd with handle(srv, fd) in a thread
+ * counted as a control thread (drain_ctl() waits for it), which then
+ * closes fd; when CTL_MAX run already, send busy and close fd instead.
+ */
+void start_ctl_thread(struct server *srv, int fd,
+		      void (*handle)(struct server *srv, int fd),
+		      const char *busy);
 /* ctl.c: wait (at most DRAIN_SECS) for control requests still running. */
 void drain_ctl(struct server *srv);
 
@@ -113,7 +149,7 @@ enum nbd_ctl_op {
 	NBD_CTL_JSON, NBD_CTL_TEXT, NBD_CTL_COMPACT, NBD_CTL_MEM_LIMIT,
 	NBD_CTL_RESET_MAX, NBD_CTL_IDLE, NBD_CTL_RECOMPRESS,
 	NBD_CTL_IDLE_AGE, NBD_CTL_WRITEBACK, NBD_CTL_WRITEBACK_LIMIT,
-	NBD_CTL_BACKING_COMPACT, NBD_CTL_TRAIN_DICT,
+	NBD_CTL_BACKING_COMPACT, NBD_CTL_TRAIN_DICT, NBD_CTL_PROMETHEUS,
 };
 
 struct nbd_ctl_req {
@@ -134,7 +170,8 @@ struct nbd_ctl_req {
  */
 int nbd_ctl_parse(const char *line, size_t len, struct nbd_ctl_req *rq,
 		  char *err, size_t n);
-/* Run a parsed request other than json/text on dev; the reply in out. */
+/* Run a parsed request other than json, text and prometheus on dev; the
+ * reply in out. */
 void nbd_ctl_execute(struct uzram *dev, const struct nbd_ctl_req *rq,
 		     char *out, size_t n);
 

@@ -242,6 +242,17 @@ static int server_listen(struct server *srv)
 	}
 	/* accept() must never block the main thread */
 	(void)fcntl(srv->cfd, F_SETFL, fcntl(srv->cfd, F_GETFL) | O_NONBLOCK);
+	if ((cfg->metrics_path || cfg->metrics_port) && metrics_listen(srv) < 0) {
+		close(srv->cfd);
+		unlink(srv->ctl_path);
+		close(srv->lfd);
+		if (!srv->tcp)
+			unlink(srv->sock_path);
+		return -1;
+	}
+	if (srv->mfd >= 0)
+		(void)fcntl(srv->mfd, F_SETFL,
+			    fcntl(srv->mfd, F_GETFL) | O_NONBLOCK);
 	return 0;
 }
 
@@ -253,14 +264,15 @@ static int server_listen(struct server *srv)
 static void server_loop(struct server *srv, int *run_status)
 {
 	struct signalfd_siginfo si;
-	struct pollfd pf[3];
+	struct pollfd pf[4];
 	char out[4096];
 
 	pf[0] = (struct pollfd){ .fd = srv->sfd, .events = POLLIN };
 	pf[1] = (struct pollfd){ .fd = srv->lfd, .events = POLLIN };
 	pf[2] = (struct pollfd){ .fd = srv->cfd, .events = POLLIN };
+	pf[3] = (struct pollfd){ .fd = srv->mfd, .events = POLLIN }; /* or -1 */
 	for (;;) {
-		if (poll(pf, 3, -1) < 0) {
+		if (poll(pf, 4, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			perror("uzram serve: poll");
@@ -270,6 +282,8 @@ static void server_loop(struct server *srv, int *run_status)
 			accept_client(srv, srv->lfd, srv->tcp);
 		if (pf[2].revents & POLLIN)
 			serve_ctl(srv, srv->cfd);
+		if (pf[3].revents & POLLIN)
+			serve_metrics(srv);
 		if (!(pf[0].revents & POLLIN) ||
 		    read(srv->sfd, &si, sizeof si) != sizeof si)
 			continue;
@@ -308,6 +322,7 @@ static int server_drain(struct server *srv, int run_status, bool *busy)
 	drain_clients(srv);
 	close(srv->cfd);
 	unlink(srv->ctl_path);
+	metrics_close(srv);
 	drain_ctl(srv);
 	if (cfg->frontend && srv->frontend_up)
 		cfg->frontend->stop(cfg->frontend->arg);
@@ -337,7 +352,8 @@ int nbd_server_run(const struct nbd_server_config *cfg, bool *busy)
 {
 	struct server srv = { .cfg = cfg, .started = time(NULL),
 			      .export = cfg->export, .sfd = -1, .lfd = -1,
-			      .cfd = -1, .tcp = cfg->socket_path == NULL };
+			      .cfd = -1, .mfd = -1,
+			      .tcp = cfg->socket_path == NULL };
 	int status, run_status = 1;
 
 	*busy = false;

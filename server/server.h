@@ -7,7 +7,9 @@
  *   sockets.c       listening sockets, URI, banner      |  the listening
  *   captive.c       --run's command                     |  side, struct
  *   ctl.c           the control channel, both sides     |  server
- *   stats.c         the figures, as text or JSON        /
+ *   stats.c         the figures, as text or JSON        |
+ *   metrics.c       ... as Prometheus text              |
+ *   metrics_http.c  --metrics: the same over HTTP       /
  *   ctlpath.c       where the control socket lives, and whether it is safe
  *      |  accepts a client, then calls nbd_conn_serve() in a new thread
  *   conn.c          one client connection: setup and teardown  \  conn.h:
@@ -107,6 +109,11 @@ struct nbd_server_config {
 	const char *ctl_socket;   /* --ctl-socket, or NULL: see ctlpath.c */
 	const char *image;        /* save the device here at a clean end and
 				   * for `uzram ctl save`; NULL: none */
+	/* --metrics: HTTP GET /metrics on a Unix socket (metrics_path) or
+	 * on TCP (metrics_host, metrics_port); all NULL: none (metrics.c) */
+	const char *metrics_path;
+	const char *metrics_host;
+	const char *metrics_port;
 	const struct nbd_frontend *frontend; /* NULL: none */
 };
 

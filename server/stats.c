@@ -1,7 +1,8 @@
 /*
  * stats.c - the figures `uzram stat` and SIGUSR1 report: the device's
  * (uzram_stats(), uzram_dict_info()) and the server's counters, as one
- * JSON object or as aligned "name value" lines.
+ * JSON object or as aligned "name value" lines (metrics.c: the same
+ * figures in the Prometheus text format).
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -10,7 +11,7 @@
 
 #include "internal.h"
 
-static const char *const cmd_names[NBD_CMD_NR + 1] = {
+const char *const stats_cmd_names[NBD_CMD_NR + 1] = {
 	"read", "write", "disc", "flush", "trim", "cache", "write_zeroes",
 	"block_status", "unknown",
 };
@@ -35,11 +36,6 @@ const char *json_escape(const char *s, char *out, size_t n)
 	return out;
 }
 
-struct figure {
-	const char *name;
-	uint64_t v;
-};
-
 /* The nf figures f, and the requests by type, as JSON or text into out. */
 static int print_figures(struct server *srv, const struct figure *f,
 			 size_t nf, bool json, char *out, size_t n)
@@ -62,7 +58,7 @@ static int print_figures(struct server *srv, const struct figure *f,
 			OUT(",\"%s\":%llu", f[i].name, (unsigned long long)f[i].v);
 		OUT(",\"requests\":{");
 		for (int i = 0; i <= NBD_CMD_NR; i++)
-			OUT("%s\"%s\":%llu", i ? "," : "", cmd_names[i],
+			OUT("%s\"%s\":%llu", i ? "," : "", stats_cmd_names[i],
 			    (unsigned long long)atomic_load(&c->requests[i]));
 		OUT("}}\n");
 	} else {
@@ -71,14 +67,14 @@ static int print_figures(struct server *srv, const struct figure *f,
 		for (size_t i = 0; i < nf; i++)
 			OUT("%-22s %llu\n", f[i].name, (unsigned long long)f[i].v);
 		for (int i = 0; i <= NBD_CMD_NR; i++)
-			OUT("requests_%-13s %llu\n", cmd_names[i],
+			OUT("requests_%-13s %llu\n", stats_cmd_names[i],
 			    (unsigned long long)atomic_load(&c->requests[i]));
 	}
 #undef OUT
 	return len < n ? 0 : -1;
 }
 
-int format_stats(struct server *srv, bool json, char *out, size_t n)
+size_t stats_figures(struct server *srv, struct figure *out, size_t max)
 {
 	struct nbd_counters *c = &srv->ctr;
 	struct uzram_stats st;
@@ -145,5 +141,18 @@ int format_stats(struct server *srv, bool json, char *out, size_t n)
 		{ "protocol_errors", atomic_load(&c->proto_errors) },
 		{ "uptime_seconds", (uint64_t)(time(NULL) - srv->started) },
 	};
-	return print_figures(srv, f, sizeof f / sizeof f[0], json, out, n);
+	size_t nf = sizeof f / sizeof f[0];
+
+	if (nf > max)
+		nf = max;
+	memcpy(out, f, nf * sizeof f[0]);
+	return nf;
+}
+
+int format_stats(struct server *srv, bool json, char *out, size_t n)
+{
+	struct figure f[STATS_MAX_FIGURES];
+
+	return print_figures(srv, f, stats_figures(srv, f, STATS_MAX_FIGURES),
+			     json, out, n);
 }

@@ -93,10 +93,19 @@ assert_nothing_left()
 # the file system, unmount with the command given (not uzram umount, which
 # waits for the keeper), check the device with e2fsck -fn, then let the
 # keeper take the rest down.
+#
+# fusermount3 -u returns once the kernel has detached the mount: fuse2fs
+# writes its last blocks and closes the file after that, on its way out.
+# e2fsck before fuse2fs has gone read stale bitmaps (seen under the load of
+# make test's parallel phases), so the check waits for fuse2fs first.
 fsck_after_umount()
 {
+	local fs
+	fs=$(pgrep -P "$KEEPER" -x fuse2fs || true)
 	kill -STOP "$KEEPER"
 	"$@" || { kill -CONT "$KEEPER"; fail "unmount: $* failed"; }
+	[[ -z $fs ]] || wait_gone "$fs" ||
+		{ kill -CONT "$KEEPER"; fail "fuse2fs $fs still runs 30 s after the unmount"; }
 	as e2fsck -fn "$RUN/fuse/disk" >"$T/fsck.out" 2>&1 ||
 		{ kill -CONT "$KEEPER"; fail "e2fsck -fn: $(tail -n 15 "$T/fsck.out")"; }
 	kill -CONT "$KEEPER"
