@@ -70,8 +70,9 @@ LINK = $(CC) $(SAN_FLAGS) $(LDFLAGS)
 
 LIB_SRCS := $(sort $(wildcard src/*.c))
 LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
-# The CLI (cli/) and the NBD server (server/) use only include/uzram.h.
-CLI_SRCS := $(sort $(wildcard cli/*.c) $(wildcard server/*.c))
+# The CLI (cli/), the NBD server (server/) and the ublk front end (ublk/)
+# use only include/uzram.h.
+CLI_SRCS := $(sort $(wildcard cli/*.c) $(wildcard server/*.c) $(wildcard ublk/*.c))
 CLI_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS))
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
@@ -81,8 +82,8 @@ SYSTEMD_UNITS := $(sort $(wildcard systemd/*.service systemd/*.socket))
 # protocol, signals, TLS, limits): make test runs them on one corpus only.
 INTEGRATION_ANY_DATA := $(addprefix tests/integration/,t27-run.sh \
 	t50-bad-client.sh t53-limits.sh t54-signals-ctl.sh t55-tls.sh \
-	t56-ctl-socket.sh t57-spec-errors.sh t58-tcp-port.sh t72-image-lock.sh \
-	t75-man.sh t76-metrics.sh t80-readme.sh t82-generator.sh \
+	t56-ctl-socket.sh t57-spec-errors.sh t58-tcp-port.sh t59-ublk-cli.sh \
+	t72-image-lock.sh t75-man.sh t76-metrics.sh t80-readme.sh t82-generator.sh \
 	t83-socket-activation.sh)
 
 .PHONY: all lib cli deps deps-test deps-bench unit check-unit check-header \
@@ -114,6 +115,15 @@ $(BUILD)/obj/cli/%.o: cli/%.c
 $(BUILD)/obj/server/%.o: server/%.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(SERVER_CFLAGS) -MMD -MP -c -o $@ $<
+
+# The ublk front end's io_uring (ublk/); only the uzram program links it.
+UBLK_PKGS := liburing
+UBLK_CFLAGS = $(shell pkg-config --cflags $(UBLK_PKGS) 2>/dev/null)
+UBLK_LIBS = $(shell pkg-config --libs $(UBLK_PKGS) 2>/dev/null)
+
+$(BUILD)/obj/ublk/%.o: ublk/%.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(UBLK_CFLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/libuzram.a: $(LIB_OBJS)
 	@mkdir -p $(@D)
@@ -159,10 +169,12 @@ FORCE:
 
 ifeq ($(CLI_LINK),shared)
 $(BUILD)/uzram: $(CLI_OBJS) $(BUILD)/libuzram.so
-	$(LINK) -o $@ $(CLI_OBJS) -L$(BUILD) -luzram $(LDLIBS_ALL) $(SERVER_LIBS)
+	$(LINK) -o $@ $(CLI_OBJS) -L$(BUILD) -luzram $(LDLIBS_ALL) $(SERVER_LIBS) \
+		$(UBLK_LIBS)
 else
 $(BUILD)/uzram: $(CLI_OBJS) $(BUILD)/libuzram.a
-	$(LINK) -o $@ $(CLI_OBJS) $(BUILD)/libuzram.a $(LDLIBS_ALL) $(SERVER_LIBS)
+	$(LINK) -o $@ $(CLI_OBJS) $(BUILD)/libuzram.a $(LDLIBS_ALL) $(SERVER_LIBS) \
+		$(UBLK_LIBS)
 endif
 
 # Unit tests may include private headers from src/ to test one layer.
@@ -239,7 +251,7 @@ check-header:
 	$(CXX) -Wall -Wextra -Werror -fsyntax-only -x c++ include/uzram.h
 
 # Folders whose files must not call each other both ways (scripts/check-cycles.sh).
-CYCLE_DIRS := src server cli
+CYCLE_DIRS := src server cli ublk
 check-cycles: all
 	bash scripts/check-cycles.sh $(addprefix $(BUILD)/obj/,$(CYCLE_DIRS))
 

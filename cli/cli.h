@@ -18,6 +18,7 @@ int cmd_stat(int argc, char **argv);   /* cli/client.c: ask a running server */
 int cmd_ctl(int argc, char **argv);    /* cli/client.c: control a running server */
 int cmd_mount(int argc, char **argv);  /* cli/mount.c: a file system at DIR */
 int cmd_umount(int argc, char **argv); /* cli/mount.c: take it down */
+int cmd_ublk(int argc, char **argv);   /* cli/ublk.c: ublk devices */
 
 int cmd_swapon(int argc, char **argv);  /* cli/swap.c: swap on uzram */
 int cmd_swapoff(int argc, char **argv); /* cli/swap.c: and off again */
@@ -119,7 +120,7 @@ struct cli_entry {
 extern const struct cli_entry cli_commands[];
 extern const size_t cli_ncommands;
 extern const struct cli_command load_cmd, serve_cmd, mount_cmd, umount_cmd,
-	stat_cmd, ctl_cmd, swapon_cmd, swapoff_cmd;
+	stat_cmd, ctl_cmd, swapon_cmd, swapoff_cmd, ublk_cmd;
 /* The top-level usage: each command with all its options, from the tables. */
 void cli_top_usage(FILE *f);
 /* "--name ARG" (or "-o ARG" when o has no long name) into out; its length. */

@@ -62,6 +62,7 @@ struct server {
 	bool tcp;               /* lfd[0] is TCP, not a Unix socket */
 	bool activated;         /* systemd made lfd (activation.c) */
 	bool own_ctl;           /* we bound cfd at ctl_path: unlink it */
+	bool frontend_up;       /* cfg->frontend started (or there is none) */
 };
 
 /*

@@ -20,6 +20,8 @@
  *                   is: ctlpath.c); each control client is served by a
  *                   thread of its own, so the main loop only accepts it
  *   --image FILE    after the clients are gone, the device is saved to FILE
+ *   cfg->frontend   (--ublk) started before the banner, stopped after the
+ *                   clients and before the save
  *
  * nbd_server_run() is setup (server_init, server_listen), the loop
  * (server_loop) and the drain (server_drain). At shutdown, control threads
@@ -388,6 +390,8 @@ static int server_drain(struct server *srv, int run_status, bool *busy)
 		unlink(srv->ctl_path);
 	metrics_close(srv);
 	drain_ctl(srv);
+	if (cfg->frontend && srv->frontend_up)
+		cfg->frontend->stop(cfg->frontend->arg);
 	/* A client that ignored both shutdowns still holds the device. */
 	pthread_mutex_lock(&srv->lock);
 	*busy = srv->nclients || srv->ctl_running;
@@ -426,14 +430,21 @@ int nbd_server_run(const struct nbd_server_config *cfg, bool *busy)
 		goto out;
 	}
 	make_uri(&srv);
-	notify_ready(&srv);
-	if (!cfg->run) {
+	srv.frontend_up = !cfg->frontend ||
+			  cfg->frontend->start(cfg->frontend->arg) == 0;
+	if (srv.frontend_up)
+		notify_ready(&srv);
+	if (!srv.frontend_up) {
+		/* it said why; drain at once */
+	} else if (!cfg->run) {
 		print_banner(&srv);
 		server_loop(&srv, &run_status);
 	} else if (start_command(&srv) == 0) {
 		server_loop(&srv, &run_status);
 	}
 	status = server_drain(&srv, run_status, busy);
+	if (!srv.frontend_up)
+		status = 1;
 out:
 	if (srv.sfd >= 0)
 		close(srv.sfd);

@@ -82,6 +82,19 @@ void nbd_tls_free(struct nbd_tls *tls);
 
 /* server.c */
 
+/*
+ * Another front end on the same device (cli/serve.c's --ublk): start runs
+ * once the sockets listen, before the banner or --run's command (0, or
+ * -1 after a message: the server then stops); stop runs at the drain,
+ * after the NBD clients and control requests are done and before the
+ * --image save.
+ */
+struct nbd_frontend {
+	int (*start)(void *arg);
+	void (*stop)(void *arg);
+	void *arg;
+};
+
 struct nbd_server_config {
 	struct nbd_export export;
 	const char *socket_path;  /* Unix socket, or NULL with tcp_port */
@@ -105,6 +118,7 @@ struct nbd_server_config {
 				   * is made at the end) */
 	const char *prog;         /* the banner's name for the uzram
 				   * program (argv[0]); NULL: "uzram" */
+	const struct nbd_frontend *frontend; /* NULL: none */
 };
 
 /*
