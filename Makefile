@@ -21,6 +21,17 @@ LD ?= ld
 OBJCOPY ?= objcopy
 SANITIZE ?=
 PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+# static: the uzram program carries libuzram.a; shared: it links
+# libuzram.so, as the Debian package's does (debian/rules).
+CLI_LINK ?= static
+# Where make install-systemd puts the units, the generator and the
+# sysusers file: systemd's own answer, else Debian 12's paths.
+SYSTEMD_VAR = $(or $(shell pkg-config --variable=$(1) systemd 2>/dev/null),$(2))
+UNITDIR ?= $(call SYSTEMD_VAR,systemdsystemunitdir,/lib/systemd/system)
+GENERATORDIR ?= $(call SYSTEMD_VAR,systemdsystemgeneratordir,/lib/systemd/system-generators)
+SYSUSERSDIR ?= $(call SYSTEMD_VAR,sysusersdir,/usr/lib/sysusers.d)
+SYSCONFDIR ?= /etc
 
 # The warning list lives here and only here.
 WARNINGS := -Wall -Wextra -Werror -Wundef -Wcast-qual -Wshadow \
@@ -46,35 +57,42 @@ DEPS_PKGS := liblz4 libzstd libdeflate libnbd
 DEPS_CFLAGS = $(shell pkg-config --cflags $(DEPS_PKGS) 2>/dev/null)
 DEPS_LIBS = $(shell pkg-config --libs $(DEPS_PKGS) 2>/dev/null)
 
-# The NBD server's TLS (server/tls.c); only the uzram program links it.
-SERVER_PKGS := gnutls
+# The NBD server's TLS (server/tls.c) and systemd's socket activation and
+# readiness (server/activation.c, cli/mount_stack.c); only the uzram
+# program links them.
+SERVER_PKGS := gnutls libsystemd
 SERVER_CFLAGS = $(shell pkg-config --cflags $(SERVER_PKGS) 2>/dev/null)
 SERVER_LIBS = $(shell pkg-config --libs $(SERVER_PKGS) 2>/dev/null)
 
 BASE_CFLAGS = -std=c11 -D_GNU_SOURCE $(OPT) $(WARNINGS) $(SAN_FLAGS) \
-	-Iinclude $(DEPS_CFLAGS) $(CFLAGS)
+	-Iinclude $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 LIB_CFLAGS = $(BASE_CFLAGS) -Isrc -fPIC -fvisibility=hidden -DUZRAM_BUILDING
 LDLIBS_ALL = $(DEPS_LIBS) -lpthread -lm
 LINK = $(CC) $(SAN_FLAGS) $(LDFLAGS)
 
 LIB_SRCS := $(sort $(wildcard src/*/*.c))
 LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
-# The CLI (cli/) and the NBD server (server/) use only include/uzram.h;
-# common/ is what both share (src/LAYERS).
-CLI_SRCS := $(sort $(wildcard cli/*.c) $(wildcard server/*.c) $(wildcard common/*.c))
+# The CLI (cli/), the NBD server (server/) and the ublk front end (ublk/)
+# use only include/uzram.h; common/ is what cli/ and server/ share
+# (src/LAYERS).
+CLI_SRCS := $(sort $(wildcard cli/*.c) $(wildcard server/*.c) $(wildcard ublk/*.c) \
+	$(wildcard common/*.c))
 CLI_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS))
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 INTEGRATION := $(sort $(wildcard tests/integration/t*.sh))
+SYSTEMD_UNITS := $(sort $(wildcard systemd/*.service systemd/*.socket))
 # Scripts whose checks do not depend on which bytes the corpus holds (the
 # protocol, signals, TLS, limits): make test runs them on one corpus only.
 INTEGRATION_ANY_DATA := $(addprefix tests/integration/,t27-run.sh \
 	t50-bad-client.sh t53-limits.sh t54-signals-ctl.sh t55-tls.sh \
-	t56-ctl-socket.sh t57-spec-errors.sh t75-man.sh t76-metrics.sh)
+	t56-ctl-socket.sh t57-spec-errors.sh t58-tcp-port.sh t59-ublk-cli.sh \
+	t72-image-lock.sh t75-man.sh t76-metrics.sh t80-readme.sh t82-generator.sh \
+	t83-socket-activation.sh)
 
 .PHONY: all lib cli deps deps-test deps-bench unit check-unit check-header \
 	check-sanitizers check-integration check-install check-layers check-namespace test run bench bench-quick fuzz \
-	fuzz-smoke install clean
+	fuzz-smoke install install-systemd clean
 .DEFAULT_GOAL := all
 
 all: deps lib cli
@@ -86,7 +104,8 @@ deps-test: deps
 deps-bench: deps
 	@scripts/deps.sh bench
 
-lib: $(BUILD)/libuzram.a $(BUILD)/libuzram.so $(BUILD)/uzram.pc
+lib: $(BUILD)/libuzram.a $(BUILD)/libuzram.so $(BUILD)/uzram.pc \
+	$(BUILD)/uzram-uninstalled.pc
 cli: $(BUILD)/uzram
 
 $(BUILD)/obj/src/%.o: src/%.c
@@ -104,6 +123,16 @@ $(BUILD)/obj/common/%.o: common/%.c
 $(BUILD)/obj/server/%.o: server/%.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(SERVER_CFLAGS) -MMD -MP -c -o $@ $<
+
+# The ublk front end's io_uring (ublk/); only the uzram program links it.
+UBLK_PKGS := liburing
+UBLK_CFLAGS = $(shell pkg-config --cflags $(UBLK_PKGS) 2>/dev/null)
+UBLK_LIBS = $(shell pkg-config --libs $(UBLK_PKGS) 2>/dev/null)
+
+$(BUILD)/obj/ublk/%.o: ublk/%.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(UBLK_CFLAGS) -MMD -MP -c -o $@ $<
+
 
 # The static library is one relocatable object whose hidden symbols are
 # made local, so that it defines no global name but the public uzram_*
@@ -133,17 +162,50 @@ $(BUILD)/tests/libuzram-programs.a: $(PROG_OBJS)
 $(BUILD)/libuzram.so: $(LIB_OBJS)
 	$(LINK) -shared -Wl,-soname,libuzram.so.$(SOVERSION) -o $@ $^ $(LDLIBS_ALL)
 
-$(BUILD)/uzram.pc: Makefile include/uzram.h
+# uzram.pc names PREFIX, so it is remade when PREFIX changes: the stamp
+# holds the value the last build saw, and is rewritten only when it
+# differs (make install PREFIX=/x after make installed a .pc that said
+# /usr/local). The static link's needs go in Requires.private and
+# Libs.private, so `pkg-config --static --libs uzram` is the whole list.
+PC_PRIVATE := -lpthread -lm
+$(BUILD)/prefix.stamp: FORCE
+	@mkdir -p $(@D)
+	@echo '$(PREFIX)' | cmp -s - $@ || echo '$(PREFIX)' > $@
+
+$(BUILD)/uzram.pc: Makefile include/uzram.h $(BUILD)/prefix.stamp
 	@mkdir -p $(@D)
 	printf '%s\n' 'prefix=$(PREFIX)' 'includedir=$${prefix}/include' \
-		'libdir=$${prefix}/lib' '' 'Name: uzram' \
+		'libdir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))' '' 'Name: uzram' \
 		'Description: compressed RAM block device in userspace' \
 		'Version: $(VERSION)' 'Requires.private: $(DEPS_PKGS)' \
-		'Libs: -L$${libdir} -luzram' 'Libs.private: -lpthread' \
+		'Libs: -L$${libdir} -luzram' 'Libs.private: $(PC_PRIVATE)' \
 		'Cflags: -I$${includedir}' > $@
 
+# The same for a program built against the tree, without make install:
+# pkg-config prefers NAME-uninstalled.pc where PKG_CONFIG_PATH leads it
+# (PKG_CONFIG_PATH=build pkg-config --static ... uzram, as the README
+# shows). It links the archive.
+$(BUILD)/uzram-uninstalled.pc: Makefile include/uzram.h
+	@mkdir -p $(@D)
+	printf '%s\n' 'includedir=$(abspath include)' \
+		'libdir=$(abspath $(BUILD))' '' 'Name: uzram' \
+		'Description: compressed RAM block device in userspace (build tree)' \
+		'Version: $(VERSION)' 'Requires.private: $(DEPS_PKGS)' \
+		'Libs: $${libdir}/libuzram.a' 'Libs.private: $(PC_PRIVATE)' \
+		'Cflags: -I$${includedir}' > $@
+
+.PHONY: FORCE
+FORCE:
+
+ifeq ($(CLI_LINK),shared)
+$(BUILD)/uzram: $(CLI_OBJS) $(BUILD)/libuzram.so
+	$(LINK) -o $@ $(CLI_OBJS) -L$(BUILD) -luzram $(LDLIBS_ALL) $(SERVER_LIBS) \
+		$(UBLK_LIBS)
+else
 $(BUILD)/uzram: $(CLI_OBJS) $(BUILD)/libuzram.a
-	$(LINK) -o $@ $(CLI_OBJS) $(BUILD)/libuzram.a $(LDLIBS_ALL) $(SERVER_LIBS)
+	$(LINK) -o $@ $(CLI_OBJS) $(BUILD)/libuzram.a $(LDLIBS_ALL) $(SERVER_LIBS) \
+		$(UBLK_LIBS)
+endif
 
 # Unit tests may include private headers from src/ to test one layer.
 $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) \
@@ -284,15 +346,29 @@ run: all
 	@CORPUS_DIR=$(if $(CORPUS),$(abspath $(CORPUS))) bash scripts/run.sh $(BUILD)/uzram
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(LIBDIR)/pkgconfig \
 		$(DESTDIR)$(PREFIX)/bin
 	install -m 644 include/uzram.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 $(BUILD)/libuzram.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(BUILD)/libuzram.so $(DESTDIR)$(PREFIX)/lib/libuzram.so.$(VERSION)
-	ln -sf libuzram.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libuzram.so.$(SOVERSION)
-	ln -sf libuzram.so.$(SOVERSION) $(DESTDIR)$(PREFIX)/lib/libuzram.so
-	install -m 644 $(BUILD)/uzram.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 644 $(BUILD)/libuzram.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(BUILD)/libuzram.so $(DESTDIR)$(LIBDIR)/libuzram.so.$(VERSION)
+	ln -sf libuzram.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libuzram.so.$(SOVERSION)
+	ln -sf libuzram.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libuzram.so
+	install -m 644 $(BUILD)/uzram.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
 	install -m 755 $(BUILD)/uzram $(DESTDIR)$(PREFIX)/bin/
+
+# The systemd side (systemd/README.md): units, the generator that makes
+# them from $(SYSCONFDIR)/uzram/uzram.conf, the sysusers file of the
+# server's user, and a commented config. Separate from install, whose
+# PREFIX may be /usr/local where systemd looks for none of these.
+install-systemd:
+	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(GENERATORDIR) \
+		$(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(SYSCONFDIR)/uzram/uzram.conf.d
+	install -m 644 $(SYSTEMD_UNITS) $(DESTDIR)$(UNITDIR)/
+	sed 's|@BINDIR@|$(PREFIX)/bin|g; s|@SYSCONFDIR@|$(SYSCONFDIR)|g; s|@UNITDIR@|$(UNITDIR)|g' \
+		systemd/uzram-generator > $(DESTDIR)$(GENERATORDIR)/uzram-generator
+	chmod 755 $(DESTDIR)$(GENERATORDIR)/uzram-generator
+	install -m 644 systemd/sysusers.conf $(DESTDIR)$(SYSUSERSDIR)/uzram.conf
+	install -m 644 systemd/uzram.conf $(DESTDIR)$(SYSCONFDIR)/uzram/uzram.conf
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz

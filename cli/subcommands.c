@@ -16,8 +16,11 @@ const struct cli_entry cli_commands[] = {
 	{ &serve_cmd, cmd_serve },
 	{ &mount_cmd, cmd_mount },
 	{ &umount_cmd, cmd_umount },
+	{ &ublk_cmd, cmd_ublk },
 	{ &stat_cmd, cmd_stat },
 	{ &ctl_cmd, cmd_ctl },
+	{ &swapon_cmd, cmd_swapon },
+	{ &swapoff_cmd, cmd_swapoff },
 };
 const size_t cli_ncommands = sizeof cli_commands / sizeof cli_commands[0];
 

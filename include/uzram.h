@@ -362,6 +362,23 @@ UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
 UZRAM_API int uzram_set_mem_limit(struct uzram *dev, uint64_t bytes);
 
 /*
+ * Make `bytes` of the allocator's memory resident now and keep it with the
+ * device, for a device that must not wait for the kernel to store a page
+ * (swap, `uzram serve --swap`): stores then take their memory from this
+ * reserve, with no page fault and no system call, until the compressed
+ * data reaches `bytes`. Past it, stores allocate as usual (or fail with
+ * -ENOSPC at mem_limit: give a reserve equal to mem_limit for a device
+ * that never allocates after this call, but for the page table's chunks,
+ * 8 bytes per 4 KiB of disk, allocated as the disk fills). Lock the
+ * process's memory (mlockall) to keep the reserve from being swapped out.
+ * The reserve counts in mem_used_total. 0 ends it. Thread-safe with I/O;
+ * not with itself. Returns 0, -EINVAL (NULL device), -ENOSPC (mem_limit or
+ * the allocator's address space came first: what fitted stays reserved)
+ * or -ENOMEM.
+ */
+UZRAM_API int uzram_reserve(struct uzram *dev, uint64_t bytes);
+
+/*
  * Restart stats.mem_used_max from the current mem_used_total, as writing 0
  * to zram's mem_used_max does. Returns 0 or -EINVAL (NULL device).
  */
@@ -434,6 +451,7 @@ UZRAM_API long uzram_recompress(struct uzram *dev, int prio, unsigned flags,
  * Returns 0, or:
  *   -EINVAL  NULL argument or unknown flags;
  *   -EALREADY  another save of the same device is in progress;
+ *   -EBUSY   another device holds path (see uzram_image_claim());
  *   -EAGAIN  a secondary algorithm or a dictionary was set, and used,
  *            during the save: save again;
  *   -ENOMEM  out of memory;
@@ -454,12 +472,33 @@ UZRAM_API long uzram_recompress(struct uzram *dev, int prio, unsigned flags,
  *             level or dictionary;
  *   -ENOENT   the image uses an algorithm this library does not have;
  *   -ENOSPC   the image does not fit in cfg.mem_limit;
+ *   -EBUSY    another device holds the image (see uzram_image_claim());
  *   the negative errno of a failed open() or read() of the file.
  * uzram_last_error() says which, and where in the file. Counters start
  * from the image's contents (pages_unchanged and pages_recompressed, which
  * count events, start from 0).
  */
 UZRAM_API int uzram_save(struct uzram *dev, const char *path, unsigned flags);
+
+/*
+ * One device per image. A device opened with cfg.image holds a lock on
+ * that path until uzram_close(); so does one that called
+ * uzram_image_claim(dev, path) (for an image it will create: the path need
+ * not exist). uzram_save() to a path other than the device's own holds
+ * that path's lock while it writes. An open, a claim or a save that finds
+ * the lock held by another device, of this process or another, fails with
+ * -EBUSY and uzram_last_error() naming the holder's pid. The lock is an
+ * open file description lock (F_OFD_SETLK) on the file path.lock beside
+ * the image, which a save's rename does not replace; the holder removes
+ * it at close, and one left by a killed process is free. Where nobody may
+ * write path's directory (so no save can replace the image) the image is
+ * opened without a lock.
+ *
+ * uzram_image_claim() returns 0 (also when dev holds path already),
+ * -EBUSY, -EEXIST if dev holds another image, -EINVAL for a NULL
+ * argument, or the negative errno of creating path.lock. Thread-safe.
+ */
+UZRAM_API int uzram_image_claim(struct uzram *dev, const char *path);
 
 /*
  * The name of the device's algorithm of priority prio (0: the primary one,

@@ -17,6 +17,7 @@
 #define UZRAM_SERVER_INTERNAL_H
 
 #include <limits.h>
+#include <netdb.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -27,6 +28,7 @@
 
 #define DRAIN_SECS 10  /* how long in-flight requests may take at exit */
 #define LISTEN_BACKLOG 128 /* connections the kernel queues for accept() */
+#define NBD_MAX_LISTEN 8   /* NBD sockets systemd may pass (activation.c) */
 
 struct client;
 
@@ -47,15 +49,21 @@ struct server {
 	struct client *clients; /* under lock */
 	unsigned nclients;      /* under lock */
 	char sock_path[PATH_MAX];
+	char tcp_host[NI_MAXHOST]; /* with tcp: the address in the URI */
+	char tcp_port[NI_MAXSERV]; /* the port bound (--tcp PORT may be 0) */
 	char ctl_path[PATH_MAX + 8];
 	char uri[PATH_MAX + 600];
 	pid_t child;            /* --run's command, 0 if none or reaped */
 	int sfd;                /* signalfd of the signals the server handles */
-	int lfd;                /* the export's listening socket */
+	int lfd[NBD_MAX_LISTEN]; /* the export's listening sockets: one, */
+	unsigned nlfd;          /* or those systemd passed */
 	int cfd;                /* the control socket */
 	int mfd;                /* --metrics' listening socket, or -1 */
 	char metrics_path[PATH_MAX]; /* its Unix socket, or "" */
-	bool tcp;               /* lfd is TCP, not a Unix socket */
+	bool tcp;               /* lfd[0] is TCP, not a Unix socket */
+	bool activated;         /* systemd made lfd (activation.c) */
+	bool own_ctl;           /* we bound cfd at ctl_path: unlink it */
+	bool frontend_up;       /* cfg->frontend started (or there is none) */
 };
 
 /*
@@ -121,13 +129,23 @@ void drain_ctl(struct server *srv);
 /* sockets.c: listen on the Unix socket path; the fd, or -1 after a message. */
 int listen_unix(const char *path);
 /* sockets.c: the same on TCP; plaintext: warn when not on loopback. */
-int listen_tcp(const char *host, const char *port, bool plaintext);
+/* port_out: the port bound, as a string of at least 6 bytes. */
+int listen_tcp(const char *host, const char *port, bool plaintext,
+	       char *port_out);
 /* sockets.c: path made absolute into out; 0 or -1. */
 int abs_path(const char *path, char *out, size_t n);
 /* sockets.c: srv->uri, from the configuration and srv->sock_path. */
 void make_uri(struct server *srv);
 /* sockets.c: how to connect, on stdout, ending with "ready". */
 void print_banner(struct server *srv);
+
+/*
+ * activation.c: take the sockets systemd passed into srv (lfd, nlfd, cfd,
+ * the address), once; the number taken, 0 if none, or -1 after a message.
+ */
+int activation_take(struct server *srv);
+/* activation.c: tell systemd the server is ready (Type=notify). */
+void notify_ready(const struct server *srv);
 
 /* captive.c: --run: start the command; 0 or -1 after a message. */
 int start_command(struct server *srv);

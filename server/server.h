@@ -84,6 +84,19 @@ void nbd_tls_free(struct nbd_tls *tls);
 
 /* server.c */
 
+/*
+ * Another front end on the same device (cli/serve.c's --ublk): start runs
+ * once the sockets listen, before the banner or --run's command (0, or
+ * -1 after a message: the server then stops); stop runs at the drain,
+ * after the NBD clients and control requests are done and before the
+ * --image save.
+ */
+struct nbd_frontend {
+	int (*start)(void *arg);
+	void (*stop)(void *arg);
+	void *arg;
+};
+
 struct nbd_server_config {
 	struct nbd_export export;
 	const char *socket_path;  /* Unix socket, or NULL with tcp_port */
@@ -103,6 +116,11 @@ struct nbd_server_config {
 	const char *metrics_path;
 	const char *metrics_host;
 	const char *metrics_port;
+	bool image_opened;        /* the device came from image (else image
+				   * is made at the end) */
+	const char *prog;         /* the banner's name for the uzram
+				   * program (argv[0]); NULL: "uzram" */
+	const struct nbd_frontend *frontend; /* NULL: none */
 };
 
 /*
@@ -122,6 +140,15 @@ struct nbd_server_config {
  * a failed save makes the exit status 1.
  */
 int nbd_server_run(const struct nbd_server_config *cfg, bool *busy);
+
+/* activation.c */
+
+/*
+ * Whether systemd passed this process listening sockets (LISTEN_PID,
+ * LISTEN_FDS): nbd_server_run() then serves on them, and the config's
+ * socket_path and tcp_port must be NULL.
+ */
+bool nbd_socket_activated(void);
 
 /*
  * Send one request line ("json\n", "text\n", "compact\n", "mem-limit

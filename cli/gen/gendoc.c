@@ -220,9 +220,11 @@ static void bash(FILE *f)
 					fprintf(f, "%s--%s", first ? "" : "|", o->name);
 					first = false;
 				}
-			fprintf(f, ") ((i++)) ;;\n\t\t\t-*) ;;\n"
-				"\t\t\t*) word=${COMP_WORDS[i]}; break ;;\n"
-				"\t\t\tesac\n\t\tdone\n"
+			/* a command whose options take no value has no such case */
+			fprintf(f, "%s\t\t\t-*) ;;\n"
+				"\t\t\t*) word=${COMP_WORDS[i]}; break ;;\n",
+				first ? "" : ") ((i++)) ;;\n");
+			fprintf(f, "\t\t\tesac\n\t\tdone\n"
 				"\t\tcase $word in\n\t\t'')\n"
 				"\t\t\t[[ $cur == -* ]] && words=$opts || words='");
 			for (const struct cli_word *w = cmd->words; w->name; w++)

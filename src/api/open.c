@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "uzram.h"
@@ -53,7 +54,18 @@ UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 	/* Fields past an older caller's struct_size keep their defaults. */
 	uzram_config_init(&c);
 	memcpy(&c, cfg, cfg->struct_size);
-	if (c.image)
-		return image_open(&c, devp);
+	if (c.image) {
+		struct image_lock *lock;
+		int ret = image_lock_take(c.image, "open", &lock);
+
+		if (!ret)
+			ret = image_open(&c, devp);
+		if (ret) {
+			image_lock_release(lock);
+			return ret;
+		}
+		atomic_store(&(*devp)->image_lock, lock);
+		return 0;
+	}
 	return device_create(&c, devp);
 }

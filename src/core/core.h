@@ -387,6 +387,7 @@ struct zcomp;
 struct zcomp_retired;
 struct zpool;
 struct crew;
+struct image_lock;
 
 #define CLUSTER_MIN_SHIFT PAGE_SHIFT
 #define CLUSTER_MAX_SHIFT 16
@@ -482,6 +483,8 @@ struct uzram {
 	struct image_save *_Atomic save;
 	_Atomic uint64_t save_users;
 	const struct save_hooks *_Atomic save_hooks; /* set by the first save */
+	/* the lock on the device's image (device/image_lock.c), or NULL */
+	struct image_lock *_Atomic image_lock;
 	struct dedup *dedup;   /* the index of dedup.c, NULL when off */
 	_Atomic uint64_t index_bytes; /* what that index holds (dedup.c) */
 	struct store_hooks hooks; /* the layers above the store (above) */

@@ -182,6 +182,7 @@ UZRAM_API void uzram_close(struct uzram *dev)
 	}
 	free(dev->dir);
 	zpool_destroy(dev->pool);
+	image_lock_release(atomic_load(&dev->image_lock));
 	dedup_destroy(dev->dedup);
 	for (int i = 0; i <= UZRAM_MAX_RECOMP; i++)
 		for (int bank = 0; bank < 2; bank++)

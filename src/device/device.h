@@ -7,6 +7,8 @@
 #ifndef UZRAM_DEVICE_H
 #define UZRAM_DEVICE_H
 
+#include <stdbool.h>
+
 #include "uzram.h"
 
 /*
@@ -23,5 +25,28 @@ int device_create(const struct uzram_config *c, struct uzram **devp);
  */
 int device_tier_open(struct uzram *dev, const char *target, unsigned high,
 		     unsigned low);
+
+/*
+ * image_lock.c: one device per image, the lock a device holds on the path
+ * of its image (dev->image_lock, released by uzram_close()).
+ */
+struct image_lock;
+
+/*
+ * Take the lock on the image at path, for an operation named by `what`
+ * ("open", "save"). Returns 0 with *lockp set, -EBUSY when another device
+ * (in this process or another) holds it, with uzram_last_error() naming
+ * the holder's pid, or the negative errno of creating the lock file.
+ * *lockp is NULL after a success only where the lock cannot be taken as
+ * nobody can write path's directory (then nobody can replace the image).
+ */
+int image_lock_take(const char *path, const char *what,
+		    struct image_lock **lockp);
+
+/* Whether lock (NULL: none) is the lock of the image at path. */
+bool image_lock_covers(const struct image_lock *lock, const char *path);
+
+/* Release the lock and remove its file; NULL is a no-op. */
+void image_lock_release(struct image_lock *lock);
 
 #endif

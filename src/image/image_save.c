@@ -85,6 +85,7 @@
 #include "base/base.h"
 #include "image.h"
 #include "core/core.h"
+#include "device/device.h"
 #include "tier/tier.h"
 #include "zcomp/zcomp.h"
 #include "zpool/zpool.h"
@@ -532,6 +533,7 @@ static int save_to(struct uzram *dev, struct image_save *sv, int fd,
 UZRAM_API int uzram_save(struct uzram *dev, const char *path, unsigned flags)
 {
 	struct image_save *sv, *none = NULL;
+	struct image_lock *lock = NULL;
 	char tmp[PATH_MAX];
 	int fd, ret;
 
@@ -545,11 +547,18 @@ UZRAM_API int uzram_save(struct uzram *dev, const char *path, unsigned flags)
 	    sizeof tmp)
 		return uzram_set_error(-ENAMETOOLONG, "save: path too long: "
 				       "%s", path);
+	/* The device's own image, or a path no other device holds. */
+	if (!image_lock_covers(atomic_load(&dev->image_lock), path)) {
+		ret = image_lock_take(path, "save", &lock);
+		if (ret)
+			return ret;
+	}
 	sv = calloc(1, sizeof *sv);
 	if (sv)
 		sv->map = calloc((dev->nclusters + 63) / 64, sizeof(uint64_t));
 	if (!sv || !sv->map) {
 		free(sv);
+		image_lock_release(lock);
 		return uzram_set_error(-ENOMEM, "save: out of memory for a "
 				       "map of %llu clusters",
 				       (unsigned long long)dev->nclusters);
@@ -579,5 +588,6 @@ UZRAM_API int uzram_save(struct uzram *dev, const char *path, unsigned flags)
 	pthread_mutex_destroy(&sv->lock);
 	free(sv->map);
 	free(sv);
+	image_lock_release(lock);
 	return ret;
 }

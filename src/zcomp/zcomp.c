@@ -306,6 +306,17 @@ static void known_init(void)
 	known[n] = '\0';
 }
 
+int zcomp_level_range(const char *name, int *min, int *max)
+{
+	for (size_t i = 0; i < NR_BACKENDS; i++)
+		if (!strcmp(backends[i]->name, name)) {
+			*min = backends[i]->min_level();
+			*max = backends[i]->max_level();
+			return 0;
+		}
+	return -ENOENT;
+}
+
 const char *zcomp_known(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -318,17 +329,28 @@ const char *zcomp_known(void)
 int codec_error(const char *what, const char *algorithm, int level,
 		size_t dict_size, int err)
 {
+	int min, max;
+
 	switch (err) {
 	case -ENOENT:
 		return uzram_set_error(err, "%s: unknown algorithm '%s' "
 				       "(known: %s)", what, algorithm,
 				       zcomp_known());
 	case -EINVAL:
+		if (zcomp_level_range(algorithm, &min, &max) == 0 &&
+		    level != 0 && (level < min || level > max))
+			return min == max ?
+				uzram_set_error(err, "%s: level %d: %s has one "
+						"level, %d (or 0, its default)",
+						what, level, algorithm, min) :
+				uzram_set_error(err, "%s: level %d is outside "
+						"%s's levels, %d to %d (or 0, "
+						"its default)", what, level,
+						algorithm, min, max);
 		return uzram_set_error(err, "%s: %s at level %d: %s", what,
 				       algorithm, level, dict_size ?
-				       "level out of range, or the dictionary "
-				       "is not one the codec accepts" :
-				       "level out of range");
+				       "the dictionary is not one the codec "
+				       "accepts" : "the codec refused it");
 	case -EOPNOTSUPP:
 		return uzram_set_error(err, "%s: %s takes no dictionary (lz4 "
 				       "and zstd do)", what, algorithm);

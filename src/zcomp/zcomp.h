@@ -82,6 +82,10 @@ int zcomp_decompress_prefix(const struct zcomp *zc, const void *src,
 /* Known codec names separated by single spaces: "lz4 lz4hc zstd deflate". */
 const char *zcomp_known(void);
 
+/* The levels codec name accepts, min..max (0, the default, as well); 0 or
+ * -ENOENT. */
+int zcomp_level_range(const char *name, int *min, int *max);
+
 /* zcomp.c, for the callers of zcomp_create_dict(): */
 /*
  * Record why zcomp_create_dict() (or zcomp_create()) failed with err for

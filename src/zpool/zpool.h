@@ -41,6 +41,17 @@ void zpool_destroy(struct zpool *pool);          /* NULL is accepted */
 /* Limit the memory the pool holds (mem_used below); 0 removes the limit. */
 void zpool_set_limit(struct zpool *pool, uint64_t bytes);
 
+/*
+ * Make frames for `bytes` of zspages resident now (within the limit), put
+ * them in the pool's cache, and keep at least that many pages cached from
+ * now on: stores take them with no page fault and no system call until
+ * the pool holds `bytes`. 0 gives the reserve up (the cache trims as
+ * before). Returns 0, -ENOSPC (the limit or the region is reached first:
+ * what fitted stays reserved) or -ENOMEM. Not for concurrent callers of
+ * itself; stores and frees may run meanwhile. (zpool_reserve.c)
+ */
+int zpool_reserve(struct zpool *pool, uint64_t bytes);
+
 /* Restart the high-water mark (mem_used_max) from the current mem_used. */
 void zpool_reset_max(struct zpool *pool);
 

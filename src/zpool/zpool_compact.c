@@ -277,5 +277,7 @@ long zpool_compact(struct zpool *pool)
 		freed += class_shrink(pool, c);
 		pthread_mutex_unlock(&c->lock);
 	}
-	return freed + (long)zp_cache_trim(pool, 0);
+	/* all of the cache but the reserve (zpool_reserve.c) */
+	return freed + (long)zp_cache_trim(pool,
+		atomic_load_explicit(&pool->reserve_pages, memory_order_relaxed));
 }

@@ -27,7 +27,7 @@
  *                      stack[0], bump  populate p pages
  *
  * The cached frames' pages are bounded by zp_cache_cap():
- * max(CACHE_MIN_PAGES, mem_used / 256). (Slack has a budget of its own:
+ * max(CACHE_MIN_PAGES, mem_used / 256, the reserve of zpool_reserve.c). (Slack has a budget of its own:
  * counted with the cache, it would keep the cache over its cap with
  * nothing a trim could release, and every free would then release the
  * frame it had just cached.) Past the cap, the thread that freed calls
@@ -191,6 +191,11 @@ uint64_t zp_cache_cap(struct zpool *pool)
 					    memory_order_relaxed) >>
 		       (PAGE_SHIFT + CACHE_SHARE_SHIFT);
 
+	uint64_t keep = atomic_load_explicit(&pool->reserve_pages,
+					     memory_order_relaxed);
+
+	if (cap < keep)
+		cap = keep;
 	return cap < CACHE_MIN_PAGES ? CACHE_MIN_PAGES : cap;
 }
 
@@ -214,14 +219,20 @@ static bool slack_fits(struct zpool *pool, uint64_t more)
 
 /*
  * Release cached frames, the fullest first, until the cache holds at most
- * `target` pages or is empty. Returns the pages released.
+ * `target` pages (a target under the reserve of zpool_reserve.c is the
+ * reserve, but for 0) or is empty. Returns the pages released.
  */
 uint64_t zp_cache_trim(struct zpool *pool, uint64_t target)
 {
 	uint32_t fr[RELEASE_BATCH];
 	uint8_t pages[RELEASE_BATCH];
-	uint64_t released = 0;
+	uint64_t released = 0, keep;
 	unsigned n = 0;
+
+	/* the reserve stays, but for a store that needs its memory (0) */
+	keep = atomic_load_explicit(&pool->reserve_pages, memory_order_relaxed);
+	if (target && target < keep)
+		target = keep;
 
 	for (unsigned r = ZP_MAX_PAGES; r > 0; r--) {
 		int64_t f;

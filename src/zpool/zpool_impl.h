@@ -131,6 +131,8 @@ struct zpool {
 	_Atomic uint64_t cache_pages;  /* pages of cached frames */
 	_Atomic uint64_t slack_pages;  /* resident pages past their zspage */
 	_Atomic uint64_t releases;     /* release batches, for tests */
+	_Atomic uint64_t reserve_pages; /* the cache keeps this many
+					 * (zpool_reserve.c) */
 };
 
 static inline void counter_add(_Atomic uint64_t *c, int64_t d)

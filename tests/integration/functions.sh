@@ -235,7 +235,7 @@ PY
 TAR_MAX=$((24 << 20))
 TAR=$CORPUS/files.tar
 if (($(stat -c %s "$TAR") > TAR_MAX)); then
-	TAR=$T/files.tar
+	TAR=$T/corpus-cut.tar  # not files.tar: t60 and t65 write that from $TAR
 	complete_members "$CORPUS/files.tar" "$TAR" "$TAR_MAX" >/dev/null
 fi
 

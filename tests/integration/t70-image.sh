@@ -95,10 +95,12 @@ contents "$T/rel.img" "$T/back2"
 cmp "$T/want2" "$T/back2" || fail "the image saved by ctl differs"
 
 step "options that conflict with the image are refused"
+# a copy: server b holds $IMG itself (t72 checks that refusal)
+cp "$IMG" "$T/conflict.img"
 for opt in "--algorithm lz4" "--cluster 4K" "--size 32M"; do
 	rc=0
 	# shellcheck disable=SC2086
-	uzram serve --image "$IMG" --socket "$T/x.sock" $opt >/dev/null \
+	uzram serve --image "$T/conflict.img" --socket "$T/x.sock" $opt >/dev/null \
 		2>"$T/x.err" || rc=$?
 	((rc != 0)) || fail "serve --image with $opt started"
 	grep -q "conflicts" "$T/x.err" || fail "$opt: $(cat "$T/x.err")"

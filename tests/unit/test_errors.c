@@ -255,6 +255,12 @@ static void test_bad_open(void **state)
 		cfg.algorithm = over[i].algo;
 		cfg.level = over[i].level;
 		expect_open_error(&cfg, -EINVAL, over[i].what);
+		/* the message gives the range: the highest level is one less */
+		snprintf(names, sizeof names, "%d (or 0, its default)",
+			 over[i].level - 1);
+		if (!strstr(uzram_last_error(), names))
+			fail_msg("%s: the message does not end in '%s': %s",
+				 over[i].what, names, uzram_last_error());
 	}
 
 	uzram_config_init(&cfg);

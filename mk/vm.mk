@@ -1,0 +1,47 @@
+# vm.mk - the VM bench (tests/vm/): Debian's own kernels under qemu (TCG),
+# with the kernel's NBD client, zram and swap against uzram.
+#
+#   make test-vm            the tests of VM_TESTS (all but the swap test),
+#                           each in its own guest
+#   make test-vm VM_TESTS=tests/vm/v30-swap.sh   one test
+#   make test-vm-quick      what make test runs: VM_QUICK in one guest (all
+#                           the NBD tests but fio, whose libraries alone
+#                           are 80 MB, and swapon/swapoff). Not the swap
+#                           test: it fails today (doc/block-device.md,
+#                           "Status"), and make test must pass
+#   make test-vm-swap       the swap test once
+#   make test-vm-swap-repeat [VM_REPEAT=5]   the swap test VM_REPEAT times in a
+#                           row, a guest each, its figures each time
+#
+# The first run fetches the kernels (build/vm/, about 180 MB, kept; see
+# tests/vm/fetch-kernel.sh): nothing of the host's /boot or apt is used.
+
+VM_TESTS ?= $(filter-out $(VM_SWAP),$(sort $(wildcard tests/vm/v*.sh)))
+VM_QUICK := $(addprefix tests/vm/,v10-ext4.sh v12-discard.sh v13-multiconn.sh \
+	v14-reconnect.sh v15-server-killed.sh v31-swapon.sh)
+VM_SWAP := tests/vm/v30-swap.sh
+VM_REPEAT ?= 5
+VM_RUN = UZRAM=$(abspath $(BUILD)/uzram) UZRAM_TEST_CORPUS=$(CORPUS_DIR) \
+	bash tests/vm/run.sh
+
+.PHONY: deps-vm test-vm test-vm-quick test-vm-swap test-vm-swap-repeat
+
+deps-vm: deps
+	@scripts/deps.sh test vm
+
+test-vm: deps-vm all $(CORPUS_READY)
+	$(VM_RUN) $(VM_TESTS)
+
+test-vm-quick: deps-vm all $(CORPUS_READY)
+	@mkdir -p $(dir $(TEST_RESULTS))
+	$(VM_RUN) -1 $(VM_QUICK)
+	@echo "tests/vm $(VM_QUICK)" >> $(TEST_RESULTS)
+
+test-vm-swap: deps-vm all $(CORPUS_READY)
+	$(VM_RUN) $(VM_SWAP)
+
+test-vm-swap-repeat: deps-vm all $(CORPUS_READY)
+	@failed=0; for i in $$(seq $(VM_REPEAT)); do \
+		echo "== swap run $$i of $(VM_REPEAT)"; \
+		$(VM_RUN) $(VM_SWAP) || failed=$$((failed + 1)); \
+	done; echo "== swap runs: $$failed of $(VM_REPEAT) failed"; test $$failed = 0

@@ -1,0 +1,90 @@
+# v30-swap.sh - swap on uzram with its server in the same guest, beside
+# swap on the guest kernel's own zram, in the same boot.
+#
+# A 384 MiB guest runs a hog of 768 MiB (2x its RAM; of its 335 MB the
+# initramfs, uzram's libraries and all, holds about 70) that fills every page
+# with real data (8 MiB of the corpus's Python core image, the kind of
+# anonymous memory swap holds), then checks and rewrites every page, and checks them
+# once more (tests/vm/hog.c): every pass swaps out and in. Once on
+# zram (lz4, the kernel's), once on /dev/nbd0 attached by the kernel's NBD
+# client (-swap) to `uzram serve --swap` (lz4) in this guest: the case where
+# a server that needs memory to take a page out deadlocks. Each run must
+# complete and read back every page right; the figures (time, pages
+# swapped in and out per second, the memory the swapped data took) are
+# printed as FIGURE lines for BENCHMARKS.md. vm.min_free_kbytes is raised
+# as doc/block-device.md advises, for both.
+# vm-mem: 384
+# vm-cpus: 2
+# vm-timeout: 1200
+# vm-modules: nbd zram lz4
+# vm-programs: hog
+# vm-data: heap-python.core:64:8
+source /guest-lib.sh
+
+hog_mib=768
+passes=1
+sysctl -q -w vm.min_free_kbytes=16384
+sysctl -q -w vm.swappiness=100
+
+vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
+
+# run_hog NAME: the hog with its figures; 0 if every page read back right.
+run_hog()
+{
+	local name=$1 in0 out0 t0 rc secs in out
+	in0=$(vmstat pswpin); out0=$(vmstat pswpout)
+	t0=$(now)
+	bounded 540 hog $hog_mib /data/heap-python.core $passes > /tmp/hog.$name 2>&1
+	rc=$?
+	secs=$(elapsed "$t0")
+	in=$(($(vmstat pswpin) - in0)); out=$(($(vmstat pswpout) - out0))
+	cat /tmp/hog.$name
+	if ((rc == 0)); then
+		pass "hog-$name" "$hog_mib MiB in ${secs} s"
+	else
+		fail "hog-$name" "status $rc after ${secs} s: $(tail -n 1 /tmp/hog.$name)"
+	fi
+	figure "$name-seconds" "$secs" s
+	figure "$name-pswpin" "$in" pages
+	figure "$name-pswpout" "$out" pages
+	figure "$name-swapin-rate" "$(awk -v n=$in -v s=$secs 'BEGIN { printf "%.0f", n / s }')" pages/s
+	figure "$name-swapout-rate" "$(awk -v n=$out -v s=$secs 'BEGIN { printf "%.0f", n / s }')" pages/s
+	return $rc
+}
+
+# 1. the kernel's zram
+if echo lz4 > /sys/block/zram0/comp_algorithm && echo 1G > /sys/block/zram0/disksize &&
+	mkswap /dev/zram0 > /dev/null && swapon -p 10 /dev/zram0; then
+	pass zram-swapon
+	run_hog zram
+	# mm_stat: orig_data_size compr_data_size mem_used_total mem_limit mem_used_max ...
+	figure zram-mem_used_max "$(awk '{print $5}' /sys/block/zram0/mm_stat)" bytes
+	check zram-swapoff bounded 300 swapoff /dev/zram0
+	echo 1 > /sys/block/zram0/reset
+else
+	fail zram-swapon "zram swap could not be set up"
+fi
+
+# 2. uzram, its server in this guest
+s=/run/swap.sock
+if uzram_start swap --swap --size 1G; then
+	pass uzram-serve
+else
+	fail uzram-serve "$(cat /run/swap.err)"
+	finish
+fi
+check nbd-attach nbd_attach /dev/nbd0 $s -b 4096 -swap -timeout 120
+if mkswap /dev/nbd0 > /dev/null && swapon -p 10 /dev/nbd0; then
+	pass uzram-swapon
+	run_hog uzram
+	figure uzram-mem_used_max "$(stat_field $s mem_used_max)" bytes
+	figure uzram-failed_writes "$(stat_field $s failed_writes)" requests
+	check uzram-swapoff bounded 300 swapoff /dev/nbd0
+else
+	fail uzram-swapon "mkswap or swapon on /dev/nbd0"
+fi
+check nbd-detach bounded 30 nbd-client -d /dev/nbd0
+info "the server's messages:"
+tail -n 20 /run/swap.err
+uzram_stop
+finish
