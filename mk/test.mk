@@ -34,6 +34,7 @@
 #   test-vm-quick    the VM bench (mk/vm.mk): the kernel's NBD client
 #                    against uzram, and uzram swapon/swapoff, in one guest;
 #                    qemu TCG, about 3 min
+#   test-vm-ublk     the ublk tests in a 6.12 guest (mk/vm.mk), about 2 min
 #
 # Each phase's output is printed whole when it ends (--output-sync), so
 # the lines of two phases never mix; a failing phase stops make test once
@@ -62,9 +63,9 @@ INTEGRATION_ASAN := $(addprefix tests/integration/,t26-ctl.sh t27-run.sh \
 # longest first (the VM bench, integration, then TSan). Every phase can start at once,
 # as test-build made what they need: a phase that waited for another
 # would join the end of the queue when that one ended.
-TEST_PHASES := test-vm-quick test-integration test-tsan test-asan test-unit test-unit-alt \
-	test-deb fuzz-smoke-nbd fuzz-smoke-image check-layers check-namespace \
-	check-install check-header
+TEST_PHASES := test-vm-quick test-vm-ublk test-integration test-tsan test-asan test-unit \
+	test-unit-alt test-deb fuzz-smoke-nbd fuzz-smoke-image check-layers \
+	check-namespace check-install check-header
 
 .PHONY: test-phases test-build $(TEST_PHASES)
 
