@@ -17,6 +17,8 @@ VERSION := $(shell sed -n 's/^\#define UZRAM_VERSION_\(MAJOR\|MINOR\|PATCH\) \([
 SOVERSION := $(firstword $(subst ., ,$(VERSION)))
 
 CC ?= cc
+LD ?= ld
+OBJCOPY ?= objcopy
 SANITIZE ?=
 PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
@@ -64,15 +66,17 @@ SERVER_LIBS = $(shell pkg-config --libs $(SERVER_PKGS) 2>/dev/null)
 
 BASE_CFLAGS = -std=c11 -D_GNU_SOURCE $(OPT) $(WARNINGS) $(SAN_FLAGS) \
 	-Iinclude $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS)
-LIB_CFLAGS = $(BASE_CFLAGS) -fPIC -fvisibility=hidden -DUZRAM_BUILDING
+LIB_CFLAGS = $(BASE_CFLAGS) -Isrc -fPIC -fvisibility=hidden -DUZRAM_BUILDING
 LDLIBS_ALL = $(DEPS_LIBS) -lpthread -lm
 LINK = $(CC) $(SAN_FLAGS) $(LDFLAGS)
 
-LIB_SRCS := $(sort $(wildcard src/*.c))
+LIB_SRCS := $(sort $(wildcard src/*/*.c))
 LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
 # The CLI (cli/), the NBD server (server/) and the ublk front end (ublk/)
-# use only include/uzram.h.
-CLI_SRCS := $(sort $(wildcard cli/*.c) $(wildcard server/*.c) $(wildcard ublk/*.c))
+# use only include/uzram.h; common/ is what cli/ and server/ share
+# (src/LAYERS).
+CLI_SRCS := $(sort $(wildcard cli/*.c) $(wildcard server/*.c) $(wildcard ublk/*.c) \
+	$(wildcard common/*.c))
 CLI_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS))
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
@@ -87,7 +91,7 @@ INTEGRATION_ANY_DATA := $(addprefix tests/integration/,t27-run.sh \
 	t83-socket-activation.sh)
 
 .PHONY: all lib cli deps deps-test deps-bench unit check-unit check-header \
-	check-sanitizers check-integration check-install check-cycles test run bench bench-quick fuzz \
+	check-sanitizers check-integration check-install check-layers check-namespace test run bench bench-quick fuzz \
 	fuzz-smoke install install-systemd clean
 .DEFAULT_GOAL := all
 
@@ -112,6 +116,10 @@ $(BUILD)/obj/cli/%.o: cli/%.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -MMD -MP -c -o $@ $<
 
+$(BUILD)/obj/common/%.o: common/%.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -MMD -MP -c -o $@ $<
+
 $(BUILD)/obj/server/%.o: server/%.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(SERVER_CFLAGS) -MMD -MP -c -o $@ $<
@@ -125,7 +133,29 @@ $(BUILD)/obj/ublk/%.o: ublk/%.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(UBLK_CFLAGS) -MMD -MP -c -o $@ $<
 
-$(BUILD)/libuzram.a: $(LIB_OBJS)
+
+# The static library is one relocatable object whose hidden symbols are
+# made local, so that it defines no global name but the public uzram_*
+# ones, as the shared object exports (doc/layout.md, "Namespace";
+# scripts/check-namespace.sh checks both).
+$(BUILD)/obj/libuzram.o: $(LIB_OBJS)
+	$(LD) -r -o $@.tmp $^
+	$(OBJCOPY) --localize-hidden $@.tmp $@
+	rm -f $@.tmp
+
+$(BUILD)/libuzram.a: $(BUILD)/obj/libuzram.o
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+# The unit tests call internal functions: they link the objects as they
+# are, in archives of their own (the library's, and the programs' but for
+# main(), for the tests of server/ and cli/ parts).
+$(BUILD)/tests/libuzram-internal.a: $(LIB_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+PROG_OBJS := $(filter-out $(BUILD)/obj/cli/main.o,$(CLI_OBJS))
+$(BUILD)/tests/libuzram-programs.a: $(PROG_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
@@ -178,10 +208,13 @@ $(BUILD)/uzram: $(CLI_OBJS) $(BUILD)/libuzram.a
 endif
 
 # Unit tests may include private headers from src/ to test one layer.
-$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(BUILD)/libuzram.a
+$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) \
+		$(BUILD)/tests/libuzram-programs.a $(BUILD)/tests/libuzram-internal.a
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) -Isrc -o $@ $< $(BUILD)/libuzram.a \
-		$(shell pkg-config --cflags --libs cmocka libxxhash) $(LDLIBS_ALL)
+	$(CC) $(BASE_CFLAGS) $(SERVER_CFLAGS) -Isrc -I. -o $@ $< \
+		$(BUILD)/tests/libuzram-programs.a $(BUILD)/tests/libuzram-internal.a \
+		$(shell pkg-config --cflags --libs cmocka libxxhash) $(LDLIBS_ALL) \
+		$(SERVER_LIBS)
 
 unit: $(UNIT_BINS)
 
@@ -237,10 +270,26 @@ $(CORPUS_ALT_DIR)/MANIFEST:
 # make test counts every test program that passed here, for its summary.
 TEST_RESULTS := $(abspath build/test-results.txt)
 
-check-unit: unit $(CORPUS_READY)
+# One test: make check-unit T=test_store [FILTER='*same*'] builds and runs
+# that binary alone (FILTER: a glob of its test names, CMOCKA_TEST_FILTER);
+# make check-integration T=t20 one script (doc/layout.md, "Tests").
+T ?=
+FILTER ?=
+ifneq ($(T),)
+UNIT_RUN := $(filter $(BUILD)/tests/$(T) $(BUILD)/tests/$(T:.c=),$(UNIT_BINS))
+INTEGRATION_RUN := $(filter tests/integration/$(T)-% tests/integration/$(T) \
+	tests/integration/$(T).sh,$(INTEGRATION))
+else
+UNIT_RUN := $(UNIT_BINS)
+INTEGRATION_RUN = $(INTEGRATION)
+endif
+
+check-unit: $(UNIT_RUN) $(CORPUS_READY)
+	@test -n "$(UNIT_RUN)" || { echo "check-unit: no unit test '$(T)' (known: $(notdir $(UNIT_BINS)))" >&2; exit 1; }
 	@mkdir -p $(dir $(TEST_RESULTS))
-	@set -e; for t in $(UNIT_BINS); do \
+	@set -e; for t in $(UNIT_RUN); do \
 		echo "== $$t"; UZRAM_TEST_SCALE=$(TEST_SCALE) \
+		CMOCKA_TEST_FILTER='$(FILTER)' \
 		UZRAM_TEST_CORPUS=$(CORPUS_DIR) $(RUN_TEST) $$t; \
 		echo "$$t $(CORPUS_DIR)" >> $(TEST_RESULTS); \
 	done
@@ -250,18 +299,22 @@ check-header:
 	$(CC) -std=c99 -Wall -Wextra -Werror -pedantic -fsyntax-only -x c include/uzram.h
 	$(CXX) -Wall -Wextra -Werror -fsyntax-only -x c++ include/uzram.h
 
-# Folders whose files must not call each other both ways (scripts/check-cycles.sh).
-CYCLE_DIRS := src server cli ublk
-check-cycles: all
-	bash scripts/check-cycles.sh $(addprefix $(BUILD)/obj/,$(CYCLE_DIRS))
+# The calls between the folders are those src/LAYERS declares, and none
+# loops (scripts/check-layers.sh).
+check-layers: all
+	bash scripts/check-layers.sh src/LAYERS $(BUILD)/obj $(LIB_OBJS) $(CLI_OBJS)
 
 check-sanitizers:
 	$(MAKE) SANITIZE=address TEST_SCALE=0.25 check-unit
 	$(MAKE) SANITIZE=thread TEST_SCALE=0.1 check-unit
 
 check-integration: all $(CORPUS_READY)
+	@test -n "$(INTEGRATION_RUN)" || { echo "check-integration: no script '$(T)' (known: $(notdir $(INTEGRATION)))" >&2; exit 1; }
+	@test $(words $(INTEGRATION_RUN)) = 1 -o -z "$(T)" || { echo "check-integration: T=$(T) names $(INTEGRATION_RUN)" >&2; exit 1; }
+	@dups=$$(printf '%s\n' $(notdir $(INTEGRATION)) | cut -d- -f1 | sort | uniq -d); \
+		test -z "$$dups" || { echo "check-integration: script numbers used twice: $$dups" >&2; exit 1; }
 	@mkdir -p $(dir $(TEST_RESULTS))
-	@set -e; for t in $(INTEGRATION); do \
+	@set -e; for t in $(INTEGRATION_RUN); do \
 		echo "== $$t"; UZRAM=$(abspath $(BUILD)/uzram) \
 		UZRAM_TEST_CORPUS=$(CORPUS_DIR) bash $$t; \
 		echo "$$t $(CORPUS_DIR)" >> $(TEST_RESULTS); \
@@ -275,6 +328,12 @@ test: deps-test
 	$(MAKE) -j$(TEST_JOBS) --no-print-directory test-build
 	$(MAKE) -j$(TEST_JOBS) --no-print-directory --output-sync=target test-phases
 	@echo "tests: $$(wc -l < $(TEST_RESULTS)) passed, 0 failed"
+
+# The libraries define only uzram_* names (scripts/check-namespace.sh).
+check-namespace: lib
+	@mkdir -p $(dir $(TEST_RESULTS))
+	bash scripts/check-namespace.sh $(BUILD)
+	@echo check-namespace >> $(TEST_RESULTS)
 
 # The installed library, used as the README shows (scripts/check-install.sh).
 check-install: all

@@ -109,7 +109,7 @@ struct cli_command {
 
 /*
  * Every subcommand's table, in the order the top-level usage lists them
- * (commands.c). The man pages and the bash completion are made from these
+ * (subcommands.c). The man pages and the bash completion are made from these
  * too (cli/gen/gendoc.c), so --help, `uzram --help`, uzram-CMD(1) and the
  * completion cannot disagree.
  */

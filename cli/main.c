@@ -1,6 +1,6 @@
 /*
  * main.c - the uzram program: a thin dispatcher over its subcommands
- * (the list is in commands.c).
+ * (the list is in subcommands.c).
  */
 #include <stdio.h>
 #include <string.h>

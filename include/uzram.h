@@ -9,7 +9,7 @@
  *   A device is an array of `size` bytes, split into pages of 4096 bytes.
  *   Each page is in one of five states:
  *     - unwritten (a hole): reads as zeros, costs no memory;
- *     - same-filled: one 8-byte value repeated, kept in the page table;
+ *     - same-filled: one 8-byte value repeated, kept in the slot table;
  *     - compressed: an object in the device's allocator;
  *     - huge: a page that did not compress, kept raw in the allocator;
  *     - written back: its object moved to the device's backing store
@@ -28,7 +28,7 @@
  *   Every function taking a struct uzram is thread-safe, except
  *   uzram_close(), which must not race with any other call on the device.
  *   Reads of different pages never wait for each other, and a write locks
- *   only the pages it touches; see src/store.c for the lock rules.
+ *   only the pages it touches; see src/core/store.c for the lock rules.
  */
 #ifndef UZRAM_H
 #define UZRAM_H
@@ -122,7 +122,7 @@ struct uzram_config {
 				* never changes the others. Costs an index of
 				* about 10 to 13 bytes per stored object.
 				* 0 (the default): off. */
-	uint32_t threads;      /* worker threads, 0 (the default) to
+	uint32_t threads;      /* helper threads, 0 (the default) to
 				* UZRAM_MAX_THREADS: with n > 0, a write
 				* of several whole clusters is compressed
 				* and stored on the calling thread and on
@@ -151,7 +151,7 @@ UZRAM_API void uzram_config_init(struct uzram_config *cfg);
  *            1 MiB, or it is a zstd dictionary that libzstd refuses;
  *   -EOPNOTSUPP  a dictionary for an algorithm that takes none;
  *   -ENOENT  the algorithm is unknown; uzram_last_error() lists known ones;
- *   -ENOMEM  memory for the page table could not be reserved.
+ *   -ENOMEM  memory for the slot table could not be reserved.
  * The algorithm string is copied; the caller keeps ownership of cfg.
  */
 UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp);
@@ -269,7 +269,7 @@ struct uzram_stats {
 	uint64_t failed_writes;   /* writes that failed for lack of memory
 				   * (in both tiers), or with -EIO */
 	uint64_t invalid_io;      /* requests rejected as out of range */
-	uint64_t table_bytes;     /* the page table (16 bytes a cluster, made
+	uint64_t table_bytes;     /* the slot table (16 bytes a cluster, made
 				   * per 16384 clusters on first write, the
 				   * device's last ones in whole pages), not
 				   * counted in mem_used_total but counted
@@ -278,7 +278,7 @@ struct uzram_stats {
 				   * past the limit fails with -ENOSPC */
 	uint64_t pages_unchanged; /* pages written with the bytes they already
 				   * held, found by a 16-bit hash kept in the
-				   * page table and a byte compare: nothing
+				   * slot table and a byte compare: nothing
 				   * was compressed or stored (a running
 				   * total) */
 	uint64_t pages_recompressed; /* pages re-encoded smaller by
@@ -315,7 +315,7 @@ struct uzram_stats {
 				     * backing store (not in compr_data_size
 				     * or bd_bytes) */
 	uint64_t dedup_index_bytes; /* the dedup index, about 10 to 13 bytes
-				     * per stored object: like the page table,
+				     * per stored object: like the slot table,
 				     * not in mem_used_total but counted
 				     * against mem_limit */
 	/*
@@ -352,7 +352,7 @@ UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
  * limit. A limit below what the device holds now is accepted: writes that
  * need more memory then fail with -ENOSPC and keep the old bytes, while
  * discards, same-filled pages and rewrites of unchanged data still
- * succeed (unless they need a new piece of page table: the limit covers
+ * succeed (unless they need a new piece of slot table: the limit covers
  * mem_used_total + table_bytes), until discards and uzram_compact() bring
  * it under. With a
  * backing store, the device's policy moves cold clusters out at once
@@ -563,7 +563,7 @@ struct uzram_dict_info {
 };
 
 /*
- * Fill *info for priority prio, walking the page table (a snapshot, like
+ * Fill *info for priority prio, walking the slot table (a snapshot, like
  * uzram_stats()). Returns 0 or -EINVAL.
  */
 UZRAM_API int uzram_dict_info(struct uzram *dev, int prio,

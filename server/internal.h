@@ -6,10 +6,11 @@
  *   server.c    the main loop, the client list, setup and drain
  *   sockets.c   listening sockets, the export's URI, the banner
  *   captive.c   --run: the command the server runs and waits for
- *   ctl.c       the control channel: server side (requests, threads) and
- *               client side (nbd_server_ctl)
- *   stats.c     the figures, as text or JSON
- *   metrics.c   the figures as Prometheus text
+ *   ctl_proto.c   the control channel's protocol: a request line parsed
+ *   ctl_server.c  its server side: requests run, one thread per client
+ *   ctl_client.c  its client (nbd_server_ctl, server.h)
+ *   ctl_stats.c   the figures, as text or JSON
+ *   metrics.c     the figures as Prometheus text
  *   metrics_http.c  --metrics: the same over HTTP
  */
 #ifndef UZRAM_SERVER_INTERNAL_H
@@ -83,7 +84,7 @@ static inline int start_detached(void *(*fn)(void *), void *arg)
 	return r;
 }
 
-/* stats.c */
+/* ctl_stats.c */
 
 /* One figure of `uzram stat`: its JSON name and value. */
 struct figure {
@@ -110,19 +111,19 @@ void serve_metrics(struct server *srv);
 /* metrics_http.c: close srv->mfd and remove its Unix socket, if any. */
 void metrics_close(struct server *srv);
 
-/* ctl.c: save the device to path (the --image one if NULL); the reply in out. */
+/* ctl_server.c: save the device to path (the --image one if NULL); the reply in out. */
 int save_image(struct server *srv, const char *path, char *out, size_t n);
-/* ctl.c: accept one control client on lfd, served by a thread of its own. */
+/* ctl_server.c: accept one control client on lfd, served by a thread of its own. */
 void serve_ctl(struct server *srv, int lfd);
 /*
- * ctl.c: serve the accepted client fd with handle(srv, fd) in a thread
+ * ctl_server.c: serve the accepted client fd with handle(srv, fd) in a thread
  * counted as a control thread (drain_ctl() waits for it), which then
  * closes fd; when CTL_MAX run already, send busy and close fd instead.
  */
 void start_ctl_thread(struct server *srv, int fd,
 		      void (*handle)(struct server *srv, int fd),
 		      const char *busy);
-/* ctl.c: wait (at most DRAIN_SECS) for control requests still running. */
+/* ctl_server.c: wait (at most DRAIN_SECS) for control requests still running. */
 void drain_ctl(struct server *srv);
 
 /* sockets.c: listen on the Unix socket path; the fd, or -1 after a message. */
@@ -151,7 +152,7 @@ int start_command(struct server *srv);
 /* captive.c: whether the command exited; if so, *status as sh reports it. */
 bool command_exited(struct server *srv, int *status);
 
-/* ctlpath.c */
+/* ctl_path.c */
 
 /*
  * Refuse a control socket another user could have put there: path, if it
@@ -160,7 +161,7 @@ bool command_exited(struct server *srv, int *status);
  */
 int ctl_path_check(const char *path, const char *who);
 
-/* ctl.c */
+/* ctl_proto.c */
 
 enum nbd_ctl_op {
 	NBD_CTL_JSON, NBD_CTL_TEXT, NBD_CTL_COMPACT, NBD_CTL_MEM_LIMIT,
@@ -187,8 +188,10 @@ struct nbd_ctl_req {
  */
 int nbd_ctl_parse(const char *line, size_t len, struct nbd_ctl_req *rq,
 		  char *err, size_t n);
-/* Run a parsed request other than json, text and prometheus on dev; the
- * reply in out. */
+/*
+ * ctl_server.c: run a parsed request other than json, text and prometheus
+ * on dev; the reply in out.
+ */
 void nbd_ctl_execute(struct uzram *dev, const struct nbd_ctl_req *rq,
 		     char *out, size_t n);
 

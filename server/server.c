@@ -13,11 +13,11 @@
  *                   read side of every client so its leader sees end of
  *                   input; requests in flight finish and their replies go
  *                   out; then remove the sockets
- *   SIGUSR1         print the figures (stats.c) to stderr
+ *   SIGUSR1         print the figures (ctl_stats.c) to stderr
  *   SIGCHLD         (--run, captive.c) the command exited: stop as for
  *                   SIGTERM
- *   PATH.ctl        `uzram stat` and `uzram ctl` (ctl.c; where the socket
- *                   is: ctlpath.c); each control client is served by a
+ *   PATH.ctl        `uzram stat` and `uzram ctl` (ctl_server.c; where the socket
+ *                   is: ctl_path.c); each control client is served by a
  *                   thread of its own, so the main loop only accepts it
  *   --image FILE    after the clients are gone, the device is saved to FILE
  *   cfg->frontend   (--ublk) started before the banner, stopped after the

@@ -1,6 +1,6 @@
 /*
  * gendoc.c - a build tool, not installed: prints what the man pages and
- * the bash completion take from the subcommands' tables (commands.c), so
+ * the bash completion take from the subcommands' tables (subcommands.c), so
  * that --help, uzram(1), uzram-CMD(1) and the completion are one text.
  *
  *   uzram-gendoc commands      uzram(1)'s list of commands, in scdoc

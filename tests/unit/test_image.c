@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "store_check.h"
-#include "store.h"
+#include "core/core.h"
 #include "../fuzz/image_fixup.h"
 
 #define NPAGES 1024
@@ -55,18 +55,12 @@ static struct uzram *open_cfg(const char *algo, uint32_t cluster,
 			      uint64_t size)
 {
 	struct uzram_config cfg;
-	struct uzram *dev = NULL;
-	int r;
 
 	uzram_config_init(&cfg);
 	cfg.size = size;
 	cfg.algorithm = algo;
 	cfg.cluster_size = cluster;
-	r = uzram_open(&cfg, &dev);
-	if (r)
-		fail_msg("uzram_open(%s, %u): %s", algo, cluster,
-			 uzram_last_error());
-	return dev;
+	return tu_open(&cfg, "open_cfg");
 }
 
 /* Open an image; the result of uzram_open(), the device in *devp. */
@@ -225,7 +219,7 @@ static void test_recompressed_idle(void **state)
 
 /*
  * Dictionaries come back with the image: a device whose primary codec
- * changed its dictionary holds objects of both places, a secondary one has
+ * changed its dictionary holds objects of both banks, a secondary one has
  * its own; every byte reads back, the counts of dictionary pages match, and
  * new writes to the reopened device use its current dictionary.
  */
@@ -806,5 +800,5 @@ int main(void)
 		cmocka_unit_test(test_image_lock),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return tu_run_tests(tests, setup, teardown);
 }
