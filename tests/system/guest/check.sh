@@ -26,6 +26,10 @@ check "no failed unit" sh -c 'test -z "$(systemctl list-units --failed --plain -
 check "systemctl is-system-running: running (is $state)" test "$state" = running
 systemctl --no-pager status > /tmp/status 2>&1; r info "$(head -n 3 /tmp/status | tr '\n' ' ')"
 systemctl list-units --failed --plain --no-legend | sed 's/^/RESULT info failed: /'
+# what a failed unit said, so that a failure can be read from the console
+for u in $(systemctl list-units --failed --plain --no-legend | awk '{ print $1 }'); do
+	journalctl -b --no-pager -o cat -n 20 -u "$u" 2>&1 | sed "s|^|RESULT info $u: |"
+done
 [ $ok = 1 ] && r ok all
 # not systemctl poweroff: without D-Bus it asks logind first, and says so in red
 systemctl start --no-block --job-mode=replace-irreversibly poweroff.target
