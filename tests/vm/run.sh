@@ -91,7 +91,9 @@ tail_pid=
 tmp=
 cleanup()
 {
-	[[ -n $qemu_pid ]] && kill -KILL "$qemu_pid" 2>/dev/null && wait "$qemu_pid" 2>/dev/null
+	# $qemu_pid is timeout's: SIGTERM, which it passes on to qemu (a
+	# SIGKILL would end timeout alone and leave qemu running).
+	[[ -n $qemu_pid ]] && kill -TERM "$qemu_pid" 2>/dev/null && wait "$qemu_pid" 2>/dev/null
 	[[ -n $tail_pid ]] && kill "$tail_pid" 2>/dev/null
 	[[ -n $tmp ]] && rm -rf "$tmp"
 	return 0
