@@ -17,8 +17,21 @@ VERSION := $(shell sed -n 's/^\#define UZRAM_VERSION_\(MAJOR\|MINOR\|PATCH\) \([
 SOVERSION := $(firstword $(subst ., ,$(VERSION)))
 
 CC ?= cc
+LD ?= ld
+OBJCOPY ?= objcopy
 SANITIZE ?=
 PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+# static: the uzram program carries libuzram.a; shared: it links
+# libuzram.so, as the Debian package's does (debian/rules).
+CLI_LINK ?= static
+# Where make install-systemd puts the units, the generator and the
+# sysusers file: systemd's own answer, else Debian 12's paths.
+SYSTEMD_VAR = $(or $(shell pkg-config --variable=$(1) systemd 2>/dev/null),$(2))
+UNITDIR ?= $(call SYSTEMD_VAR,systemdsystemunitdir,/lib/systemd/system)
+GENERATORDIR ?= $(call SYSTEMD_VAR,systemdsystemgeneratordir,/lib/systemd/system-generators)
+SYSUSERSDIR ?= $(call SYSTEMD_VAR,sysusersdir,/usr/lib/sysusers.d)
+SYSCONFDIR ?= /etc
 
 # The warning list lives here and only here.
 WARNINGS := -Wall -Wextra -Werror -Wundef -Wcast-qual -Wshadow \
@@ -44,34 +57,42 @@ DEPS_PKGS := liblz4 libzstd libdeflate libnbd
 DEPS_CFLAGS = $(shell pkg-config --cflags $(DEPS_PKGS) 2>/dev/null)
 DEPS_LIBS = $(shell pkg-config --libs $(DEPS_PKGS) 2>/dev/null)
 
-# The NBD server's TLS (server/tls.c); only the uzram program links it.
-SERVER_PKGS := gnutls
+# The NBD server's TLS (server/tls.c) and systemd's socket activation and
+# readiness (server/activation.c, cli/mount_stack.c); only the uzram
+# program links them.
+SERVER_PKGS := gnutls libsystemd
 SERVER_CFLAGS = $(shell pkg-config --cflags $(SERVER_PKGS) 2>/dev/null)
 SERVER_LIBS = $(shell pkg-config --libs $(SERVER_PKGS) 2>/dev/null)
 
 BASE_CFLAGS = -std=c11 -D_GNU_SOURCE $(OPT) $(WARNINGS) $(SAN_FLAGS) \
-	-Iinclude $(DEPS_CFLAGS) $(CFLAGS)
-LIB_CFLAGS = $(BASE_CFLAGS) -fPIC -fvisibility=hidden -DUZRAM_BUILDING
+	-Iinclude $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS)
+LIB_CFLAGS = $(BASE_CFLAGS) -Isrc -fPIC -fvisibility=hidden -DUZRAM_BUILDING
 LDLIBS_ALL = $(DEPS_LIBS) -lpthread -lm
 LINK = $(CC) $(SAN_FLAGS) $(LDFLAGS)
 
-LIB_SRCS := $(sort $(wildcard src/*.c))
+LIB_SRCS := $(sort $(wildcard src/*/*.c))
 LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
-# The CLI (cli/) and the NBD server (server/) use only include/uzram.h.
-CLI_SRCS := $(sort $(wildcard cli/*.c) $(wildcard server/*.c))
+# The CLI (cli/), the NBD server (server/) and the ublk front end (ublk/)
+# use only include/uzram.h; common/ is what cli/ and server/ share
+# (src/LAYERS).
+CLI_SRCS := $(sort $(wildcard cli/*.c) $(wildcard server/*.c) $(wildcard ublk/*.c) \
+	$(wildcard common/*.c))
 CLI_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS))
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 INTEGRATION := $(sort $(wildcard tests/integration/t*.sh))
+SYSTEMD_UNITS := $(sort $(wildcard systemd/*.service systemd/*.socket))
 # Scripts whose checks do not depend on which bytes the corpus holds (the
 # protocol, signals, TLS, limits): make test runs them on one corpus only.
 INTEGRATION_ANY_DATA := $(addprefix tests/integration/,t27-run.sh \
 	t50-bad-client.sh t53-limits.sh t54-signals-ctl.sh t55-tls.sh \
-	t56-ctl-socket.sh t57-spec-errors.sh t75-man.sh t76-metrics.sh)
+	t56-ctl-socket.sh t57-spec-errors.sh t58-tcp-port.sh t59-ublk-cli.sh \
+	t72-image-lock.sh t75-man.sh t76-metrics.sh t80-readme.sh t82-generator.sh \
+	t83-socket-activation.sh)
 
 .PHONY: all lib cli deps deps-test deps-bench unit check-unit check-header \
-	check-sanitizers check-integration check-install check-cycles test run bench bench-quick fuzz \
-	fuzz-smoke install clean
+	check-sanitizers check-integration check-install check-layers check-namespace test run bench bench-quick fuzz \
+	fuzz-smoke install install-systemd clean
 .DEFAULT_GOAL := all
 
 all: deps lib cli
@@ -83,7 +104,8 @@ deps-test: deps
 deps-bench: deps
 	@scripts/deps.sh bench
 
-lib: $(BUILD)/libuzram.a $(BUILD)/libuzram.so $(BUILD)/uzram.pc
+lib: $(BUILD)/libuzram.a $(BUILD)/libuzram.so $(BUILD)/uzram.pc \
+	$(BUILD)/uzram-uninstalled.pc
 cli: $(BUILD)/uzram
 
 $(BUILD)/obj/src/%.o: src/%.c
@@ -94,34 +116,105 @@ $(BUILD)/obj/cli/%.o: cli/%.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -MMD -MP -c -o $@ $<
 
+$(BUILD)/obj/common/%.o: common/%.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -MMD -MP -c -o $@ $<
+
 $(BUILD)/obj/server/%.o: server/%.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(SERVER_CFLAGS) -MMD -MP -c -o $@ $<
 
-$(BUILD)/libuzram.a: $(LIB_OBJS)
+# The ublk front end's io_uring (ublk/); only the uzram program links it.
+UBLK_PKGS := liburing
+UBLK_CFLAGS = $(shell pkg-config --cflags $(UBLK_PKGS) 2>/dev/null)
+UBLK_LIBS = $(shell pkg-config --libs $(UBLK_PKGS) 2>/dev/null)
+
+$(BUILD)/obj/ublk/%.o: ublk/%.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(UBLK_CFLAGS) -MMD -MP -c -o $@ $<
+
+
+# The static library is one relocatable object whose hidden symbols are
+# made local, so that it defines no global name but the public uzram_*
+# ones, as the shared object exports (doc/layout.md, "Namespace";
+# scripts/check-namespace.sh checks both).
+$(BUILD)/obj/libuzram.o: $(LIB_OBJS)
+	$(LD) -r -o $@.tmp $^
+	$(OBJCOPY) --localize-hidden $@.tmp $@
+	rm -f $@.tmp
+
+$(BUILD)/libuzram.a: $(BUILD)/obj/libuzram.o
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+# The unit tests call internal functions: they link the objects as they
+# are, in archives of their own (the library's, and the programs' but for
+# main(), for the tests of server/ and cli/ parts).
+$(BUILD)/tests/libuzram-internal.a: $(LIB_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+PROG_OBJS := $(filter-out $(BUILD)/obj/cli/main.o,$(CLI_OBJS))
+$(BUILD)/tests/libuzram-programs.a: $(PROG_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/libuzram.so: $(LIB_OBJS)
 	$(LINK) -shared -Wl,-soname,libuzram.so.$(SOVERSION) -o $@ $^ $(LDLIBS_ALL)
 
-$(BUILD)/uzram.pc: Makefile include/uzram.h
+# uzram.pc names PREFIX, so it is remade when PREFIX changes: the stamp
+# holds the value the last build saw, and is rewritten only when it
+# differs (make install PREFIX=/x after make installed a .pc that said
+# /usr/local). The static link's needs go in Requires.private and
+# Libs.private, so `pkg-config --static --libs uzram` is the whole list.
+PC_PRIVATE := -lpthread -lm
+$(BUILD)/prefix.stamp: FORCE
+	@mkdir -p $(@D)
+	@echo '$(PREFIX)' | cmp -s - $@ || echo '$(PREFIX)' > $@
+
+$(BUILD)/uzram.pc: Makefile include/uzram.h $(BUILD)/prefix.stamp
 	@mkdir -p $(@D)
 	printf '%s\n' 'prefix=$(PREFIX)' 'includedir=$${prefix}/include' \
-		'libdir=$${prefix}/lib' '' 'Name: uzram' \
+		'libdir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))' '' 'Name: uzram' \
 		'Description: compressed RAM block device in userspace' \
 		'Version: $(VERSION)' 'Requires.private: $(DEPS_PKGS)' \
-		'Libs: -L$${libdir} -luzram' 'Libs.private: -lpthread' \
+		'Libs: -L$${libdir} -luzram' 'Libs.private: $(PC_PRIVATE)' \
 		'Cflags: -I$${includedir}' > $@
 
+# The same for a program built against the tree, without make install:
+# pkg-config prefers NAME-uninstalled.pc where PKG_CONFIG_PATH leads it
+# (PKG_CONFIG_PATH=build pkg-config --static ... uzram, as the README
+# shows). It links the archive.
+$(BUILD)/uzram-uninstalled.pc: Makefile include/uzram.h
+	@mkdir -p $(@D)
+	printf '%s\n' 'includedir=$(abspath include)' \
+		'libdir=$(abspath $(BUILD))' '' 'Name: uzram' \
+		'Description: compressed RAM block device in userspace (build tree)' \
+		'Version: $(VERSION)' 'Requires.private: $(DEPS_PKGS)' \
+		'Libs: $${libdir}/libuzram.a' 'Libs.private: $(PC_PRIVATE)' \
+		'Cflags: -I$${includedir}' > $@
+
+.PHONY: FORCE
+FORCE:
+
+ifeq ($(CLI_LINK),shared)
+$(BUILD)/uzram: $(CLI_OBJS) $(BUILD)/libuzram.so
+	$(LINK) -o $@ $(CLI_OBJS) -L$(BUILD) -luzram $(LDLIBS_ALL) $(SERVER_LIBS) \
+		$(UBLK_LIBS)
+else
 $(BUILD)/uzram: $(CLI_OBJS) $(BUILD)/libuzram.a
-	$(LINK) -o $@ $(CLI_OBJS) $(BUILD)/libuzram.a $(LDLIBS_ALL) $(SERVER_LIBS)
+	$(LINK) -o $@ $(CLI_OBJS) $(BUILD)/libuzram.a $(LDLIBS_ALL) $(SERVER_LIBS) \
+		$(UBLK_LIBS)
+endif
 
 # Unit tests may include private headers from src/ to test one layer.
-$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(BUILD)/libuzram.a
+$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) \
+		$(BUILD)/tests/libuzram-programs.a $(BUILD)/tests/libuzram-internal.a
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) -Isrc -o $@ $< $(BUILD)/libuzram.a \
-		$(shell pkg-config --cflags --libs cmocka libxxhash) $(LDLIBS_ALL)
+	$(CC) $(BASE_CFLAGS) $(SERVER_CFLAGS) -Isrc -I. -o $@ $< \
+		$(BUILD)/tests/libuzram-programs.a $(BUILD)/tests/libuzram-internal.a \
+		$(shell pkg-config --cflags --libs cmocka libxxhash) $(LDLIBS_ALL) \
+		$(SERVER_LIBS)
 
 unit: $(UNIT_BINS)
 
@@ -177,10 +270,26 @@ $(CORPUS_ALT_DIR)/MANIFEST:
 # make test counts every test program that passed here, for its summary.
 TEST_RESULTS := $(abspath build/test-results.txt)
 
-check-unit: unit $(CORPUS_READY)
+# One test: make check-unit T=test_store [FILTER='*same*'] builds and runs
+# that binary alone (FILTER: a glob of its test names, CMOCKA_TEST_FILTER);
+# make check-integration T=t20 one script (doc/layout.md, "Tests").
+T ?=
+FILTER ?=
+ifneq ($(T),)
+UNIT_RUN := $(filter $(BUILD)/tests/$(T) $(BUILD)/tests/$(T:.c=),$(UNIT_BINS))
+INTEGRATION_RUN := $(filter tests/integration/$(T)-% tests/integration/$(T) \
+	tests/integration/$(T).sh,$(INTEGRATION))
+else
+UNIT_RUN := $(UNIT_BINS)
+INTEGRATION_RUN = $(INTEGRATION)
+endif
+
+check-unit: $(UNIT_RUN) $(CORPUS_READY)
+	@test -n "$(UNIT_RUN)" || { echo "check-unit: no unit test '$(T)' (known: $(notdir $(UNIT_BINS)))" >&2; exit 1; }
 	@mkdir -p $(dir $(TEST_RESULTS))
-	@set -e; for t in $(UNIT_BINS); do \
+	@set -e; for t in $(UNIT_RUN); do \
 		echo "== $$t"; UZRAM_TEST_SCALE=$(TEST_SCALE) \
+		CMOCKA_TEST_FILTER='$(FILTER)' \
 		UZRAM_TEST_CORPUS=$(CORPUS_DIR) $(RUN_TEST) $$t; \
 		echo "$$t $(CORPUS_DIR)" >> $(TEST_RESULTS); \
 	done
@@ -190,18 +299,22 @@ check-header:
 	$(CC) -std=c99 -Wall -Wextra -Werror -pedantic -fsyntax-only -x c include/uzram.h
 	$(CXX) -Wall -Wextra -Werror -fsyntax-only -x c++ include/uzram.h
 
-# Folders whose files must not call each other both ways (scripts/check-cycles.sh).
-CYCLE_DIRS := src server cli
-check-cycles: all
-	bash scripts/check-cycles.sh $(addprefix $(BUILD)/obj/,$(CYCLE_DIRS))
+# The calls between the folders are those src/LAYERS declares, and none
+# loops (scripts/check-layers.sh).
+check-layers: all
+	bash scripts/check-layers.sh src/LAYERS $(BUILD)/obj $(LIB_OBJS) $(CLI_OBJS)
 
 check-sanitizers:
 	$(MAKE) SANITIZE=address TEST_SCALE=0.25 check-unit
 	$(MAKE) SANITIZE=thread TEST_SCALE=0.1 check-unit
 
 check-integration: all $(CORPUS_READY)
+	@test -n "$(INTEGRATION_RUN)" || { echo "check-integration: no script '$(T)' (known: $(notdir $(INTEGRATION)))" >&2; exit 1; }
+	@test $(words $(INTEGRATION_RUN)) = 1 -o -z "$(T)" || { echo "check-integration: T=$(T) names $(INTEGRATION_RUN)" >&2; exit 1; }
+	@dups=$$(printf '%s\n' $(notdir $(INTEGRATION)) | cut -d- -f1 | sort | uniq -d); \
+		test -z "$$dups" || { echo "check-integration: script numbers used twice: $$dups" >&2; exit 1; }
 	@mkdir -p $(dir $(TEST_RESULTS))
-	@set -e; for t in $(INTEGRATION); do \
+	@set -e; for t in $(INTEGRATION_RUN); do \
 		echo "== $$t"; UZRAM=$(abspath $(BUILD)/uzram) \
 		UZRAM_TEST_CORPUS=$(CORPUS_DIR) bash $$t; \
 		echo "$$t $(CORPUS_DIR)" >> $(TEST_RESULTS); \
@@ -216,6 +329,12 @@ test: deps-test
 	$(MAKE) -j$(TEST_JOBS) --no-print-directory --output-sync=target test-phases
 	@echo "tests: $$(wc -l < $(TEST_RESULTS)) passed, 0 failed"
 
+# The libraries define only uzram_* names (scripts/check-namespace.sh).
+check-namespace: lib
+	@mkdir -p $(dir $(TEST_RESULTS))
+	bash scripts/check-namespace.sh $(BUILD)
+	@echo check-namespace >> $(TEST_RESULTS)
+
 # The installed library, used as the README shows (scripts/check-install.sh).
 check-install: all
 	@mkdir -p $(dir $(TEST_RESULTS))
@@ -227,15 +346,29 @@ run: all
 	@CORPUS_DIR=$(if $(CORPUS),$(abspath $(CORPUS))) bash scripts/run.sh $(BUILD)/uzram
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(LIBDIR)/pkgconfig \
 		$(DESTDIR)$(PREFIX)/bin
 	install -m 644 include/uzram.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 $(BUILD)/libuzram.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(BUILD)/libuzram.so $(DESTDIR)$(PREFIX)/lib/libuzram.so.$(VERSION)
-	ln -sf libuzram.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libuzram.so.$(SOVERSION)
-	ln -sf libuzram.so.$(SOVERSION) $(DESTDIR)$(PREFIX)/lib/libuzram.so
-	install -m 644 $(BUILD)/uzram.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 644 $(BUILD)/libuzram.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(BUILD)/libuzram.so $(DESTDIR)$(LIBDIR)/libuzram.so.$(VERSION)
+	ln -sf libuzram.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libuzram.so.$(SOVERSION)
+	ln -sf libuzram.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libuzram.so
+	install -m 644 $(BUILD)/uzram.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
 	install -m 755 $(BUILD)/uzram $(DESTDIR)$(PREFIX)/bin/
+
+# The systemd side (systemd/README.md): units, the generator that makes
+# them from $(SYSCONFDIR)/uzram/uzram.conf, the sysusers file of the
+# server's user, and a commented config. Separate from install, whose
+# PREFIX may be /usr/local where systemd looks for none of these.
+install-systemd:
+	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(GENERATORDIR) \
+		$(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(SYSCONFDIR)/uzram/uzram.conf.d
+	install -m 644 $(SYSTEMD_UNITS) $(DESTDIR)$(UNITDIR)/
+	sed 's|@BINDIR@|$(PREFIX)/bin|g; s|@SYSCONFDIR@|$(SYSCONFDIR)|g; s|@UNITDIR@|$(UNITDIR)|g' \
+		systemd/uzram-generator > $(DESTDIR)$(GENERATORDIR)/uzram-generator
+	chmod 755 $(DESTDIR)$(GENERATORDIR)/uzram-generator
+	install -m 644 systemd/sysusers.conf $(DESTDIR)$(SYSUSERSDIR)/uzram.conf
+	install -m 644 systemd/uzram.conf $(DESTDIR)$(SYSCONFDIR)/uzram/uzram.conf
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz

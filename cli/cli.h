@@ -18,6 +18,7 @@ int cmd_stat(int argc, char **argv);   /* cli/client.c: ask a running server */
 int cmd_ctl(int argc, char **argv);    /* cli/client.c: control a running server */
 int cmd_mount(int argc, char **argv);  /* cli/mount.c: a file system at DIR */
 int cmd_umount(int argc, char **argv); /* cli/mount.c: take it down */
+int cmd_ublk(int argc, char **argv);   /* cli/ublk.c: ublk devices */
 
 int cmd_swapon(int argc, char **argv);  /* cli/swap.c: swap on uzram */
 int cmd_swapoff(int argc, char **argv); /* cli/swap.c: and off again */
@@ -40,7 +41,7 @@ int mount_socket_path(const char *dir, char *out, size_t n);
 int parse_size(const char *s, unsigned long long *out);
 
 /* "PORT", "HOST:PORT" or "[V6ADDR]:PORT" in place; host defaults to
- * 127.0.0.1. 0 or -1. */
+ * 127.0.0.1, PORT is 0 to 65535 (0: the server picks one). 0 or -1. */
 int split_hostport(char *arg, const char **host, const char **port);
 /* A decimal number, digits only, at most max; 0 or -1. */
 int parse_uint(const char *s, unsigned long long max, unsigned long long *out);
@@ -108,7 +109,7 @@ struct cli_command {
 
 /*
  * Every subcommand's table, in the order the top-level usage lists them
- * (commands.c). The man pages and the bash completion are made from these
+ * (subcommands.c). The man pages and the bash completion are made from these
  * too (cli/gen/gendoc.c), so --help, `uzram --help`, uzram-CMD(1) and the
  * completion cannot disagree.
  */
@@ -119,7 +120,7 @@ struct cli_entry {
 extern const struct cli_entry cli_commands[];
 extern const size_t cli_ncommands;
 extern const struct cli_command load_cmd, serve_cmd, mount_cmd, umount_cmd,
-	stat_cmd, ctl_cmd, swapon_cmd, swapoff_cmd;
+	stat_cmd, ctl_cmd, swapon_cmd, swapoff_cmd, ublk_cmd;
 /* The top-level usage: each command with all its options, from the tables. */
 void cli_top_usage(FILE *f);
 /* "--name ARG" (or "-o ARG" when o has no long name) into out; its length. */
@@ -153,7 +154,20 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv,
 	      int (*take)(void *ctx, int key, char *arg), void *ctx);
 /* The entry of opts for key, or NULL. */
 const struct cli_option *cli_find(const struct cli_option *opts, int key);
+/*
+ * The program as the user ran it, when that was a path (build/uzram), so
+ * that the commands printed for them to copy run as printed; else "uzram".
+ */
+extern const char *cli_prog;
+
 /* The usage and every option's help, from cmd's table. */
 void cli_usage(const struct cli_command *cmd, FILE *f);
+/*
+ * A bad command line: "uzram NAME: MESSAGE" and where the help is, on
+ * stderr (git's way: the error, not the whole help, which scrolls it
+ * away). Returns 2, the exit status of a usage error.
+ */
+int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 #endif

@@ -145,9 +145,10 @@ static int client_take(void *ctx, int key, char *arg)
 		a->ctl = arg;
 		return 0;
 	case 't':
-		if (split_hostport(arg, &host, &a->port) < 0) {
-			fprintf(stderr, "%s: bad --tcp '%s', want [HOST:]PORT\n",
-				a->who, arg);
+		if (split_hostport(arg, &host, &a->port) < 0 ||
+		    !strcmp(a->port, "0")) {
+			fprintf(stderr, "%s: bad --tcp '%s', want [HOST:]PORT "
+				"with PORT 1-65535\n", a->who, arg);
 			return 2;
 		}
 		return 0;
@@ -198,10 +199,9 @@ int cmd_stat(int argc, char **argv)
 
 	if (r >= 0)
 		return r;
-	if (optind != argc) {
-		cli_usage(&stat_cmd, stderr);
-		return 2;
-	}
+	if (optind != argc)
+		return cli_usage_error(&stat_cmd, "unexpected argument '%s'",
+				       argv[optind]);
 	if (json && prom) {
 		fprintf(stderr, "uzram stat: --json and --prometheus are exclusive\n");
 		return 2;
@@ -335,10 +335,9 @@ int cmd_ctl(int argc, char **argv)
 		}
 		snprintf(req, sizeof req, "idle %llu\n", v);
 	} else if (argc >= 1 && !strcmp(argv[0], "writeback")) {
-		if (writeback_request(argc, argv, req, sizeof req) < 0) {
-			cli_usage(&ctl_cmd, stderr);
-			return 2;
-		}
+		if (writeback_request(argc, argv, req, sizeof req) < 0)
+			return cli_usage_error(&ctl_cmd, "bad arguments for "
+					       "writeback");
 	} else if (argc == 2 && !strcmp(argv[0], "writeback-limit")) {
 		if (!strcmp(argv[1], "off"))
 			snprintf(req, sizeof req, "writeback-limit 0 0\n");
@@ -351,15 +350,13 @@ int cmd_ctl(int argc, char **argv)
 	} else if (argc == 1 && !strcmp(argv[0], "backing-compact")) {
 		snprintf(req, sizeof req, "backing-compact\n");
 	} else if (argc >= 1 && !strcmp(argv[0], "train-dict")) {
-		if (train_request(argc, argv, req, sizeof req) < 0) {
-			cli_usage(&ctl_cmd, stderr);
-			return 2;
-		}
+		if (train_request(argc, argv, req, sizeof req) < 0)
+			return cli_usage_error(&ctl_cmd, "bad arguments for "
+					       "train-dict");
 	} else if (argc >= 1 && !strcmp(argv[0], "recompress")) {
-		if (recompress_request(argc, argv, req, sizeof req) < 0) {
-			cli_usage(&ctl_cmd, stderr);
-			return 2;
-		}
+		if (recompress_request(argc, argv, req, sizeof req) < 0)
+			return cli_usage_error(&ctl_cmd, "bad arguments for "
+					       "recompress");
 	} else if (argc == 1 && !strcmp(argv[0], "save")) {
 		snprintf(req, sizeof req, "save\n");
 	} else if (argc == 2 && !strcmp(argv[0], "save")) {
@@ -381,9 +378,21 @@ int cmd_ctl(int argc, char **argv)
 			return 2;
 		}
 		snprintf(req, sizeof req, "mem-limit %llu\n", v);
+	} else if (argc == 0) {
+		return cli_usage_error(&ctl_cmd, "no command given");
 	} else {
-		cli_usage(&ctl_cmd, stderr);
-		return 2;
+		static const char *const known[] = { "compact", "reset-max",
+			"idle", "writeback", "writeback-limit",
+			"backing-compact", "train-dict", "recompress", "save",
+			"mem-limit" };
+
+		for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+			if (!strcmp(argv[0], known[i]))
+				return cli_usage_error(&ctl_cmd, "%s: wrong "
+					"number of arguments (%d)", argv[0],
+					argc - 1);
+		return cli_usage_error(&ctl_cmd, "unknown command '%s'",
+				       argv[0]);
 	}
 	return nbd_server_ctl(path, req, "uzram ctl");
 }

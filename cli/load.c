@@ -191,7 +191,7 @@ static int parse_args(int argc, char **argv, struct load_opts *o)
 		o->file = argv[optind];
 	if (o->file)
 		return -1;
-	cli_usage(&load_cmd, stderr);
+	fprintf(stderr, "see `uzram load --help`\n");
 	return 2;
 }
 

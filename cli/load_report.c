@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "load.h"
-#include "../server/server.h"
+#include "../common/json.h"
 
 static double ratio(uint64_t a, uint64_t b)
 {

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -216,6 +217,24 @@ static int check_dir(const char *arg, struct mount_req *m)
 		fprintf(stderr, "uzram mount: %s: not a directory\n", arg);
 		return -1;
 	}
+	/* before the empty check: a mounted file system is never empty */
+	if (mount_point_is(m->dir)) {
+		struct mount_req t = { 0 };
+		char sock[PATH_MAX];
+		bool ours;
+
+		snprintf(t.dir, sizeof t.dir, "%s", m->dir);
+		ours = runtime_dir(&t, "uzram mount") == 0 &&
+		       (mount_path(&t, sock, "sock"), access(sock, F_OK) == 0);
+		if (ours)
+			fprintf(stderr, "uzram mount: %s: already mounted by "
+				"uzram mount (%s umount %s first)\n", arg,
+				cli_prog, arg);
+		else
+			fprintf(stderr, "uzram mount: %s: already a mount "
+				"point\n", arg);
+		return -1;
+	}
 	d = opendir(m->dir);
 	while (d && (e = readdir(d)))
 		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
@@ -226,11 +245,46 @@ static int check_dir(const char *arg, struct mount_req *m)
 			d ? "directory not empty" : strerror(errno));
 		return -1;
 	}
-	if (mount_point_is(m->dir)) {
-		fprintf(stderr, "uzram mount: %s: already a mount point\n", arg);
+	return 0;
+}
+
+/*
+ * Why fuse cannot be opened read-write, and what would fix it: the module
+ * when the device is missing, else its mode, owner and group against ours.
+ */
+static int fuse_unavailable(const char *fuse, int err)
+{
+	struct stat sb;
+	struct group *g;
+	char gname[64];
+
+	if (err != EACCES && err != EPERM) {
+		fprintf(stderr, "uzram mount: FUSE is unavailable: %s: %s "
+			"(as root: modprobe fuse; apt-get install fuse3)\n",
+			fuse, strerror(err));
 		return -1;
 	}
-	return 0;
+	if (stat(fuse, &sb) < 0) {
+		fprintf(stderr, "uzram mount: FUSE is unavailable: %s: %s\n",
+			fuse, strerror(err));
+		return -1;
+	}
+	g = getgrgid(sb.st_gid);
+	if (g)
+		snprintf(gname, sizeof gname, "%s", g->gr_name);
+	else
+		snprintf(gname, sizeof gname, "%u", (unsigned)sb.st_gid);
+	fprintf(stderr, "uzram mount: cannot open %s read-write: it has mode "
+		"%04o, owner uid %u, group %s, and this process has uid %u; ",
+		fuse, (unsigned)(sb.st_mode & 07777), (unsigned)sb.st_uid,
+		gname, (unsigned)geteuid());
+	if ((sb.st_mode & 060) == 060)
+		fprintf(stderr, "join group %s (as root: adduser USER %s, then "
+			"log in again)\n", gname, gname);
+	else
+		fprintf(stderr, "as root, chmod 666 %s (what Debian's udev rule "
+			"sets)\n", fuse);
+	return -1;
 }
 
 /* FUSE, the programs, and which path: loop as root when there is one. */
@@ -242,12 +296,8 @@ static int check_system(struct mount_req *m)
 		fuse = "/dev/fuse";
 	if (!ctl)
 		ctl = "/dev/loop-control";
-	if (access(fuse, R_OK | W_OK) < 0) {
-		fprintf(stderr, "uzram mount: FUSE is unavailable: %s: %s "
-			"(load the fuse module; install fuse3)\n", fuse,
-			strerror(errno));
-		return -1;
-	}
+	if (access(fuse, R_OK | W_OK) < 0)
+		return fuse_unavailable(fuse, errno);
 	if (need("nbdfuse", "libnbd-bin") < 0 || need("mkfs.ext4", "e2fsprogs") < 0 ||
 	    need("fusermount3", "fuse3") < 0)
 		return -1;
@@ -348,10 +398,12 @@ static int mount_options(int argc, char **argv, struct mount_req *m)
 
 	if (r >= 0)
 		return r;
-	if (optind != argc - 1) {
-		cli_usage(&mount_cmd, stderr);
-		return 2;
-	}
+	if (optind == argc)
+		return cli_usage_error(&mount_cmd, "no directory given");
+	if (optind != argc - 1)
+		return cli_usage_error(&mount_cmd, "one directory only, not "
+				       "'%s' and '%s'", argv[optind],
+				       argv[optind + 1]);
 	return -1;
 }
 
@@ -624,10 +676,15 @@ int cmd_umount(int argc, char **argv)
 
 	if (r >= 0)
 		return r;
-	if (optind != argc - 1 || abs_dir(argv[optind], m.dir) < 0) {
-		cli_usage(&umount_cmd, stderr);
-		return 2;
-	}
+	if (optind == argc)
+		return cli_usage_error(&umount_cmd, "no directory given");
+	if (optind != argc - 1)
+		return cli_usage_error(&umount_cmd, "one directory only, not "
+				       "'%s' and '%s'", argv[optind],
+				       argv[optind + 1]);
+	if (abs_dir(argv[optind], m.dir) < 0)
+		return cli_usage_error(&umount_cmd, "bad directory '%s'",
+				       argv[optind]);
 	dir = argv[optind];
 	if (runtime_dir(&m, "uzram umount") < 0)
 		return 1;

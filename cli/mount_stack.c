@@ -43,6 +43,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <systemd/sd-daemon.h>
 
 #include "mount.h"
 
@@ -564,9 +565,17 @@ static int build(struct mount_req *m)
 
 int mount_keep(struct mount_req *m)
 {
+	/*
+	 * Under a Type=notify unit (uzram-mount@.service runs mount -f) the
+	 * keeper says READY=1 once DIR is usable; the server and nbdfuse it
+	 * starts must not speak for it, so they do not inherit the socket.
+	 */
+	char *notify = getenv("NOTIFY_SOCKET") ? strdup(getenv("NOTIFY_SOCKET")) : NULL;
 	char log[PATH_MAX];
 	sigset_t set;
 	int sfd;
+
+	unsetenv("NOTIFY_SOCKET");
 
 	m->loop_fd = -1;
 	signal(SIGPIPE, SIG_IGN);
@@ -581,13 +590,18 @@ int mount_keep(struct mount_req *m)
 	m->log_fd = open(log, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (sfd < 0 || m->log_fd < 0) {
 		perror("uzram mount: keeper");
+		free(notify);
 		return 1;
 	}
 	if (build(m) < 0) {
 		show_log(m);
 		teardown(m);
+		free(notify);
 		return 1;
 	}
+	if (notify && setenv("NOTIFY_SOCKET", notify, 1) == 0)
+		(void)sd_notifyf(1, "READY=1\nSTATUS=mounted %s", m->dir);
+	free(notify);
 	fprintf(stderr, "uzram mount: %s: %s\n", m->dir, m->via == VIA_LOOP ?
 		"the kernel's ext4 on a loop device (direct I/O) on nbdfuse" :
 		"ext4 through fuse2fs (FUSE, no root needed) on nbdfuse");

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +130,15 @@ int parse_size(const char *s, unsigned long long *out)
 }
 
 /* "PORT", "HOST:PORT" or "[V6ADDR]:PORT"; host defaults to 127.0.0.1. */
+/* A port is a number, 0 (pick a free one, for a server) to 65535. */
+static bool port_valid(const char *port)
+{
+	unsigned long long n;
+
+	return port[0] >= '0' && port[0] <= '9' &&
+	       parse_uint(port, 65535, &n) == 0;
+}
+
 int split_hostport(char *arg, const char **host, const char **port)
 {
 	char *colon;
@@ -139,12 +149,16 @@ int split_hostport(char *arg, const char **host, const char **port)
 
 		if (!end || end[1] != ':' || !end[2])
 			return -1;
+		if (!port_valid(end + 2))
+			return -1;
 		*end = '\0';
 		*host = arg + 1;
 		*port = end + 2;
 		return 0;
 	}
 	colon = strrchr(arg, ':');
+	if (!port_valid(colon ? colon + 1 : arg))
+		return -1; /* arg left whole, for the message */
 	if (!colon) {
 		*port = arg;
 	} else {
@@ -153,7 +167,7 @@ int split_hostport(char *arg, const char **host, const char **port)
 			*host = arg;
 		*port = colon + 1;
 	}
-	return **port ? 0 : -1;
+	return 0;
 }
 
 int parse_uint(const char *s, unsigned long long max,
@@ -224,6 +238,42 @@ void cli_usage(const struct cli_command *cmd, FILE *f)
 		cmd->footer(f);
 }
 
+const char *cli_prog = "uzram";
+
+int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "uzram %s: ", cmd->name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nsee `uzram %s --help`\n", cmd->name);
+	return 2;
+}
+
+/* What a value of o must look like, for the message about a bad one. */
+static const char *value_hint(const struct cli_option *o)
+{
+	const char *a = o->arg ? o->arg : "";
+
+	if (!strcmp(o->name ? o->name : "", "level"))
+		return "a whole number (each algorithm has its own range)";
+	if (!strcmp(a, "SIZE"))
+		return "bytes, or a number with K, M, G or T (powers of 1024): "
+		       "4096, 64M, 1.5G, 2GiB";
+	if (!strcmp(a, "4K..64K"))
+		return "a power of two from 4K to 64K";
+	if (!strcmp(a, "N") || !strcmp(a, "SECONDS"))
+		return "a whole number";
+	if (!strcmp(a, "PCT"))
+		return "a percentage, 0 to 100";
+	if (strchr(a, '|') && strspn(a, "abcdefghijklmnopqrstuvwxyz0-9|") ==
+	    strlen(a))
+		return a; /* off|on|require: the choices */
+	return NULL;
+}
+
 /* After getopt_long() returned '?' or ':' (missing value): say which. */
 static void option_error(const struct cli_command *cmd, int key, char **argv)
 {
@@ -263,15 +313,19 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv,
 		o = cli_find(cmd->opts, key);
 		if (!o || key == '?' || key == ':') {
 			option_error(cmd, key, argv);
-			cli_usage(cmd, stderr);
+			fprintf(stderr, "see `uzram %s --help`\n", cmd->name);
 			return 2;
 		}
 		r = take ? take(ctx, key, optarg) : 2;
-		if (r == CLI_BAD_VALUE)
-			fprintf(stderr, "uzram %s: bad value '%s' for --%s\n",
-				cmd->name, optarg, o->name);
+		if (r == CLI_BAD_VALUE) {
+			const char *hint = value_hint(o);
+
+			fprintf(stderr, "uzram %s: bad value '%s' for --%s%s%s\n",
+				cmd->name, optarg, o->name,
+				hint ? "; want " : "", hint ? hint : "");
+		}
 		if (r == CLI_USAGE)
-			cli_usage(cmd, stderr);
+			fprintf(stderr, "see `uzram %s --help`\n", cmd->name);
 		if (r == CLI_BAD_VALUE || r == CLI_USAGE)
 			return 2;
 		if (r)

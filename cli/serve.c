@@ -13,6 +13,13 @@
 #include "uzram.h"
 #include "cli.h"
 #include "../server/server.h"
+#include "../ublk/ublk.h"
+
+/* Keys of the --ublk options, past every letter. */
+enum {
+	KEY_UBLK = 0x100, KEY_UBLK_ID, KEY_UBLK_QUEUES, KEY_UBLK_DEPTH,
+	KEY_UBLK_COPY, KEY_UBLK_RECOVERY, KEY_UBLK_TAKE_OVER,
+};
 
 static const struct cli_option serve_opts[] = {
 	{ "size", 's', required_argument, "SIZE", "the device's size (default 1G)" },
@@ -87,6 +94,25 @@ static const struct cli_option serve_opts[] = {
 	  "--mem-limit (else 16M) of the allocator, PR_SET_IO_FLUSHER,\n"
 	  "oom_score_adj -1000, SCHED_RR; needs root\n"
 	  "(doc/block-device.md)" },
+	{ "ublk", KEY_UBLK, no_argument, NULL,
+	  "also be the block device /dev/ublkbN (Linux 6.0+,\n"
+	  "ublk_drv; --run sees it as $ublk_dev)" },
+	{ "ublk-id", KEY_UBLK_ID, required_argument, "N",
+	  "that N (default: the kernel's choice)" },
+	{ "ublk-queues", KEY_UBLK_QUEUES, required_argument, "N",
+	  "hardware queues, a thread each (default: one per\n"
+	  "CPU, up to 4)" },
+	{ "ublk-depth", KEY_UBLK_DEPTH, required_argument, "N",
+	  "requests in flight per queue (default 64)" },
+	{ "ublk-copy", KEY_UBLK_COPY, required_argument, "kernel|user",
+	  "who copies the data: the driver (default), or\n"
+	  "we, through /dev/ublkcN (UBLK_F_USER_COPY)" },
+	{ "ublk-recovery", KEY_UBLK_RECOVERY, no_argument, NULL,
+	  "if this server dies, I/O waits for another\n"
+	  "(UBLK_F_USER_RECOVERY) instead of failing" },
+	{ "ublk-take-over", KEY_UBLK_TAKE_OVER, required_argument, "N",
+	  "serve /dev/ublkbN, left by a --ublk-recovery\n"
+	  "server that died (from --image if it saved one)" },
 	{ "help", 'h', no_argument, NULL, "this text" },
 	{ NULL, 0, 0, NULL, NULL },
 };
@@ -155,9 +181,22 @@ static int open_device(struct uzram_config *cfg, const char *image,
 	r = uzram_open(cfg, dev);
 	free(dict);
 	if (r < 0) {
-		fprintf(stderr, "uzram serve: cannot %s the device: %s%s%s\n",
-			cfg->image ? "open" : "create", uzram_strerror(r),
-			*uzram_last_error() ? ": " : "", uzram_last_error());
+		const char *why = uzram_last_error();
+
+		/* the library's "open: " says what this line says already */
+		if (!strncmp(why, "open: ", 6))
+			why += 6;
+		fprintf(stderr, "uzram serve: cannot %s the device: %s\n",
+			cfg->image ? "open" : "create",
+			*why ? why : uzram_strerror(r));
+		return 1;
+	}
+	/* one device per image: hold a new one's path from the start */
+	if (image && !cfg->image && (r = uzram_image_claim(*dev, image)) < 0) {
+		fprintf(stderr, "uzram serve: --image %s: %s\n", image,
+			uzram_last_error());
+		uzram_close(*dev);
+		*dev = NULL;
 		return 1;
 	}
 	if (cfg->image && ((algo_set && strcmp(cfg->algorithm,
@@ -261,7 +300,53 @@ struct serve_args {
 	struct recomp_opt recomp[UZRAM_MAX_RECOMP];
 	int nrecomp;
 	bool max_given, size_set, algo_set, cluster_set, swap;
+	bool ublk, ublk_extra;  /* --ublk, and one of its options */
+	struct ublk_opts uo;
 };
+
+/* The --ublk options (serve_take_server()). */
+static int serve_take_ublk(struct serve_args *a, int key, char *arg)
+{
+	unsigned long long v;
+
+	if (key == KEY_UBLK) {
+		a->ublk = true;
+		return 0;
+	}
+	a->ublk_extra = true;
+	switch (key) {
+	case KEY_UBLK_ID:
+	case KEY_UBLK_TAKE_OVER:
+		if (parse_uint(arg, (1u << 20) - 1, &v) < 0)
+			return CLI_BAD_VALUE;
+		a->uo.dev_id = (int)v;
+		a->uo.recover = key == KEY_UBLK_TAKE_OVER;
+		return 0;
+	case KEY_UBLK_QUEUES:
+		if (parse_uint(arg, UBLK_MAX_QUEUES, &v) < 0 || v == 0)
+			return CLI_BAD_VALUE;
+		a->uo.queues = (unsigned)v;
+		return 0;
+	case KEY_UBLK_DEPTH:
+		if (parse_uint(arg, UBLK_MAX_DEPTH, &v) < 0 || v == 0)
+			return CLI_BAD_VALUE;
+		a->uo.depth = (unsigned)v;
+		return 0;
+	case KEY_UBLK_COPY:
+		if (!strcmp(arg, "kernel"))
+			a->uo.copy = UBLK_COPY_KERNEL;
+		else if (!strcmp(arg, "user"))
+			a->uo.copy = UBLK_COPY_USER;
+		else
+			return CLI_BAD_VALUE;
+		return 0;
+	case KEY_UBLK_RECOVERY:
+		a->uo.recovery = true;
+		return 0;
+	default:
+		return 2; /* not in serve_opts */
+	}
+}
 
 /* The options of the server rather than of the device (serve_take()). */
 static int serve_take_server(struct serve_args *a, int key, char *arg)
@@ -331,7 +416,7 @@ static int serve_take_server(struct serve_args *a, int key, char *arg)
 		a->tc.verify_peer = true;
 		return 0;
 	default:
-		return 2; /* not in serve_opts */
+		return serve_take_ublk(a, key, arg);
 	}
 }
 
@@ -411,26 +496,67 @@ static int serve_address(struct serve_args *a, int argc, char **argv)
 {
 	if (check_tls_options(&a->tc) < 0)
 		return 2;
-	if (optind != argc) {
-		fprintf(stderr, "uzram serve: unexpected argument '%s'\n",
-			argv[optind]);
-		cli_usage(&serve_cmd, stderr);
+	if (a->ublk_extra && !a->ublk) {
+		fprintf(stderr, "uzram serve: the --ublk-* options need --ublk\n");
 		return 2;
+	}
+	if (optind != argc) {
+		return cli_usage_error(&serve_cmd, "unexpected argument "
+				       "'%s'", argv[optind]);
 	}
 	if (a->tcp && a->sc.socket_path) {
 		fprintf(stderr, "uzram serve: --socket and --tcp are exclusive\n");
 		return 2;
 	}
+	if (nbd_socket_activated()) {
+		if (a->tcp || a->sc.socket_path) {
+			fprintf(stderr, "uzram serve: systemd passed the sockets "
+				"(LISTEN_FDS): --socket and --tcp cannot be used "
+				"with them, the .socket unit says where to listen\n");
+			return 2;
+		}
+		return 0;
+	}
 	if (a->tcp) {
 		if (split_hostport(a->tcp, &a->sc.tcp_host, &a->sc.tcp_port) < 0) {
 			fprintf(stderr, "uzram serve: bad --tcp '%s', want "
-				"[HOST:]PORT\n", a->tcp);
+				"[HOST:]PORT with PORT 1-65535, or 0 for a free "
+				"one\n", a->tcp);
 			return 2;
 		}
 	} else if (!a->sc.socket_path) {
 		a->sc.socket_path = "uzram.sock";
 	}
 	return 0;
+}
+
+/* cmd_serve()'s --ublk, as the server's other front end. */
+struct serve_ublk {
+	struct uzram *dev;
+	const struct ublk_opts *opts;
+	struct ublk_front *front;
+};
+
+static int serve_ublk_start(void *arg)
+{
+	struct serve_ublk *u = arg;
+	char path[32];
+
+	if (ublk_front_start(u->dev, u->opts, "uzram serve", &u->front) < 0)
+		return -1;
+	snprintf(path, sizeof path, "/dev/ublkb%d", ublk_front_id(u->front));
+	setenv("ublk_dev", path, 1); /* for --run's command */
+	printf("uzram serve: block device %s\n", path);
+	fflush(stdout);
+	return 0;
+}
+
+static void serve_ublk_stop(void *arg)
+{
+	struct serve_ublk *u = arg;
+
+	(void)ublk_front_stop(u->front, "uzram serve");
+	u->front = NULL;
 }
 
 int cmd_serve(int argc, char **argv)
@@ -441,12 +567,17 @@ int cmd_serve(int argc, char **argv)
 	};
 	struct nbd_tls *tls = NULL;
 	struct uzram *dev = NULL;
+	struct serve_ublk ublk = { .opts = &a.uo };
+	const struct nbd_frontend ublk_frontend = {
+		serve_ublk_start, serve_ublk_stop, &ublk,
+	};
 	char desc[256];
 	bool busy;
 	int r;
 
 	uzram_config_init(&a.cfg);
 	a.cfg.size = 1ull << 30;
+	a.uo.dev_id = -1;
 	r = cli_parse(&serve_cmd, argc, argv, serve_take, &a);
 	if (r >= 0)
 		return r;
@@ -482,6 +613,13 @@ int cmd_serve(int argc, char **argv)
 	a.sc.export.size = uzram_size(dev);
 	snprintf(desc, sizeof desc, "uzram %s device", a.sc.algorithm);
 	a.sc.export.description = desc;
+	a.sc.image_opened = a.cfg.image != NULL;
+	a.sc.prog = cli_prog;
+	if (a.ublk) {
+		ublk.dev = dev;
+		a.uo.read_only = a.sc.export.read_only;
+		a.sc.frontend = &ublk_frontend;
+	}
 	r = nbd_server_run(&a.sc, &busy);
 	if (!busy) { /* else a stuck client thread may still use them */
 		uzram_close(dev);

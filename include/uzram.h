@@ -9,7 +9,7 @@
  *   A device is an array of `size` bytes, split into pages of 4096 bytes.
  *   Each page is in one of five states:
  *     - unwritten (a hole): reads as zeros, costs no memory;
- *     - same-filled: one 8-byte value repeated, kept in the page table;
+ *     - same-filled: one 8-byte value repeated, kept in the slot table;
  *     - compressed: an object in the device's allocator;
  *     - huge: a page that did not compress, kept raw in the allocator;
  *     - written back: its object moved to the device's backing store
@@ -28,7 +28,7 @@
  *   Every function taking a struct uzram is thread-safe, except
  *   uzram_close(), which must not race with any other call on the device.
  *   Reads of different pages never wait for each other, and a write locks
- *   only the pages it touches; see src/store.c for the lock rules.
+ *   only the pages it touches; see src/core/store.c for the lock rules.
  */
 #ifndef UZRAM_H
 #define UZRAM_H
@@ -122,7 +122,7 @@ struct uzram_config {
 				* never changes the others. Costs an index of
 				* about 10 to 13 bytes per stored object.
 				* 0 (the default): off. */
-	uint32_t threads;      /* worker threads, 0 (the default) to
+	uint32_t threads;      /* helper threads, 0 (the default) to
 				* UZRAM_MAX_THREADS: with n > 0, a write
 				* of several whole clusters is compressed
 				* and stored on the calling thread and on
@@ -151,7 +151,7 @@ UZRAM_API void uzram_config_init(struct uzram_config *cfg);
  *            1 MiB, or it is a zstd dictionary that libzstd refuses;
  *   -EOPNOTSUPP  a dictionary for an algorithm that takes none;
  *   -ENOENT  the algorithm is unknown; uzram_last_error() lists known ones;
- *   -ENOMEM  memory for the page table could not be reserved.
+ *   -ENOMEM  memory for the slot table could not be reserved.
  * The algorithm string is copied; the caller keeps ownership of cfg.
  */
 UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp);
@@ -269,7 +269,7 @@ struct uzram_stats {
 	uint64_t failed_writes;   /* writes that failed for lack of memory
 				   * (in both tiers), or with -EIO */
 	uint64_t invalid_io;      /* requests rejected as out of range */
-	uint64_t table_bytes;     /* the page table (16 bytes a cluster, made
+	uint64_t table_bytes;     /* the slot table (16 bytes a cluster, made
 				   * per 16384 clusters on first write, the
 				   * device's last ones in whole pages), not
 				   * counted in mem_used_total but counted
@@ -278,7 +278,7 @@ struct uzram_stats {
 				   * past the limit fails with -ENOSPC */
 	uint64_t pages_unchanged; /* pages written with the bytes they already
 				   * held, found by a 16-bit hash kept in the
-				   * page table and a byte compare: nothing
+				   * slot table and a byte compare: nothing
 				   * was compressed or stored (a running
 				   * total) */
 	uint64_t pages_recompressed; /* pages re-encoded smaller by
@@ -315,7 +315,7 @@ struct uzram_stats {
 				     * backing store (not in compr_data_size
 				     * or bd_bytes) */
 	uint64_t dedup_index_bytes; /* the dedup index, about 10 to 13 bytes
-				     * per stored object: like the page table,
+				     * per stored object: like the slot table,
 				     * not in mem_used_total but counted
 				     * against mem_limit */
 	/*
@@ -352,7 +352,7 @@ UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
  * limit. A limit below what the device holds now is accepted: writes that
  * need more memory then fail with -ENOSPC and keep the old bytes, while
  * discards, same-filled pages and rewrites of unchanged data still
- * succeed (unless they need a new piece of page table: the limit covers
+ * succeed (unless they need a new piece of slot table: the limit covers
  * mem_used_total + table_bytes), until discards and uzram_compact() bring
  * it under. With a
  * backing store, the device's policy moves cold clusters out at once
@@ -451,6 +451,7 @@ UZRAM_API long uzram_recompress(struct uzram *dev, int prio, unsigned flags,
  * Returns 0, or:
  *   -EINVAL  NULL argument or unknown flags;
  *   -EALREADY  another save of the same device is in progress;
+ *   -EBUSY   another device holds path (see uzram_image_claim());
  *   -EAGAIN  a secondary algorithm or a dictionary was set, and used,
  *            during the save: save again;
  *   -ENOMEM  out of memory;
@@ -471,12 +472,33 @@ UZRAM_API long uzram_recompress(struct uzram *dev, int prio, unsigned flags,
  *             level or dictionary;
  *   -ENOENT   the image uses an algorithm this library does not have;
  *   -ENOSPC   the image does not fit in cfg.mem_limit;
+ *   -EBUSY    another device holds the image (see uzram_image_claim());
  *   the negative errno of a failed open() or read() of the file.
  * uzram_last_error() says which, and where in the file. Counters start
  * from the image's contents (pages_unchanged and pages_recompressed, which
  * count events, start from 0).
  */
 UZRAM_API int uzram_save(struct uzram *dev, const char *path, unsigned flags);
+
+/*
+ * One device per image. A device opened with cfg.image holds a lock on
+ * that path until uzram_close(); so does one that called
+ * uzram_image_claim(dev, path) (for an image it will create: the path need
+ * not exist). uzram_save() to a path other than the device's own holds
+ * that path's lock while it writes. An open, a claim or a save that finds
+ * the lock held by another device, of this process or another, fails with
+ * -EBUSY and uzram_last_error() naming the holder's pid. The lock is an
+ * open file description lock (F_OFD_SETLK) on the file path.lock beside
+ * the image, which a save's rename does not replace; the holder removes
+ * it at close, and one left by a killed process is free. Where nobody may
+ * write path's directory (so no save can replace the image) the image is
+ * opened without a lock.
+ *
+ * uzram_image_claim() returns 0 (also when dev holds path already),
+ * -EBUSY, -EEXIST if dev holds another image, -EINVAL for a NULL
+ * argument, or the negative errno of creating path.lock. Thread-safe.
+ */
+UZRAM_API int uzram_image_claim(struct uzram *dev, const char *path);
 
 /*
  * The name of the device's algorithm of priority prio (0: the primary one,
@@ -541,7 +563,7 @@ struct uzram_dict_info {
 };
 
 /*
- * Fill *info for priority prio, walking the page table (a snapshot, like
+ * Fill *info for priority prio, walking the slot table (a snapshot, like
  * uzram_stats()). Returns 0 or -EINVAL.
  */
 UZRAM_API int uzram_dict_info(struct uzram *dev, int prio,

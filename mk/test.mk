@@ -26,11 +26,15 @@
 #                    opens /dev/fuse to every user while it runs and puts
 #                    its mode back at the end)
 #   check-install    the installed library (scripts/check-install.sh)
-#   check-header, check-cycles   (the Makefile)
+#   test-deb         make deb, then the packages installed by apt into a
+#                    fresh Debian 12 root (make check-deb, mk/deb.mk); its
+#                    first run also makes that root (build/deb-root.tar)
+#   check-header, check-layers, check-namespace   (the Makefile)
 #   fuzz-smoke-nbd, fuzz-smoke-image   the two fuzzers (mk/fuzz.mk)
 #   test-vm-quick    the VM bench (mk/vm.mk): the kernel's NBD client
 #                    against uzram, and uzram swapon/swapoff, in one guest;
 #                    qemu TCG, about 3 min
+#   test-vm-ublk     the ublk tests in a 6.12 guest (mk/vm.mk), about 2 min
 #
 # Each phase's output is printed whole when it ends (--output-sync), so
 # the lines of two phases never mix; a failing phase stops make test once
@@ -59,8 +63,9 @@ INTEGRATION_ASAN := $(addprefix tests/integration/,t26-ctl.sh t27-run.sh \
 # longest first (the VM bench, integration, then TSan). Every phase can start at once,
 # as test-build made what they need: a phase that waited for another
 # would join the end of the queue when that one ended.
-TEST_PHASES := test-vm-quick test-integration test-tsan test-asan test-unit test-unit-alt \
-	fuzz-smoke-nbd fuzz-smoke-image check-cycles check-install check-header
+TEST_PHASES := test-vm-quick test-vm-ublk test-integration test-tsan test-asan test-unit \
+	test-unit-alt test-deb fuzz-smoke-nbd fuzz-smoke-image check-layers \
+	check-namespace check-install check-header
 
 .PHONY: test-phases test-build $(TEST_PHASES)
 
@@ -82,6 +87,9 @@ test-asan:
 
 test-tsan:
 	$(MAKE) SANITIZE=thread TEST_SCALE=0.1 check-unit
+
+test-deb:
+	$(MAKE) check-deb
 
 test-integration:
 	$(MAKE) check-integration

@@ -9,6 +9,8 @@
 #                           are 80 MB, and swapon/swapoff). Not the swap
 #                           test: it fails today (doc/block-device.md,
 #                           "Status"), and make test must pass
+#   make test-vm-ublk       what make test runs on bookworm-backports' 6.12:
+#                           the ublk tests (v40, v41) in one guest
 #   make test-vm-swap       the swap test once
 #   make test-vm-swap-repeat [VM_REPEAT=5]   the swap test VM_REPEAT times in a
 #                           row, a guest each, its figures each time
@@ -19,12 +21,13 @@
 VM_TESTS ?= $(filter-out $(VM_SWAP),$(sort $(wildcard tests/vm/v*.sh)))
 VM_QUICK := $(addprefix tests/vm/,v10-ext4.sh v12-discard.sh v13-multiconn.sh \
 	v14-reconnect.sh v15-server-killed.sh v31-swapon.sh)
+VM_UBLK := $(addprefix tests/vm/,v40-ublk.sh v41-ublk-faults.sh)
 VM_SWAP := tests/vm/v30-swap.sh
 VM_REPEAT ?= 5
 VM_RUN = UZRAM=$(abspath $(BUILD)/uzram) UZRAM_TEST_CORPUS=$(CORPUS_DIR) \
 	bash tests/vm/run.sh
 
-.PHONY: deps-vm test-vm test-vm-quick test-vm-swap test-vm-swap-repeat
+.PHONY: deps-vm test-vm test-vm-quick test-vm-ublk test-vm-swap test-vm-swap-repeat
 
 deps-vm: deps
 	@scripts/deps.sh test vm
@@ -36,6 +39,11 @@ test-vm-quick: deps-vm all $(CORPUS_READY)
 	@mkdir -p $(dir $(TEST_RESULTS))
 	$(VM_RUN) -1 $(VM_QUICK)
 	@echo "tests/vm $(VM_QUICK)" >> $(TEST_RESULTS)
+
+test-vm-ublk: deps-vm all $(CORPUS_READY)
+	@mkdir -p $(dir $(TEST_RESULTS))
+	$(VM_RUN) -1 $(VM_UBLK)
+	@echo "tests/vm $(VM_UBLK)" >> $(TEST_RESULTS)
 
 test-vm-swap: deps-vm all $(CORPUS_READY)
 	$(VM_RUN) $(VM_SWAP)

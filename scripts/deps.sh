@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # deps.sh GROUP... - make sure the Debian packages a make target needs are
 # installed. As root, installs what is missing; otherwise prints the exact
-# command to run and fails. Groups: build test bench run.
+# command to run and fails. Groups: build test bench deb run.
 set -euo pipefail
 
 pkgs_build="gcc g++ make pkg-config scdoc liblz4-dev libzstd-dev libdeflate-dev libxxhash-dev
-            libgnutls28-dev libnbd-dev"
-pkgs_test="libcmocka-dev libxxhash-dev clang libclang-rt-14-dev qemu-utils libnbd-bin fio
+            libgnutls28-dev libnbd-dev libsystemd-dev liburing-dev"
+pkgs_test="systemd libcmocka-dev libxxhash-dev clang libclang-rt-14-dev qemu-utils libnbd-bin fio
            nbdkit gdb python3 python3-prometheus-client curl man-db e2fsprogs util-linux procps mount tar fuse3
            fuse2fs gnutls-bin iproute2 coreutils"
 pkgs_bench="fio nbdkit gnuplot-nox gdb python3 dpkg-dev linux-perf procps libnbd-dev bc qemu-utils
@@ -14,6 +14,7 @@ pkgs_bench="fio nbdkit gnuplot-nox gdb python3 dpkg-dev linux-perf procps libnbd
 # The VM bench (tests/vm/): qemu, and the programs copied into its guests.
 pkgs_vm="qemu-system-x86 busybox-static nbd-client e2fsprogs util-linux fio cpio kmod xz-utils
          zstd apt dpkg debian-archive-keyring coreutils"
+pkgs_deb="debhelper dpkg-dev lintian mmdebstrap"
 pkgs_run="gdb python3 libnbd-bin e2fsprogs fuse2fs fuse3 util-linux mount"
 
 want=()

@@ -35,8 +35,8 @@ int start_command(struct server *srv)
 
 	if (setenv("uri", srv->uri, 1) ||
 	    setenv("exportname", cfg->export.name, 1) ||
-	    (cfg->socket_path ? setenv("unixsocket", srv->sock_path, 1)
-			      : setenv("port", cfg->tcp_port, 1))) {
+	    (!srv->tcp ? setenv("unixsocket", srv->sock_path, 1)
+		       : setenv("port", srv->tcp_port, 1))) {
 		perror("uzram serve: setenv");
 		free(cmd);
 		return -1;

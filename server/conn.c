@@ -2,6 +2,7 @@
  * conn.c - one client connection: setup, the handshake then the
  * transmission phase, and teardown. Its bytes go through transport.c.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -66,11 +67,19 @@ static struct nbd_conn *conn_new(const struct nbd_export *exp,
 int nbd_conn_serve(const struct nbd_export *exp, struct nbd_counters *ctr,
 		   int in_fd, int out_fd)
 {
+	return nbd_conn_serve_peer(exp, ctr, in_fd, out_fd, NULL);
+}
+
+int nbd_conn_serve_peer(const struct nbd_export *exp, struct nbd_counters *ctr,
+			int in_fd, int out_fd, const char *peer)
+{
 	struct nbd_conn *c = conn_new(exp, ctr, in_fd, out_fd);
 	int r;
 
 	if (!c)
 		return -1;
+	if (peer)
+		snprintf(c->peer, sizeof c->peer, "%s", peer);
 	set_recv_timeout(in_fd, NBD_HANDSHAKE_SECS);
 	set_send_timeout(out_fd, (int)exp->shared->handshake_secs);
 	clock_gettime(CLOCK_MONOTONIC, &c->deadline);

@@ -138,6 +138,8 @@ struct nbd_conn {
 
 	/* Input must arrive before this (CLOCK_MONOTONIC); 0: no deadline. */
 	struct timespec deadline;
+	/* who the client is, for messages: "HOST port PORT" from accept() */
+	char peer[80];
 };
 
 /* conn.c */
@@ -149,6 +151,9 @@ struct nbd_conn {
  */
 int nbd_conn_serve(const struct nbd_export *exp, struct nbd_counters *ctr,
 		   int in_fd, int out_fd);
+/* The same, for a client that accept() named peer (NULL: unknown). */
+int nbd_conn_serve_peer(const struct nbd_export *exp, struct nbd_counters *ctr,
+			int in_fd, int out_fd, const char *peer);
 
 /* transport.c */
 

@@ -6,16 +6,18 @@
  *   server.c    the main loop, the client list, setup and drain
  *   sockets.c   listening sockets, the export's URI, the banner
  *   captive.c   --run: the command the server runs and waits for
- *   ctl.c       the control channel: server side (requests, threads) and
- *               client side (nbd_server_ctl)
- *   stats.c     the figures, as text or JSON
- *   metrics.c   the figures as Prometheus text
+ *   ctl_proto.c   the control channel's protocol: a request line parsed
+ *   ctl_server.c  its server side: requests run, one thread per client
+ *   ctl_client.c  its client (nbd_server_ctl, server.h)
+ *   ctl_stats.c   the figures, as text or JSON
+ *   metrics.c     the figures as Prometheus text
  *   metrics_http.c  --metrics: the same over HTTP
  */
 #ifndef UZRAM_SERVER_INTERNAL_H
 #define UZRAM_SERVER_INTERNAL_H
 
 #include <limits.h>
+#include <netdb.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -26,6 +28,7 @@
 
 #define DRAIN_SECS 10  /* how long in-flight requests may take at exit */
 #define LISTEN_BACKLOG 128 /* connections the kernel queues for accept() */
+#define NBD_MAX_LISTEN 8   /* NBD sockets systemd may pass (activation.c) */
 
 struct client;
 
@@ -46,15 +49,21 @@ struct server {
 	struct client *clients; /* under lock */
 	unsigned nclients;      /* under lock */
 	char sock_path[PATH_MAX];
+	char tcp_host[NI_MAXHOST]; /* with tcp: the address in the URI */
+	char tcp_port[NI_MAXSERV]; /* the port bound (--tcp PORT may be 0) */
 	char ctl_path[PATH_MAX + 8];
 	char uri[PATH_MAX + 600];
 	pid_t child;            /* --run's command, 0 if none or reaped */
 	int sfd;                /* signalfd of the signals the server handles */
-	int lfd;                /* the export's listening socket */
+	int lfd[NBD_MAX_LISTEN]; /* the export's listening sockets: one, */
+	unsigned nlfd;          /* or those systemd passed */
 	int cfd;                /* the control socket */
 	int mfd;                /* --metrics' listening socket, or -1 */
 	char metrics_path[PATH_MAX]; /* its Unix socket, or "" */
-	bool tcp;               /* lfd is TCP, not a Unix socket */
+	bool tcp;               /* lfd[0] is TCP, not a Unix socket */
+	bool activated;         /* systemd made lfd (activation.c) */
+	bool own_ctl;           /* we bound cfd at ctl_path: unlink it */
+	bool frontend_up;       /* cfg->frontend started (or there is none) */
 };
 
 /*
@@ -75,7 +84,7 @@ static inline int start_detached(void *(*fn)(void *), void *arg)
 	return r;
 }
 
-/* stats.c */
+/* ctl_stats.c */
 
 /* One figure of `uzram stat`: its JSON name and value. */
 struct figure {
@@ -102,25 +111,27 @@ void serve_metrics(struct server *srv);
 /* metrics_http.c: close srv->mfd and remove its Unix socket, if any. */
 void metrics_close(struct server *srv);
 
-/* ctl.c: save the device to path (the --image one if NULL); the reply in out. */
+/* ctl_server.c: save the device to path (the --image one if NULL); the reply in out. */
 int save_image(struct server *srv, const char *path, char *out, size_t n);
-/* ctl.c: accept one control client on lfd, served by a thread of its own. */
+/* ctl_server.c: accept one control client on lfd, served by a thread of its own. */
 void serve_ctl(struct server *srv, int lfd);
 /*
- * ctl.c: serve the accepted client fd with handle(srv, fd) in a thread
+ * ctl_server.c: serve the accepted client fd with handle(srv, fd) in a thread
  * counted as a control thread (drain_ctl() waits for it), which then
  * closes fd; when CTL_MAX run already, send busy and close fd instead.
  */
 void start_ctl_thread(struct server *srv, int fd,
 		      void (*handle)(struct server *srv, int fd),
 		      const char *busy);
-/* ctl.c: wait (at most DRAIN_SECS) for control requests still running. */
+/* ctl_server.c: wait (at most DRAIN_SECS) for control requests still running. */
 void drain_ctl(struct server *srv);
 
 /* sockets.c: listen on the Unix socket path; the fd, or -1 after a message. */
 int listen_unix(const char *path);
 /* sockets.c: the same on TCP; plaintext: warn when not on loopback. */
-int listen_tcp(const char *host, const char *port, bool plaintext);
+/* port_out: the port bound, as a string of at least 6 bytes. */
+int listen_tcp(const char *host, const char *port, bool plaintext,
+	       char *port_out);
 /* sockets.c: path made absolute into out; 0 or -1. */
 int abs_path(const char *path, char *out, size_t n);
 /* sockets.c: srv->uri, from the configuration and srv->sock_path. */
@@ -128,12 +139,20 @@ void make_uri(struct server *srv);
 /* sockets.c: how to connect, on stdout, ending with "ready". */
 void print_banner(struct server *srv);
 
+/*
+ * activation.c: take the sockets systemd passed into srv (lfd, nlfd, cfd,
+ * the address), once; the number taken, 0 if none, or -1 after a message.
+ */
+int activation_take(struct server *srv);
+/* activation.c: tell systemd the server is ready (Type=notify). */
+void notify_ready(const struct server *srv);
+
 /* captive.c: --run: start the command; 0 or -1 after a message. */
 int start_command(struct server *srv);
 /* captive.c: whether the command exited; if so, *status as sh reports it. */
 bool command_exited(struct server *srv, int *status);
 
-/* ctlpath.c */
+/* ctl_path.c */
 
 /*
  * Refuse a control socket another user could have put there: path, if it
@@ -142,7 +161,7 @@ bool command_exited(struct server *srv, int *status);
  */
 int ctl_path_check(const char *path, const char *who);
 
-/* ctl.c */
+/* ctl_proto.c */
 
 enum nbd_ctl_op {
 	NBD_CTL_JSON, NBD_CTL_TEXT, NBD_CTL_COMPACT, NBD_CTL_MEM_LIMIT,
@@ -169,8 +188,10 @@ struct nbd_ctl_req {
  */
 int nbd_ctl_parse(const char *line, size_t len, struct nbd_ctl_req *rq,
 		  char *err, size_t n);
-/* Run a parsed request other than json, text and prometheus on dev; the
- * reply in out. */
+/*
+ * ctl_server.c: run a parsed request other than json, text and prometheus
+ * on dev; the reply in out.
+ */
 void nbd_ctl_execute(struct uzram *dev, const struct nbd_ctl_req *rq,
 		     char *out, size_t n);
 

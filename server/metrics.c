@@ -1,5 +1,5 @@
 /*
- * metrics.c - the figures of `uzram stat` (stats.c) in the Prometheus text
+ * metrics.c - the figures of `uzram stat` (ctl_stats.c) in the Prometheus text
  * exposition format, version 0.0.4, for `uzram stat --prometheus` (the
  * control request "prometheus") and for the HTTP listener of `uzram serve
  * --metrics` (GET /metrics, on a Unix socket or a TCP address).
@@ -10,7 +10,7 @@
  * "(stat: NAME)", the figure's name in `uzram stat --json`, which is how
  * tests/integration/t76-metrics.sh ties the two together. Every series has
  * the label export. A figure this table does not know is still printed,
- * as uzram_NAME of type untyped, so adding one to stats.c loses nothing;
+ * as uzram_NAME of type untyped, so adding one to ctl_stats.c loses nothing;
  * t76 fails until it is named here.
  *
  * metrics_http.c serves the same text over HTTP.
@@ -24,7 +24,7 @@
 enum { GAUGE, COUNTER };
 
 static const struct metric {
-	const char *figure; /* the name in stats.c */
+	const char *figure; /* the name in ctl_stats.c */
 	const char *name;   /* uzram_... */
 	int type;
 	bool ns;            /* the figure is in nanoseconds: print seconds */

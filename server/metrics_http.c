@@ -113,7 +113,10 @@ int metrics_listen(struct server *srv)
 		if (srv->mfd < 0)
 			srv->metrics_path[0] = '\0';
 	} else {
-		srv->mfd = listen_tcp(cfg->metrics_host, cfg->metrics_port, false);
+		char port[8];
+
+		srv->mfd = listen_tcp(cfg->metrics_host, cfg->metrics_port,
+				      false, port);
 	}
 	return srv->mfd < 0 ? -1 : 0;
 }

@@ -13,13 +13,15 @@
  *                   read side of every client so its leader sees end of
  *                   input; requests in flight finish and their replies go
  *                   out; then remove the sockets
- *   SIGUSR1         print the figures (stats.c) to stderr
+ *   SIGUSR1         print the figures (ctl_stats.c) to stderr
  *   SIGCHLD         (--run, captive.c) the command exited: stop as for
  *                   SIGTERM
- *   PATH.ctl        `uzram stat` and `uzram ctl` (ctl.c; where the socket
- *                   is: ctlpath.c); each control client is served by a
+ *   PATH.ctl        `uzram stat` and `uzram ctl` (ctl_server.c; where the socket
+ *                   is: ctl_path.c); each control client is served by a
  *                   thread of its own, so the main loop only accepts it
  *   --image FILE    after the clients are gone, the device is saved to FILE
+ *   cfg->frontend   (--ublk) started before the banner, stopped after the
+ *                   clients and before the save
  *
  * nbd_server_run() is setup (server_init, server_listen), the loop
  * (server_loop) and the drain (server_drain). At shutdown, control threads
@@ -37,6 +39,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +53,7 @@
 struct client {
 	struct server *srv;
 	int fd;
+	char peer[80];       /* from accept(): "HOST port PORT" */
 	struct client *prev, *next;
 };
 
@@ -60,7 +64,8 @@ static void *client_main(void *arg)
 	struct client *cl = arg;
 	struct server *srv = cl->srv;
 
-	(void)nbd_conn_serve(&srv->export, &srv->ctr, cl->fd, cl->fd);
+	(void)nbd_conn_serve_peer(&srv->export, &srv->ctr, cl->fd, cl->fd,
+				  cl->peer[0] ? cl->peer : NULL);
 	pthread_mutex_lock(&srv->lock);
 	if (cl->prev)
 		cl->prev->next = cl->next;
@@ -80,9 +85,12 @@ static void *client_main(void *arg)
 static void accept_client(struct server *srv, int lfd, bool tcp)
 {
 	struct client *cl;
+	struct sockaddr_storage ss;
+	socklen_t sslen = sizeof ss;
 	int fd, one = 1, sndbuf = NBD_UNIX_SNDBUF;
 
-	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	/* the peer now: once a client has hung up, getpeername() cannot say */
+	fd = accept4(lfd, (struct sockaddr *)&ss, &sslen, SOCK_CLOEXEC);
 	if (fd < 0) {
 		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
 		    errno == ENOMEM)
@@ -120,6 +128,17 @@ static void accept_client(struct server *srv, int lfd, bool tcp)
 	}
 	cl->srv = srv;
 	cl->fd = fd;
+	if (tcp) {
+		char host[64], port[8]; /* numeric: INET6_ADDRSTRLEN, "65535" */
+
+		if (!getnameinfo((struct sockaddr *)&ss, sslen, host,
+				 sizeof host, port, sizeof port,
+				 NI_NUMERICHOST | NI_NUMERICSERV))
+			snprintf(cl->peer, sizeof cl->peer, "%s port %s",
+				 host, port);
+	} else {
+		snprintf(cl->peer, sizeof cl->peer, "a Unix socket client");
+	}
 	cl->next = srv->clients;
 	if (cl->next)
 		cl->next->prev = cl;
@@ -212,40 +231,80 @@ static int server_init(struct server *srv)
 	return 0;
 }
 
-/* The export's socket (srv->lfd) and the control socket (srv->cfd); 0 or -1. */
+/* Close the export's sockets; remove the one we bound, not systemd's. */
+static void close_listeners(struct server *srv)
+{
+	for (unsigned i = 0; i < srv->nlfd; i++)
+		close(srv->lfd[i]);
+	srv->nlfd = 0;
+	if (!srv->tcp && !srv->activated)
+		unlink(srv->sock_path);
+}
+
+/*
+ * The export's socket (srv->lfd) and the control socket (srv->cfd), or
+ * those systemd passed (activation.c); 0 or -1.
+ */
 static int server_listen(struct server *srv)
 {
 	const struct nbd_server_config *cfg = srv->cfg;
+	int n = activation_take(srv);
 
-	if (abs_path(cfg->socket_path ? cfg->socket_path : "uzram.sock",
-		     srv->sock_path, sizeof srv->sock_path) < 0) {
-		fprintf(stderr, "uzram serve: socket path too long\n");
+	if (n < 0)
+		return -1;
+	if (n == 0) {
+		srv->tcp = cfg->socket_path == NULL;
+		if (srv->tcp) {
+			snprintf(srv->tcp_host, sizeof srv->tcp_host, "%s",
+				 cfg->tcp_host);
+			snprintf(srv->tcp_port, sizeof srv->tcp_port, "%s",
+				 cfg->tcp_port);
+		} else if (abs_path(cfg->socket_path, srv->sock_path,
+				    sizeof srv->sock_path) < 0) {
+			fprintf(stderr, "uzram serve: socket path too long\n");
+			return -1;
+		}
+	}
+	/* TCP first: the control socket is named after the port bound */
+	if (!srv->activated && srv->tcp) {
+		char bound[NI_MAXSERV];
+
+		srv->lfd[0] = listen_tcp(srv->tcp_host, srv->tcp_port,
+					 !nbd_tls_required(cfg->export.tls),
+					 bound);
+		if (srv->lfd[0] < 0)
+			return -1;
+		srv->nlfd = 1;
+		snprintf(srv->tcp_port, sizeof srv->tcp_port, "%s", bound);
+	}
+	if (srv->cfd < 0 &&
+	    ctl_path_find(cfg->ctl_socket, srv->tcp ? NULL : srv->sock_path,
+			  srv->tcp_port, true, "uzram serve", srv->ctl_path,
+			  sizeof srv->ctl_path) < 0) {
+		close_listeners(srv);
 		return -1;
 	}
-	if (ctl_path_find(cfg->ctl_socket, srv->tcp ? NULL : srv->sock_path,
-			  cfg->tcp_port, true, "uzram serve", srv->ctl_path,
-			  sizeof srv->ctl_path) < 0)
-		return -1;
-	srv->lfd = srv->tcp ? listen_tcp(cfg->tcp_host, cfg->tcp_port,
-					 !nbd_tls_required(cfg->export.tls))
-			    : listen_unix(srv->sock_path);
-	if (srv->lfd < 0)
-		return -1;
-	srv->cfd = listen_unix(srv->ctl_path);
+	if (!srv->activated && !srv->tcp) {
+		srv->lfd[0] = listen_unix(srv->sock_path);
+		if (srv->lfd[0] < 0)
+			return -1;
+		srv->nlfd = 1;
+	}
 	if (srv->cfd < 0) {
-		close(srv->lfd);
-		if (!srv->tcp)
-			unlink(srv->sock_path);
-		return -1;
+		srv->cfd = listen_unix(srv->ctl_path);
+		if (srv->cfd < 0) {
+			close_listeners(srv);
+			return -1;
+		}
+		srv->own_ctl = true;
 	}
 	/* accept() must never block the main thread */
 	(void)fcntl(srv->cfd, F_SETFL, fcntl(srv->cfd, F_GETFL) | O_NONBLOCK);
 	if ((cfg->metrics_path || cfg->metrics_port) && metrics_listen(srv) < 0) {
 		close(srv->cfd);
-		unlink(srv->ctl_path);
-		close(srv->lfd);
-		if (!srv->tcp)
-			unlink(srv->sock_path);
+		if (srv->own_ctl)
+			unlink(srv->ctl_path);
+		close_listeners(srv);
 		return -1;
 	}
 	if (srv->mfd >= 0)
@@ -262,25 +321,35 @@ static int server_listen(struct server *srv)
 static void server_loop(struct server *srv, int *run_status)
 {
 	struct signalfd_siginfo si;
-	struct pollfd pf[4];
+	struct pollfd pf[3 + NBD_MAX_LISTEN];
+	bool tcp[NBD_MAX_LISTEN];
+	unsigned npf = 3 + srv->nlfd;
 	char out[4096];
 
 	pf[0] = (struct pollfd){ .fd = srv->sfd, .events = POLLIN };
-	pf[1] = (struct pollfd){ .fd = srv->lfd, .events = POLLIN };
-	pf[2] = (struct pollfd){ .fd = srv->cfd, .events = POLLIN };
-	pf[3] = (struct pollfd){ .fd = srv->mfd, .events = POLLIN }; /* or -1 */
+	pf[1] = (struct pollfd){ .fd = srv->cfd, .events = POLLIN };
+	pf[2] = (struct pollfd){ .fd = srv->mfd, .events = POLLIN }; /* or -1 */
+	for (unsigned i = 0; i < srv->nlfd; i++) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof ss;
+
+		pf[3 + i] = (struct pollfd){ .fd = srv->lfd[i], .events = POLLIN };
+		tcp[i] = getsockname(srv->lfd[i], (struct sockaddr *)&ss,
+				     &len) == 0 && ss.ss_family != AF_UNIX;
+	}
 	for (;;) {
-		if (poll(pf, 4, -1) < 0) {
+		if (poll(pf, npf, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			perror("uzram serve: poll");
 			break;
 		}
+		for (unsigned i = 0; i < srv->nlfd; i++)
+			if (pf[3 + i].revents & POLLIN)
+				accept_client(srv, srv->lfd[i], tcp[i]);
 		if (pf[1].revents & POLLIN)
-			accept_client(srv, srv->lfd, srv->tcp);
-		if (pf[2].revents & POLLIN)
 			serve_ctl(srv, srv->cfd);
-		if (pf[3].revents & POLLIN)
+		if (pf[2].revents & POLLIN)
 			serve_metrics(srv);
 		if (!(pf[0].revents & POLLIN) ||
 		    read(srv->sfd, &si, sizeof si) != sizeof si)
@@ -295,8 +364,8 @@ static void server_loop(struct server *srv, int *run_status)
 				break;
 			continue;
 		}
-		fprintf(stderr, "uzram serve: %s, finishing requests in flight\n",
-			strsignal((int)si.ssi_signo));
+		fprintf(stderr, "uzram serve: got SIG%s, finishing requests "
+			"in flight\n", sigabbrev_np((int)si.ssi_signo));
 		break;
 	}
 }
@@ -314,14 +383,15 @@ static int server_drain(struct server *srv, int run_status, bool *busy)
 	int status;
 
 	atomic_store(&srv->shared.stopping, true);
-	close(srv->lfd);
-	if (!srv->tcp)
-		unlink(srv->sock_path);
+	close_listeners(srv);
 	drain_clients(srv);
 	close(srv->cfd);
-	unlink(srv->ctl_path);
+	if (srv->own_ctl)
+		unlink(srv->ctl_path);
 	metrics_close(srv);
 	drain_ctl(srv);
+	if (cfg->frontend && srv->frontend_up)
+		cfg->frontend->stop(cfg->frontend->arg);
 	/* A client that ignored both shutdowns still holds the device. */
 	pthread_mutex_lock(&srv->lock);
 	*busy = srv->nclients || srv->ctl_running;
@@ -347,9 +417,8 @@ static int server_drain(struct server *srv, int run_status, bool *busy)
 int nbd_server_run(const struct nbd_server_config *cfg, bool *busy)
 {
 	struct server srv = { .cfg = cfg, .started = time(NULL),
-			      .export = cfg->export, .sfd = -1, .lfd = -1,
-			      .cfd = -1, .mfd = -1,
-			      .tcp = cfg->socket_path == NULL };
+			      .export = cfg->export, .sfd = -1, .cfd = -1,
+			      .mfd = -1 };
 	int status, run_status = 1;
 
 	*busy = false;
@@ -361,13 +430,21 @@ int nbd_server_run(const struct nbd_server_config *cfg, bool *busy)
 		goto out;
 	}
 	make_uri(&srv);
-	if (!cfg->run) {
+	srv.frontend_up = !cfg->frontend ||
+			  cfg->frontend->start(cfg->frontend->arg) == 0;
+	if (srv.frontend_up)
+		notify_ready(&srv);
+	if (!srv.frontend_up) {
+		/* it said why; drain at once */
+	} else if (!cfg->run) {
 		print_banner(&srv);
 		server_loop(&srv, &run_status);
 	} else if (start_command(&srv) == 0) {
 		server_loop(&srv, &run_status);
 	}
 	status = server_drain(&srv, run_status, busy);
+	if (!srv.frontend_up)
+		status = 1;
 out:
 	if (srv.sfd >= 0)
 		close(srv.sfd);

@@ -6,11 +6,13 @@
  *   server.c        the main loop, the client list      \  internal.h:
  *   sockets.c       listening sockets, URI, banner      |  the listening
  *   captive.c       --run's command                     |  side, struct
- *   ctl.c           the control channel, both sides     |  server
- *   stats.c         the figures, as text or JSON        |
+ *   ctl_server.c    the control channel's server side   |  server
+ *   ctl_proto.c     its requests, parsed                |
+ *   ctl_stats.c     the figures, as text or JSON        |
  *   metrics.c       ... as Prometheus text              |
  *   metrics_http.c  --metrics: the same over HTTP       /
- *   ctlpath.c       where the control socket lives, and whether it is safe
+ *   ctl_client.c    the control channel's client (nbd_server_ctl)
+ *   ctl_path.c      where the control socket lives, and whether it is safe
  *      |  accepts a client, then calls nbd_conn_serve() in a new thread
  *   conn.c          one client connection: setup and teardown  \  conn.h:
  *   handshake.c     option negotiation (fixed newstyle only)   |  one
@@ -82,6 +84,19 @@ void nbd_tls_free(struct nbd_tls *tls);
 
 /* server.c */
 
+/*
+ * Another front end on the same device (cli/serve.c's --ublk): start runs
+ * once the sockets listen, before the banner or --run's command (0, or
+ * -1 after a message: the server then stops); stop runs at the drain,
+ * after the NBD clients and control requests are done and before the
+ * --image save.
+ */
+struct nbd_frontend {
+	int (*start)(void *arg);
+	void (*stop)(void *arg);
+	void *arg;
+};
+
 struct nbd_server_config {
 	struct nbd_export export;
 	const char *socket_path;  /* Unix socket, or NULL with tcp_port */
@@ -93,7 +108,7 @@ struct nbd_server_config {
 	size_t buffer_limit;      /* request/reply buffers, all clients */
 	unsigned handshake_secs;  /* whole handshake; 0: NBD_HANDSHAKE_SECS */
 	unsigned idle_secs;       /* --timeout; 0: none */
-	const char *ctl_socket;   /* --ctl-socket, or NULL: see ctlpath.c */
+	const char *ctl_socket;   /* --ctl-socket, or NULL: see ctl_path.c */
 	const char *image;        /* save the device here at a clean end and
 				   * for `uzram ctl save`; NULL: none */
 	/* --metrics: HTTP GET /metrics on a Unix socket (metrics_path) or
@@ -101,6 +116,11 @@ struct nbd_server_config {
 	const char *metrics_path;
 	const char *metrics_host;
 	const char *metrics_port;
+	bool image_opened;        /* the device came from image (else image
+				   * is made at the end) */
+	const char *prog;         /* the banner's name for the uzram
+				   * program (argv[0]); NULL: "uzram" */
+	const struct nbd_frontend *frontend; /* NULL: none */
 };
 
 /*
@@ -121,26 +141,25 @@ struct nbd_server_config {
  */
 int nbd_server_run(const struct nbd_server_config *cfg, bool *busy);
 
+/* activation.c */
+
+/*
+ * Whether systemd passed this process listening sockets (LISTEN_PID,
+ * LISTEN_FDS): nbd_server_run() then serves on them, and the config's
+ * socket_path and tcp_port must be NULL.
+ */
+bool nbd_socket_activated(void);
+
 /*
  * Send one request line ("json\n", "text\n", "compact\n", "mem-limit
- * BYTES\n", "reset-max\n", "save [PATH]\n"; see ctl.c) to the control
+ * BYTES\n", "reset-max\n", "save [PATH]\n"; see ctl_proto.c) to the control
  * socket ctl_path (from ctl_path_find()) and print its reply, on stderr
  * after "who: " if it is an error. Returns the exit status.
  */
 int nbd_server_ctl(const char *ctl_path, const char *request,
 		   const char *who);
 
-/* stats.c */
-
-/*
- * s as the inside of a JSON string (quotes, backslashes and control
- * characters escaped) into out, cut to fit its n bytes; returns out.
- * Nothing is cut when n is at least JSON_ESCAPED_MAX(strlen(s)).
- */
-#define JSON_ESCAPED_MAX(len) (6 * (size_t)(len) + 8)
-const char *json_escape(const char *s, char *out, size_t n);
-
-/* ctlpath.c */
+/* ctl_path.c */
 
 /*
  * The control socket's path, into out: ctl_socket if not NULL, else

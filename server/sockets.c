@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -90,7 +91,8 @@ static bool loopback(const struct sockaddr *a)
 }
 
 /* plaintext: clients may skip TLS, so warn off loopback. */
-int listen_tcp(const char *host, const char *port, bool plaintext)
+int listen_tcp(const char *host, const char *port, bool plaintext,
+	       char *port_out)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_PASSIVE }, *ai, *a;
@@ -113,6 +115,17 @@ int listen_tcp(const char *host, const char *port, bool plaintext)
 			break;
 		close(fd);
 		fd = -1;
+	}
+	if (fd >= 0) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof ss;
+		unsigned bound = 0;
+
+		if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0)
+			bound = ntohs(ss.ss_family == AF_INET6 ?
+				((struct sockaddr_in6 *)(void *)&ss)->sin6_port :
+				((struct sockaddr_in *)(void *)&ss)->sin_port);
+		snprintf(port_out, 6, "%u", bound);
 	}
 	if (fd >= 0 && plaintext && !loopback(a->ai_addr))
 		fprintf(stderr, "uzram serve: warning: serving %s:%s without "
@@ -145,38 +158,78 @@ void make_uri(struct server *srv)
 	const struct nbd_server_config *cfg = srv->cfg;
 	const char *s = cfg->export.tls ? "s" : "";
 
-	if (cfg->socket_path)
+	if (!srv->tcp)
 		snprintf(srv->uri, sizeof srv->uri, "nbd%s+unix:///%s?socket=%s",
 			 s, cfg->export.name, srv->sock_path);
+	else if (strchr(srv->tcp_host, ':')) /* IPv6 */
+		snprintf(srv->uri, sizeof srv->uri, "nbd%s://[%s]:%s/%s", s,
+			 srv->tcp_host, srv->tcp_port, cfg->export.name);
 	else
 		snprintf(srv->uri, sizeof srv->uri, "nbd%s://%s:%s/%s", s,
-			 cfg->tcp_host, cfg->tcp_port, cfg->export.name);
+			 srv->tcp_host, srv->tcp_port, cfg->export.name);
+}
+
+/*
+ * Whether this kernel has the nbd module (loaded, built in, or there to
+ * load), so that the banner offers nbd-client only where it can work.
+ */
+static bool nbd_module_present(void)
+{
+	static const char *const lists[] = { "modules.dep", "modules.builtin" };
+	struct utsname u;
+	char path[PATH_MAX], line[512];
+	bool found = false;
+
+	if (access("/sys/module/nbd", F_OK) == 0)
+		return true;
+	if (uname(&u) < 0)
+		return false;
+	for (size_t i = 0; i < 2 && !found; i++) {
+		FILE *f;
+
+		snprintf(path, sizeof path, "/lib/modules/%s/%s", u.release,
+			 lists[i]);
+		f = fopen(path, "re");
+		while (f && !found && fgets(line, sizeof line, f))
+			found = strstr(line, "/nbd.ko") != NULL;
+		if (f)
+			fclose(f);
+	}
+	return found;
 }
 
 void print_banner(struct server *srv)
 {
 	const struct nbd_server_config *cfg = srv->cfg;
 	const char *name = cfg->export.name, *uri = srv->uri;
+	const char *prog = cfg->prog ? cfg->prog : "uzram";
 	char nflag[NBD_MAX_STRING + 8] = "";
 
 	if (name[0])
 		snprintf(nflag, sizeof nflag, " -N %s", name);
-	printf("uzram: serving %s (%llu bytes, %s%s)\n", cfg->export.description,
-	       (unsigned long long)cfg->export.size, cfg->algorithm,
+	printf("uzram: serving %s (%llu bytes%s)\n", cfg->export.description,
+	       (unsigned long long)cfg->export.size,
 	       cfg->export.read_only ? ", read-only" : "");
+	if (cfg->image)
+		printf("image: %s, %s\n", cfg->image, cfg->image_opened ?
+		       "opened (saved again at SIGINT or SIGTERM)" :
+		       "new (created at SIGINT or SIGTERM, or by ctl save)");
 	printf("uri: %s\n", uri);
-	if (cfg->socket_path)
-		printf("  nbd-client: nbd-client -unix %s /dev/nbd0%s\n",
+	printf("  nbdinfo:    nbdinfo '%s'\n", uri);
+	if (!nbd_module_present())
+		;
+	else if (!srv->tcp)
+		printf("  nbd-client: nbd-client -unix %s /dev/nbd0%s   (as root)\n",
 		       srv->sock_path, nflag);
 	else
-		printf("  nbd-client: nbd-client %s %s /dev/nbd0%s\n",
-		       cfg->tcp_host, cfg->tcp_port, nflag);
+		printf("  nbd-client: nbd-client %s %s /dev/nbd0%s   (as root)\n",
+		       srv->tcp_host, srv->tcp_port, nflag);
 	printf("  qemu:       qemu-img info '%s'   (or -drive file=%s,format=raw)\n",
 	       uri, uri);
 	printf("  nbdfuse:    mkdir -p /tmp/uzram && nbdfuse /tmp/uzram '%s' &  (file /tmp/uzram/nbd)\n",
 	       uri);
-	printf("  stats:      uzram stat --ctl-socket %s   (or kill -USR1 %d)\n",
-	       srv->ctl_path, (int)getpid());
+	printf("  stats:      %s stat --ctl-socket %s   (or kill -USR1 %d)\n",
+	       prog, srv->ctl_path, (int)getpid());
 	printf("ready\n");
 	fflush(stdout);
 }

@@ -184,13 +184,18 @@ static int pull_timeout(gnutls_transport_ptr_t p, unsigned int ms)
 	return poll(&pf, 1, ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : (int)ms);
 }
 
-/* Log a TLS failure on c, naming the client's address. */
+/* Log a TLS failure on c, naming the client's address (accept()'s). */
 static void conn_tls_fail(const struct nbd_conn *c, const char *what, int err)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof ss;
 	char host[NI_MAXHOST] = "a client", port[NI_MAXSERV] = "";
 
+	if (c->peer[0]) {
+		fprintf(stderr, "uzram serve: %s with %s: %s\n", what, c->peer,
+			gnutls_strerror(err));
+		return;
+	}
 	if (getpeername(c->in_fd, (struct sockaddr *)&ss, &len) == 0 &&
 	    (ss.ss_family == AF_INET || ss.ss_family == AF_INET6))
 		(void)getnameinfo((struct sockaddr *)&ss, len, host, sizeof host,

@@ -1,6 +1,6 @@
 /*
  * gendoc.c - a build tool, not installed: prints what the man pages and
- * the bash completion take from the subcommands' tables (commands.c), so
+ * the bash completion take from the subcommands' tables (subcommands.c), so
  * that --help, uzram(1), uzram-CMD(1) and the completion are one text.
  *
  *   uzram-gendoc commands      uzram(1)'s list of commands, in scdoc
@@ -220,9 +220,11 @@ static void bash(FILE *f)
 					fprintf(f, "%s--%s", first ? "" : "|", o->name);
 					first = false;
 				}
-			fprintf(f, ") ((i++)) ;;\n\t\t\t-*) ;;\n"
-				"\t\t\t*) word=${COMP_WORDS[i]}; break ;;\n"
-				"\t\t\tesac\n\t\tdone\n"
+			/* a command whose options take no value has no such case */
+			fprintf(f, "%s\t\t\t-*) ;;\n"
+				"\t\t\t*) word=${COMP_WORDS[i]}; break ;;\n",
+				first ? "" : ") ((i++)) ;;\n");
+			fprintf(f, "\t\t\tesac\n\t\tdone\n"
 				"\t\tcase $word in\n\t\t'')\n"
 				"\t\t\t[[ $cur == -* ]] && words=$opts || words='");
 			for (const struct cli_word *w = cmd->words; w->name; w++)

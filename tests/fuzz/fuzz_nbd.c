@@ -8,7 +8,7 @@
  * stream. It is placed in a memfd that the connection reads like a socket;
  * replies go to /dev/null. Bit 4 serves the connection as if shutdown had
  * begun (every request gets NBD_ESHUTDOWN). Bit 3 instead feeds the rest
- * to the control channel's parser (ctl.c) as one request line, and runs
+ * to the control channel's parser (ctl_proto.c) as one request line, and runs
  * what parses on the device (the limit is put back afterwards). The
  * connection code is the one
  * the server runs (nbd_conn_serve), threads included, so the handshake

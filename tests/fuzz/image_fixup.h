@@ -7,7 +7,7 @@
 #ifndef UZRAM_IMAGE_FIXUP_H
 #define UZRAM_IMAGE_FIXUP_H
 
-#include "image.h"
+#include "image/image.h"
 
 static inline void image_fixup(unsigned char *p, size_t n)
 {

@@ -176,9 +176,14 @@ require()
 	done
 }
 
+# The program and the corpus: UZRAM and UZRAM_TEST_CORPUS if set (make
+# check-integration sets both), else the tree's build/uzram and
+# build/corpus, so that a script runs alone: bash tests/integration/t20-nbdinfo.sh
+TREE=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 [[ $UZRAM_ITEST_SERVER == nbdkit ]] || {
-	[[ -n ${UZRAM:-} ]] || fail "UZRAM is not set (path of build/uzram)"
-	[[ -x $UZRAM ]] || fail "UZRAM=$UZRAM is not an executable"
+	: "${UZRAM:=$TREE/build/uzram}"
+	[[ -x $UZRAM ]] || fail "UZRAM=$UZRAM is not an executable (run make," \
+		"or make check-integration T=${0##*/}, which builds it)"
 }
 # A sanitizer build of uzram runs with address randomisation off, as the
 # Makefile runs the unit tests (this kernel's ASLR breaks their runtimes).
@@ -190,9 +195,11 @@ fi
 # uzram ARGS...: run the uzram program (stat, a serve expected to fail).
 uzram() { "${SANITIZER_RUN[@]}" "$UZRAM" "$@"; }
 
-[[ -n ${UZRAM_TEST_CORPUS:-} && -f $UZRAM_TEST_CORPUS/files.tar ]] ||
-	fail "UZRAM_TEST_CORPUS must name a folder with files.tar" \
-		"and heap-python.core"
+: "${UZRAM_TEST_CORPUS:=$TREE/build/corpus}"
+[[ -f $UZRAM_TEST_CORPUS/files.tar && -f $UZRAM_TEST_CORPUS/heap-python.core ]] ||
+	fail "UZRAM_TEST_CORPUS=$UZRAM_TEST_CORPUS must name a folder with" \
+		"files.tar and heap-python.core (bash scripts/corpus.sh" \
+		"build/corpus 8 makes one; make check-integration does)"
 CORPUS=$UZRAM_TEST_CORPUS
 
 # complete_members SRC DST [MAX]: write to DST a tar of the members of SRC
@@ -228,7 +235,7 @@ PY
 TAR_MAX=$((24 << 20))
 TAR=$CORPUS/files.tar
 if (($(stat -c %s "$TAR") > TAR_MAX)); then
-	TAR=$T/files.tar
+	TAR=$T/corpus-cut.tar  # not files.tar: t60 and t65 write that from $TAR
 	complete_members "$CORPUS/files.tar" "$TAR" "$TAR_MAX" >/dev/null
 fi
 

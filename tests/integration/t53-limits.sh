@@ -8,7 +8,7 @@
 #     handshake deadline; a client idle past --timeout is dropped and its
 #     slot (--max-connections) reused; TCP clients get SO_KEEPALIVE;
 #   - WRITE_ZEROES with NO_HOLE over 16 GiB under --mem-limit 1M fails with
-#     ENOSPC instead of growing the page table; the data stays.
+#     ENOSPC instead of growing the slot table; the data stays.
 # RSS is read from /proc/PID/status by nbd_bad_client.py.
 source "$(dirname "$0")/functions.sh"
 require nbdcopy nbdinfo qemu-io python3 ss
@@ -119,7 +119,7 @@ grep -q keepalive "$T/ss.out" ||
 kill "$keep_pid"
 stop_server k
 
-step "the page table counts in --mem-limit: NO_HOLE zeroing of 16 GiB under 1M"
+step "the slot table counts in --mem-limit: NO_HOLE zeroing of 16 GiB under 1M"
 start_server z --size 16G --mem-limit 1M
 if ((rss_checks)); then bad z table-limit; else bad z table-limit --no-rss; fi
 table=$(stat_field z table_bytes)

@@ -46,7 +46,7 @@ rc=0
 for ((i = 0; i < 100; i++)); do kill -0 "${PID[h]}" 2>/dev/null || break; sleep 0.1; done
 wait "${PID[h]}" || rc=$?
 ((rc == 0)) || fail "server exited with $rc after SIGHUP"
-grep -q "Hangup, finishing requests in flight" "${ERR[h]}" ||
+grep -q "got SIGHUP, finishing requests in flight" "${ERR[h]}" ||
 	fail "no drain message after SIGHUP: $(cat "${ERR[h]}")"
 [[ -z $(compgen -G "${SOCK[h]}*" || true) ]] ||
 	fail "SIGHUP left sockets behind: $(compgen -G "${SOCK[h]}*")"

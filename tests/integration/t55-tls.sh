@@ -198,6 +198,27 @@ assert_fails "qemu-img with a wrong PSK" qemu-img info \
 	--image-opts "$(nbd_opts $P)"
 grep -q "TLS handshake failed" "${ERR[psk]}" ||
 	fail "no handshake failure logged: $(cat "${ERR[psk]}")"
+# each failure names its client by the address accept() gave, even one
+# that hung up before the server logged it: STARTTLS, a broken
+# ClientHello, and a reset (getpeername() can then no longer say)
+before=$(grep -c "TLS" "${ERR[psk]}" || true)
+python3 - "$HOST" "$P" <<'PY'
+import socket, struct, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+s.recv(18)
+s.sendall(struct.pack(">I", 3) + b"IHAVEOPT" + struct.pack(">II", 5, 0))
+r = b""
+while len(r) < 20:
+    r += s.recv(20 - len(r))
+s.sendall(b"\x16\x03\x01\x00\x05\x01\x00\x00\x01\x00garbage")
+s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+s.close()
+PY
+wait_for 10 "the broken handshake's message" \
+	test "$(grep -c "TLS" "${ERR[psk]}")" -gt "$before"
+if grep "TLS" "${ERR[psk]}" | grep -Ev "with $HOST port [0-9]+: " >"$T/unnamed"; then
+	fail "TLS failures without the client's address: $(cat "$T/unnamed")"
+fi
 assert_alive psk
 nbdcopy "$(psk_uri $P "$T/psk")" "$T/back4.img"
 assert_same_data "$T/src.img" "$T/back4.img"

@@ -118,7 +118,7 @@ assert_eq "$(field b bd_failed_reads)" "$failed" "failed reads after recovery"
 stop_server b
 
 step "memory full, backing writes failing: errors, no acknowledged byte lost"
-# 2 MiB: the page table's 256 KiB counts in the limit, and the first MiB
+# 2 MiB: the slot table's 256 KiB counts in the limit, and the first MiB
 # must fit even if it does not compress at all
 start_server c --size 64M --mem-limit 2M --backing "$BACKING"
 touch "$T/wfail"

@@ -35,8 +35,6 @@ static inline struct uzram *dev_open(uint64_t size, const char *algo, int level,
 				     uint64_t limit)
 {
 	struct uzram_config cfg;
-	struct uzram *dev = NULL;
-	int r;
 
 	uzram_config_init(&cfg);
 	cfg.size = size;
@@ -44,13 +42,7 @@ static inline struct uzram *dev_open(uint64_t size, const char *algo, int level,
 		cfg.algorithm = algo;
 	cfg.level = level;
 	cfg.mem_limit = limit;
-	r = uzram_open(&cfg, &dev);
-	if (r)
-		fail_msg("uzram_open(size %llu, %s, level %d): %d (%s: %s)",
-			 (unsigned long long)size, algo ? algo : "default",
-			 level, r, uzram_strerror(r), uzram_last_error());
-	assert_non_null(dev);
-	return dev;
+	return tu_open(&cfg, "dev_open");
 }
 
 static inline struct uzram_stats get_stats(struct uzram *dev)

@@ -35,7 +35,7 @@
 
 #include "uzram.h"
 #include "testutil.h"
-#include "zcomp.h"
+#include "zcomp/zcomp.h"
 
 #define PG ((uint64_t)UZRAM_PAGE_SIZE)
 #define OPS 10000
@@ -43,8 +43,7 @@
 
 enum { C_HOLE, C_STORED };
 
-static uint8_t *corpus;
-static size_t corpus_len;
+TU_CORPUS_MIX(4u << 20, 4u << 20)
 
 struct run {
 	struct uzram *dev;
@@ -53,20 +52,6 @@ struct run {
 	uint64_t seed, rng, op;
 	const char *what;
 };
-
-static int load_corpus(void **state)
-{
-	(void)state;
-	corpus = tu_corpus_mix(4u << 20, 4u << 20, &corpus_len);
-	return 0;
-}
-
-static int free_corpus(void **state)
-{
-	(void)state;
-	free(corpus);
-	return 0;
-}
 
 static uint64_t rnd(struct run *r, uint64_t n)
 {
@@ -636,5 +621,5 @@ int main(void)
 		cmocka_unit_test(test_decompress_prefix),
 	};
 
-	return cmocka_run_group_tests(tests, load_corpus, free_corpus);
+	return tu_run_tests(tests, load_corpus, free_corpus);
 }

@@ -26,10 +26,10 @@
 
 #include "store_check.h"
 #include "../fuzz/image_fixup.h"
-#include "dedup.h"
-#include "image.h"
-#include "store.h"
-#include "zpool.h"
+#include "dedup/dedup.h"
+#include "image/image.h"
+#include "core/core.h"
+#include "zpool/zpool.h"
 
 #define NPAGES 1024
 
@@ -37,8 +37,6 @@ static struct uzram *dd_open(uint64_t npages, uint64_t limit,
 			     const char *backing, uint32_t cluster)
 {
 	struct uzram_config cfg;
-	struct uzram *dev = NULL;
-	int r;
 
 	uzram_config_init(&cfg);
 	cfg.size = npages * PG;
@@ -46,10 +44,7 @@ static struct uzram *dd_open(uint64_t npages, uint64_t limit,
 	cfg.backing = backing;
 	cfg.cluster_size = cluster;
 	cfg.dedup = 1;
-	r = uzram_open(&cfg, &dev);
-	if (r)
-		fail_msg("uzram_open with dedup: %s", uzram_last_error());
-	return dev;
+	return tu_open(&cfg, "dd_open, with dedup");
 }
 
 /* Objects the allocator holds: the truth about what is stored. */
@@ -119,8 +114,8 @@ static void test_collision(void **state)
 	struct uzram *dev = dd_open(NPAGES, 0, NULL, 0);
 	uint8_t *ref = calloc(NPAGES, PG);
 	uint64_t h0 = XXH3_64bits(data_page(0), PG);
-	struct store_tls *t = store_tls_get(PG);
-	struct content c = { .place = -1 };
+	struct store_scratch *t = store_scratch_get(PG);
+	struct content c = { .bank = -1 };
 
 	(void)state;
 	assert_non_null(ref);
@@ -498,7 +493,7 @@ static void test_dictionary(void **state)
 	assert_int_equal(uzram_set_dictionary(dev, 0, dict, 2048,
 					      UZRAM_DICT_REENCODE), 0);
 	check_dev(dev, ref, "a dictionary set");
-	/* the second change needs the shared object out of its place */
+	/* the second change needs the shared object out of its bank */
 	assert_int_equal(uzram_set_dictionary(dev, 0, dict + 2048, 2048,
 					      UZRAM_DICT_REENCODE), 0);
 	assert_int_equal(get_stats(dev).pages_deduped, 1);
@@ -544,7 +539,7 @@ static void test_recompress_bounded(void **state)
 	assert_int_equal(get_stats(dev).pages_deduped, MANY);
 	assert_int_equal(objects(dev), MANY);
 	check_dev(dev, ref, "more shared objects than a walk's map holds");
-	/* nothing was left in the old place: the next change needs it */
+	/* nothing was left in the old bank: the next change needs it */
 	assert_int_equal(uzram_set_dictionary(dev, 0, dict + 2048, 2048,
 					      UZRAM_DICT_REENCODE), 0);
 	assert_int_equal(get_stats(dev).pages_recompressed, 4 * MANY);
@@ -912,5 +907,5 @@ int main(void)
 		cmocka_unit_test(test_threads_grow),
 	};
 
-	return cmocka_run_group_tests(tests, load_corpus, free_corpus);
+	return tu_run_tests(tests, load_corpus, free_corpus);
 }

@@ -1,8 +1,8 @@
 /*
- * test_dict.c - dictionaries (src/dict.c): round trips of every state with
- * a dictionary, for lz4 and zstd, in pages and clusters; a device whose
- * dictionary changes while older objects are stored (they still read);
- * the refusals (sizes, codecs without dictionaries, a corrupt zstd
+ * test_dict.c - dictionaries (src/recompress/dict.c): round trips of
+ * every state with a dictionary, for lz4 and zstd, in pages and clusters;
+ * a device whose dictionary changes while older objects are stored (they
+ * still read); the refusals (sizes, codecs without dictionaries, a corrupt zstd
  * dictionary, a third change with objects of the first still stored);
  * training, which keeps nothing on random data and reports what it
  * measured on real data; and writers racing dictionary changes.
@@ -39,8 +39,6 @@ static struct uzram *open_with(const char *algo, uint32_t cluster,
 			       const void *dict, size_t dict_size)
 {
 	struct uzram_config cfg;
-	struct uzram *dev = NULL;
-	int r;
 
 	uzram_config_init(&cfg);
 	cfg.size = NPAGES * PG;
@@ -48,11 +46,7 @@ static struct uzram *open_with(const char *algo, uint32_t cluster,
 	cfg.cluster_size = cluster;
 	cfg.dict = dict;
 	cfg.dict_size = dict_size;
-	r = uzram_open(&cfg, &dev);
-	if (r)
-		fail_msg("uzram_open(%s, cluster %u, dict %zu): %d: %s", algo,
-			 cluster, dict_size, r, uzram_last_error());
-	return dev;
+	return tu_open(&cfg, "open_with");
 }
 
 /* Every state: data, same-filled, raw (random), holes, partial writes. */
@@ -127,7 +121,7 @@ static void test_change(void **state)
 		assert_int_equal(info.pages, 100);
 		assert_true(info.pages_previous >= 100);
 
-		/* b would take the place of none, still in use: refused */
+		/* b would take the bank of none, still in use: refused */
 		assert_int_equal(uzram_set_dictionary(dev, 0, b, 20000, 0),
 				 -EBUSY);
 		assert_non_null(strstr(uzram_last_error(), "re-encode"));
@@ -336,7 +330,7 @@ static void test_backed(void **state)
 	for (uint64_t p = 0; p < 256; p++)
 		dev_write(dev, ref, data_page(p), PG, p * PG);
 	assert_true(uzram_writeback(dev, 0, 0, 255, 0) > 0);
-	/* b goes into the free place: fine; none again would empty a's */
+	/* b goes into the free bank: fine; none again would empty a's */
 	assert_int_equal(uzram_set_dictionary(dev, 0, b, 16384,
 					      UZRAM_DICT_REENCODE), 0);
 	assert_int_equal(uzram_set_dictionary(dev, 0, NULL, 0,
@@ -451,5 +445,5 @@ int main(void)
 		cmocka_unit_test(test_race),
 	};
 
-	return cmocka_run_group_tests(tests, load_corpus, free_corpus);
+	return tu_run_tests(tests, load_corpus, free_corpus);
 }

@@ -255,6 +255,12 @@ static void test_bad_open(void **state)
 		cfg.algorithm = over[i].algo;
 		cfg.level = over[i].level;
 		expect_open_error(&cfg, -EINVAL, over[i].what);
+		/* the message gives the range: the highest level is one less */
+		snprintf(names, sizeof names, "%d (or 0, its default)",
+			 over[i].level - 1);
+		if (!strstr(uzram_last_error(), names))
+			fail_msg("%s: the message does not end in '%s': %s",
+				 over[i].what, names, uzram_last_error());
 	}
 
 	uzram_config_init(&cfg);
@@ -374,7 +380,7 @@ static void test_mem_limit(void **state)
 			 (unsigned long long)st.mem_used_total,
 			 (unsigned long long)st.mem_used_max,
 			 (unsigned long long)limit);
-	/* The page table (one 256 KiB chunk here) counts in the limit. */
+	/* The slot table (one 256 KiB chunk here) counts in the limit. */
 	if (p < (limit - st.table_bytes) / PG * 3 / 4)
 		fail_msg("only %llu pages fit under a limit of %llu with a "
 			 "table of %llu", (unsigned long long)p,
@@ -534,7 +540,7 @@ static void test_runtime_limit(void **state)
 }
 
 /*
- * The page table counts in the limit: zeroing a large device with NO_HOLE
+ * The slot table counts in the limit: zeroing a large device with NO_HOLE
  * needs table chunks (16 bytes a page) and no allocator memory; under a
  * tiny limit it fails with -ENOSPC once the table would pass the limit,
  * instead of growing it without bound, and data beyond the failure point
@@ -584,5 +590,5 @@ int main(void)
 		cmocka_unit_test(test_table_limit),
 	};
 
-	return cmocka_run_group_tests(tests, load_corpus, free_corpus);
+	return tu_run_tests(tests, load_corpus, free_corpus);
 }

@@ -9,7 +9,7 @@
  * and a message; a save with bad arguments leaves the old image; and a
  * save that runs while a thread rewrites, discards and zeroes clusters
  * writes the device as it was when the save began (under TSan in make
- * test).
+ * test); and one device holds an image at a time (its lock).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "store_check.h"
-#include "store.h"
+#include "core/core.h"
 #include "../fuzz/image_fixup.h"
 
 #define NPAGES 1024
@@ -55,18 +55,12 @@ static struct uzram *open_cfg(const char *algo, uint32_t cluster,
 			      uint64_t size)
 {
 	struct uzram_config cfg;
-	struct uzram *dev = NULL;
-	int r;
 
 	uzram_config_init(&cfg);
 	cfg.size = size;
 	cfg.algorithm = algo;
 	cfg.cluster_size = cluster;
-	r = uzram_open(&cfg, &dev);
-	if (r)
-		fail_msg("uzram_open(%s, %u): %s", algo, cluster,
-			 uzram_last_error());
-	return dev;
+	return tu_open(&cfg, "open_cfg");
 }
 
 /* Open an image; the result of uzram_open(), the device in *devp. */
@@ -225,7 +219,7 @@ static void test_recompressed_idle(void **state)
 
 /*
  * Dictionaries come back with the image: a device whose primary codec
- * changed its dictionary holds objects of both places, a secondary one has
+ * changed its dictionary holds objects of both banks, a secondary one has
  * its own; every byte reads back, the counts of dictionary pages match, and
  * new writes to the reopened device use its current dictionary.
  */
@@ -722,6 +716,73 @@ static void test_backed_clusters(void **state)
 	free(ref);
 }
 
+/*
+ * One device per image: the device opened from an image holds it, across
+ * its own saves (each a new inode renamed over the path), until it
+ * closes; a second open, a save of another device there and a claim all
+ * fail with -EBUSY naming the holder; a claimed path that does not exist
+ * yet is held the same way; a lock file left by a dead holder is free.
+ */
+static void test_image_lock(void **state)
+{
+	uint8_t *ref = calloc(NPAGES + 3, PG);
+	struct uzram *dev = filled("lz4", 0, ref), *a, *b, *other;
+	char lock[160], pid[32], fresh[160];
+	struct stat sb;
+	int fd;
+
+	(void)state;
+	assert_non_null(ref);
+	snprintf(lock, sizeof lock, "%s.lock", img);
+	snprintf(pid, sizeof pid, "pid %ld", (long)getpid());
+	save(dev, img);
+	assert_int_equal(stat(lock, &sb), -1); /* a save lets go at its end */
+	a = reopen(img);
+	assert_int_equal(stat(lock, &sb), 0);
+	assert_int_equal(open_image(img, &b), -EBUSY);
+	assert_null(b);
+	assert_non_null(strstr(uzram_last_error(), img));
+	assert_non_null(strstr(uzram_last_error(), pid));
+	/* another device's save would replace a's image: refused */
+	other = open_cfg("lz4", 0, PG * 8);
+	assert_int_equal(uzram_save(other, img, 0), -EBUSY);
+	assert_non_null(strstr(uzram_last_error(), pid));
+	assert_int_equal(uzram_image_claim(other, img), -EBUSY);
+	/* a's own saves keep the lock: the rename does not touch img.lock */
+	save(a, img);
+	save(a, img);
+	assert_int_equal(open_image(img, &b), -EBUSY);
+	uzram_close(a);
+	assert_int_equal(stat(lock, &sb), -1);
+	b = reopen(img);
+	check_dev(b, ref, "the image, after the refused save");
+	uzram_close(b);
+
+	/* a claim of an image not written yet */
+	snprintf(fresh, sizeof fresh, "%s/fresh.img", dir);
+	assert_int_equal(uzram_image_claim(other, fresh), 0);
+	assert_int_equal(uzram_image_claim(other, fresh), 0);
+	assert_int_equal(uzram_image_claim(other, img), -EEXIST);
+	assert_int_equal(uzram_save(dev, fresh, 0), -EBUSY);
+	save(other, fresh);
+	assert_int_equal(open_image(fresh, &b), -EBUSY);
+	uzram_close(other);
+	b = reopen(fresh);
+	uzram_close(b);
+	assert_int_equal(unlink(fresh), 0);
+
+	/* a lock file nobody holds (its holder was killed) */
+	fd = open(lock, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "999999\n", 7), 7);
+	close(fd);
+	b = reopen(img);
+	uzram_close(b);
+	assert_int_equal(stat(lock, &sb), -1);
+	uzram_close(dev);
+	free(ref);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -736,7 +797,8 @@ int main(void)
 		cmocka_unit_test(test_save_errors),
 		cmocka_unit_test(test_save_races_writer),
 		cmocka_unit_test(test_backed_clusters),
+		cmocka_unit_test(test_image_lock),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return tu_run_tests(tests, setup, teardown);
 }

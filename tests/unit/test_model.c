@@ -38,7 +38,7 @@
  * everything is discarded.
  *
  * One seed in three uses a device of 72 MiB and aims every operation at the
- * 8 MiB around 64 MiB, where the store's page table passes from one chunk
+ * 8 MiB around 64 MiB, where the store's slot table passes from one chunk
  * to the next; the others use 8..16 MiB devices, all of it.
  *
  * Every other seed gives the device two worker threads (cfg.threads), so
@@ -67,8 +67,7 @@
 
 enum { M_HOLE, M_STORED, M_UNKNOWN };
 
-static uint8_t *corpus;    /* files.tar then the start of the core */
-static size_t corpus_len;
+TU_CORPUS_MIX(8u << 20, 24u << 20)
 
 struct run {
 	struct uzram *dev;
@@ -87,20 +86,6 @@ struct run {
 	uint64_t deduped_max;        /* the most pages_deduped seen */
 	_Atomic uint64_t written_back;
 };
-
-static int load_corpus(void **state)
-{
-	(void)state;
-	corpus = tu_corpus_mix(8u << 20, 24u << 20, &corpus_len);
-	return 0;
-}
-
-static int free_corpus(void **state)
-{
-	(void)state;
-	free(corpus);
-	return 0;
-}
 
 static int all_zero(const uint8_t *p, size_t len)
 {
@@ -668,5 +653,5 @@ int main(void)
 		cmocka_unit_test(test_model),
 	};
 
-	return cmocka_run_group_tests(tests, load_corpus, free_corpus);
+	return tu_run_tests(tests, load_corpus, free_corpus);
 }

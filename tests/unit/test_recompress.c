@@ -374,5 +374,5 @@ int main(void)
 		cmocka_unit_test(test_concurrent),
 	};
 
-	return cmocka_run_group_tests(tests, load_corpus, free_corpus);
+	return tu_run_tests(tests, load_corpus, free_corpus);
 }

@@ -52,7 +52,7 @@ static void test_reserve_serves_stores(void **state)
 	for (uint64_t off = 0; off < DATA; off += MIB)
 		assert_int_equal(uzram_write(dev, data + off, MIB, off), 0);
 	m2 = mem_used(dev);
-	/* what stores add beyond the reserve: descriptors, the page table */
+	/* what stores add beyond the reserve: descriptors, the slot table */
 	assert_true(m2 <= m1 + MIB / 4);
 
 	/* discarding all of it keeps the reserve resident */

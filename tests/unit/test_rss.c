@@ -10,7 +10,7 @@
  *
  * At rss1 and rss2, (rss - rss0 - table_bytes) must be within 5% of
  * mem_used_total, plus SLACK. The device is as large as the data written,
- * two whole 64 MiB chunks of page table, so every page of the table is
+ * two whole 64 MiB chunks of slot table, so every page of the table is
  * touched and table_bytes is what it costs.
  * SLACK covers what neither figure sees exactly: the kernel counts whole
  * pages of the table and of malloc'd allocator metadata, and glibc keeps
@@ -174,7 +174,7 @@ static void test_rss(void **state)
 /*
  * Holes cost no memory, and neither does looking at them: reading a
  * never-written range, asking for its block status, or discarding it must
- * not make the page table resident (mkfs discards a whole device first, and
+ * not make the slot table resident (mkfs discards a whole device first, and
  * an NBD client maps a whole export with block status).
  */
 static void test_holes_cost_nothing(void **state)
@@ -226,5 +226,5 @@ int main(void)
 		cmocka_unit_test(test_holes_cost_nothing),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return tu_run_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,7 @@
  * test_states.c - the page states and where they live, through the public
  * API: same-filled pages (kept in the table, no allocator memory), huge
  * pages (random bytes kept raw), every built-in codec at several levels,
- * and the page table's 64 MiB chunks (data on both sides of a boundary,
+ * and the slot table's 64 MiB chunks (data on both sides of a boundary,
  * chunks never written, zeroing and block status across them). Split from
  * test_store.c, with which it shares store_check.h.
  */
@@ -29,7 +29,7 @@ static void check_boundaries(struct uzram *dev, const uint8_t *ref,
 }
 
 /*
- * A device larger than one chunk of the page table (64 MiB): data on both
+ * A device larger than one chunk of the slot table (64 MiB): data on both
  * sides of the chunk boundaries, chunks never written, and zeroing, block
  * status and reads that cross them.
  */
@@ -355,5 +355,5 @@ int main(void)
 		cmocka_unit_test(test_every_algorithm),
 	};
 
-	return cmocka_run_group_tests(tests, load_corpus, free_corpus);
+	return tu_run_tests(tests, load_corpus, free_corpus);
 }

@@ -605,5 +605,5 @@ int main(void)
 		cmocka_unit_test(test_algorithm_copied),
 	};
 
-	return cmocka_run_group_tests(tests, load_corpus, free_corpus);
+	return tu_run_tests(tests, load_corpus, free_corpus);
 }

@@ -79,7 +79,7 @@ static int load(void **state)
 	uzram_config_init(&cfg);
 	cfg.size = NPAGES * PG;
 	cfg.threads = tu_threads(2);
-	assert_int_equal(uzram_open(&cfg, &dev), 0);
+	dev = tu_open(&cfg, "test_threads");
 	return 0;
 }
 
@@ -748,5 +748,5 @@ int main(void)
 		cmocka_unit_test(test_limit_threads),
 	};
 
-	return cmocka_run_group_tests(tests, load, unload);
+	return tu_run_tests(tests, load, unload);
 }

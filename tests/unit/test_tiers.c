@@ -11,7 +11,7 @@
  *
  * Every check compares the whole device with a reference copy
  * (store_check.h). Faults are injected through the backing store's test
- * hook (backing.h); the integration tests inject real ones (nbdkit's error
+ * hook (tier.h); the integration tests inject real ones (nbdkit's error
  * filter, a full file system).
  */
 #include <dirent.h>
@@ -21,8 +21,8 @@
 #include <unistd.h>
 
 #include "store_check.h"
-#include "store.h"
-#include "tier.h"
+#include "core/core.h"
+#include "tier/tier.h"
 
 #define NPAGES 1024
 
@@ -362,7 +362,7 @@ static void test_write_through(void **state)
 }
 
 /*
- * Memory full when a write needs a new chunk of the page table: the writer
+ * Memory full when a write needs a new chunk of the slot table: the writer
  * makes room itself. Watermarks of 100% and 99% keep the policy thread
  * idle (the pool, capped at the limit minus the table, never passes 99%),
  * so only the writer's own step can free the chunk's 256 KiB.
@@ -733,5 +733,5 @@ int main(void)
 		cmocka_unit_test(test_clusters),
 	};
 
-	return cmocka_run_group_tests(tests, load_corpus, free_corpus);
+	return tu_run_tests(tests, load_corpus, free_corpus);
 }

@@ -207,5 +207,5 @@ int main(void)
 		cmocka_unit_test(test_at_limit),
 	};
 
-	return cmocka_run_group_tests(tests, load_corpus, free_corpus);
+	return tu_run_tests(tests, load_corpus, free_corpus);
 }

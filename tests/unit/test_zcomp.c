@@ -1,6 +1,6 @@
 /*
- * test_zcomp.c - the codec layer (src/zcomp.c and src/backend_*.c) on real
- * data.
+ * test_zcomp.c - the codec layer (src/zcomp/: zcomp.c and backend_*.c) on
+ * real data.
  *
  * Pages come from the test corpus: files.tar (binaries, headers, docs) and
  * heap-python.core (a process image, like swapped-out anonymous memory).
@@ -17,7 +17,7 @@
 #include <zstd.h>
 
 #include "testutil.h"
-#include "zcomp.h"
+#include "zcomp/zcomp.h"
 
 #define PAGE 4096u
 
@@ -516,5 +516,5 @@ int main(void)
 		cmocka_unit_test(test_threads),
 	};
 
-	return cmocka_run_group_tests(tests, corpus_setup, corpus_teardown);
+	return tu_run_tests(tests, corpus_setup, corpus_teardown);
 }

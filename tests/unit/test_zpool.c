@@ -1,5 +1,5 @@
 /*
- * test_zpool.c - the allocator of compressed objects (src/zpool.c).
+ * test_zpool.c - the allocator of compressed objects (src/zpool/zpool.c).
  *
  * Every object is filled with bytes generated from a seed kept by the test,
  * and checked byte for byte through zpool_map() (zpool_check.h); objects
@@ -321,7 +321,7 @@ static bool any_draining(const struct zpool *pool)
  * Readers never wait for compaction: with a compaction stopped between two
  * moves (zp_test_moved()), every object maps at once, also those of the
  * zspage being emptied (with the old migrate bit that map spun forever:
- * the alarm fails the test). The old places stay intact while mapped, even
+ * the alarm fails the test). The old spots stay intact while mapped, even
  * as new objects are stored, and their zspage is retired once unmapped.
  */
 static void test_read_during_move(void **state)
@@ -826,7 +826,5 @@ int main(void)
 		cmocka_unit_test(test_rss),
 	};
 
-	if (getenv("CMOCKA_TEST_FILTER"))
-		cmocka_set_test_filter(getenv("CMOCKA_TEST_FILTER"));
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return tu_run_tests(tests, NULL, NULL);
 }

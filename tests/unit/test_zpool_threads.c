@@ -236,7 +236,5 @@ int main(void)
 		cmocka_unit_test(test_cache_concurrent),
 	};
 
-	if (getenv("CMOCKA_TEST_FILTER"))
-		cmocka_set_test_filter(getenv("CMOCKA_TEST_FILTER"));
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return tu_run_tests(tests, NULL, NULL);
 }

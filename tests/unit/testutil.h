@@ -5,9 +5,15 @@
  *                      (the sanitizer builds run them with less than 1);
  *   UZRAM_TEST_CORPUS  a folder made by scripts/corpus.sh
  *                      (make test builds a small one in build/corpus);
- *   UZRAM_TEST_THREADS the worker threads (uzram_config.threads) of the
- *                      devices of tests that run with and without them;
- *                      unset, each such test picks.
+ *   UZRAM_TEST_THREADS the write crew's threads (uzram_config.threads) of
+ *                      the devices of tests that run with and without
+ *                      them; unset, each such test picks;
+ *   CMOCKA_TEST_FILTER a glob of the test names to run (tu_run_tests());
+ *                      make check-unit T=test_store FILTER='*same*' sets it.
+ *
+ * And the fixtures the tests share: the mixed corpus of a binary
+ * (TU_CORPUS_MIX), and a device opened from a config that fails the test
+ * with the library's message (tu_open()).
  */
 #ifndef UZRAM_TESTUTIL_H
 #define UZRAM_TESTUTIL_H
@@ -20,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+
+#include "uzram.h"
 
 static inline double tu_scale(void)
 {
@@ -91,6 +99,61 @@ static inline uint8_t *tu_corpus_mix(size_t tar_max, size_t core_max,
 	free(c);
 	*len = tlen + clen;
 	return mix;
+}
+
+/*
+ * The group fixture of a binary whose tests share one mixed corpus: the
+ * statics corpus and corpus_len, filled with tu_corpus_mix(tar_max,
+ * core_max) by load_corpus() and freed by free_corpus().
+ */
+#define TU_CORPUS_MIX(tar_max, core_max)				\
+	static uint8_t *corpus;						\
+	static size_t corpus_len;					\
+	static int load_corpus(void **state)				\
+	{								\
+		(void)state;						\
+		corpus = tu_corpus_mix((tar_max), (core_max), &corpus_len); \
+		return 0;						\
+	}								\
+	static int free_corpus(void **state)				\
+	{								\
+		(void)state;						\
+		free(corpus);						\
+		return 0;						\
+	}
+
+/*
+ * Open a device from cfg (made with uzram_config_init()); fails the test,
+ * naming what, with the library's message if it cannot.
+ */
+static inline struct uzram *tu_open(const struct uzram_config *cfg,
+				    const char *what)
+{
+	struct uzram *dev = NULL;
+	int r = uzram_open(cfg, &dev);
+
+	if (r)
+		fail_msg("uzram_open (%s, size %llu, %s): %d (%s: %s)", what,
+			 (unsigned long long)cfg->size,
+			 cfg->algorithm ? cfg->algorithm : "default", r,
+			 uzram_strerror(r), uzram_last_error());
+	assert_non_null(dev);
+	return dev;
+}
+
+/*
+ * cmocka_run_group_tests() with CMOCKA_TEST_FILTER honoured: every unit
+ * test binary's main() runs its tests through this.
+ */
+#define tu_run_tests(tests, setup, teardown)				\
+	(tu_apply_filter(), cmocka_run_group_tests(tests, setup, teardown))
+
+static inline void tu_apply_filter(void)
+{
+	const char *f = getenv("CMOCKA_TEST_FILTER");
+
+	if (f && *f)
+		cmocka_set_test_filter(f);
 }
 
 /* xorshift64*: a fast, seedable generator for randomized tests. */

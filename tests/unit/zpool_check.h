@@ -11,7 +11,7 @@
 #include <stdbool.h>
 
 #include "testutil.h"
-#include "zpool_impl.h"       /* the cache's counters and bound */
+#include "zpool/zpool_impl.h"       /* the cache's counters and bound */
 #define KiB 1024ull
 #define MiB (1024ull * 1024)
 

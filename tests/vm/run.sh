@@ -91,9 +91,13 @@ tail_pid=
 tmp=
 cleanup()
 {
-	# $qemu_pid is timeout's: SIGTERM, which it passes on to qemu (a
-	# SIGKILL would end timeout alone and leave qemu running).
-	[[ -n $qemu_pid ]] && kill -TERM "$qemu_pid" 2>/dev/null && wait "$qemu_pid" 2>/dev/null
+	# qemu_pid is timeout(1)'s: a KILL of timeout alone would leave its
+	# child, qemu, running, so qemu goes first.
+	if [[ -n $qemu_pid ]]; then
+		pkill -KILL -P "$qemu_pid" 2>/dev/null
+		kill -KILL "$qemu_pid" 2>/dev/null
+		wait "$qemu_pid" 2>/dev/null
+	fi
 	[[ -n $tail_pid ]] && kill "$tail_pid" 2>/dev/null
 	[[ -n $tmp ]] && rm -rf "$tmp"
 	return 0

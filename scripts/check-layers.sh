@@ -1,0 +1,128 @@
+#!/bin/bash
+# check-layers.sh LAYERS OBJROOT OBJ...: the calls between the tree's
+# units are the ones LAYERS declares, and nothing loops.
+#
+# The OBJs are the object files under OBJROOT by source folder
+# (build/obj/src/core/store.o, build/obj/cli/main.o, ...; the Makefile
+# passes those of the current sources, so a stale object does not count).
+# A unit is a folder: src/NAME is the library's
+# subsystem NAME, any other folder the program folder of its name. For
+# every object, the symbols it leaves undefined that another unit's object
+# defines are calls from its unit into that one. The script fails, saying
+# which symbols make the edge, on:
+#   - a call from A into B that A's line in LAYERS does not list (a
+#     program folder that lists `lib` may call the library's uzram_*
+#     functions, and only those);
+#   - a unit that has objects but no line in LAYERS;
+#   - a loop in the graph LAYERS declares, of any length (tsort);
+#   - a loop of any length between the files of one folder;
+#   - two source files of the same name, in any folders.
+# Since every real edge must be declared and the declared graph has no
+# loop, the units' real graph has none either.
+set -euo pipefail
+
+[[ $# -ge 3 ]] || { echo "usage: $0 LAYERS OBJROOT OBJ..." >&2; exit 2; }
+layers=$1 root=$2
+shift 2
+NM=${NM:-nm}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# LAYERS: "unit: dep dep ..." lines; # starts a comment.
+declare -A allowed=()
+while IFS= read -r line; do
+	line=${line%%#*}
+	[[ $line =~ ^[[:space:]]*$ ]] && continue
+	[[ $line =~ ^([a-z0-9_]+):(.*)$ ]] ||
+		{ echo "check-layers: $layers: cannot read line '$line' (want 'unit: units')" >&2; exit 2; }
+	allowed[${BASH_REMATCH[1]}]=" $(echo ${BASH_REMATCH[2]}) "
+done < "$layers"
+
+# Each object's unit, its defined and its undefined symbols.
+: > "$tmp/defs"
+objs=()
+for o in "$@"; do
+	rel=${o#"$root"/}
+	dir=$(dirname "$rel")
+	case $dir in src/*) unit=${dir#src/} ;; *) unit=$dir ;; esac
+	[[ $unit == */* ]] && { echo "check-layers: $o: folders nest deeper than one unit" >&2; exit 2; }
+	objs+=("$unit:$o")
+	"$NM" --defined-only -g "$o" | awk -v u="$unit" -v f="$(basename "$o" .o)" \
+		'NF == 3 { print $3, u, f }' >> "$tmp/defs"
+done
+[[ ${#objs[@]} -gt 0 ]] || { echo "check-layers: no object files under $root" >&2; exit 2; }
+sort -u -k1,1 "$tmp/defs" > "$tmp/defs.sorted"
+
+bad=0
+: > "$tmp/edges"; : > "$tmp/files"
+for uo in "${objs[@]}"; do
+	unit=${uo%%:*} o=${uo#*:}
+	f=$(basename "$o" .o)
+	if [[ -z ${allowed[$unit]+set} ]]; then
+		echo "check-layers: $unit ($o) has no line in $layers"
+		bad=1
+	fi
+	echo "$unit $f $f" >> "$tmp/files"
+	"$NM" --undefined-only -g "$o" | awk '{ print $NF }' | sort -u |
+		join - "$tmp/defs.sorted" | while read -r sym to tofile; do
+			if [[ $to == "$unit" ]]; then
+				[[ $tofile == "$f" ]] || echo "$unit $f $tofile" >> "$tmp/files"
+			else
+				echo "$unit $to $sym" >> "$tmp/edges"
+			fi
+		done
+done
+
+# The edges between units, against LAYERS.
+lib_units=" "
+for uo in "${objs[@]}"; do
+	o=${uo#*:}
+	if [[ ${o#"$root"/} == src/* && $lib_units != *" ${uo%%:*} "* ]]; then
+		lib_units+="${uo%%:*} "
+	fi
+done
+while read -r from to; do
+	syms=$(awk -v a="$from" -v b="$to" '$1 == a && $2 == b { print $3 }' "$tmp/edges" | sort -u)
+	deps=${allowed[$from]:- }
+	if [[ $deps == *" $to "* ]]; then
+		continue
+	fi
+	if [[ $deps == *" lib "* && $lib_units == *" $to "* ]]; then
+		syms=$(grep -v '^uzram_' <<< "$syms" || true)
+		[[ -z $syms ]] && continue
+		echo "check-layers: $from -> src/$to calls what is not the public API: $(paste -sd' ' <<< "$syms")"
+	else
+		echo "check-layers: $from -> $to is not in $layers: $(paste -sd' ' <<< "$syms")"
+	fi
+	bad=1
+done < <(awk '{ print $1, $2 }' "$tmp/edges" | sort -u)
+
+# File names are unique across the tree.
+dups=$(for o in "$@"; do basename "$o"; done | sort | uniq -d | paste -sd' ')
+if [[ -n $dups ]]; then
+	echo "check-layers: two source files share a name: $dups"
+	bad=1
+fi
+
+# The declared graph has no loop (tsort names one if it has).
+for u in "${!allowed[@]}"; do
+	echo "$u $u"
+	for d in ${allowed[$u]}; do echo "$d $u"; done
+done > "$tmp/declared"
+if ! tsort "$tmp/declared" > /dev/null 2> "$tmp/tsort"; then
+	echo "check-layers: $layers declares a loop:"
+	sed "s|^tsort: $tmp/declared: ||; s/^tsort: //" "$tmp/tsort"
+	bad=1
+fi
+
+# No loop between the files of one folder.
+for unit in $(awk '{ print $1 }' "$tmp/files" | sort -u); do
+	if ! awk -v u="$unit" '$1 == u { print $3, $2 }' "$tmp/files" | tsort > /dev/null 2> "$tmp/tsort"; then
+		echo "check-layers: the files of $unit call each other in a loop:"
+		sed "s|^tsort: -: ||; s/^tsort: //" "$tmp/tsort"
+		bad=1
+	fi
+done
+
+[[ $bad == 0 ]] || { echo "check-layers: fix the call, or move what both sides use below both (a hook for a call upward; see $layers)" >&2; exit 1; }
+echo "check-layers: $(awk '{ print $1, $2 }' "$tmp/edges" | sort -u | wc -l) edges between $(printf '%s\n' "${objs[@]}" | cut -d: -f1 | sort -u | wc -l) units, all in $layers; no loop"

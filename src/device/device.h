@@ -1,0 +1,52 @@
+/*
+ * device.h - making a device (src/device/): the one layer that knows
+ * every subsystem; it creates them, in order, and installs the hooks by
+ * which the store reaches the layers above it (core.h). Private to the
+ * library.
+ */
+#ifndef UZRAM_DEVICE_H
+#define UZRAM_DEVICE_H
+
+#include <stdbool.h>
+
+#include "uzram.h"
+
+/*
+ * device.c: create an empty device from a checked copy of the config;
+ * uzram_open() without an image, and the image loader, both use it.
+ */
+int device_create(const struct uzram_config *c, struct uzram **devp);
+
+/*
+ * device.c: open the tier of dev on target (tier_open()), install its
+ * hooks in dev->hooks, and start its policy thread; uzram_open() with a
+ * backing store, and the image loader once the image is in. 0, or a
+ * negative errno with the error set (uzram_close() undoes the rest).
+ */
+int device_tier_open(struct uzram *dev, const char *target, unsigned high,
+		     unsigned low);
+
+/*
+ * image_lock.c: one device per image, the lock a device holds on the path
+ * of its image (dev->image_lock, released by uzram_close()).
+ */
+struct image_lock;
+
+/*
+ * Take the lock on the image at path, for an operation named by `what`
+ * ("open", "save"). Returns 0 with *lockp set, -EBUSY when another device
+ * (in this process or another) holds it, with uzram_last_error() naming
+ * the holder's pid, or the negative errno of creating the lock file.
+ * *lockp is NULL after a success only where the lock cannot be taken as
+ * nobody can write path's directory (then nobody can replace the image).
+ */
+int image_lock_take(const char *path, const char *what,
+		    struct image_lock **lockp);
+
+/* Whether lock (NULL: none) is the lock of the image at path. */
+bool image_lock_covers(const struct image_lock *lock, const char *path);
+
+/* Release the lock and remove its file; NULL is a no-op. */
+void image_lock_release(struct image_lock *lock);
+
+#endif

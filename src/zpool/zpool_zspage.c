@@ -1,0 +1,103 @@
+/*
+ * zpool_zspage.c - making and retiring zspages, and borrowing free spots of
+ * bigger classes; below both zpool.c (store, free) and zpool_compact.c.
+ *
+ * The layout, the borrowing policy and the lock rules are described at the
+ * top of zpool.c. Every function here runs with the class lock held.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+
+#include "zpool_impl.h"
+
+/* ---- zspages (class lock held) ---- */
+
+int zp_zspage_new(struct zpool *pool, struct size_class *c,
+		  struct zspage **out)
+{
+	struct zspage *zs = NULL;
+	uint32_t f, resident;
+	int err;
+
+	if (!c->desc_off) {
+		if (!zp_mem_reserve(pool, c->desc_bytes))
+			return -ENOSPC;
+		zs = malloc(sizeof(*zs) + c->objs * sizeof(zs->owner[0]));
+		if (!zs) {
+			zp_mem_sub(pool, c->desc_bytes);
+			return -ENOMEM;
+		}
+	}
+	err = zp_frame_take(pool, c->pages, &f, &resident);
+	if (err) {
+		if (zs) {
+			free(zs);
+			zp_mem_sub(pool, c->desc_bytes);
+		}
+		return err;
+	}
+	/* a descriptor may have grown mem_used without new pages */
+	zp_mem_note_max(pool);
+	if (c->desc_off)
+		zs = (struct zspage *)(void *)(pool->base +
+			((uint64_t)f << ZP_FRAME_SHIFT) + c->desc_off);
+	zs->frame = f;
+	zs->resident = (uint8_t)resident;
+	/* the frame's owner, for zpool_free(); see frame_class() */
+	atomic_store_explicit(&pool->frames[f].cls,
+			      (uint32_t)(c - pool->classes), memory_order_release);
+	zs->inuse = 0;
+	zs->free_head = 0;
+	for (uint32_t i = 0; i < c->objs; i++)
+		zs->owner[i] = OBJ_FREE | (i + 1 < c->objs ? i + 1 : OBJ_NIL);
+	pool->frames[f].zs = zs;
+	group_add(c, zs, 0);
+	c->zspages++;
+	*out = zs;
+	return 0;
+}
+
+/*
+ * An empty zspage leaves its class: its frame goes to the cache of
+ * resident frames (zpool_frame.c), from which any class may take it.
+ */
+void zp_zspage_retire(struct zpool *pool, struct size_class *c,
+		      struct zspage *zs)
+{
+	uint32_t f = zs->frame, resident = zs->resident;
+
+	assert(zs->inuse == 0);
+	group_del(c, zs);
+	c->zspages--;
+	pool->frames[f].zs = NULL;
+	if (!c->desc_off) {
+		free(zs);
+		zp_mem_sub(pool, c->desc_bytes);
+	}
+	/* a descriptor in the zspage's tail goes with the frame */
+	zp_frame_give(pool, f, c->pages, resident);
+}
+
+/*
+ * Return a class bigger than c (locked) that has `need` free spots and
+ * wastes at most BORROW_WASTE / 64 of size per object, locked, or NULL.
+ * A rare size then fills the free spots of its neighbours instead of
+ * opening a zspage of its own that would stay mostly empty. Try-locks
+ * only: c's lock is held.
+ */
+struct size_class *zp_borrow(struct zpool *pool, struct size_class *c,
+			     size_t size, uint64_t need)
+{
+	const struct size_class *end = pool->classes + pool->nclasses;
+	size_t max = size + size * BORROW_WASTE / 64;
+
+	for (struct size_class *n = c + 1; n < end && n->size <= max; n++) {
+		if (pthread_mutex_trylock(&n->lock))
+			continue;
+		if (free_objs(n) >= need && fullest(n, NULL))
+			return n;
+		pthread_mutex_unlock(&n->lock);
+	}
+	return NULL;
+}

@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# t82-generator.sh - the systemd side as make install-systemd installs it
+# (systemd/): uzram-generator turns sample configs into unit instances,
+# with the options, ordering and sockets each section asks for, and
+# `systemd-analyze verify` accepts every generated unit without a word; bad
+# configs give a message naming the file and line, no unit for the section
+# concerned, exit status 1, and units for the good sections still. No
+# systemd as PID 1 is needed: the generator runs as systemd would run it,
+# on a private root (UZRAM_GENERATOR_ROOT), and verify reads the units
+# from $SYSTEMD_UNIT_PATH.
+source "$(dirname "$0")/functions.sh"
+require systemd-analyze make
+
+root=$(cd "$ITEST_DIR/../.." && pwd)
+P=$T/prefix
+step "make install-systemd into $P"
+make -s -C "$root" install-systemd PREFIX="$P/usr" UNITDIR="$P/units" \
+	GENERATORDIR="$P/generators" SYSUSERSDIR="$P/sysusers" \
+	SYSCONFDIR=/etc DESTDIR=
+mkdir -p "$P/usr/bin" "$P/etc/uzram/uzram.conf.d"
+ln -s "$UZRAM" "$P/usr/bin/uzram"
+gen=$P/generators/uzram-generator
+[[ -x $gen ]] || fail "no executable $gen"
+grep -q '^u _uzram ' "$P/sysusers/uzram.conf" || fail "no _uzram in the sysusers file"
+
+# generate OUT: run the generator on $P/etc as systemd would (three dirs).
+generate()
+{
+	rm -rf "$1" && mkdir -p "$1" "$1.early" "$1.late"
+	UZRAM_GENERATOR_ROOT=$P "$gen" "$1" "$1.early" "$1.late" 2>"$1.err"
+}
+
+# verify OUT UNIT...: systemd-analyze verify says nothing and exits 0.
+verify()
+{
+	local out=$1 rc=0
+	shift
+	SYSTEMD_UNIT_PATH=$out:$P/units: systemd-analyze verify --man=no \
+		"$@" >"$T/verify.out" 2>&1 || rc=$?
+	((rc == 0)) && [[ ! -s $T/verify.out ]] ||
+		fail "systemd-analyze verify $* (exit $rc):"$'\n'"$(cat "$T/verify.out")"
+}
+
+# has FILE LINE: FILE holds exactly that line.
+has() { grep -qxF -- "$2" "$1" || fail "$1 lacks the line: $2"$'\n'"$(cat "$1")"; }
+
+step "the packaged uzram.conf, all commented, makes no unit"
+cp "$root/systemd/uzram.conf" "$P/etc/uzram/uzram.conf"
+generate "$T/none" || fail "exit $? on the commented config: $(cat "$T/none.err")"
+[[ -z $(ls -A "$T/none") ]] || fail "units made from comments: $(ls -A "$T/none")"
+
+step "one swap, one /tmp, one served export"
+cat >"$P/etc/uzram/uzram.conf.d/50-sample.conf" <<'CONF'
+# a comment
+[swap0]
+type = swap
+size = 2G
+algorithm = zstd
+swap-priority = 100
+mem-limit = 1G
+
+[tmp]
+type=mount
+mount-point = /tmp
+size = 4G
+mode = 1777
+owner = 0:0
+
+[vm-disk]
+type = serve
+size = 8G
+algorithm = lz4
+cluster-size = 16K
+image = /srv/images/vm disk.img
+backing = /var/lib/uzram/vm.backing
+dedup = yes
+dict = /etc/uzram/vm.dict
+recomp-algorithm = zstd:9
+recomp-algorithm = deflate
+tls = require
+tls-psk = /etc/uzram/keys.psk
+tcp = 127.0.0.1:10809
+CONF
+cat >"$P/etc/uzram/uzram.conf.d/60-later.conf" <<'CONF'
+; a later file changes a key of an earlier section
+[swap0]
+swap-priority = 5
+
+[swap1]
+type = swap
+device = /dev/nbd7
+CONF
+generate "$T/a" || fail "exit $?: $(cat "$T/a.err")"
+[[ ! -s $T/a.err ]] || fail "messages on a good config: $(cat "$T/a.err")"
+d=$T/a
+swap='uzram-swap@swap0.service' mnt='uzram-mount@tmp.service'
+srv='uzram-serve@vm\x2ddisk'
+for l in "swap.target.wants/$swap" "local-fs.target.wants/$mnt" \
+	"sockets.target.wants/$srv.socket" "sockets.target.wants/uzram-ctl@vm\\x2ddisk.socket"; do
+	[[ -L $d/$l && -f $d/$l ]] || fail "no link $l to an installed template"
+done
+has "$d/$swap.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram swapon --size \"2G\" --algorithm \"zstd\" --mem-limit \"1G\" --priority \"5\""
+has "$d/$swap.d/50-uzram.conf" "ExecStop=$P/usr/bin/uzram swapoff"
+has "$d/$mnt.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram mount -f \"/tmp\" --size \"4G\" --mode \"1777\" --uid \"0\" --gid \"0\""
+has "$d/tmp.mount.d/50-uzram.conf" "Requires=$mnt"
+has "$d/tmp.mount.d/50-uzram.conf" "After=$mnt"
+has "$d/run-uzram-.mount.d/50-uzram.conf" "DefaultDependencies=no"
+has "$d/$srv.service.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram serve --size \"8G\" --algorithm \"lz4\" --cluster \"16K\" --dedup --dict \"/etc/uzram/vm.dict\" --backing \"/var/lib/uzram/vm.backing\" --image \"/srv/images/vm disk.img\" --tls \"require\" --recomp-algorithm \"zstd:9\" --recomp-algorithm \"deflate\" --tls-psk %d/tls-psk"
+has "$d/$srv.service.d/50-uzram.conf" "ReadWritePaths=-/srv/images"
+has "$d/$srv.service.d/50-uzram.conf" "LoadCredential=tls-psk:/etc/uzram/keys.psk"
+has "$d/$srv.socket.d/50-uzram.conf" "ListenStream=127.0.0.1:10809"
+has "$d/uzram-ctl@vm\\x2ddisk.socket.d/50-uzram.conf" "ListenStream=/run/uzram-serve/vm-disk.ctl"
+
+has "$d/uzram-swap@swap1.service.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram swapon --device \"/dev/nbd7\""
+has "$d/uzram-swap@swap1.service.d/50-uzram.conf" "ExecStop=$P/usr/bin/uzram swapoff --device \"/dev/nbd7\""
+
+step "systemd-analyze verify on every generated unit"
+verify "$d" "$swap" uzram-swap@swap1.service "$mnt" "$srv.service" "$srv.socket" 'uzram-ctl@vm\x2ddisk.socket'
+
+step "what the templates promise: ordering, readiness, hardening"
+u=$P/units
+has "$u/uzram-swap@.service" "Before=swap.target umount.target"
+has "$u/uzram-mount@.service" "Before=local-fs.target umount.target"
+has "$u/uzram-mount@.service" "Type=notify"
+has "$u/uzram-mount@.service" "KillMode=mixed"
+has "$u/uzram-serve@.service" "Type=notify"
+has "$u/uzram-serve@.service" "User=_uzram"
+has "$u/uzram-serve@.service" "ProtectSystem=strict"
+has "$u/uzram-serve@.service" "PrivateTmp=yes"
+has "$u/uzram-serve@.socket" "FileDescriptorName=nbd"
+has "$u/uzram-ctl@.socket" "FileDescriptorName=ctl"
+! grep -Eq '^(ProtectSystem|PrivateTmp|ProtectHome|ReadWritePaths)=' "$u/uzram-mount@.service" ||
+	fail "uzram-mount@.service has a namespace option: its mount would stay in it"
+
+step "a Unix socket export gets its defaults, its ctl beside it"
+rm "$P/etc/uzram/uzram.conf.d/"*
+cat >"$P/etc/uzram/uzram.conf.d/50-unix.conf" <<'CONF'
+[disk]
+type = serve
+socket-mode = 0660
+socket-group = kvm
+read-only = no
+tls-verify-peer = yes
+CONF
+generate "$T/b" || fail "exit $?: $(cat "$T/b.err")"
+has "$T/b/uzram-serve@disk.socket.d/50-uzram.conf" "ListenStream=/run/uzram-serve/disk.sock"
+has "$T/b/uzram-serve@disk.socket.d/50-uzram.conf" "SocketMode=0660"
+has "$T/b/uzram-serve@disk.socket.d/50-uzram.conf" "SocketGroup=kvm"
+has "$T/b/uzram-ctl@disk.socket.d/50-uzram.conf" "ListenStream=/run/uzram-serve/disk.sock.ctl"
+has "$T/b/uzram-serve@disk.service.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram serve --tls-verify-peer"
+verify "$T/b" uzram-serve@disk.service uzram-serve@disk.socket uzram-ctl@disk.socket
+
+step "bad sections are refused by file and line; good ones still get units"
+cat >"$P/etc/uzram/uzram.conf.d/50-unix.conf" <<'CONF'
+orphan = 1
+[ok]
+type = swap
+[notype]
+size = 1G
+[wrongkey]
+type = mount
+mount-point = /mnt/x
+dedup = yes
+[typo]
+type = serve
+szie = 1G
+[relative]
+type = mount
+mount-point = tmp
+[both]
+type = serve
+socket = /run/x.sock
+tcp = 1234
+[badbool]
+type = serve
+dedup = maybe
+[kind]
+type = zram
+[bad name!]
+type = swap
+no equals sign here
+[swap2]
+type = swap
+[swap3]
+type = swap
+device = /dev/sda
+CONF
+rc=0
+generate "$T/c" || rc=$?
+assert_eq "$rc" 1 "exit status on a config with errors"
+f=$P/etc/uzram/uzram.conf.d/50-unix.conf
+for want in "$f:1: 'orphan' before any \[NAME\] section" \
+	"$f:4: \[notype\] has no type" \
+	"$f:6: \[wrongkey\] is type mount, which takes no dedup" \
+	"$f:12: unknown key 'szie'" \
+	"$f:13: \[relative\] needs mount-point = an absolute path" \
+	"$f:16: \[both\] has both socket and tcp" \
+	"$f:20: dedup = maybe: want yes or no" \
+	"$f:23: \[kind\] has type = zram" \
+	"$f:25: bad section name \[bad name!\]" \
+	"$f:27: expected KEY = VALUE" \
+	"$f:28: \[swap2\] is a second swap section without device" \
+	"$f:30: \[swap3\] device = /dev/sda: want /dev/nbdN"; do
+	grep -q -- "$want" "$T/c.err" || fail "no message '$want' in:"$'\n'"$(cat "$T/c.err")"
+done
+made=$(cd "$T/c" && find . -name '*.conf' | sort | tr '\n' ' ')
+assert_eq "$made" "./uzram-swap@ok.service.d/50-uzram.conf " "the only unit made"
+verify "$T/c" uzram-swap@ok.service
+
+step "no config at all: nothing, exit 0"
+rm -rf "$P/etc/uzram"
+generate "$T/d" || fail "exit $? with no config: $(cat "$T/d.err")"
+[[ -z $(ls -A "$T/d") ]] || fail "units made from nothing"

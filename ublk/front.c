@@ -1,0 +1,351 @@
+/*
+ * front.c - one ublk device's life, for `uzram serve --ublk`.
+ *
+ *   start: GET_FEATURES (ctrl_open) -> ADD_DEV (queues, depth, buffer
+ *          size, flags) -> SET_PARAMS (size and block sizes from the
+ *          device: logical 4K as zram, physical and io_min/io_opt one
+ *          cluster, max_sectors a whole number of clusters, discard
+ *          granularity one cluster) -> open /dev/ublkcN -> a thread per
+ *          queue fetches every tag -> START_DEV: /dev/ublkbN appears
+ *   take over (recover): GET_DEV_INFO must say quiesced (the old server
+ *          died with UBLK_F_USER_RECOVERY) and GET_PARAMS the same size
+ *          -> START_USER_RECOVERY -> queues as above -> END_USER_RECOVERY:
+ *          the requests that waited run
+ *   stop:  STOP_DEV (the disk goes; requests in flight finish on the
+ *          queues, which still run) -> the driver aborts the queues'
+ *          commands and their threads return -> close /dev/ublkcN ->
+ *          DEL_DEV, which waits for that close
+ *
+ * Not root: the device is made with UBLK_F_UNPRIVILEGED_DEV where the
+ * kernel has it (6.5+; /dev/ublk-control must be ours by a udev rule),
+ * and every command on it then carries its /dev/ublkcN path. The driver
+ * refuses UBLK_F_USER_COPY for such devices, so they copy in the kernel.
+ *
+ * The device has no volatile cache (UBLK_ATTR_VOLATILE_CACHE is not set):
+ * a write is in the uzram device when its request completes, so the block
+ * layer sends no flush, and FUA needs nothing more.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ublk_impl.h"
+
+#define UBLK_MAX_IO     (256u << 10) /* bytes per request we ask for */
+#define UBLK_MAX_DISCARD (1u << 30)  /* bytes per discard: one call holds
+				      * its queue that long */
+#define CDEV_WAIT_MS    5000         /* for udev to make /dev/ublkcN */
+#define TAKE_OVER_WAIT_MS 5000       /* for a dead server to be gone */
+
+struct ublk_front {
+	struct ublk_ctrl ctrl;
+	struct uzram *dev;
+	struct ublksrv_ctrl_dev_info info;
+	int id;
+	int cdev;
+	char cdev_path[32];
+	const char *devpath;  /* cdev_path for an unprivileged device */
+	unsigned nq;          /* queues started */
+	struct ublk_queue *q;
+};
+
+int ublk_front_id(const struct ublk_front *f)
+{
+	return f->id;
+}
+
+static int cmd(struct ublk_front *f, unsigned nr, void *buf, uint16_t len,
+	       uint64_t data)
+{
+	return ctrl_cmd(&f->ctrl, nr, (uint32_t)f->id, buf, len, data,
+			f->devpath);
+}
+
+static unsigned ilog2u(uint64_t v)
+{
+	unsigned n = 0;
+
+	while (v >>= 1)
+		n++;
+	return n;
+}
+
+static int set_params(struct ublk_front *f, bool read_only)
+{
+	uint32_t cluster = uzram_cluster_size(f->dev);
+	uint32_t max_io = f->info.max_io_buf_bytes / cluster * cluster;
+	struct ublk_params p;
+
+	memset(&p, 0, sizeof p);
+	p.len = sizeof p;
+	p.types = UBLK_PARAM_TYPE_BASIC | UBLK_PARAM_TYPE_DISCARD;
+	p.basic.attrs = read_only ? UBLK_ATTR_READ_ONLY : 0;
+	p.basic.logical_bs_shift = 12;
+	p.basic.physical_bs_shift = (uint8_t)ilog2u(cluster);
+	p.basic.io_min_shift = (uint8_t)ilog2u(cluster);
+	p.basic.io_opt_shift = (uint8_t)ilog2u(cluster);
+	p.basic.max_sectors = max_io >> 9;
+	p.basic.dev_sectors = uzram_size(f->dev) >> 9;
+	p.discard.discard_granularity = cluster;
+	p.discard.max_discard_sectors = UBLK_MAX_DISCARD >> 9;
+	p.discard.max_write_zeroes_sectors = UBLK_MAX_DISCARD >> 9;
+	p.discard.max_discard_segments = 1;
+	return cmd(f, UBLK_CMD_SET_PARAMS, &p, sizeof p, 0);
+}
+
+/* The device for o->dev_id, left by a server that died; 0 or -1. */
+static int take_over(struct ublk_front *f, const char *who)
+{
+	struct ublk_params p;
+	int r;
+
+	/* the driver quiesces a dead server's device a moment after it died */
+	for (int waited = 0;; waited += 50) {
+		r = ctrl_dev_info(&f->ctrl, (uint32_t)f->id, &f->info);
+		if (r < 0 || f->info.state != UBLK_S_DEV_LIVE ||
+		    waited >= TAKE_OVER_WAIT_MS)
+			break;
+		(void)poll(NULL, 0, 50);
+	}
+	if (r < 0) {
+		fprintf(stderr, "%s: --ublk-recover %d: %s\n", who, f->id,
+			r == -ENODEV ? "no such ublk device" : strerror(-r));
+		return -1;
+	}
+	if (f->info.flags & UBLK_F_UNPRIVILEGED_DEV)
+		f->devpath = f->cdev_path;
+	if (!(f->info.flags & (UBLK_F_USER_RECOVERY |
+			       UBLK_F_USER_RECOVERY_REISSUE)) ||
+	    f->info.state == UBLK_S_DEV_LIVE) {
+		fprintf(stderr, "%s: ublk device %d is %s%s: only a device "
+			"made with --ublk-recovery whose server died can be "
+			"taken over\n", who, f->id,
+			ctrl_state_name(f->info.state),
+			f->info.flags & UBLK_F_USER_RECOVERY ? "" :
+			", without recovery");
+		return -1;
+	}
+	memset(&p, 0, sizeof p);
+	p.len = sizeof p;
+	r = cmd(f, UBLK_CMD_GET_PARAMS, &p, sizeof p, 0);
+	if (r >= 0 && p.basic.dev_sectors != uzram_size(f->dev) >> 9) {
+		fprintf(stderr, "%s: ublk device %d has %llu bytes, the uzram "
+			"device %llu: give the same --size or --image\n", who,
+			f->id, (unsigned long long)p.basic.dev_sectors << 9,
+			(unsigned long long)uzram_size(f->dev));
+		return -1;
+	}
+	/* -EBUSY while the old server's /dev/ublkcN is still open */
+	for (int waited = 0; r >= 0; waited += 50) {
+		r = cmd(f, UBLK_CMD_START_USER_RECOVERY, NULL, 0, 0);
+		if (r != -EBUSY || waited >= TAKE_OVER_WAIT_MS)
+			break;
+		(void)poll(NULL, 0, 50);
+	}
+	if (r < 0) {
+		fprintf(stderr, "%s: cannot take over ublk device %d: %s%s\n",
+			who, f->id, strerror(-r), r == -EBUSY ?
+			" (its old server has not exited yet)" : "");
+		return -1;
+	}
+	return 0;
+}
+
+/* A new device; 0 or -1. */
+static int add(struct ublk_front *f, const struct ublk_opts *o,
+	       const char *who)
+{
+	uint64_t flags = f->ctrl.ioctl_encode ? UBLK_F_CMD_IOCTL_ENCODE : 0;
+	uint64_t have = f->ctrl.features;
+	int r;
+
+	if (o->copy == UBLK_COPY_USER)
+		flags |= UBLK_F_USER_COPY;
+	if (o->recovery)
+		flags |= UBLK_F_USER_RECOVERY;
+	if (geteuid() != 0)
+		flags |= UBLK_F_UNPRIVILEGED_DEV;
+	if ((flags & UBLK_F_UNPRIVILEGED_DEV) && !(have & UBLK_F_UNPRIVILEGED_DEV)) {
+		fprintf(stderr, "%s: ublk devices need root on this kernel (it "
+			"has no UBLK_F_UNPRIVILEGED_DEV, Linux 6.5+)\n", who);
+		return -1;
+	}
+	if ((flags & UBLK_F_USER_COPY) && (!(have & UBLK_F_USER_COPY) ||
+					   (flags & UBLK_F_UNPRIVILEGED_DEV))) {
+		fprintf(stderr, "%s: --ublk-copy=user: %s\n", who,
+			have & UBLK_F_USER_COPY ? "not for an unprivileged "
+			"device (the driver refuses it)" : "this kernel has no "
+			"UBLK_F_USER_COPY (Linux 6.5+)");
+		return -1;
+	}
+	if ((flags & UBLK_F_USER_RECOVERY) && !(have & UBLK_F_USER_RECOVERY)) {
+		fprintf(stderr, "%s: --ublk-recovery: this kernel has no "
+			"UBLK_F_USER_RECOVERY\n", who);
+		return -1;
+	}
+	memset(&f->info, 0, sizeof f->info);
+	f->info.nr_hw_queues = (uint16_t)f->nq;
+	f->info.queue_depth = (uint16_t)(o->depth ? o->depth : UBLK_DEFAULT_DEPTH);
+	f->info.max_io_buf_bytes = UBLK_MAX_IO;
+	f->info.dev_id = (uint32_t)f->id;
+	f->info.ublksrv_pid = getpid();
+	f->info.flags = flags;
+	r = ctrl_cmd(&f->ctrl, UBLK_CMD_ADD_DEV, (uint32_t)f->id, &f->info,
+		     sizeof f->info, 0, NULL);
+	if (r < 0) {
+		if (f->id >= 0 && r == -EEXIST)
+			fprintf(stderr, "%s: ublk device %d exists already (see "
+				"uzram ublk list)\n", who, f->id);
+		else
+			fprintf(stderr, "%s: cannot add a ublk device: %s%s\n",
+				who, strerror(-r), r == -EPERM ?
+				" (root is needed)" : "");
+		return -1;
+	}
+	f->id = (int)f->info.dev_id;
+	snprintf(f->cdev_path, sizeof f->cdev_path, "/dev/ublkc%d", f->id);
+	if (f->info.flags & UBLK_F_UNPRIVILEGED_DEV)
+		f->devpath = f->cdev_path;
+	if ((flags & UBLK_F_USER_COPY) && !(f->info.flags & UBLK_F_USER_COPY)) {
+		fprintf(stderr, "%s: the driver refused UBLK_F_USER_COPY\n", who);
+		(void)cmd(f, UBLK_CMD_DEL_DEV, NULL, 0, 0);
+		return -1;
+	}
+	r = set_params(f, o->read_only);
+	if (r < 0) {
+		fprintf(stderr, "%s: ublk device %d: SET_PARAMS: %s\n", who,
+			f->id, strerror(-r));
+		(void)cmd(f, UBLK_CMD_DEL_DEV, NULL, 0, 0);
+		return -1;
+	}
+	return 0;
+}
+
+/* /dev/ublkcN, once udev (or devtmpfs) made it; the fd or -1. */
+static int open_cdev(struct ublk_front *f, const char *who)
+{
+	for (int waited = 0;; waited += 10) {
+		int fd = open(f->cdev_path, O_RDWR | O_CLOEXEC);
+
+		if (fd >= 0 || errno != ENOENT || waited >= CDEV_WAIT_MS) {
+			if (fd < 0)
+				fprintf(stderr, "%s: %s: %s\n", who, f->cdev_path,
+					strerror(errno));
+			return fd;
+		}
+		(void)poll(NULL, 0, 10);
+	}
+}
+
+/* The queues' commands aborted, their threads joined; the cdev closed. */
+static void end_queues(struct ublk_front *f, bool stop)
+{
+	if (stop) /* a device never started only aborts its commands */
+		(void)cmd(f, UBLK_CMD_STOP_DEV, NULL, 0, 0);
+	for (unsigned i = 0; i < f->nq; i++)
+		queue_join(&f->q[i]);
+	f->nq = 0;
+	if (f->cdev >= 0)
+		close(f->cdev);
+	f->cdev = -1;
+}
+
+static void front_free(struct ublk_front *f)
+{
+	ctrl_close(&f->ctrl);
+	free(f->q);
+	free(f);
+}
+
+int ublk_front_start(struct uzram *dev, const struct ublk_opts *o,
+		     const char *who, struct ublk_front **out)
+{
+	struct ublk_front *f = calloc(1, sizeof *f);
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned nq = o->queues;
+	int r;
+
+	if (!f) {
+		fprintf(stderr, "%s: out of memory\n", who);
+		return -1;
+	}
+	f->dev = dev;
+	f->cdev = -1;
+	f->id = o->dev_id;
+	if (!nq)
+		nq = cpus < 1 ? 1 : cpus > 4 ? 4 : (unsigned)cpus;
+	f->nq = nq;
+	snprintf(f->cdev_path, sizeof f->cdev_path, "/dev/ublkc%d", f->id);
+	if (ctrl_open(&f->ctrl, who) < 0) {
+		free(f);
+		return -1;
+	}
+	if (o->recover ? take_over(f, who) : add(f, o, who)) {
+		front_free(f); /* add() deleted what it added */
+		return -1;
+	}
+	nq = f->info.nr_hw_queues;
+	f->q = calloc(nq, sizeof *f->q);
+	f->nq = 0;
+	f->cdev = f->q ? open_cdev(f, who) : -1;
+	if (f->cdev < 0)
+		goto fail;
+	for (unsigned i = 0; i < nq; i++) {
+		struct ublk_queue *q = &f->q[i];
+
+		q->dev = dev;
+		q->cdev = f->cdev;
+		q->id = i;
+		q->depth = f->info.queue_depth;
+		q->max_io = f->info.max_io_buf_bytes;
+		q->user_copy = f->info.flags & UBLK_F_USER_COPY;
+		q->op_fetch = f->ctrl.ioctl_encode ? UZ_IO_FETCH_REQ :
+			      UBLK_IO_FETCH_REQ;
+		q->op_commit = f->ctrl.ioctl_encode ?
+			       UZ_IO_COMMIT_AND_FETCH_REQ :
+			       UBLK_IO_COMMIT_AND_FETCH_REQ;
+		r = queue_start(q);
+		if (r < 0) {
+			fprintf(stderr, "%s: ublk queue %u: %s: %s\n", who, i,
+				q->what, strerror(-r));
+			goto fail;
+		}
+		f->nq++;
+	}
+	r = cmd(f, o->recover ? UBLK_CMD_END_USER_RECOVERY : UBLK_CMD_START_DEV,
+		NULL, 0, (uint64_t)getpid());
+	if (r < 0) {
+		fprintf(stderr, "%s: ublk device %d: %s: %s\n", who, f->id,
+			o->recover ? "END_USER_RECOVERY" : "START_DEV",
+			strerror(-r));
+		goto fail;
+	}
+	*out = f;
+	return 0;
+fail:
+	end_queues(f, true);
+	if (!o->recover) /* a device taken over stays for another try */
+		(void)cmd(f, UBLK_CMD_DEL_DEV, NULL, 0, 0);
+	front_free(f);
+	return -1;
+}
+
+int ublk_front_stop(struct ublk_front *f, const char *who)
+{
+	int r;
+
+	if (!f)
+		return 0;
+	end_queues(f, true);
+	r = cmd(f, UBLK_CMD_DEL_DEV, NULL, 0, 0);
+	if (r < 0)
+		fprintf(stderr, "%s: cannot delete ublk device %d: %s (uzram "
+			"ublk del %d does it later)\n", who, f->id, strerror(-r),
+			f->id);
+	front_free(f);
+	return r < 0 ? -1 : 0;
+}

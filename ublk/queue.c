@@ -1,0 +1,250 @@
+/*
+ * queue.c - one ublk hardware queue: one thread, one io_uring, `depth`
+ * tags. Each tag has one buffer of max_io bytes, made once when the queue
+ * starts and given to the driver once per fetch: nothing is allocated or
+ * mapped per request.
+ *
+ *   start:   FETCH_REQ for every tag (the driver holds the commands)
+ *   request: its CQE (user_data = tag) -> the descriptor desc[tag] says
+ *            op, sector, length -> run it on the device -> COMMIT_AND_FETCH
+ *            with the result, which also fetches the tag's next request
+ *   end:     the driver completes the held commands with UBLK_IO_RES_ABORT
+ *            (stop, delete, or the process dying); once none is held, the
+ *            thread returns
+ *
+ * Copy modes: by default (UBLK_COPY_KERNEL) the driver copies a write's
+ * bytes into the tag's buffer before the CQE and a read's bytes out of it
+ * after the commit, so reads decode straight into the buffer the kernel
+ * copies from. With UBLK_F_USER_COPY the driver does not touch the buffer
+ * and the thread moves the bytes itself with pread/pwrite on /dev/ublkcN
+ * at the tag's offset: the same one copy, plus a system call.
+ *
+ * The requests of one CQE batch are run in order and their commits are
+ * submitted together with the wait for the next batch (one system call
+ * per batch). A write of several clusters is spread over the device's
+ * worker threads (--threads) by uzram_write itself.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "ublk_impl.h"
+
+static void queue_prep(struct ublk_queue *q, unsigned tag, unsigned op,
+		       int result)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
+	struct ublksrv_io_cmd *cmd;
+
+	/* the ring has depth entries and a tag has one command at a time */
+	assert(sqe);
+	memset(sqe, 0, sizeof *sqe);
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = 0; /* q->cdev, registered */
+	sqe->flags = IOSQE_FIXED_FILE;
+	sqe->cmd_op = op;
+	sqe->user_data = tag;
+	cmd = (struct ublksrv_io_cmd *)sqe->cmd;
+	cmd->q_id = (uint16_t)q->id;
+	cmd->tag = (uint16_t)tag;
+	cmd->result = result;
+	cmd->addr = q->user_copy ? 0 :
+		    (uint64_t)(uintptr_t)(q->buf + (size_t)tag * q->max_io);
+}
+
+/* Run the request at tag on the device: bytes done, or a negative errno. */
+static int queue_run(struct ublk_queue *q, unsigned tag)
+{
+	const struct ublksrv_io_desc *d = &q->desc[tag];
+	uint64_t off = d->start_sector << 9;
+	size_t len = (size_t)d->nr_sectors << 9;
+	char *buf = q->buf + (size_t)tag * q->max_io;
+	off_t pos = (off_t)uz_ublk_user_copy_pos(q->id, tag);
+	unsigned flags = ublksrv_get_flags(d);
+	ssize_t n;
+	int r;
+
+	switch (ublksrv_get_op(d)) {
+	case UBLK_IO_OP_READ:
+		if (len > q->max_io)
+			return -EIO;
+		r = uzram_read(q->dev, buf, len, off);
+		if (r < 0)
+			return r;
+		if (q->user_copy) {
+			n = pwrite(q->cdev, buf, len, pos);
+			if (n != (ssize_t)len)
+				return n < 0 ? -errno : -EIO;
+		}
+		return (int)len;
+	case UBLK_IO_OP_WRITE:
+		if (len > q->max_io)
+			return -EIO;
+		if (q->user_copy) {
+			n = pread(q->cdev, buf, len, pos);
+			if (n != (ssize_t)len)
+				return n < 0 ? -errno : -EIO;
+		}
+		/* FUA: a write is in the device once uzram_write returns */
+		r = uzram_write(q->dev, buf, len, off);
+		return r < 0 ? r : (int)len;
+	case UBLK_IO_OP_FLUSH:
+		return 0; /* nothing is cached above the device */
+	case UBLK_IO_OP_DISCARD:
+		return uzram_discard(q->dev, len, off);
+	case UBLK_IO_OP_WRITE_ZEROES:
+		return uzram_write_zeroes(q->dev, len, off,
+					  flags & UBLK_IO_F_NOUNMAP ?
+					  UZRAM_ZERO_NO_HOLE : 0);
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+static void queue_ready(struct ublk_queue *q, int err, const char *what)
+{
+	pthread_mutex_lock(&q->lock);
+	q->err = err;
+	q->what = what;
+	q->ready = true;
+	pthread_cond_signal(&q->cv);
+	pthread_mutex_unlock(&q->lock);
+}
+
+/* Map the descriptors, make the buffers and the ring; 0 or -errno. */
+static int queue_setup(struct ublk_queue *q)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	void *p;
+	int r;
+
+	q->desc_len = (q->depth * sizeof *q->desc + page - 1) / page * page;
+	p = mmap(NULL, q->desc_len, PROT_READ, MAP_SHARED | MAP_POPULATE,
+		 q->cdev, (off_t)uz_ublk_desc_pos(q->id, page));
+	if (p == MAP_FAILED) {
+		q->what = "mmap of the descriptors";
+		return -errno;
+	}
+	q->desc = p;
+	/* touched only where requests land: unused tags cost no memory */
+	p = mmap(NULL, (size_t)q->depth * q->max_io, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		q->what = "the buffers";
+		return -errno;
+	}
+	q->buf = p;
+	/*
+	 * One thread submits and reaps: the driver's completions run as task
+	 * work when the thread waits for them, with no interrupt to deliver
+	 * them (DEFER_TASKRUN, 6.1); older kernels get a plain ring.
+	 */
+	r = io_uring_queue_init(q->depth, &q->ring, IORING_SETUP_SINGLE_ISSUER |
+				IORING_SETUP_DEFER_TASKRUN);
+	if (r == -EINVAL)
+		r = io_uring_queue_init(q->depth, &q->ring, 0);
+	if (r < 0) {
+		q->what = "io_uring_queue_init";
+		return r;
+	}
+	r = io_uring_register_files(&q->ring, &q->cdev, 1);
+	if (r < 0) {
+		q->what = "io_uring_register_files";
+		io_uring_queue_exit(&q->ring);
+		return r;
+	}
+	return 0;
+}
+
+static void queue_unmap(struct ublk_queue *q)
+{
+	if (q->buf)
+		munmap(q->buf, (size_t)q->depth * q->max_io);
+	if (q->desc)
+		munmap((void *)(uintptr_t)q->desc, q->desc_len);
+	q->buf = NULL;
+	q->desc = NULL;
+}
+
+static void *queue_main(void *arg)
+{
+	struct ublk_queue *q = arg;
+	struct io_uring_cqe *cqe;
+	unsigned held, head, seen;
+	int r;
+
+	r = queue_setup(q);
+	if (r < 0) {
+		queue_unmap(q);
+		queue_ready(q, r, q->what);
+		return NULL;
+	}
+	for (unsigned tag = 0; tag < q->depth; tag++)
+		queue_prep(q, tag, q->op_fetch, 0);
+	r = io_uring_submit(&q->ring);
+	if (r != (int)q->depth) {
+		/* the driver holds what it took; the ring's end aborts them */
+		io_uring_queue_exit(&q->ring);
+		queue_unmap(q);
+		queue_ready(q, r < 0 ? r : -EIO, "the fetch commands");
+		return NULL;
+	}
+	queue_ready(q, 0, NULL);
+	held = q->depth;
+	while (held > 0) {
+		r = io_uring_submit_and_wait(&q->ring, 1);
+		if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY) {
+			fprintf(stderr, "ublk queue %u: io_uring: %s\n", q->id,
+				strerror(-r));
+			break;
+		}
+		seen = 0;
+		io_uring_for_each_cqe(&q->ring, head, cqe) {
+			unsigned tag = (unsigned)cqe->user_data;
+
+			seen++;
+			held--;
+			if (cqe->res != UBLK_IO_RES_OK || tag >= q->depth)
+				continue; /* aborted: the queue is going away */
+			queue_prep(q, tag, q->op_commit,
+				   queue_run(q, tag));
+			held++;
+		}
+		io_uring_cq_advance(&q->ring, seen);
+	}
+	io_uring_queue_exit(&q->ring);
+	queue_unmap(q);
+	return NULL;
+}
+
+int queue_start(struct ublk_queue *q)
+{
+	int r;
+
+	pthread_mutex_init(&q->lock, NULL);
+	pthread_cond_init(&q->cv, NULL);
+	q->ready = false;
+	r = pthread_create(&q->thread, NULL, queue_main, q);
+	if (r) {
+		q->what = "pthread_create";
+		return -r;
+	}
+	pthread_mutex_lock(&q->lock);
+	while (!q->ready)
+		pthread_cond_wait(&q->cv, &q->lock);
+	r = q->err;
+	pthread_mutex_unlock(&q->lock);
+	if (r < 0)
+		pthread_join(q->thread, NULL);
+	return r;
+}
+
+void queue_join(struct ublk_queue *q)
+{
+	pthread_join(q->thread, NULL);
+	pthread_mutex_destroy(&q->lock);
+	pthread_cond_destroy(&q->cv);
+}

@@ -1,0 +1,76 @@
+/*
+ * ublk.h - the ublk front end: a uzram device as the kernel's block device
+ * /dev/ublkbN, its requests served from io_uring (Linux 6.0+, ublk_drv).
+ * What cli/ uses; it reaches the device through include/uzram.h only.
+ *
+ *   ctrl.c    the control device /dev/ublk-control: features, add, set
+ *             parameters, start, stop, delete, recovery, list
+ *   queue.c   one thread and one io_uring per hardware queue: fetch a
+ *             request, run it on the device, commit the result and fetch
+ *             the next in one command
+ *   front.c   one device's life: add (or take over), queues, start; stop,
+ *             and delete
+ *
+ *   kernel blk-mq queue q  --(descriptor mmap + uring_cmd CQE)-->  queue
+ *   thread q: uzram_read/write/discard/write_zeroes on the tag's buffer
+ *   --(COMMIT_AND_FETCH uring_cmd)--> the kernel completes the request
+ *
+ * A killed server's requests fail with EIO (or, with recovery, wait for a
+ * new server: ublk_front_start() with recover set takes the device over).
+ */
+#ifndef UZRAM_UBLK_H
+#define UZRAM_UBLK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "uzram.h"
+
+enum ublk_copy {
+	UBLK_COPY_KERNEL, /* the driver copies between the request and a
+			   * buffer of ours given once per tag */
+	UBLK_COPY_USER,   /* we pread/pwrite the request through
+			   * /dev/ublkcN (UBLK_F_USER_COPY) */
+};
+
+struct ublk_opts {
+	int dev_id;           /* -1: the kernel chooses */
+	unsigned queues;      /* hardware queues, 1 to 64; 0: one per CPU, up to 4 */
+	unsigned depth;       /* requests in flight per queue; 0: UBLK_DEFAULT_DEPTH */
+	enum ublk_copy copy;
+	bool recovery;        /* UBLK_F_USER_RECOVERY: I/O waits for a new server */
+	bool recover;         /* take over dev_id, left by a killed server */
+	bool read_only;
+};
+
+#define UBLK_DEFAULT_DEPTH 64
+#define UBLK_MAX_QUEUES    64
+#define UBLK_MAX_DEPTH     4096 /* the driver's UBLK_MAX_QUEUE_DEPTH */
+
+struct ublk_front;
+
+/*
+ * Make /dev/ublkbN for dev (or, with o->recover, serve the existing
+ * device o->dev_id again) and start serving it. 0 and *out, or -1 after a
+ * message on stderr after "who: " (what failed, and what to do about it:
+ * no driver, not root, a device in use). dev must outlive the front end.
+ */
+int ublk_front_start(struct uzram *dev, const struct ublk_opts *o,
+		     const char *who, struct ublk_front **out);
+
+/* The device number N of /dev/ublkbN. */
+int ublk_front_id(const struct ublk_front *f);
+
+/*
+ * Stop the block device (its requests in flight finish first), end the
+ * queue threads and delete the device: no thread, ring or node is left.
+ * Accepts NULL. 0, or -1 after a message (the device is then left for
+ * `uzram ublk del`).
+ */
+int ublk_front_stop(struct ublk_front *f, const char *who);
+
+/* ctrl.c: `uzram ublk list` and `uzram ublk del N`; the exit status. */
+int ublk_list_devices(const char *who);
+int ublk_del_device(int id, const char *who);
+
+#endif /* UZRAM_UBLK_H */
