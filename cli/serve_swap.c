@@ -28,7 +28,7 @@
  *
  * Why real-time: the server's memory grows with what is swapped to it, so
  * however much is reserved, it takes pages while the kernel is short of
- * them. The guest's stall (tests/vm/v39-swapdiag.sh, issue 22) was exactly
+ * them. The guest's stall (seen with tests/vm/swapwatch.c, issue 22) was exactly
  * that: free memory at the min watermark, kswapd and the hog waiting in
  * mempool_alloc() for a bio that only a reply of ours gives back, and our
  * threads in page faults looping in __alloc_pages_slowpath(), as a NOIO
