@@ -92,7 +92,7 @@ static const struct cli_option serve_opts[] = {
 	{ "swap", 'w' + 256, no_argument, NULL,
 	  "serve as the kernel's swap: lock memory, reserve\n"
 	  "--mem-limit (else 16M) of the allocator, PR_SET_IO_FLUSHER,\n"
-	  "oom_score_adj -1000; needs root\n"
+	  "oom_score_adj -1000, SCHED_RR; needs root\n"
 	  "(doc/block-device.md)" },
 	{ "ublk", KEY_UBLK, no_argument, NULL,
 	  "also be the block device /dev/ublkbN (Linux 6.0+,\n"

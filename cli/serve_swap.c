@@ -22,14 +22,33 @@
  *                             now; mlockall(MCL_CURRENT | MCL_FUTURE |
  *                             MCL_ONFAULT): every page touched from now on
  *                             stays (ONFAULT, as the device's address
- *                             space reservation is far larger than RAM)
+ *                             space reservation is far larger than RAM);
+ *                             SCHED_RR (priority 1) for every thread, and
+ *                             the threads made later inherit it
+ *
+ * Why real-time: the server's memory grows with what is swapped to it, so
+ * however much is reserved, it takes pages while the kernel is short of
+ * them. The guest's stall (seen with tests/vm/swapwatch.c, issue 22) was exactly
+ * that: free memory at the min watermark, kswapd and the hog waiting in
+ * mempool_alloc() for a bio that only a reply of ours gives back, and our
+ * threads in page faults looping in __alloc_pages_slowpath(), as a NOIO
+ * allocation may not reclaim swap-backed pages and never calls the OOM
+ * killer. The page allocator lets a real-time task go a quarter of the
+ * min watermark lower than anyone else (ALLOC_HARDER, ALLOC_MIN_RESERVE
+ * since Linux 6.3); only the kernel's own atomic and PF_MEMALLOC
+ * allocations share that. So our faults are served from pages the hog
+ * can never take, and each write we complete lets reclaim free more than
+ * it cost us. vm.min_free_kbytes sizes that margin (doc/block-device.md).
  *
  * All of it needs root (CAP_SYS_RESOURCE for the first two, and for
  * mlockall beyond RLIMIT_MEMLOCK); --swap refuses to start otherwise,
  * since a swap server without them can hang the machine. What this does
  * not cover is in doc/block-device.md.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -68,6 +87,32 @@ int serve_swap_begin(void)
 	return 0;
 }
 
+/* SCHED_RR for every thread of the process; 0 or -1 with a message. */
+static int realtime_all(void)
+{
+	struct sched_param sp = { .sched_priority = 1 };
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int r = 0;
+
+	if (!d) {
+		fprintf(stderr, "uzram serve --swap: /proc/self/task: %s\n", strerror(errno));
+		return -1;
+	}
+	while (!r && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		if (sched_setscheduler(atoi(e->d_name), SCHED_RR, &sp) < 0) {
+			fprintf(stderr, "uzram serve --swap: sched_setscheduler(thread %s, "
+				"SCHED_RR): %s (needs root or CAP_SYS_NICE)\n",
+				e->d_name, strerror(errno));
+			r = -1;
+		}
+	}
+	closedir(d);
+	return r;
+}
+
 int serve_swap_ready(struct uzram *dev, uint64_t mem_limit)
 {
 	uint64_t reserve = mem_limit ? mem_limit : SWAP_RESERVE;
@@ -82,7 +127,9 @@ int serve_swap_ready(struct uzram *dev, uint64_t mem_limit)
 			strerror(errno));
 		return -1;
 	}
-	fprintf(stderr, "uzram serve: --swap: memory locked, %llu MiB reserved%s\n",
+	if (realtime_all() < 0)
+		return -1;
+	fprintf(stderr, "uzram serve: --swap: memory locked, %llu MiB reserved%s, SCHED_RR\n",
 		(unsigned long long)(reserve >> 20),
 		r == -ENOSPC ? " (less: the memory limit came first)" : "");
 	return 0;

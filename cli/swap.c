@@ -8,7 +8,7 @@
  *               nbdN.pid (serve_swap.c says what --swap holds)
  *            3. nbd-client -unix ... -swap: the kernel's NBD client attaches
  *               /dev/nbdN (the first free one, or --device)
- *            4. mkswap, swapon -p PRIORITY
+ *            4. mkswap, swapon --discard=pages -p PRIORITY
  *   swapoff  the same backwards, for --device or every nbdN.pid there
  *
  * Defaults: size min(RAM / 2, 4096 MiB), zstd when the library has it, else
@@ -362,7 +362,10 @@ int cmd_swapon(int argc, char **argv)
 	}
 	char *attach[] = { "nbd-client", "-unix", sock, dev, "-b", "4096", "-swap", NULL };
 	char *mkswap[] = { "mkswap", dev, NULL };
-	char *on[] = { "swapon", "-p", prio, dev, NULL };
+	/* discard: freed swap clusters reach the server as trims, as freed
+	 * slots reach zram (swap_slot_free_notify); without it the server
+	 * keeps every stale page until the device is full */
+	char *on[] = { "swapon", "--discard=pages", "-p", prio, dev, NULL };
 	if (run(attach, -1, 60, false) != 0) {
 		fprintf(stderr, "uzram swapon: nbd-client could not attach %s\n", dev);
 		stop_server(nbd);

@@ -12,12 +12,17 @@
 # complete and read back every page right; the figures (time, pages
 # swapped in and out per second, the memory the swapped data took) are
 # printed as FIGURE lines for BENCHMARKS.md. vm.min_free_kbytes is raised
-# as doc/block-device.md advises, for both.
+# as doc/block-device.md advises, for both. While the hog runs on uzram,
+# tests/vm/swapwatch.c reports every 30 s what the server's threads are doing
+# (state, wchan, kernel stack) and, if swap-out stopped, the kernel's
+# blocked tasks: a stall leaves its cause in the log (issue 22 found it so).
+# uzram's swap is on with discard, as `uzram swapon` does: freed swap
+# clusters reach the server as trims (zram hears of each freed slot).
 # vm-mem: 384
 # vm-cpus: 2
-# vm-timeout: 1200
+# vm-timeout: 2100
 # vm-modules: nbd zram lz4
-# vm-programs: hog
+# vm-programs: hog swapwatch
 # vm-data: heap-python.core:64:8
 source /guest-lib.sh
 
@@ -25,6 +30,8 @@ hog_mib=768
 passes=1
 sysctl -q -w vm.min_free_kbytes=16384
 sysctl -q -w vm.swappiness=100
+sysctl -q -w kernel.hung_task_timeout_secs=30
+sysctl -q -w kernel.sysrq=1
 
 vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
 
@@ -34,7 +41,7 @@ run_hog()
 	local name=$1 in0 out0 t0 rc secs in out
 	in0=$(vmstat pswpin); out0=$(vmstat pswpout)
 	t0=$(now)
-	bounded 540 hog $hog_mib /data/heap-python.core $passes > /tmp/hog.$name 2>&1
+	bounded 900 hog $hog_mib /data/heap-python.core $passes > /tmp/hog.$name 2>&1
 	rc=$?
 	secs=$(elapsed "$t0")
 	in=$(($(vmstat pswpin) - in0)); out=$(($(vmstat pswpout) - out0))
@@ -74,9 +81,12 @@ else
 	finish
 fi
 check nbd-attach nbd_attach /dev/nbd0 $s -b 4096 -swap -timeout 120
-if mkswap /dev/nbd0 > /dev/null && swapon -p 10 /dev/nbd0; then
+if mkswap /dev/nbd0 > /dev/null && swapon --discard=pages -p 10 /dev/nbd0; then
 	pass uzram-swapon
+	swapwatch 30 "$UZRAM_PID" &
+	watch_pid=$!
 	run_hog uzram
+	kill "$watch_pid"
 	figure uzram-mem_used_max "$(stat_field $s mem_used_max)" bytes
 	figure uzram-failed_writes "$(stat_field $s failed_writes)" requests
 	check uzram-swapoff bounded 300 swapoff /dev/nbd0

@@ -20,6 +20,8 @@ check algorithm-zstd test "$(stat_field /run/uzram/swap/nbd0.sock algorithm)" = 
 pid=$(cat /run/uzram/swap/nbd0.pid)
 check server-oom-protected test "$(cat /proc/$pid/oom_score_adj)" = -1000
 check server-locked bash -c "grep -q 'VmLck:[[:space:]]*[1-9]' /proc/$pid/status"
+# field 41 of stat: the policy, 2 = SCHED_RR, for every thread (serve_swap.c)
+check server-realtime bash -c "! awk '{ sub(/.*\\) /, \"\"); if (\$39 != 2) print }' /proc/$pid/task/*/stat | grep -q ."
 check second-device bounded 120 uzram swapon --size 32M --algorithm lz4 --priority 5
 check second-on-nbd1 bash -c "awk '\$1 == \"/dev/nbd1\" && \$5 == 5' /proc/swaps | grep -q nbd1"
 check swapoff-all bounded 300 uzram swapoff
