@@ -317,7 +317,10 @@ int cmd_swapon(int argc, char **argv)
 			"(uzram swapoff --device /dev/nbd%d)\n", nbd, nbd);
 		return 1;
 	}
-	if (mkdir("/run/uzram", 0755) < 0 && errno != EEXIST)
+	/* 0700, as uzram mount makes it and insists on (mount.c's
+	 * runtime_base()): at boot uzram-swap@ and uzram-mount@ start side
+	 * by side, and whichever comes first makes it for both */
+	if (mkdir("/run/uzram", 0700) < 0 && errno != EEXIST)
 		goto dir_fail;
 	if (mkdir(SWAP_DIR, 0700) < 0 && errno != EEXIST)
 		goto dir_fail;

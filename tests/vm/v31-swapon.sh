@@ -19,6 +19,9 @@ check priority-100 test "$prio" = 100
 check algorithm-zstd test "$(stat_field /run/uzram/swap/nbd0.sock algorithm)" = zstd
 pid=$(cat /run/uzram/swap/nbd0.pid)
 check server-oom-protected test "$(cat /proc/$pid/oom_score_adj)" = -1000
+# /run/uzram as uzram mount wants it, whoever made it first (at boot,
+# uzram-swap@ and uzram-mount@ start side by side)
+check runtime-dir-private test "$(stat -c %a /run/uzram)" = 700
 check server-locked bash -c "grep -q 'VmLck:[[:space:]]*[1-9]' /proc/$pid/status"
 # field 41 of stat: the policy, 2 = SCHED_RR, for every thread (serve_swap.c)
 check server-realtime bash -c "! awk '{ sub(/.*\\) /, \"\"); if (\$39 != 2) print }' /proc/$pid/task/*/stat | grep -q ."
