@@ -135,11 +135,26 @@ static int pages_populate(struct zpool *pool, uint32_t f, uint32_t from,
 	return 0;
 }
 
+/*
+ * Give pages [from, to) of frame f back. The kernel refuses MADV_DONTNEED
+ * on locked memory (EINVAL), and a program may have locked ours
+ * (mlockall, as `uzram serve --swap` does): then the range is unlocked,
+ * dropped and locked again on fault, so that the pages leave and what
+ * faults in later stays locked as before. Nobody else touches a frame
+ * while it is released.
+ */
 static void pages_release(struct zpool *pool, uint32_t f, uint32_t from,
 			  uint32_t to)
 {
-	madvise(frame_addr(pool, f) + ((size_t)from << PAGE_SHIFT),
-		(size_t)(to - from) << PAGE_SHIFT, MADV_DONTNEED);
+	unsigned char *p = frame_addr(pool, f) + ((size_t)from << PAGE_SHIFT);
+	size_t len = (size_t)(to - from) << PAGE_SHIFT;
+
+	if (!madvise(p, len, MADV_DONTNEED) || errno != EINVAL)
+		return;
+	if (munlock(p, len) < 0)
+		return;
+	madvise(p, len, MADV_DONTNEED);
+	mlock2(p, len, MLOCK_ONFAULT);
 }
 
 /*

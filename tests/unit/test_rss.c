@@ -17,13 +17,16 @@
  * freed small chunks in its arenas instead of returning them to the OS.
  *
  * A second test checks that holes cost nothing even when read, mapped
- * with block status or discarded.
+ * with block status or discarded. A third that memory locked by the
+ * program (mlockall on fault, as `uzram serve --swap` does) still leaves
+ * when the data goes, and that what comes back is locked again.
  *
  * Under AddressSanitizer or ThreadSanitizer every byte the allocator touches
  * also touches shadow memory, so RSS no longer measures the allocator; the
  * test is skipped there (it runs in the plain build of make test).
  */
 #include <errno.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "uzram.h"
@@ -219,11 +222,136 @@ static void test_holes_cost_nothing(void **state)
 	free(buf);
 }
 
+/*
+ * A field of /proc/self/smaps_rollup in bytes, or 0: "Locked" is the
+ * resident pages of locked mappings (VmLck would count the mappings' whole
+ * size, resident or not).
+ */
+static uint64_t rollup_bytes(const char *field)
+{
+	char line[256];
+	unsigned long long kb = 0;
+	size_t n = strlen(field);
+	FILE *f = fopen("/proc/self/smaps_rollup", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, field, n) && line[n] == ':') {
+			sscanf(line + n + 1, "%llu", &kb);
+			break;
+		}
+	fclose(f);
+	return (uint64_t)kb << 10;
+}
+
+/*
+ * Locked memory goes back too. The kernel refuses MADV_DONTNEED on locked
+ * pages, so a pool under mlockall once kept every page it had ever used
+ * while mem_used_total said they were gone. Here: lock on fault, write
+ * LOCK_MB of data, discard all of it and compact; RSS and the locked
+ * resident pages must fall
+ * with mem_used_total; writing it again must lock what it takes again.
+ */
+#define LOCK_MB 32u
+static void test_locked_memory_given_back(void **state)
+{
+	const uint64_t size = (uint64_t)LOCK_MB << 20;
+	struct uzram_stats st1, st2;
+	struct uzram_config cfg;
+	struct uzram *dev = NULL;
+	uint64_t rss0, rss1, rss2, lck1 = 0, lck2 = 0, lck3, off;
+
+	if (!rollup_bytes("Rss")) {
+		printf("   skipped: /proc/self/smaps_rollup is unreadable\n");
+		skip();
+	}
+	size_t len;
+	uint8_t *core, *buf;
+
+	(void)state;
+	skip_unless_rss_measurable();
+	core = tu_corpus("heap-python.core", 1u << 20, &len);
+	if (len < 64 * PG)
+		fail_msg("corpus too small: %zu bytes", len);
+	len -= len % PG;
+	buf = malloc(1u << 20);
+	assert_non_null(buf);
+	/* 1 MiB of corpus pages, each stamped with its page number */
+	uzram_config_init(&cfg);
+	cfg.size = size;
+	assert_int_equal(uzram_open(&cfg, &dev), 0);
+	if (mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0) {
+		printf("   skipped: mlockall: %s\n", strerror(errno));
+		uzram_close(dev);
+		free(core);
+		free(buf);
+		skip();
+	}
+	assert_int_equal(uzram_read(dev, buf, 1u << 20, 0), 0);
+	rss0 = rss_bytes();
+	for (int round = 0; round < 2; round++) {
+		for (off = 0; off < size; off += 1u << 20) {
+			for (uint64_t p = 0; p < (1u << 20) / PG; p++) {
+				uint64_t page = (off / PG) + p;
+
+				memcpy(buf + p * PG, core + (page * PG) % len, PG);
+				memcpy(buf + p * PG, &page, sizeof page);
+			}
+			assert_int_equal(uzram_write(dev, buf, 1u << 20, off), 0);
+		}
+		if (round == 1)
+			break;
+		rss1 = rss_bytes();
+		lck1 = rollup_bytes("Locked");
+		assert_int_equal(uzram_stats(dev, &st1, sizeof st1), 0);
+		check_close("locked, after writing", rss1 - rss0, &st1);
+		assert_int_equal(uzram_discard(dev, size, 0), 0);
+		assert_true(uzram_compact(dev) >= 0);
+		rss2 = rss_bytes();
+		lck2 = rollup_bytes("Locked");
+		assert_int_equal(uzram_stats(dev, &st2, sizeof st2), 0);
+		printf("   locked: RSS %.2f -> %.2f MiB, locked %.2f -> %.2f MiB, "
+		       "mem_used_total %.2f -> %.2f MiB\n",
+		       (double)(rss1 - rss0) / 1048576.0,
+		       ((double)rss2 - (double)rss0) / 1048576.0,
+		       (double)lck1 / 1048576.0, (double)lck2 / 1048576.0,
+		       (double)st1.mem_used_total / 1048576.0,
+		       (double)st2.mem_used_total / 1048576.0);
+		check_close("locked, after discarding all and compacting",
+			    rss2 > rss0 ? rss2 - rss0 : 0, &st2);
+		if (lck1 - lck2 < (st1.mem_used_total - st2.mem_used_total) * 9 / 10)
+			fail_msg("mem_used_total fell by %llu bytes, locked memory "
+				 "only by %llu",
+				 (unsigned long long)(st1.mem_used_total -
+						      st2.mem_used_total),
+				 (unsigned long long)(lck1 - lck2));
+	}
+	lck3 = rollup_bytes("Locked");
+	printf("   written again: locked %.2f MiB\n", (double)lck3 / 1048576.0);
+	if (lck3 < lck2 + (lck1 - lck2) * 9 / 10)
+		fail_msg("written again, locked memory is %llu bytes, was %llu "
+			 "the first time: what faulted in is not locked",
+			 (unsigned long long)lck3, (unsigned long long)lck1);
+	for (off = 0; off < size; off += PG) {
+		uint64_t page;
+
+		assert_int_equal(uzram_read(dev, buf, PG, off), 0);
+		memcpy(&page, buf, sizeof page);
+		assert_int_equal(page, off / PG);
+	}
+	munlockall();
+	uzram_close(dev);
+	free(core);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rss),
 		cmocka_unit_test(test_holes_cost_nothing),
+		cmocka_unit_test(test_locked_memory_given_back),
 	};
 
 	return tu_run_tests(tests, NULL, NULL);
