@@ -28,6 +28,7 @@ struct uzram;
 #define SWAP_RESERVE (16ull << 20) /* reserved when --swap has no --mem-limit */
 int serve_swap_begin(void);                /* before the device exists */
 int serve_swap_ready(struct uzram *dev, uint64_t mem_limit); /* after */
+void serve_swap_end(void);                 /* before the device goes */
 
 /*
  * The socket of the server behind `uzram mount DIR` into out (n bytes);

@@ -604,6 +604,7 @@ int cmd_serve(int argc, char **argv)
 	if (!r && a.swap && serve_swap_ready(dev, a.cfg.mem_limit) < 0)
 		r = 1;
 	if (r) {
+		serve_swap_end();
 		uzram_close(dev);
 		nbd_tls_free(tls);
 		return r;
@@ -621,6 +622,7 @@ int cmd_serve(int argc, char **argv)
 		a.sc.frontend = &ublk_frontend;
 	}
 	r = nbd_server_run(&a.sc, &busy);
+	serve_swap_end();
 	if (!busy) { /* else a stuck client thread may still use them */
 		uzram_close(dev);
 		nbd_tls_free(tls);

@@ -39,7 +39,8 @@
 # in a temp dir that is removed, and qemu is killed if this script is.
 #
 # Environment: UZRAM, UZRAM_TEST_CORPUS (default build/corpus),
-# VM_DIR (default build/vm), VM_VERBOSE=1 to echo the console while it runs.
+# VM_DIR (default build/vm), VM_VERBOSE=1 to echo the console while it runs;
+# every VMT_* variable reaches the guest's tests (a test's own knobs).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -131,6 +132,9 @@ boot()
 	log=$VM_DIR/logs/$name.log
 
 	printf 'VM_TESTS=%q\nVM_MODULES=%q\n' "${names[*]}" "$modules" > "$tmp/env"
+	# A test's knobs: every VMT_* variable of the host's environment.
+	local v
+	for v in $(compgen -v VMT_); do printf '%s=%q\n' "$v" "${!v}" >> "$tmp/env"; done
 	args=("$here/init=/init" "$here/guest-lib.sh=/guest-lib.sh"
 		"$tmp/env=/etc/vm-test.env" "$UZRAM")
 	for t in "$@"; do

@@ -26,7 +26,13 @@
 # vm-data: heap-python.core:64:8
 source /guest-lib.sh
 
-hog_mib=768
+# Knobs (VMT_* from the host, tests/vm/run.sh): the hog's size, which of
+# the two runs (zram, uzram or both), the swap devices' size, and extra
+# options of `uzram serve`.
+hog_mib=${VMT_HOG_MIB:-768}
+runs=${VMT_SWAP_RUNS:-zram uzram}
+swap_size=${VMT_SWAP_SIZE:-1G}
+serve_opts=${VMT_SERVE_OPTS:-}
 passes=1
 sysctl -q -w vm.min_free_kbytes=16384
 sysctl -q -w vm.swappiness=100
@@ -59,8 +65,24 @@ run_hog()
 	return $rc
 }
 
+# memwatch SOCK: every 20 s, one line of where the guest's memory is: swap
+# in use, what the server stores and holds (stale pages are stored ones
+# that swap no longer uses).
+memwatch()
+{
+	local used st
+	while sleep 20; do
+		used=$(awk 'NR > 1 { u += $4 } END { print u * 1024 }' /proc/swaps)
+		st=$(uzram stat --socket "$1" | awk '$1 ~ /^(pages_stored|compr_data_size|mem_used_total|requests_trim|failed_writes)$/ { printf " %s=%s", $1, $2 }')
+		info "memwatch swap_used=$used$st $(awk '$1 ~ /^(VmRSS|VmLck|RssAnon|RssFile|RssShmem):$/ { printf " %s=%s", $1, $2 }' /proc/$UZRAM_PID/status)" \
+			"free_kb=$(awk '/MemFree/ {print $2}' /proc/meminfo) avail_kb=$(awk '/MemAvailable/ {print $2}' /proc/meminfo)"
+	done
+}
+
 # 1. the kernel's zram
-if echo lz4 > /sys/block/zram0/comp_algorithm && echo 1G > /sys/block/zram0/disksize &&
+if [[ " $runs " != *" zram "* ]]; then
+	info "zram run skipped (VMT_SWAP_RUNS=$runs)"
+elif echo lz4 > /sys/block/zram0/comp_algorithm && echo $swap_size > /sys/block/zram0/disksize &&
 	mkswap /dev/zram0 > /dev/null && swapon -p 10 /dev/zram0; then
 	pass zram-swapon
 	run_hog zram
@@ -74,7 +96,12 @@ fi
 
 # 2. uzram, its server in this guest
 s=/run/swap.sock
-if uzram_start swap --swap --size 1G; then
+if [[ " $runs " != *" uzram "* ]]; then
+	info "uzram run skipped (VMT_SWAP_RUNS=$runs)"
+	finish
+fi
+# shellcheck disable=SC2086
+if uzram_start swap --swap --size "$swap_size" $serve_opts; then
 	pass uzram-serve
 else
 	fail uzram-serve "$(cat /run/swap.err)"
@@ -85,8 +112,10 @@ if mkswap /dev/nbd0 > /dev/null && swapon --discard=pages -p 10 /dev/nbd0; then
 	pass uzram-swapon
 	swapwatch 30 "$UZRAM_PID" &
 	watch_pid=$!
+	memwatch $s &
+	mem_pid=$!
 	run_hog uzram
-	kill "$watch_pid"
+	kill "$watch_pid" "$mem_pid"
 	figure uzram-mem_used_max "$(stat_field $s mem_used_max)" bytes
 	figure uzram-failed_writes "$(stat_field $s failed_writes)" requests
 	check uzram-swapoff bounded 300 swapoff /dev/nbd0
