@@ -23,15 +23,48 @@
  * submitted together with the wait for the next batch (one system call
  * per batch). A write of several clusters is spread over the device's
  * worker threads (--threads) by uzram_write itself.
+ *
+ * Buffers go back when idle: a tag's buffer becomes resident as far as its
+ * largest request reached (up to max_io, 256 KiB), and a queue that once
+ * served large writes would keep depth x max_io. So when a queue has had
+ * no request for IDLE_MS, the pages of every buffer that went past its
+ * first KEEP bytes are given back (the next request faults them in), and
+ * the thread then sleeps with no timeout until the next request. Under
+ * mlockall (`uzram serve --swap`) the kernel refuses MADV_DONTNEED, so the
+ * range is unlocked, dropped and locked again on fault.
  */
 #include <assert.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "ublk_impl.h"
+
+#define IDLE_MS 1000
+#define KEEP    (16u << 10)
+
+/* Give back the pages of tag buffers that went past KEEP. */
+static void queue_release(struct ublk_queue *q)
+{
+	for (unsigned tag = 0; tag < q->depth; tag++) {
+		char *p = q->buf + (size_t)tag * q->max_io + KEEP;
+		size_t len = q->touched[tag] - KEEP;
+
+		if (q->touched[tag] <= KEEP)
+			continue;
+		q->touched[tag] = KEEP;
+		if (!madvise(p, len, MADV_DONTNEED) || errno != EINVAL)
+			continue;
+		if (munlock(p, len) == 0) {
+			madvise(p, len, MADV_DONTNEED);
+			mlock2(p, len, MLOCK_ONFAULT);
+		}
+	}
+	q->idle_released = true;
+}
 
 static void queue_prep(struct ublk_queue *q, unsigned tag, unsigned op,
 		       int result)
@@ -67,10 +100,13 @@ static int queue_run(struct ublk_queue *q, unsigned tag)
 	ssize_t n;
 	int r;
 
+	q->idle_released = false;
 	switch (ublksrv_get_op(d)) {
 	case UBLK_IO_OP_READ:
 		if (len > q->max_io)
 			return -EIO;
+		if (len > q->touched[tag])
+			q->touched[tag] = (uint32_t)len;
 		r = uzram_read(q->dev, buf, len, off);
 		if (r < 0)
 			return r;
@@ -83,6 +119,8 @@ static int queue_run(struct ublk_queue *q, unsigned tag)
 	case UBLK_IO_OP_WRITE:
 		if (len > q->max_io)
 			return -EIO;
+		if (len > q->touched[tag])
+			q->touched[tag] = (uint32_t)len;
 		if (q->user_copy) {
 			n = pread(q->cdev, buf, len, pos);
 			if (n != (ssize_t)len)
@@ -137,6 +175,11 @@ static int queue_setup(struct ublk_queue *q)
 		return -errno;
 	}
 	q->buf = p;
+	q->touched = calloc(q->depth, sizeof *q->touched);
+	if (!q->touched) {
+		q->what = "the buffers";
+		return -ENOMEM;
+	}
 	/*
 	 * One thread submits and reaps: the driver's completions run as task
 	 * work when the thread waits for them, with no interrupt to deliver
@@ -165,8 +208,29 @@ static void queue_unmap(struct ublk_queue *q)
 		munmap(q->buf, (size_t)q->depth * q->max_io);
 	if (q->desc)
 		munmap((void *)(uintptr_t)q->desc, q->desc_len);
+	free(q->touched);
 	q->buf = NULL;
 	q->desc = NULL;
+	q->touched = NULL;
+}
+
+/*
+ * Submit and wait for a CQE, at most IDLE_MS; at the time limit, give the
+ * buffers back (the loop then waits with no limit). As
+ * io_uring_submit_and_wait's result.
+ */
+static int queue_wait_idle(struct ublk_queue *q)
+{
+	struct __kernel_timespec ts = { .tv_sec = IDLE_MS / 1000,
+					.tv_nsec = (IDLE_MS % 1000) * 1000000L };
+	struct io_uring_cqe *cqe;
+	int r = io_uring_submit_and_wait_timeout(&q->ring, &cqe, 1, &ts, NULL);
+
+	if (r == -ETIME) {
+		queue_release(q);
+		return 0;
+	}
+	return r < 0 ? r : 0;
 }
 
 static void *queue_main(void *arg)
@@ -195,7 +259,10 @@ static void *queue_main(void *arg)
 	queue_ready(q, 0, NULL);
 	held = q->depth;
 	while (held > 0) {
-		r = io_uring_submit_and_wait(&q->ring, 1);
+		if (q->idle_released)
+			r = io_uring_submit_and_wait(&q->ring, 1);
+		else
+			r = queue_wait_idle(q);
 		if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY) {
 			fprintf(stderr, "ublk queue %u: io_uring: %s\n", q->id,
 				strerror(-r));

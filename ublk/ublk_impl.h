@@ -66,6 +66,9 @@ struct ublk_queue {
 	const struct ublksrv_io_desc *desc; /* the driver's, read-only */
 	size_t desc_len;
 	char *buf;                /* depth buffers of max_io bytes */
+	uint32_t *touched;        /* per tag: bytes of its buffer that may be
+				   * resident */
+	bool idle_released;       /* buffers given back, no request since */
 	pthread_mutex_t lock;
 	pthread_cond_t cv;
 	bool ready;               /* every tag fetched, or failed (err) */

@@ -21,8 +21,11 @@
 # vm-data: files.tar
 source /guest-lib.sh
 
+# Knobs (VMT_* from the host, tests/vm/run.sh): VMT_BENCH_QUICK=1 runs
+# only the 4K jobs of the table (no 1M jobs, no depth series);
+# VMT_BENCH_ROUNDS the rounds of each job (default 3).
 RUNTIME=5
-ROUNDS=3
+ROUNDS=${VMT_BENCH_ROUNDS:-3}
 SIZE=256M
 FILL_COPIES=16
 declare -A dev pid
@@ -102,14 +105,17 @@ measure()
 measure randread4k-qd1 8 1 IOPS --rw=randread --bs=4k --iodepth=1
 measure randread4k-qd16 8 1 IOPS --rw=randread --bs=4k --iodepth=16
 measure randwrite4k-qd1 49 1 IOPS --rw=randwrite --bs=4k --iodepth=1
+if [[ ${VMT_BENCH_QUICK:-0} != 1 ]]; then
 measure seqread1m 7 1024 MiB/s --rw=read --bs=1M --iodepth=1
 measure seqwrite1m 48 1024 MiB/s --rw=write --bs=1M --iodepth=1
+fi
 
 [[ -n ${dev[nbd]:-} ]] && bounded 30 nbd-client -d /dev/nbd0
 for n in "${!pid[@]}"; do
 	kill -TERM "${pid[$n]}"; wait "${pid[$n]}"
 done
 echo 1 > /sys/block/zram0/reset
+[[ ${VMT_BENCH_QUICK:-0} == 1 ]] && finish
 
 # ---- the queue depth (--ublk-depth's default) ----
 # The same server at depths 8 to 128 under jobs that keep 64 requests in

@@ -1,7 +1,8 @@
 # v40-ublk.sh - `uzram serve --ublk` as a real block device on Linux 6.12:
 # its queue limits come from the cluster size; mkfs.ext4, an untar of the
 # corpus compared with the same untarred in RAM, e2fsck; fio verify with several jobs;
-# discard gives the memory back; the same in --ublk-copy=user; SIGTERM
+# discard gives the memory back; idle queues give their buffers back; the
+# same in --ublk-copy=user; SIGTERM
 # removes the device and leaves no node behind.
 # vm-kernel: 6.12
 # vm-mem: 1024
@@ -80,6 +81,26 @@ info "discard: mem_used_total $before -> $after, pages_stored $stored"
 check discard-frees bash -c "(( $stored == 0 && $after * 4 < $before ))"
 bounded 60 dd if="$dev" of=/tmp/z bs=1M skip=400 count=1 iflag=direct 2>/dev/null
 check read-zeroes cmp -n 1048576 /tmp/z /dev/zero
+
+# idle buffers go back: 32 writes of 256 KiB in flight touch 8 MiB of the
+# tags' buffers; a second after the last request the queues give them
+# back. What the server holds beyond its device's memory (RssAnon minus
+# mem_used_total), at most while fio runs and after 3 s of quiet:
+overhead_kib()
+{
+	echo $(($(awk '/^RssAnon/ { print $2 }' "/proc/$UZRAM_PID/status") -
+		$(stat_of u1 mem_used_total) / 1024))
+}
+( m=0; while sleep 0.2; do o=$(overhead_kib) || break; ((o > m)) && m=$o && echo "$m" > /tmp/peak; done ) &
+sampler=$!
+check big-writes bounded 120 fio --name=big --filename="$dev" --ioengine=io_uring \
+	--direct=1 --rw=write --bs=256k --iodepth=32 --size=64M --offset=256M \
+	--buffer_compress_percentage=50 --eta=never --output=/tmp/fio-big.out
+kill "$sampler"; wait "$sampler" 2>/dev/null
+sleep 3
+idle=$(overhead_kib); peak=$(cat /tmp/peak)
+info "server memory beyond the device's: $peak KiB at most during the writes, $idle KiB idle"
+check idle-buffers-released test $((peak - idle)) -ge 4096
 
 check stop stop "$UZRAM_PID"
 check nothing-left gone "$dev"
