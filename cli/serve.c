@@ -106,7 +106,8 @@ static const struct cli_option serve_opts[] = {
 	  "requests in flight per queue (default 64)" },
 	{ "ublk-copy", KEY_UBLK_COPY, required_argument, "kernel|user",
 	  "who copies the data: the driver (default), or\n"
-	  "we, through /dev/ublkcN (UBLK_F_USER_COPY)" },
+	  "we, through /dev/ublkcN (UBLK_F_USER_COPY; the\n"
+	  "default with --swap where the kernel has it)" },
 	{ "ublk-recovery", KEY_UBLK_RECOVERY, no_argument, NULL,
 	  "if this server dies, I/O waits for another\n"
 	  "(UBLK_F_USER_RECOVERY) instead of failing" },
@@ -301,6 +302,7 @@ struct serve_args {
 	int nrecomp;
 	bool max_given, size_set, algo_set, cluster_set, swap;
 	bool ublk, ublk_extra;  /* --ublk, and one of its options */
+	bool ublk_copy_set;     /* --ublk-copy given */
 	struct ublk_opts uo;
 };
 
@@ -339,6 +341,7 @@ static int serve_take_ublk(struct serve_args *a, int key, char *arg)
 			a->uo.copy = UBLK_COPY_USER;
 		else
 			return CLI_BAD_VALUE;
+		a->ublk_copy_set = true;
 		return 0;
 	case KEY_UBLK_RECOVERY:
 		a->uo.recovery = true;
@@ -593,6 +596,9 @@ int cmd_serve(int argc, char **argv)
 		a.sc.max_connections =
 			nbd_default_max_connections(a.sc.buffer_limit);
 
+	/* swap: one buffer per queue, not per tag, where the kernel can */
+	if (a.swap && !a.ublk_copy_set)
+		a.uo.copy = UBLK_COPY_LEAST_MEMORY;
 	if (a.swap && serve_swap_begin() < 0) {
 		nbd_tls_free(tls);
 		return 1;

@@ -35,6 +35,9 @@
 #                    against uzram, and uzram swapon/swapoff, in one guest;
 #                    qemu TCG, about 3 min
 #   test-vm-ublk     the ublk tests in a 6.12 guest (mk/vm.mk), about 2 min
+#   test-vm-swap-uzram   the swap hog (2x the guest's RAM) on uzram, with
+#                    its server in the guest, on NBD and on ublk (mk/vm.mk),
+#                    about 6 min
 #
 # Each phase's output is printed whole when it ends (--output-sync), so
 # the lines of two phases never mix; a failing phase stops make test once
@@ -63,7 +66,7 @@ INTEGRATION_ASAN := $(addprefix tests/integration/,t26-ctl.sh t27-run.sh \
 # longest first (the VM bench, integration, then TSan). Every phase can start at once,
 # as test-build made what they need: a phase that waited for another
 # would join the end of the queue when that one ended.
-TEST_PHASES := test-vm-quick test-vm-ublk test-integration test-tsan test-asan test-unit \
+TEST_PHASES := test-vm-swap-uzram test-vm-quick test-vm-ublk test-integration test-tsan test-asan test-unit \
 	test-unit-alt test-deb fuzz-smoke-nbd fuzz-smoke-image check-layers \
 	check-namespace check-install check-header
 

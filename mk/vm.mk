@@ -1,19 +1,21 @@
 # vm.mk - the VM bench (tests/vm/): Debian's own kernels under qemu (TCG),
 # with the kernel's NBD client, zram and swap against uzram.
 #
-#   make test-vm            the tests of VM_TESTS (all but the swap test),
+#   make test-vm            the tests of VM_TESTS (all but the swap tests),
 #                           each in its own guest
 #   make test-vm VM_TESTS=tests/vm/v30-swap.sh   one test
 #   make test-vm-quick      what make test runs: VM_QUICK in one guest (all
 #                           the NBD tests but fio, whose libraries alone
-#                           are 80 MB, and swapon/swapoff). Not the swap
-#                           test: it fails today (doc/block-device.md,
-#                           "Status"), and make test must pass
+#                           are 80 MB, and swapon/swapoff)
 #   make test-vm-ublk       what make test runs on bookworm-backports' 6.12:
 #                           the ublk tests (v40, v41) in one guest
-#   make test-vm-swap       the swap test once
-#   make test-vm-swap-repeat [VM_REPEAT=5]   the swap test VM_REPEAT times in a
-#                           row, a guest each, its figures each time
+#   make test-vm-swap-uzram what make test runs: the swap tests' hog on
+#                           uzram alone, on NBD (v30, 6.1) and on ublk
+#                           (v32, 6.12), a guest each, no zram run
+#   make test-vm-swap       the swap tests once, zram and uzram in each
+#                           boot: the figures of BENCHMARKS.md
+#   make test-vm-swap-repeat [VM_REPEAT=5]   the swap tests VM_REPEAT times
+#                           in a row, a guest each, their figures each time
 #
 # The first run fetches the kernels (build/vm/, about 180 MB, kept; see
 # tests/vm/fetch-kernel.sh): nothing of the host's /boot or apt is used.
@@ -22,12 +24,13 @@ VM_TESTS ?= $(filter-out $(VM_SWAP),$(sort $(wildcard tests/vm/v*.sh)))
 VM_QUICK := $(addprefix tests/vm/,v10-ext4.sh v12-discard.sh v13-multiconn.sh \
 	v14-reconnect.sh v15-server-killed.sh v31-swapon.sh)
 VM_UBLK := $(addprefix tests/vm/,v40-ublk.sh v41-ublk-faults.sh)
-VM_SWAP := tests/vm/v30-swap.sh
+VM_SWAP := tests/vm/v30-swap.sh tests/vm/v32-swap-ublk.sh
 VM_REPEAT ?= 5
 VM_RUN = UZRAM=$(abspath $(BUILD)/uzram) UZRAM_TEST_CORPUS=$(CORPUS_DIR) \
 	bash tests/vm/run.sh
 
-.PHONY: deps-vm test-vm test-vm-quick test-vm-ublk test-vm-swap test-vm-swap-repeat
+.PHONY: deps-vm test-vm test-vm-quick test-vm-ublk test-vm-swap test-vm-swap-repeat \
+	test-vm-swap-uzram
 
 deps-vm: deps
 	@scripts/deps.sh test vm
@@ -44,6 +47,11 @@ test-vm-ublk: deps-vm all $(CORPUS_READY)
 	@mkdir -p $(dir $(TEST_RESULTS))
 	$(VM_RUN) -1 $(VM_UBLK)
 	@echo "tests/vm $(VM_UBLK)" >> $(TEST_RESULTS)
+
+test-vm-swap-uzram: deps-vm all $(CORPUS_READY)
+	@mkdir -p $(dir $(TEST_RESULTS))
+	VMT_SWAP_RUNS=uzram $(VM_RUN) $(VM_SWAP)
+	@echo "tests/vm $(VM_SWAP) (uzram only)" >> $(TEST_RESULTS)
 
 test-vm-swap: deps-vm all $(CORPUS_READY)
 	$(VM_RUN) $(VM_SWAP)

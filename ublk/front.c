@@ -169,6 +169,9 @@ static int add(struct ublk_front *f, const struct ublk_opts *o,
 		flags |= UBLK_F_USER_RECOVERY;
 	if (geteuid() != 0)
 		flags |= UBLK_F_UNPRIVILEGED_DEV;
+	if (o->copy == UBLK_COPY_LEAST_MEMORY && (have & UBLK_F_USER_COPY) &&
+	    !(flags & UBLK_F_UNPRIVILEGED_DEV))
+		flags |= UBLK_F_USER_COPY;
 	if ((flags & UBLK_F_UNPRIVILEGED_DEV) && !(have & UBLK_F_UNPRIVILEGED_DEV)) {
 		fprintf(stderr, "%s: ublk devices need root on this kernel (it "
 			"has no UBLK_F_UNPRIVILEGED_DEV, Linux 6.5+)\n", who);

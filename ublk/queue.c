@@ -17,7 +17,11 @@
  * after the commit, so reads decode straight into the buffer the kernel
  * copies from. With UBLK_F_USER_COPY the driver does not touch the buffer
  * and the thread moves the bytes itself with pread/pwrite on /dev/ublkcN
- * at the tag's offset: the same one copy, plus a system call.
+ * at the tag's offset: the same one copy, plus a system call. As the
+ * thread then holds a request's bytes only while it runs it, and runs one
+ * at a time, the queue has one buffer for all its tags (buf_of()): max_io
+ * bytes a queue instead of depth x max_io, which is why `serve --swap`
+ * prefers it (UBLK_COPY_LEAST_MEMORY).
  *
  * The requests of one CQE batch are run in order and their commits are
  * submitted together with the wait for the next batch (one system call
@@ -47,15 +51,26 @@
 #define KEEP    (16u << 10)
 
 /* Give back the pages of tag buffers that went past KEEP. */
+/* The buffers: one per tag, or one for all with user copy. */
+static unsigned nbufs(const struct ublk_queue *q)
+{
+	return q->user_copy ? 1 : q->depth;
+}
+
+static unsigned buf_of(const struct ublk_queue *q, unsigned tag)
+{
+	return q->user_copy ? 0 : tag;
+}
+
 static void queue_release(struct ublk_queue *q)
 {
-	for (unsigned tag = 0; tag < q->depth; tag++) {
-		char *p = q->buf + (size_t)tag * q->max_io + KEEP;
-		size_t len = q->touched[tag] - KEEP;
+	for (unsigned b = 0; b < nbufs(q); b++) {
+		char *p = q->buf + (size_t)b * q->max_io + KEEP;
+		size_t len = q->touched[b] - KEEP;
 
-		if (q->touched[tag] <= KEEP)
+		if (q->touched[b] <= KEEP)
 			continue;
-		q->touched[tag] = KEEP;
+		q->touched[b] = KEEP;
 		if (!madvise(p, len, MADV_DONTNEED) || errno != EINVAL)
 			continue;
 		if (munlock(p, len) == 0) {
@@ -85,7 +100,7 @@ static void queue_prep(struct ublk_queue *q, unsigned tag, unsigned op,
 	cmd->tag = (uint16_t)tag;
 	cmd->result = result;
 	cmd->addr = q->user_copy ? 0 :
-		    (uint64_t)(uintptr_t)(q->buf + (size_t)tag * q->max_io);
+		    (uint64_t)(uintptr_t)(q->buf + (size_t)buf_of(q, tag) * q->max_io);
 }
 
 /* Run the request at tag on the device: bytes done, or a negative errno. */
@@ -94,7 +109,8 @@ static int queue_run(struct ublk_queue *q, unsigned tag)
 	const struct ublksrv_io_desc *d = &q->desc[tag];
 	uint64_t off = d->start_sector << 9;
 	size_t len = (size_t)d->nr_sectors << 9;
-	char *buf = q->buf + (size_t)tag * q->max_io;
+	unsigned b = buf_of(q, tag);
+	char *buf = q->buf + (size_t)b * q->max_io;
 	off_t pos = (off_t)uz_ublk_user_copy_pos(q->id, tag);
 	unsigned flags = ublksrv_get_flags(d);
 	ssize_t n;
@@ -105,8 +121,8 @@ static int queue_run(struct ublk_queue *q, unsigned tag)
 	case UBLK_IO_OP_READ:
 		if (len > q->max_io)
 			return -EIO;
-		if (len > q->touched[tag])
-			q->touched[tag] = (uint32_t)len;
+		if (len > q->touched[b])
+			q->touched[b] = (uint32_t)len;
 		r = uzram_read(q->dev, buf, len, off);
 		if (r < 0)
 			return r;
@@ -119,8 +135,8 @@ static int queue_run(struct ublk_queue *q, unsigned tag)
 	case UBLK_IO_OP_WRITE:
 		if (len > q->max_io)
 			return -EIO;
-		if (len > q->touched[tag])
-			q->touched[tag] = (uint32_t)len;
+		if (len > q->touched[b])
+			q->touched[b] = (uint32_t)len;
 		if (q->user_copy) {
 			n = pread(q->cdev, buf, len, pos);
 			if (n != (ssize_t)len)
@@ -168,14 +184,14 @@ static int queue_setup(struct ublk_queue *q)
 	}
 	q->desc = p;
 	/* touched only where requests land: unused tags cost no memory */
-	p = mmap(NULL, (size_t)q->depth * q->max_io, PROT_READ | PROT_WRITE,
+	p = mmap(NULL, (size_t)nbufs(q) * q->max_io, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED) {
 		q->what = "the buffers";
 		return -errno;
 	}
 	q->buf = p;
-	q->touched = calloc(q->depth, sizeof *q->touched);
+	q->touched = calloc(nbufs(q), sizeof *q->touched);
 	if (!q->touched) {
 		q->what = "the buffers";
 		return -ENOMEM;
@@ -205,7 +221,7 @@ static int queue_setup(struct ublk_queue *q)
 static void queue_unmap(struct ublk_queue *q)
 {
 	if (q->buf)
-		munmap(q->buf, (size_t)q->depth * q->max_io);
+		munmap(q->buf, (size_t)nbufs(q) * q->max_io);
 	if (q->desc)
 		munmap((void *)(uintptr_t)q->desc, q->desc_len);
 	free(q->touched);

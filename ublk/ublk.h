@@ -31,6 +31,9 @@ enum ublk_copy {
 			   * buffer of ours given once per tag */
 	UBLK_COPY_USER,   /* we pread/pwrite the request through
 			   * /dev/ublkcN (UBLK_F_USER_COPY) */
+	UBLK_COPY_LEAST_MEMORY, /* USER where the kernel has it, else
+				 * KERNEL: one buffer per queue instead
+				 * of one per tag (serve --swap) */
 };
 
 struct ublk_opts {

@@ -65,9 +65,9 @@ struct ublk_queue {
 	struct io_uring ring;
 	const struct ublksrv_io_desc *desc; /* the driver's, read-only */
 	size_t desc_len;
-	char *buf;                /* depth buffers of max_io bytes */
-	uint32_t *touched;        /* per tag: bytes of its buffer that may be
-				   * resident */
+	char *buf;                /* buffers of max_io bytes: one per tag, or
+				   * one for all with user_copy (queue.c) */
+	uint32_t *touched;        /* per buffer: bytes that may be resident */
 	bool idle_released;       /* buffers given back, no request since */
 	pthread_mutex_t lock;
 	pthread_cond_t cv;
