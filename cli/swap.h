@@ -1,6 +1,7 @@
 /*
- * swap.h - what cli/swap.c (`uzram swapon`, `uzram swapoff`) and
- * cli/swap_transport.c (the two ways the kernel reaches the server) share.
+ * swap.h - what cli/swap_transport.c (the two ways the kernel reaches the
+ * server, and running the programs they need) gives cli/swap.c
+ * (`uzram swapon`, `uzram swapoff`).
  */
 #ifndef UZRAM_CLI_SWAP_H
 #define UZRAM_CLI_SWAP_H
@@ -42,7 +43,6 @@ struct swap_transport {
 /* cli/swap_transport.c */
 extern const struct swap_transport swap_nbd, swap_ublk;
 
-/* cli/swap.c */
 void swap_sleep_ms(int ms);
 /*
  * Run argv (PATH lookup) with stdin /dev/null and stdout and stderr on

@@ -14,17 +14,68 @@
  * SCHED_RR, their memory is locked on fault, and they allocate nothing per
  * request (ublk/queue.c). The server's NBD socket stays, for `uzram stat`
  * and `uzram ctl`.
+ *
+ * Also swap_run(), which runs the programs of both (modprobe, the server,
+ * nbd-client) and those of swap.c (mkswap, swapon, swapoff).
  */
 #include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "swap.h"
 #include "../ublk/ublk.h"
+
+extern char **environ;
+
+void swap_sleep_ms(int ms)
+{
+	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&t, NULL);
+}
+
+int swap_run(char *const argv[], int out_fd, int secs, bool detach)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	int err, ws;
+	pid_t pid;
+
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	if (out_fd >= 0) {
+		posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+		posix_spawn_file_actions_adddup2(&fa, out_fd, 2);
+	}
+	posix_spawnattr_init(&attr);
+	if (detach)
+		posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+	err = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
+	posix_spawnattr_destroy(&attr);
+	posix_spawn_file_actions_destroy(&fa);
+	if (err) {
+		fprintf(stderr, "uzram: cannot run %s: %s\n", argv[0], strerror(err));
+		return -1;
+	}
+	if (detach)
+		return pid;
+	for (int t = 0; t < secs * 50; t++) {
+		if (waitpid(pid, &ws, WNOHANG) == pid)
+			return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+		swap_sleep_ms(20);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &ws, 0);
+	fprintf(stderr, "uzram: %s did not finish in %d s\n", argv[0], secs);
+	return -1;
+}
 
 /* modprobe NAME, its messages dropped: the caller says what is missing. */
 static void modprobe(char *name)
