@@ -62,8 +62,9 @@ check swapon-nbd bounded 120 uzram swapon --transport nbd --size 32M --algorithm
 check nbd-on-nbd0 bash -c "awk '\$1 == \"/dev/nbd0\" && \$5 == 5' /proc/swaps | grep -q nbd0"
 check nbd-pid-file test -s /run/uzram/swap/nbd0.pid
 # a server that does not start: swapon fails and leaves nothing of it
-check failed-swapon-undone bash -c '! timeout -s KILL 60 uzram swapon --algorithm nosuch 2> /dev/null &&
+check failed-swapon-undone bash -c '! timeout -s KILL 60 uzram swapon --algorithm nosuch 2> /tmp/bad.err &&
 	! ls /run/uzram/swap/ | grep -q "^ublkb1\.pid" && ! test -e /sys/class/ublk-char/ublkc1'
+info "$(cat /tmp/bad.err)"
 check device-transport-mismatch bash -c '! uzram swapon --transport nbd --device /dev/ublkb7 2>/dev/null'
 
 check swapoff-all bounded 300 uzram swapoff
