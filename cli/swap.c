@@ -166,15 +166,40 @@ static void stop_server(const struct swap_transport *t, int n, const char *who)
 	unlink(path);
 }
 
-/* swapoff, the transport's detach, the server: each if there. 0 or 1. */
+/* Whether dev is in /proc/swaps. */
+static bool is_swap(const char *dev)
+{
+	FILE *f = fopen("/proc/swaps", "r");
+	char line[512];
+	size_t len = strlen(dev);
+	bool found = false;
+
+	while (f && !found && fgets(line, sizeof line, f))
+		found = !strncmp(line, dev, len) && (line[len] == ' ' || line[len] == '\t');
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/*
+ * swapoff, the transport's detach, the server: each if there. 0 or 1.
+ * A device that swapoff could not take out of swap (short of memory for
+ * what it holds) keeps its server: stopping it would fail every swap-in.
+ */
 static int swap_down(const struct swap_transport *t, int n, const char *who)
 {
 	char dev[32], *off[] = { "swapoff", dev, NULL };
 	int rc = 0;
 
 	snprintf(dev, sizeof dev, "/dev/%s%d", t->node, n);
-	if (swap_run(off, -1, 600, false) != 0)
+	if (swap_run(off, -1, 600, false) != 0) {
+		if (is_swap(dev)) {
+			fprintf(stderr, "%s: %s is still swap (swapoff failed): its "
+				"server is left running\n", who, dev);
+			return 1;
+		}
 		rc = 1;
+	}
 	if (t->detach(n) != 0)
 		rc = 1;
 	stop_server(t, n, who);
