@@ -2,38 +2,39 @@
  * swap.c - `uzram swapon` and `uzram swapoff`: uzram as the kernel's swap in
  * one command each, with the defaults of zram-generator.
  *
- *   swapon   1. the kernel has nbd.ko (modprobe nbd), else a clear refusal
- *            2. `uzram serve --swap` on /run/uzram/swap/nbdN.sock, in a
- *               session of its own, its output in nbdN.log, its pid in
- *               nbdN.pid (serve_swap.c says what --swap holds)
- *            3. nbd-client -unix ... -swap: the kernel's NBD client attaches
- *               /dev/nbdN (the first free one, or --device)
+ *   swapon   1. the transport (swap_transport.c): --transport, or the one
+ *               --device names, or (auto) ublk where the kernel has it,
+ *               else nbd; a clear refusal when it has neither
+ *            2. `uzram serve --swap` (serve_swap.c says what --swap holds)
+ *               on /run/uzram/swap/DEV.sock, in a session of its own, its
+ *               output in DEV.log, its pid in DEV.pid, DEV being nbdN or
+ *               ublkbN (the first free one, or --device); for ublk with
+ *               --ublk --ublk-id N: the server makes /dev/ublkbN
+ *            3. nbd: nbd-client -unix ... -swap attaches /dev/nbdN;
+ *               ublk: wait for the server's /dev/ublkbN
  *            4. mkswap, swapon --discard=pages -p PRIORITY
- *   swapoff  the same backwards, for --device or every nbdN.pid there
+ *   swapoff  the same backwards (swapoff, nbd-client -d for nbd, SIGTERM
+ *            to the server, which removes a ublk device itself), for
+ *            --device or every DEV.pid there
  *
  * Defaults: size min(RAM / 2, 4096 MiB), zstd when the library has it, else
  * lz4, priority 100 (zram-generator's zram-size, compression-algorithm,
- * swap-priority). A step that fails undoes the ones before it. The ublk
- * transport will be a second way to do step 3.
+ * swap-priority). A step that fails undoes the ones before it.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "uzram.h"
 #include "cli.h"
-
-#define SWAP_DIR "/run/uzram/swap"
-
-extern char **environ;
+#include "swap.h"
 
 static const struct cli_option swapon_opts[] = {
 	{ "size", 's', required_argument, "SIZE",
@@ -44,22 +45,28 @@ static const struct cli_option swapon_opts[] = {
 	  "the most memory the device may take; all of it is\n"
 	  "reserved at start (default: no limit, 16M reserved)" },
 	{ "priority", 'p', required_argument, "N", "swapon's priority (default 100)" },
-	{ "device", 'd', required_argument, "/dev/nbdN",
-	  "(default: the first free one)" },
+	{ "transport", 't', required_argument, "auto|ublk|nbd",
+	  "how the kernel reaches the server: ublk (Linux 6.0+,\n"
+	  "ublk_drv; the server is /dev/ublkbN) or the kernel's\n"
+	  "NBD client (nbd.ko, nbd-client); auto (the default):\n"
+	  "ublk where the kernel has it, else nbd" },
+	{ "device", 'd', required_argument, "/dev/nbdN|/dev/ublkbN",
+	  "(default: the first free one of the transport)" },
 	{ "help", 'h', no_argument, NULL, "this text" },
 	{ NULL, 0, 0, NULL, NULL },
 };
 
 const struct cli_command swapon_cmd = {
 	.name = "swapon",
-	.summary = "Swap on a new uzram device, attached by the kernel's NBD client.\n",
+	.summary = "Swap on a new uzram device: /dev/ublkbN through ublk, or /dev/nbdN\n"
+		   "attached by the kernel's NBD client.\n",
 	.shorts = "h",
 	.opts = swapon_opts,
 	.brief = "swap on a new uzram device",
 };
 
 static const struct cli_option swapoff_opts[] = {
-	{ "device", 'd', required_argument, "/dev/nbdN",
+	{ "device", 'd', required_argument, "/dev/nbdN|/dev/ublkbN",
 	  "(default: every device uzram swapon set up)" },
 	{ "help", 'h', no_argument, NULL, "this text" },
 	{ NULL, 0, 0, NULL, NULL },
@@ -73,111 +80,48 @@ const struct cli_command swapoff_cmd = {
 	.brief = "stop swapping on uzram devices",
 };
 
+static const struct swap_transport *const transports[] = { &swap_ublk, &swap_nbd };
+#define NTRANSPORTS (sizeof transports / sizeof transports[0])
+
 struct swapon_args {
 	unsigned long long size, mem_limit, priority;
 	char *algorithm;
 	const char *device;
+	const struct swap_transport *transport; /* NULL: auto */
 };
 
-static void sleep_ms(int ms)
+/* The transport and N of /dev/nbdN or /dev/ublkbN; -1 if it is neither. */
+static int parse_device(const char *dev, const struct swap_transport **t)
 {
-	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000 };
+	unsigned long long n;
 
-	nanosleep(&t, NULL);
-}
-
-/*
- * Run argv (PATH lookup) with stdin /dev/null and stdout and stderr on
- * out_fd (-1: ours), for at most secs seconds; detach: in a new session,
- * not waited for. The exit status, the pid when detached, or -1 after a
- * message.
- */
-static int run(char *const argv[], int out_fd, int secs, bool detach)
-{
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	int err, ws;
-	pid_t pid;
-
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	if (out_fd >= 0) {
-		posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
-		posix_spawn_file_actions_adddup2(&fa, out_fd, 2);
-	}
-	posix_spawnattr_init(&attr);
-	if (detach)
-		posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
-	err = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
-	posix_spawnattr_destroy(&attr);
-	posix_spawn_file_actions_destroy(&fa);
-	if (err) {
-		fprintf(stderr, "uzram: cannot run %s: %s\n", argv[0], strerror(err));
+	if (strncmp(dev, "/dev/", 5))
 		return -1;
-	}
-	if (detach)
-		return pid;
-	for (int t = 0; t < secs * 50; t++) {
-		if (waitpid(pid, &ws, WNOHANG) == pid)
-			return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-		sleep_ms(20);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &ws, 0);
-	fprintf(stderr, "uzram: %s did not finish in %d s\n", argv[0], secs);
-	return -1;
-}
+	for (size_t i = 0; i < NTRANSPORTS; i++) {
+		size_t len = strlen(transports[i]->node);
 
-static bool have_nbd(void)
-{
-	char *modprobe[] = { "modprobe", "nbd", NULL };
-
-	if (access("/sys/module/nbd", F_OK) == 0)
-		return true;
-	run(modprobe, -1, 30, false);
-	return access("/sys/module/nbd", F_OK) == 0;
-}
-
-/* N of the first /dev/nbdN with no client, or -1. */
-static int free_nbd(void)
-{
-	char path[64];
-
-	for (int n = 0; n < 256; n++) {
-		snprintf(path, sizeof path, "/sys/block/nbd%d", n);
-		if (access(path, F_OK) != 0)
-			return -1;
-		snprintf(path, sizeof path, "/sys/block/nbd%d/pid", n);
-		if (access(path, F_OK) != 0)
-			return n;
+		if (!strncmp(dev + 5, transports[i]->node, len) &&
+		    parse_uint(dev + 5 + len, 1u << 20, &n) == 0) {
+			*t = transports[i];
+			return (int)n;
+		}
 	}
 	return -1;
 }
 
-static int nbd_number(const char *dev)
+static void swap_path(char *out, size_t size, const struct swap_transport *t,
+		      int n, const char *ext)
 {
-	int n;
-	char end;
-
-	if (sscanf(dev, "/dev/nbd%d%c", &n, &end) != 1 || n < 0) {
-		fprintf(stderr, "uzram: bad --device '%s', want /dev/nbdN\n", dev);
-		return -1;
-	}
-	return n;
+	snprintf(out, size, SWAP_DIR "/%s%d.%s", t->node, n, ext);
 }
 
-static void swap_path(char *out, size_t n, int nbd, const char *ext)
-{
-	snprintf(out, n, SWAP_DIR "/nbd%d.%s", nbd, ext);
-}
-
-static pid_t read_pid(int nbd)
+static pid_t read_pid(const struct swap_transport *t, int n)
 {
 	char path[128];
 	long pid = 0;
 	FILE *f;
 
-	swap_path(path, sizeof path, nbd, "pid");
+	swap_path(path, sizeof path, t, n, "pid");
 	f = fopen(path, "r");
 	if (!f)
 		return 0;
@@ -187,39 +131,78 @@ static pid_t read_pid(int nbd)
 	return (pid_t)pid;
 }
 
-/* Stop the server of nbd, if any: SIGTERM, then SIGKILL after 30 s. */
-static void stop_server(int nbd)
+/* Whether pid is gone; reaps it when it is our child (swapon's undo). */
+static bool server_gone(pid_t pid)
 {
-	pid_t pid = read_pid(nbd);
+	return waitpid(pid, NULL, WNOHANG) == pid || kill(pid, 0) != 0;
+}
+
+/*
+ * Stop the server of device n, if any: SIGTERM, then SIGKILL after 30 s,
+ * and wait until it is gone; then the transport's leftovers and the files
+ * but the log.
+ */
+static void stop_server(const struct swap_transport *t, int n, const char *who)
+{
+	pid_t pid = read_pid(t, n);
 	char path[128];
-	int t;
+	int i;
 
 	if (pid > 0 && kill(pid, SIGTERM) == 0) {
-		for (t = 0; t < 1500 && kill(pid, 0) == 0; t++)
-			sleep_ms(20);
-		if (t == 1500)
+		for (i = 0; i < 1500 && !server_gone(pid); i++)
+			swap_sleep_ms(20);
+		if (i == 1500) {
+			fprintf(stderr, "%s: the server of /dev/%s%d (pid %ld) did "
+				"not stop in 30 s: killed\n", who, t->node, n, (long)pid);
 			kill(pid, SIGKILL);
+			for (i = 0; i < 500 && !server_gone(pid); i++)
+				swap_sleep_ms(20);
+		}
 	}
-	waitpid(pid, NULL, WNOHANG);
-	swap_path(path, sizeof path, nbd, "pid");
+	t->gone(n, who);
+	swap_path(path, sizeof path, t, n, "pid");
 	unlink(path);
-	swap_path(path, sizeof path, nbd, "sock");
+	swap_path(path, sizeof path, t, n, "sock");
 	unlink(path);
 }
 
-/* swapoff, nbd-client -d, the server: each if there. 0 or 1. */
-static int swap_down(int nbd)
+/* Whether dev is in /proc/swaps. */
+static bool is_swap(const char *dev)
+{
+	FILE *f = fopen("/proc/swaps", "r");
+	char line[512];
+	size_t len = strlen(dev);
+	bool found = false;
+
+	while (f && !found && fgets(line, sizeof line, f))
+		found = !strncmp(line, dev, len) && (line[len] == ' ' || line[len] == '\t');
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/*
+ * swapoff, the transport's detach, the server: each if there. 0 or 1.
+ * A device that swapoff could not take out of swap (short of memory for
+ * what it holds) keeps its server: stopping it would fail every swap-in.
+ */
+static int swap_down(const struct swap_transport *t, int n, const char *who)
 {
 	char dev[32], *off[] = { "swapoff", dev, NULL };
-	char *detach[] = { "nbd-client", "-d", dev, NULL };
 	int rc = 0;
 
-	snprintf(dev, sizeof dev, "/dev/nbd%d", nbd);
-	if (run(off, -1, 600, false) != 0)
+	snprintf(dev, sizeof dev, "/dev/%s%d", t->node, n);
+	if (swap_run(off, -1, 600, false) != 0) {
+		if (is_swap(dev)) {
+			fprintf(stderr, "%s: %s is still swap (swapoff failed): its "
+				"server is left running\n", who, dev);
+			return 1;
+		}
 		rc = 1;
-	if (run(detach, -1, 60, false) != 0)
+	}
+	if (t->detach(n) != 0)
 		rc = 1;
-	stop_server(nbd);
+	stop_server(t, n, who);
 	return rc;
 }
 
@@ -236,6 +219,16 @@ static int swapon_take(void *arg, int key, char *val)
 		return parse_uint(val, 32767, &a->priority) < 0 ? CLI_BAD_VALUE : 0;
 	case 'a':
 		a->algorithm = val;
+		return 0;
+	case 't':
+		if (!strcmp(val, "auto"))
+			a->transport = NULL;
+		else if (!strcmp(val, "ublk"))
+			a->transport = &swap_ublk;
+		else if (!strcmp(val, "nbd"))
+			a->transport = &swap_nbd;
+		else
+			return CLI_BAD_VALUE;
 		return 0;
 	case 'd':
 		a->device = val;
@@ -258,28 +251,64 @@ static bool have_algorithm(const char *name)
 	return false;
 }
 
-/* Wait for the server's socket; 0, or -1 when it died or took 30 s. */
-static int wait_socket(pid_t pid, const char *sock)
+/*
+ * The transport of a, and the device number (-1 for the first free one):
+ * --device names its transport, which --transport must not contradict;
+ * auto takes ublk where the kernel has it, else nbd. 0, or 1 after a
+ * message.
+ */
+static int choose_transport(struct swapon_args *a, const struct swap_transport **out,
+			    int *n)
 {
-	struct stat st;
-	int ws;
+	const struct swap_transport *t = a->transport;
 
-	for (int t = 0; t < 1500; t++) {
-		if (stat(sock, &st) == 0 && S_ISSOCK(st.st_mode))
-			return 0;
-		if (waitpid(pid, &ws, WNOHANG) == pid)
-			return -1;
-		sleep_ms(20);
+	*n = -1;
+	if (a->device) {
+		const struct swap_transport *dt;
+
+		*n = parse_device(a->device, &dt);
+		if (*n < 0) {
+			fprintf(stderr, "uzram swapon: bad --device '%s', want "
+				"/dev/nbdN or /dev/ublkbN\n", a->device);
+			return 1;
+		}
+		if (t && t != dt) {
+			fprintf(stderr, "uzram swapon: --device %s is %s's, not "
+				"--transport %s's\n", a->device, dt->name, t->name);
+			return 1;
+		}
+		t = dt;
 	}
-	return -1;
+	if (t) {
+		if (!t->available()) {
+			fprintf(stderr, "uzram swapon: --transport %s: this kernel has "
+				"%s; or use the kernel's own zram "
+				"(systemd-zram-generator)\n", t->name, t->missing);
+			return 1;
+		}
+	} else if (swap_ublk.available()) {
+		t = &swap_ublk;
+	} else if (swap_nbd.available()) {
+		t = &swap_nbd;
+	} else {
+		fprintf(stderr, "uzram swapon: this kernel has neither ublk nor an "
+			"NBD client: %s; and %s; install the kernel's modules, or "
+			"use the kernel's own zram (systemd-zram-generator)\n",
+			swap_ublk.missing, swap_nbd.missing);
+		return 1;
+	}
+	*out = t;
+	return 0;
 }
 
 int cmd_swapon(int argc, char **argv)
 {
 	struct swapon_args a = { .priority = 100 };
+	const struct swap_transport *t;
 	char self[4096], sock[128], log[128], pidf[128], dev[32], size[32],
-	     limit[32], prio[16];
-	int r, nbd, fd;
+	     limit[32], prio[16], idbuf[16];
+	char *serve[20], *extra[4];
+	int r, n, fd, k = 0;
 	pid_t pid;
 	FILE *f;
 
@@ -287,16 +316,12 @@ int cmd_swapon(int argc, char **argv)
 	if (r >= 0)
 		return r;
 	if (geteuid() != 0) {
-		fprintf(stderr, "uzram swapon: needs root (mlockall, nbd-client, swapon)\n");
+		fprintf(stderr, "uzram swapon: needs root (mlockall, the block "
+			"device, swapon)\n");
 		return 1;
 	}
-	if (!have_nbd()) {
-		fprintf(stderr, "uzram swapon: this kernel has no NBD client: no "
-			"/sys/module/nbd, and `modprobe nbd` found no nbd.ko; install "
-			"the kernel's modules (Debian: linux-image-amd64 has nbd.ko), "
-			"or use the kernel's own zram (systemd-zram-generator)\n");
+	if (choose_transport(&a, &t, &n))
 		return 1;
-	}
 	if (!a.size) {
 		unsigned long long ram = (unsigned long long)sysconf(_SC_PHYS_PAGES) *
 					 (unsigned long long)sysconf(_SC_PAGESIZE);
@@ -306,15 +331,15 @@ int cmd_swapon(int argc, char **argv)
 	}
 	if (!a.algorithm)
 		a.algorithm = have_algorithm("zstd") ? "zstd" : "lz4";
-	nbd = a.device ? nbd_number(a.device) : free_nbd();
-	if (nbd < 0) {
-		if (!a.device)
-			fprintf(stderr, "uzram swapon: no free /dev/nbdN (nbd.ko's nbds_max)\n");
+	if (n < 0)
+		n = t->free_device();
+	if (n < 0)
 		return 1;
-	}
-	if (read_pid(nbd) > 0 && kill(read_pid(nbd), 0) == 0) {
-		fprintf(stderr, "uzram swapon: /dev/nbd%d is uzram's swap already "
-			"(uzram swapoff --device /dev/nbd%d)\n", nbd, nbd);
+	snprintf(dev, sizeof dev, "/dev/%s%d", t->node, n);
+	pid = read_pid(t, n);
+	if (pid > 0 && kill(pid, 0) == 0) {
+		fprintf(stderr, "uzram swapon: %s is uzram's swap already "
+			"(uzram swapoff --device %s)\n", dev, dev);
 		return 1;
 	}
 	/* 0700, as uzram mount makes it and insists on (mount.c's
@@ -330,10 +355,9 @@ int cmd_swapon(int argc, char **argv)
 		return 1;
 	}
 	self[r] = '\0';
-	swap_path(sock, sizeof sock, nbd, "sock");
-	swap_path(log, sizeof log, nbd, "log");
-	swap_path(pidf, sizeof pidf, nbd, "pid");
-	snprintf(dev, sizeof dev, "/dev/nbd%d", nbd);
+	swap_path(sock, sizeof sock, t, n, "sock");
+	swap_path(log, sizeof log, t, n, "log");
+	swap_path(pidf, sizeof pidf, t, n, "pid");
 	snprintf(size, sizeof size, "%llu", a.size);
 	snprintf(limit, sizeof limit, "%llu", a.mem_limit);
 	snprintf(prio, sizeof prio, "%llu", a.priority);
@@ -344,10 +368,24 @@ int cmd_swapon(int argc, char **argv)
 		fprintf(stderr, "uzram swapon: cannot create %s: %s\n", log, strerror(errno));
 		return 1;
 	}
-	char *serve[] = { self, "serve", "--swap", "--size", size, "--algorithm",
-			  a.algorithm, "--socket", sock,
-			  a.mem_limit ? "--mem-limit" : NULL, limit, NULL };
-	pid = run(serve, fd, 0, true);
+	serve[k++] = self;
+	serve[k++] = "serve";
+	serve[k++] = "--swap";
+	serve[k++] = "--size";
+	serve[k++] = size;
+	serve[k++] = "--algorithm";
+	serve[k++] = a.algorithm;
+	serve[k++] = "--socket";
+	serve[k++] = sock;
+	if (a.mem_limit) {
+		serve[k++] = "--mem-limit";
+		serve[k++] = limit;
+	}
+	t->serve_args(n, extra, idbuf);
+	for (int i = 0; extra[i]; i++)
+		serve[k++] = extra[i];
+	serve[k] = NULL;
+	pid = swap_run(serve, fd, 0, true);
 	close(fd);
 	if (pid <= 0)
 		return 1;
@@ -357,30 +395,22 @@ int cmd_swapon(int argc, char **argv)
 		kill(pid, SIGTERM);
 		return 1;
 	}
-	if (wait_socket(pid, sock) < 0) {
-		fprintf(stderr, "uzram swapon: uzram serve --swap did not start; "
-			"its output is in %s\n", log);
-		stop_server(nbd);
+	if (t->attach(n, pid, sock, log) < 0) {
+		stop_server(t, n, "uzram swapon");
 		return 1;
 	}
-	char *attach[] = { "nbd-client", "-unix", sock, dev, "-b", "4096", "-swap", NULL };
 	char *mkswap[] = { "mkswap", dev, NULL };
 	/* discard: freed swap clusters reach the server as trims, as freed
 	 * slots reach zram (swap_slot_free_notify); without it the server
 	 * keeps every stale page until the device is full */
 	char *on[] = { "swapon", "--discard=pages", "-p", prio, dev, NULL };
-	if (run(attach, -1, 60, false) != 0) {
-		fprintf(stderr, "uzram swapon: nbd-client could not attach %s\n", dev);
-		stop_server(nbd);
-		return 1;
-	}
-	if (run(mkswap, -1, 120, false) != 0 || run(on, -1, 120, false) != 0) {
+	if (swap_run(mkswap, -1, 120, false) != 0 || swap_run(on, -1, 120, false) != 0) {
 		fprintf(stderr, "uzram swapon: mkswap or swapon on %s failed\n", dev);
-		swap_down(nbd);
+		swap_down(t, n, "uzram swapon");
 		return 1;
 	}
-	printf("uzram swapon: %s, %llu MiB, %s, priority %llu, server pid %ld\n",
-	       dev, a.size >> 20, a.algorithm, a.priority, (long)pid);
+	printf("uzram swapon: %s (%s), %llu MiB, %s, priority %llu, server pid %ld\n",
+	       dev, t->name, a.size >> 20, a.algorithm, a.priority, (long)pid);
 	return 0;
 
 dir_fail:
@@ -396,31 +426,62 @@ static int swapoff_take(void *arg, int key, char *val)
 	return 0;
 }
 
+/*
+ * Every DEV.pid of SWAP_DIR through swap_down(), read first and taken
+ * down after (swap_down() removes files of the directory); *found counts
+ * them. 0 or 1.
+ */
+static int swapoff_all(int *found)
+{
+	struct { const struct swap_transport *t; int n; } devs[256];
+	DIR *d = opendir(SWAP_DIR);
+	struct dirent *e;
+	char name[300];
+	int n, count = 0, rc = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)) && count < (int)(sizeof devs / sizeof devs[0])) {
+		size_t len = strlen(e->d_name);
+
+		if (len < 5 || len >= 200 || strcmp(e->d_name + len - 4, ".pid"))
+			continue;
+		snprintf(name, sizeof name, "/dev/%.*s", (int)(len - 4), e->d_name);
+		n = parse_device(name, &devs[count].t);
+		if (n >= 0 && read_pid(devs[count].t, n) > 0)
+			devs[count++].n = n;
+	}
+	closedir(d);
+	for (int i = 0; i < count; i++)
+		rc |= swap_down(devs[i].t, devs[i].n, "uzram swapoff");
+	*found = count;
+	return rc;
+}
+
 int cmd_swapoff(int argc, char **argv)
 {
+	const struct swap_transport *t;
 	const char *device = NULL;
-	int r, nbd, rc = 0, found = 0;
+	int r, n, rc, found = 0;
 
 	r = cli_parse(&swapoff_cmd, argc, argv, swapoff_take, &device);
 	if (r >= 0)
 		return r;
 	if (device) {
-		nbd = nbd_number(device);
-		if (nbd < 0)
-			return 1;
-		if (read_pid(nbd) <= 0) {
-			fprintf(stderr, "uzram swapoff: %s is not uzram's swap "
-				"(no " SWAP_DIR "/nbd%d.pid)\n", device, nbd);
+		n = parse_device(device, &t);
+		if (n < 0) {
+			fprintf(stderr, "uzram swapoff: bad --device '%s', want "
+				"/dev/nbdN or /dev/ublkbN\n", device);
 			return 1;
 		}
-		return swap_down(nbd);
+		if (read_pid(t, n) <= 0) {
+			fprintf(stderr, "uzram swapoff: %s is not uzram's swap "
+				"(no " SWAP_DIR "/%s%d.pid)\n", device, t->node, n);
+			return 1;
+		}
+		return swap_down(t, n, "uzram swapoff");
 	}
-	for (nbd = 0; nbd < 256; nbd++) {
-		if (read_pid(nbd) <= 0)
-			continue;
-		found++;
-		rc |= swap_down(nbd);
-	}
+	rc = swapoff_all(&found);
 	if (!found)
 		fprintf(stderr, "uzram swapoff: no swap of uzram swapon is set up\n");
 	return found ? rc : 1;

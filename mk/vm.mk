@@ -8,7 +8,10 @@
 #                           the NBD tests but fio, whose libraries alone
 #                           are 80 MB, and swapon/swapoff)
 #   make test-vm-ublk       what make test runs on bookworm-backports' 6.12:
-#                           the ublk tests (v40, v41) in one guest
+#                           the ublk tests (v40, v41) in one guest, and
+#                           swapon on ublk (v42) in a guest of its own:
+#                           its 256 MiB are what makes its hog swap, and
+#                           in v40's 1024 the hog would take minutes
 #   make test-vm-swap-uzram what make test runs: the swap tests' hog on
 #                           uzram alone, on NBD (v30, 6.1) and on ublk
 #                           (v32, 6.12), a guest each, no zram run
@@ -23,7 +26,9 @@
 VM_TESTS ?= $(filter-out $(VM_SWAP),$(sort $(wildcard tests/vm/v*.sh)))
 VM_QUICK := $(addprefix tests/vm/,v10-ext4.sh v12-discard.sh v13-multiconn.sh \
 	v14-reconnect.sh v15-server-killed.sh v31-swapon.sh)
-VM_UBLK := $(addprefix tests/vm/,v40-ublk.sh v41-ublk-faults.sh)
+VM_UBLK := $(addprefix tests/vm/,v40-ublk.sh v41-ublk-faults.sh v42-ublk-swapon.sh)
+# the ones of VM_UBLK that boot alone, with their own vm-mem
+VM_UBLK_ALONE := tests/vm/v42-ublk-swapon.sh
 VM_SWAP := tests/vm/v30-swap.sh tests/vm/v32-swap-ublk.sh
 VM_REPEAT ?= 5
 VM_RUN = UZRAM=$(abspath $(BUILD)/uzram) UZRAM_TEST_CORPUS=$(CORPUS_DIR) \
@@ -45,7 +50,8 @@ test-vm-quick: deps-vm all $(CORPUS_READY)
 
 test-vm-ublk: deps-vm all $(CORPUS_READY)
 	@mkdir -p $(dir $(TEST_RESULTS))
-	$(VM_RUN) -1 $(VM_UBLK)
+	$(VM_RUN) -1 $(filter-out $(VM_UBLK_ALONE),$(VM_UBLK))
+	$(VM_RUN) $(VM_UBLK_ALONE)
 	@echo "tests/vm $(VM_UBLK)" >> $(TEST_RESULTS)
 
 test-vm-swap-uzram: deps-vm all $(CORPUS_READY)

@@ -89,6 +89,10 @@ swap-priority = 5
 [swap1]
 type = swap
 device = /dev/nbd7
+
+[swap2]
+type = swap
+device = /dev/ublkb3
 CONF
 generate "$T/a" || fail "exit $?: $(cat "$T/a.err")"
 [[ ! -s $T/a.err ]] || fail "messages on a good config: $(cat "$T/a.err")"
@@ -113,6 +117,8 @@ has "$d/uzram-ctl@vm\\x2ddisk.socket.d/50-uzram.conf" "ListenStream=/run/uzram-s
 
 has "$d/uzram-swap@swap1.service.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram swapon --device \"/dev/nbd7\""
 has "$d/uzram-swap@swap1.service.d/50-uzram.conf" "ExecStop=$P/usr/bin/uzram swapoff --device \"/dev/nbd7\""
+has "$d/uzram-swap@swap2.service.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram swapon --device \"/dev/ublkb3\""
+has "$d/uzram-swap@swap2.service.d/50-uzram.conf" "ExecStop=$P/usr/bin/uzram swapoff --device \"/dev/ublkb3\""
 
 step "systemd-analyze verify on every generated unit"
 verify "$d" "$swap" uzram-swap@swap1.service "$mnt" "$srv.service" "$srv.socket" 'uzram-ctl@vm\x2ddisk.socket'
@@ -200,7 +206,7 @@ for want in "$f:1: 'orphan' before any \[NAME\] section" \
 	"$f:25: bad section name \[bad name!\]" \
 	"$f:27: expected KEY = VALUE" \
 	"$f:28: \[swap2\] is a second swap section without device" \
-	"$f:30: \[swap3\] device = /dev/sda: want /dev/nbdN"; do
+	"$f:30: \[swap3\] device = /dev/sda: want /dev/ublkbN or /dev/nbdN"; do
 	grep -q -- "$want" "$T/c.err" || fail "no message '$want' in:"$'\n'"$(cat "$T/c.err")"
 done
 made=$(cd "$T/c" && find . -name '*.conf' | sort | tr '\n' ' ')

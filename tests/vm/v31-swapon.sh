@@ -1,7 +1,9 @@
-# v31-swapon.sh - `uzram swapon` and `uzram swapoff`: zram-generator's
-# defaults (min(RAM / 2, 4 GiB), zstd, priority 100), a second device
-# beside the first, and swapoff taking every piece down: no swap, no
-# client, no server, no files left.
+# v31-swapon.sh - `uzram swapon` and `uzram swapoff` on 6.1, which has no
+# ublk (v42 is swapon on ublk): the default transport is nbd, with
+# zram-generator's defaults (min(RAM / 2, 4 GiB), zstd, priority 100),
+# --transport ublk is refused, a second device beside the first, and
+# swapoff taking every piece down: no swap, no client, no server, no
+# files left.
 # vm-mem: 256
 # vm-timeout: 240
 # vm-modules: nbd
@@ -25,6 +27,9 @@ check runtime-dir-private test "$(stat -c %a /run/uzram)" = 700
 check server-locked bash -c "grep -q 'VmLck:[[:space:]]*[1-9]' /proc/$pid/status"
 # field 41 of stat: the policy, 2 = SCHED_RR, for every thread (serve_swap.c)
 check server-realtime bash -c "! awk '{ sub(/.*\\) /, \"\"); if (\$39 != 2) print }' /proc/$pid/task/*/stat | grep -q ."
+# 6.1 has no ublk: auto took nbd above; asked for, ublk is refused by name
+check ublk-refused bash -c '! uzram swapon --transport ublk 2> /tmp/ublk.err && grep -q ublk_drv /tmp/ublk.err'
+info "$(cat /tmp/ublk.err)"
 check second-device bounded 120 uzram swapon --size 32M --algorithm lz4 --priority 5
 check second-on-nbd1 bash -c "awk '\$1 == \"/dev/nbd1\" && \$5 == 5' /proc/swaps | grep -q nbd1"
 check swapoff-all bounded 300 uzram swapoff

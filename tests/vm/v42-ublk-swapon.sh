@@ -1,0 +1,78 @@
+# v42-ublk-swapon.sh - `uzram swapon` where the kernel has ublk (Linux 6.12):
+# the default transport is ublk (/dev/ublkbN, made by the server itself, no
+# nbd-client), with zram-generator's defaults as v31 checks them and the
+# server held as `serve --swap` holds it (oom_score_adj -1000, memory
+# locked, every thread SCHED_RR, the ublk queue threads included); a hog
+# of 1.5x the memory available swaps to it and reads every page back; `--transport nbd` still works beside it; `uzram swapoff` then
+# leaves no swap, no server, no ublk device or node and no pid file.
+# vm-kernel: 6.12
+# vm-mem: 256
+# vm-timeout: 240
+# vm-modules: ublk_drv nbd
+# vm-programs: hog
+# vm-data: heap-python.core:64:8
+source /guest-lib.sh
+
+# as doc/block-device.md advises for small machines
+sysctl -q -w vm.min_free_kbytes=16384
+vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
+
+ram_kib=$(awk '/MemTotal/ { print $2 }' /proc/meminfo)
+check swapon-defaults bounded 120 uzram swapon
+line=$(awk '$1 ~ /^\/dev\/ublkb[0-9]+$/' /proc/swaps)
+info "/proc/swaps: $line"
+dev=$(echo "$line" | awk '{ print $1 }')
+check default-is-ublk test -n "$dev" -a -b "${dev:-/nonexistent}"
+f=/run/uzram/swap/${dev#/dev/}
+size_kib=$(echo "$line" | awk '{ print $3 }')
+prio=$(echo "$line" | awk '{ print $5 }')
+# mkswap keeps one page for its header
+check size-half-ram test "${size_kib:-0}" -ge $((ram_kib / 2 - 8)) -a "${size_kib:-0}" -le $((ram_kib / 2))
+check priority-100 test "$prio" = 100
+check algorithm-zstd test "$(stat_field "$f.sock" algorithm)" = zstd
+check no-nbd-client bash -c '! ls /sys/block/nbd*/pid 2>/dev/null | grep -q .'
+check runtime-dir-private test "$(stat -c %a /run/uzram)" = 700
+pid=$(cat "$f.pid")
+check server-oom-protected test "$(cat /proc/$pid/oom_score_adj)" = -1000
+check server-locked bash -c "grep -q 'VmLck:[[:space:]]*[1-9]' /proc/$pid/status"
+# field 41 of stat: the policy, 2 = SCHED_RR, for every thread (serve_swap.c)
+check server-realtime bash -c "! awk '{ sub(/.*\\) /, \"\"); if (\$39 != 2) print }' /proc/$pid/task/*/stat | grep -q ."
+info "server threads: $(ls /proc/$pid/task | wc -l)"
+
+# a hog of 1.5x the memory available: it must swap, and fit beside the
+# device (RAM / 2; 1.5x the guest's RAM would not: its RAM is 210 MiB, of
+# which the initramfs holds about 70 and the server's program more)
+avail_mib=$(($(awk '/MemAvailable/ { print $2 }' /proc/meminfo) / 1024))
+hog_mib=$((avail_mib * 3 / 2))
+info "MemTotal $((ram_kib / 1024)) MiB, MemAvailable $avail_mib MiB: hog of $hog_mib MiB"
+out0=$(vmstat pswpout); in0=$(vmstat pswpin)
+t0=$(now)
+bounded 150 hog $hog_mib /data/heap-python.core 1 > /tmp/hog.out 2>&1
+rc=$?
+out=$(($(vmstat pswpout) - out0)); in=$(($(vmstat pswpin) - in0))
+cat /tmp/hog.out
+check hog-completes test "$rc" = 0
+info "hog: status $rc in $(elapsed "$t0") s, pswpout $out, pswpin $in"
+check hog-swapped test "$out" -gt 1000
+info "server: $(grep -E 'VmRSS|VmLck' /proc/$pid/status | tr -s ' \t\n' ' ')"
+info "stat: $(uzram stat --socket "$f.sock" | awk '$1 ~ /^(pages_stored|mem_used_total|mem_used_max|failed_writes)$/' | tr -s ' \n' ' ')"
+
+# the NBD transport, beside it
+check swapon-nbd bounded 120 uzram swapon --transport nbd --size 32M --algorithm lz4 --priority 5
+check nbd-on-nbd0 bash -c "awk '\$1 == \"/dev/nbd0\" && \$5 == 5' /proc/swaps | grep -q nbd0"
+check nbd-pid-file test -s /run/uzram/swap/nbd0.pid
+# a server that does not start: swapon fails and leaves nothing of it
+check failed-swapon-undone bash -c '! timeout -s KILL 60 uzram swapon --algorithm nosuch 2> /tmp/bad.err &&
+	! ls /run/uzram/swap/ | grep -q "^ublkb1\.pid" && ! test -e /sys/class/ublk-char/ublkc1'
+info "$(cat /tmp/bad.err)"
+check device-transport-mismatch bash -c '! uzram swapon --transport nbd --device /dev/ublkb7 2>/dev/null'
+
+check swapoff-all bounded 300 uzram swapoff
+check no-swap-left test "$(tail -n +2 /proc/swaps | wc -l)" -eq 0
+check no-server-left bash -c '! pidof uzram'
+check no-ublk-node-left bash -c '! ls /dev | grep -q "^ublk[bc][0-9]"'
+check no-ublk-device-left test -z "$(ls /sys/class/ublk-char/ 2>/dev/null)"
+check no-client-left bash -c '! ls /sys/block/nbd*/pid 2>/dev/null | grep -q .'
+check no-files-left bash -c 'test -z "$(ls /run/uzram/swap/ | grep -v "\.log$")"'
+check swapoff-none-fails bash -c '! uzram swapoff 2>/dev/null'
+finish
