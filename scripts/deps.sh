@@ -41,7 +41,10 @@ if ((EUID != 0)); then
 fi
 echo "deps.sh: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
-if ! apt-get install -y --no-install-recommends "${missing[@]}" >&2; then
-	apt-get update >&2
-	apt-get install -y --no-install-recommends "${missing[@]}" >&2
+# Another apt may hold dpkg's lock (a phase of make test beside this one,
+# or the machine's own apt at boot): wait for it rather than fail.
+apt=(apt-get -o DPkg::Lock::Timeout=600)
+if ! "${apt[@]}" install -y --no-install-recommends "${missing[@]}" >&2; then
+	"${apt[@]}" update >&2
+	"${apt[@]}" install -y --no-install-recommends "${missing[@]}" >&2
 fi
