@@ -60,6 +60,20 @@ header()
 	sed -n "s/^# vm-$2: *//p" "$1" | head -n1
 }
 
+# Run "$@" holding the bench's setup lock: the phases of make test run
+# their VMs side by side, and two of them fetching the same kernel, making
+# the same archive or building the same helper at once break each other
+# (depmod's renameat failed so in a fresh clone).
+locked()
+{
+	local fd rc
+	exec {fd}> "$VM_DIR/setup.lock"
+	flock "$fd"
+	"$@"; rc=$?
+	exec {fd}>&-
+	return "$rc"
+}
+
 # The shared archive of one kernel: rebuilt when a script of the bench is
 # newer, or the kernel.
 shared_cpio()
@@ -127,7 +141,7 @@ boot()
 	done
 
 	local shared log args=()
-	shared=$(shared_cpio "$kernel") || return 1
+	shared=$(locked shared_cpio "$kernel") || return 1
 	tmp=$(mktemp -d "$VM_DIR/boot.XXXXXX")
 	log=$VM_DIR/logs/$name.log
 
@@ -155,7 +169,7 @@ boot()
 	done
 	local mods=()
 	for m in $(printf '%s\n' $modules | sort -u); do mods+=(-m "$m"); done
-	build_helpers || return 1
+	locked build_helpers || return 1
 	# shellcheck disable=SC2046
 	PATH=$VM_DIR/bin:$PATH bash "$here/initramfs.sh" "$VM_DIR/kernel-$kernel" "$tmp/own.cpio" \
 		"${mods[@]}" "${args[@]}" $(printf '%s\n' $programs | sort -u) || return 1
