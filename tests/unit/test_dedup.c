@@ -737,10 +737,16 @@ static void *tread(void *arg)
 }
 
 /* Compaction, recompression, writeback and backing store compaction. */
+/*
+ * Compaction, recompression, writeback and the backing store's compaction
+ * in turn, until the writers are done, and at least twice each: on a busy
+ * machine the writers may end before this thread got its first turns
+ * (test_threads then found nothing written back).
+ */
 static void *tchurn(void *arg)
 {
 	(void)arg;
-	for (unsigned i = 0; !atomic_load(&tstop); i++) {
+	for (unsigned i = 0; !atomic_load(&tstop) || i < 16; i++) {
 		if (uzram_compact(tdev) < 0 ||
 		    (i % 4 == 0 && uzram_recompress(tdev, 1, 0, 0) < 0) ||
 		    (i % 4 == 1 && uzram_writeback(tdev, 0, 0, T_PAGES - 1,

@@ -5,11 +5,12 @@ source /guest-lib.sh
 
 # Knobs (VMT_* from the host, tests/vm/run.sh): the hog's size, which of
 # the two runs (zram, uzram or both), the swap devices' size, and extra
-# options of `uzram serve`.
+# options of `uzram serve` and of nbd-client.
 hog_mib=${VMT_HOG_MIB:-768}
 runs=${VMT_SWAP_RUNS:-zram uzram}
 swap_size=${VMT_SWAP_SIZE:-896M}
 serve_opts=${VMT_SERVE_OPTS:-}
+nbd_opts=${VMT_NBD_OPTS:-}
 passes=1
 sysctl -q -w vm.min_free_kbytes=16384
 sysctl -q -w vm.swappiness=100
@@ -92,7 +93,8 @@ if [[ $SWAP_TRANSPORT == ublk ]]; then
 	check ublk-device test -b "$dev"
 else
 	dev=/dev/nbd0
-	check nbd-attach nbd_attach $dev $s -b 4096 -swap -timeout 120
+	# shellcheck disable=SC2086
+	check nbd-attach nbd_attach $dev $s -b 4096 -swap -timeout 120 $nbd_opts
 fi
 if mkswap "$dev" > /dev/null && swapon --discard=pages -p 10 "$dev"; then
 	pass uzram-swapon
