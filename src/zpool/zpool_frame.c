@@ -41,8 +41,6 @@
  * or is cached, so it stays what RSS sees.
  */
 #include <errno.h>
-#include <stdio.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -138,58 +136,26 @@ static int pages_populate(struct zpool *pool, uint32_t f, uint32_t from,
 }
 
 /*
- * Whether the mapping at addr is locked on fault: "lf" among its VmFlags
- * in /proc/self/smaps. 1, or 0 (not, or not known).
- */
-static int locked_on_fault(const void *addr)
-{
-	char line[512];
-	unsigned long a = (unsigned long)(uintptr_t)addr, lo, hi;
-	bool here = false;
-	int r = 0;
-	FILE *f = fopen("/proc/self/smaps", "re");
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof line, f)) {
-		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
-			here = a >= lo && a < hi;
-		else if (here && !strncmp(line, "VmFlags:", 8)) {
-			r = strstr(line, " lf") != NULL;
-			break;
-		}
-	}
-	fclose(f);
-	return r;
-}
-
-/*
  * Give pages [from, to) of frame f back. The kernel refuses MADV_DONTNEED
- * on locked memory (EINVAL), and a program may have locked ours. Locked on
- * fault (mlockall(MCL_ONFAULT), as `uzram serve --swap` does), the range
- * is unlocked, dropped and locked on fault again: the pages leave, what
- * faults in later stays locked as before, and the mapping's pieces merge
- * back. Locked outright, the pages stay (locking them again would fault
- * them all in), counted as given back: mem_used_total then undercounts
- * by them until the free stack hands the frames out again. Nobody else
- * touches a frame while it is released.
+ * on locked memory (EINVAL), and a program may have locked ours. It can
+ * only have locked it on fault (mlockall(MCL_ONFAULT), as `uzram serve
+ * --swap` does): locking the region outright would make all of its
+ * reservation resident, far more than RAM. So the range is unlocked,
+ * dropped and locked on fault again: the pages leave, what faults in later
+ * stays locked as before, and the mapping's pieces merge back. (Telling
+ * the two apart from smaps' VmFlags would not do: "lf" is there only
+ * since Linux 6.2, and on 6.1 the swap test's server kept 20 MB it had
+ * freed.) Nobody else touches a frame while it is released.
  */
 static void pages_release(struct zpool *pool, uint32_t f, uint32_t from,
 			  uint32_t to)
 {
 	unsigned char *p = frame_addr(pool, f) + ((size_t)from << PAGE_SHIFT);
 	size_t len = (size_t)(to - from) << PAGE_SHIFT;
-	int onfault;
 
 	if (!madvise(p, len, MADV_DONTNEED) || errno != EINVAL)
 		return;
-	onfault = atomic_load_explicit(&pool->lock_onfault, memory_order_relaxed);
-	if (onfault < 0) {
-		onfault = locked_on_fault(p);
-		atomic_store_explicit(&pool->lock_onfault, onfault,
-				      memory_order_relaxed);
-	}
-	if (!onfault || munlock(p, len) < 0)
+	if (munlock(p, len) < 0)
 		return;
 	madvise(p, len, MADV_DONTNEED);
 	mlock2(p, len, MLOCK_ONFAULT);

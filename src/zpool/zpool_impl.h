@@ -122,9 +122,6 @@ struct zpool {
 	_Atomic uint64_t frame_bump;
 	_Atomic uint64_t handle_bump;
 	_Atomic int pidfd;          /* for batched releases; -1: none */
-	_Atomic int lock_onfault;   /* the region is locked on fault (1), or
-				     * not (0); -1: not looked at yet
-				     * (zpool_frame.c, pages_release()) */
 	int pid;                    /* the process that opened pidfd */
 
 	_Atomic uint64_t mem_used __attribute__((aligned(64)));

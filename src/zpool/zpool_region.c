@@ -182,7 +182,6 @@ int zpool_create(uint64_t max_objects, size_t max_object, struct zpool **out)
 		return -ENOMEM;
 	memset(pool, 0, sizeof(*pool));
 	pool->pidfd = -1;
-	pool->lock_onfault = -1;
 	pool->max_object = max_object;
 	pool->meta_fixed = sizeof(*pool);
 	err = classes_init(pool);
