@@ -25,7 +25,7 @@ run_hog()
 	local name=$1 in0 out0 t0 rc secs in out
 	in0=$(vmstat pswpin); out0=$(vmstat pswpout)
 	t0=$(now)
-	bounded 900 hog $hog_mib /data/heap-python.core $passes > /tmp/hog.$name 2>&1
+	bounded 1500 hog $hog_mib /data/heap-python.core $passes > /tmp/hog.$name 2>&1
 	rc=$?
 	secs=$(elapsed "$t0")
 	in=$(($(vmstat pswpin) - in0)); out=$(($(vmstat pswpout) - out0))
