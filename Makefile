@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # uzram - zram in userspace. One plain Makefile builds everything.
 #
 #   make              build/libuzram.a, build/libuzram.so, build/uzram.pc,
@@ -91,7 +92,7 @@ INTEGRATION_ANY_DATA := $(addprefix tests/integration/,t27-run.sh \
 	t83-socket-activation.sh)
 
 .PHONY: all lib cli deps deps-test deps-bench unit check-unit check-header \
-	check-sanitizers check-integration check-install check-layers check-namespace test run bench bench-quick fuzz \
+	check-sanitizers check-integration check-install check-layers check-namespace check-spdx test run bench bench-quick fuzz \
 	fuzz-smoke install install-systemd clean
 .DEFAULT_GOAL := all
 
@@ -177,6 +178,7 @@ $(BUILD)/uzram.pc: Makefile include/uzram.h $(BUILD)/prefix.stamp
 	printf '%s\n' 'prefix=$(PREFIX)' 'includedir=$${prefix}/include' \
 		'libdir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))' '' 'Name: uzram' \
 		'Description: compressed RAM block device in userspace' \
+		'License: MIT' \
 		'Version: $(VERSION)' 'Requires.private: $(DEPS_PKGS)' \
 		'Libs: -L$${libdir} -luzram' 'Libs.private: $(PC_PRIVATE)' \
 		'Cflags: -I$${includedir}' > $@
@@ -328,6 +330,12 @@ test: deps-test
 	$(MAKE) -j$(TEST_JOBS) --no-print-directory test-build
 	$(MAKE) -j$(TEST_JOBS) --no-print-directory --output-sync=target test-phases
 	@echo "tests: $$(wc -l < $(TEST_RESULTS)) passed, 0 failed"
+
+# Every source file names its licence, MIT (scripts/check-spdx.sh).
+check-spdx:
+	@mkdir -p $(dir $(TEST_RESULTS))
+	bash scripts/check-spdx.sh
+	@echo check-spdx >> $(TEST_RESULTS)
 
 # The libraries define only uzram_* names (scripts/check-namespace.sh).
 check-namespace: lib

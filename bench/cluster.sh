@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # cluster.sh - what multi-page clusters buy and cost, measured in one run
 # against the kernel's zram (lz4) and nbdkit's memory plugin (zstd).
 #

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * codec-limit.c - the physical limit for a compressed RAM disk: raw LZ4 on
  * the same 4 KiB pages the benchmark stores, in a tight loop, with 1 and 2

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dedup-fill.c - fill a device from a file with N writer threads, with or
  * without dedup, and report the time and the memory it holds; or fill a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # dedup.sh [BUILD] [CORPUS_DIR] - `make bench-dedup`: what dedup (cfg.dedup,
 # `uzram serve --dedup`) saves and costs, with dedup off and on in one run
 # on the same data, and the targets marked met or missed:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # dict.sh [UZRAM] [CORPUS_DIR] - `make bench-dict`: what a trained dictionary
 # buys (memory) and costs (training time, 4K random reads) on the corpus,
 # per codec and cluster size, without and with `uzram load --train-dict`,

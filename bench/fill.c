@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * fill.c - copy a corpus file onto a block device or an NBD export with
  * sequential writes of one size at queue depth 1, and time it.

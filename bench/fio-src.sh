@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # fio-src.sh DIR - unpack the Debian source of the INSTALLED fio into DIR and
 # run its ./configure (DIR/current links to it), so that the uzram fio engine compiles against exactly
 # the headers (and config-host.h) of the fio that will load it.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # image.sh - what saving and opening an image costs, beside filling the
 # device and copying the image file, measured in one run.
 #

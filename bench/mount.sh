@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # mount.sh [TAR] - a compressed RAM file system against tmpfs and the
 # kernel's zram: for each of
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """nbdcopy.py - sequential copies with nbdcopy against `uzram serve` and
 nbdkit's memory plugin, on the same file, in one run (bench/nbdcopy.sh).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # nbdcopy.sh [OUT.json] - sequential copies with nbdcopy into, over and out of
 # `uzram serve` and nbdkit's memory plugin (sparse, zstd), the same file in one
 # run; medians of NBDCOPY_REPS repetitions with the server's CPU seconds per

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # profile.sh RAWDIR - a perf profile of the in-process 4K random read (qd1,
 # one job): fio fills the device with the corpus through the uzram engine,
 # then, once the fill is done (its stats line appears), perf samples the

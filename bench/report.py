@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """report.py - turn the raw outputs of bench/run.sh into the report.
 
     report.py summary TARGET [RAWDIR]   progress lines for one target

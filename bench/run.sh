@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # run.sh full|quick - the driver behind `make bench` and `make bench-quick`.
 #
 # Runs the same fio workloads (bench/jobs/workloads.fio) against every target

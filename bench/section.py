@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """section.py BENCHMARKS.md SECTION.md - put a side bench's section into
 BENCHMARKS.md now, in place of an older one with the same heading (its first
 line), or at the end; bench/report.py copies bench/sections/*.md the same way

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # servers.sh - helpers for the bench scripts that start NBD servers
 # (sourced by run.sh and cluster.sh). The caller keeps the server's pid in
 # $server_pid.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tiers.sh [SIZE_MIB [LIMIT_MIB]] - the second tier's figures (make
 # bench-tiers; defaults 512 and 128, the sizes):
 #

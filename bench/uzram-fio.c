@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * uzram-fio.c - a fio external ioengine over libuzram's public API, the way
  * SPDK ships its fio plugin:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cli.h - the subcommands of the uzram program. Each one parses its own
  * arguments (argv[0] is the subcommand name) and returns the exit status.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * client.c - `uzram stat` (a running server's figures) and `uzram ctl`
  * (commands for it): both find the server's control socket from where the

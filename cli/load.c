@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * load.c - `uzram load FILE`: store a file in a fresh device, read it back,
  * and report what it cost.

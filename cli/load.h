@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * load.h - what `uzram load` (load.c: the options, the run) and its
  * reports (load_report.c: a table or --json) share.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * load_report.c - what `uzram load` prints once a run is over: aligned
  * rows, or with --json one JSON object; the device's figures both show

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * main.c - the uzram program: a thin dispatcher over its subcommands
  * (the list is in subcommands.c).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * mount.c - `uzram mount DIR` (a compressed RAM file system in one command)
  * and `uzram umount DIR`: options, checks, the runtime directory, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mount.h - what cli/mount.c (the commands, the runtime directory),
  * cli/mount_stack.c (the keeper that builds and tears down the stack) and

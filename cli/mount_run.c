@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * mount_run.c - the runtime directory of one `uzram mount` (see mount.c
  * for what it holds) and whether a path is a mount point: what mount.c and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * mount_stack.c - the keeper of `uzram mount DIR`: it builds the stack of
  * processes and devices that makes DIR a compressed RAM file system, waits

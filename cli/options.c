@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * options.c - the subcommands' options: the values several of them take
  * (sizes, levels, "ALGO[:LEVEL][:dict=PATH]", dictionary files), and one

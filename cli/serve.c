@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * serve.c - `uzram serve`: export a new device over NBD. Its options and
  * the device; the server itself is in server/.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * serve_swap.c - `uzram serve --swap`: a server that the kernel may swap
  * to, even when it swaps to reclaim the very memory the server needs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * subcommands.c - the list of subcommands, and the top-level usage made from
  * their option tables: `uzram --help` names every option that some

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * swap.c - `uzram swapon` and `uzram swapoff`: uzram as the kernel's swap in
  * one command each, with the defaults of zram-generator.

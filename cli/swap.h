@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * swap.h - what cli/swap_transport.c (the two ways the kernel reaches the
  * server, and running the programs they need) gives cli/swap.c

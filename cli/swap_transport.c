@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * swap_transport.c - the two ways `uzram swapon` makes `uzram serve --swap`
  * the kernel's block device (struct swap_transport in swap.h):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * ublk.c - `uzram ublk add|list|del`, as ublksrv's commands: add is
  * `uzram serve --ublk` (the same options, the same `uzram stat` and

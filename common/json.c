@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * json.c - JSON output shared by the programs (cli/ and server/, which
  * both call it; common/ calls neither): a string escaped for the inside

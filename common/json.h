@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * json.h - JSON output shared by cli/ and server/ (json.c).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * uzram.h - the public interface of libuzram, a compressed RAM block device
  * that lives in the calling process (zram in userspace).

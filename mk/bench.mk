@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # bench.mk - `make bench` and `make bench-quick`: the same fio workloads
 # against libuzram in-process (a fio external ioengine), the kernel's zram,
 # `uzram serve` and nbdkit's memory plugin, in one run. Writes BENCHMARKS.md,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # deb.mk - the Debian packages (debian/, doc/packaging.md).
 #
 #   make deb          build/deb/uzram_*.deb, libuzram0_*.deb, libuzram-dev_*.deb

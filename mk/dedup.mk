@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # dedup.mk - `make bench-dedup`: what dedup saves and costs (bench/dedup.sh):
 # memory for the corpus twice and alone, fill throughput of unique data with
 # 1 and 2 writers, nbdcopy of a VM-like image to two offsets through

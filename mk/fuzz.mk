@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # fuzz.mk - the NBD protocol fuzzer and the image loader fuzzer (libFuzzer,
 # clang, ASan+UBSan).
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # integration.mk - the integration scripts against sanitizer builds of uzram.
 #
 #   make check-integration-sanitizers   every tests/integration/t*.sh with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # man.mk - the man pages and the bash completion, made from the option
 # tables of the program (cli/gen/gendoc.c) and the scdoc sources in doc/man/.
 #

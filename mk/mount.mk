@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # mount.mk - `uzram mount` against tmpfs and the kernel's zram.
 #
 #   make bench-mount   bench/mount.sh as root: untar + sync, find | xargs

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # soak.mk - `make soak`: real clients against one `uzram serve` for
 # SOAK_TIME seconds (default 600, at most 86400), then checks of the data,
 # the server's RSS against its budget and its thread count. Not part of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # test.mk - the phases of `make test`, run TEST_JOBS at a time (default: one
 # per core).
 #
@@ -29,7 +30,7 @@
 #   test-deb         make deb, then the packages installed by apt into a
 #                    fresh Debian 12 root (make check-deb, mk/deb.mk); its
 #                    first run also makes that root (build/deb-root.tar)
-#   check-header, check-layers, check-namespace   (the Makefile)
+#   check-header, check-layers, check-namespace, check-spdx   (the Makefile)
 #   fuzz-smoke-nbd, fuzz-smoke-image   the two fuzzers (mk/fuzz.mk)
 #   test-vm-quick    the VM bench (mk/vm.mk): the kernel's NBD client
 #                    against uzram, and uzram swapon/swapoff, in one guest;
@@ -68,7 +69,7 @@ INTEGRATION_ASAN := $(addprefix tests/integration/,t26-ctl.sh t27-run.sh \
 # would join the end of the queue when that one ended.
 TEST_PHASES := test-vm-swap-uzram test-vm-quick test-vm-ublk test-integration test-tsan test-asan test-unit \
 	test-unit-alt test-deb fuzz-smoke-nbd fuzz-smoke-image check-layers \
-	check-namespace check-install check-header
+	check-namespace check-spdx check-install check-header
 
 .PHONY: test-phases test-build $(TEST_PHASES)
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tiers.mk - `make bench-tiers`: the second tier's figures (bench/tiers.sh):
 # the mem-limit fill beside the same fill with no limit, random reads of
 # written-back data beside fio on the backing file, backing bytes after

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # vm.mk - the VM bench (tests/vm/): Debian's own kernels under qemu (TCG),
 # with the kernel's NBD client, zram and swap against uzram.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # check-deb.sh DEB_DIR [CORPUS_DIR] - part of `make test` (make check-deb):
 # the packages make deb built, installed into a fresh Debian 12 root by
 # apt from Debian's archive, as a user would install them. In that root:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # check-install.sh [MAKE] - part of `make test`: the installed library works
 # for a program built the way the README says. Installs into a temporary
 # DESTDIR, takes the README's example program (the first ```c block) and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # check-layers.sh LAYERS OBJROOT OBJ...: the calls between the tree's
 # units are the ones LAYERS declares, and nothing loops.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # check-namespace.sh BUILD - part of `make test`: the library defines no
 # global name outside its public prefix, in the static archive as in the
 # shared object, and a program that has names of its own that the

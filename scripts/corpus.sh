@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # corpus.sh OUT_DIR [MIB] - build a corpus of real data, data nobody in this
 # project wrote, for the tests, `make run` and the benchmarks:
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # deps.sh GROUP... - make sure the Debian packages a make target needs are
 # installed. As root, installs what is missing; otherwise prints the exact
 # command to run and fails. Groups: build test bench deb run.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # load-demo.sh [UZRAM] - part of `make run`: build the full real-data corpus
 # (scripts/corpus.sh: a 512 MiB tar of installed files and a Python process
 # core image) and

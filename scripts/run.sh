@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # run.sh [UZRAM] - `make run`: a load round trip on the real corpus
 # (scripts/load-demo.sh, if present), then `uzram serve` with a 1 GiB lz4
 # device on ./uzram.sock in the foreground. It prints the URI and how to

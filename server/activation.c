@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * activation.c - `uzram serve` started by systemd: socket activation
  * (sd_listen_fds(3)) and readiness (sd_notify(3)), through libsystemd.

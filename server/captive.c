@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * captive.c - `uzram serve --run CMD`, as nbdkit's captive mode: once the
  * server listens it runs sh -c CMD with the export's address in the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * commands.c - one request run on the device and its reply: simple
  * replies, structured replies whose data comes as OFFSET_DATA and

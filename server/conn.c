@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * conn.c - one client connection: setup, the handshake then the
  * transmission phase, and teardown. Its bytes go through transport.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * conn.h - one client connection (struct nbd_conn) and what serves it:
  * the limits on what a client controls, the state all connections share,

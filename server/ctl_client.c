@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * ctl_client.c - the control channel's client, nbd_server_ctl(), which
  * `uzram stat` and `uzram ctl` use: send one request line (ctl_proto.c

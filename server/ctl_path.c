@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * ctl_path.c - where a server's control socket lives, found the same way
  * by `uzram serve` (which binds it) and `uzram stat` / `uzram ctl` (which

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * ctl_proto.c - the control channel's protocol (PATH.ctl; where it lives:
  * ctl_path.c; the server side: ctl_server.c; the client: ctl_client.c):

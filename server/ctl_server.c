@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * ctl_server.c - the control channel's server side: a parsed request
  * (ctl_proto.c) run on the device, and the threads that serve control

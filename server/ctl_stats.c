@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * ctl_stats.c - the figures `uzram stat` and SIGUSR1 report: the device's
  * (uzram_stats(), uzram_dict_info()) and the server's counters, as one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * handshake.c - option negotiation of the fixed newstyle NBD handshake.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * internal.h - the listening side of `uzram serve`, private to server/:
  * the state of one running server (struct server) and what its files

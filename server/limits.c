@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * limits.c - what all connections of a server share: the budget of
  * request and reply buffers, and its defaults.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * metrics.c - the figures of `uzram stat` (ctl_stats.c) in the Prometheus text
  * exposition format, version 0.0.4, for `uzram stat --prometheus` (the

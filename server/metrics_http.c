@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * metrics_http.c - the listener of `uzram serve --metrics`: plain HTTP/1.0,
  * GET (or HEAD) /metrics answered with format_prometheus() (metrics.c),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * nbd-proto.h - wire constants of the NBD protocol (fixed newstyle
  * handshake, simple and structured replies) and big-endian helpers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * server.c - the main loop of `uzram serve` and its client list; the
  * files around it are named in internal.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * server.h - what cli/ uses of the NBD server: the configuration of one
  * `uzram serve`, running it, the TLS credentials, and the control

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * sockets.c - where clients find the server: the listening Unix and TCP
  * sockets (a stale Unix socket is replaced, a live one refused), the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * tls.c - TLS for NBD connections, through GnuTLS, as nbdkit does it.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * transmission.c - the transmission phase: requests in, replies out, with
  * many requests in flight per connection.

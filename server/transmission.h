@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * transmission.h - what the two halves of the transmission phase share:
  * transmission.c (threads, leadership, reading requests, the request

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * transport.c - the bytes of one connection: buffered input and
  * whole-frame output, below the handshake and the transmission phase.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # soak.sh - `make soak`: one `uzram serve` under real clients for SOAK_TIME
 # seconds (default 600, at most 86400), then checks.
 #

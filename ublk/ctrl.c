@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * ctrl.c - the ublk control device /dev/ublk-control: each command is an
  * io_uring passthrough (IORING_OP_URING_CMD) of a 32-byte struct in a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * front.c - one ublk device's life, for `uzram serve --ublk`.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * queue.c - one ublk hardware queue: one thread, one io_uring, `depth`
  * tags. Each tag has one buffer of max_io bytes, made once when the queue

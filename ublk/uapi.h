@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * uapi.h - the kernel's ublk interface as uzram uses it: Debian 12's
  * <linux/ublk_cmd.h> (Linux 6.1), plus what later kernels added, taken

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ublk.h - the ublk front end: a uzram device as the kernel's block device
  * /dev/ublkbN, its requests served from io_uring (Linux 6.0+, ublk_drv).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ublk_impl.h - what the files of ublk/ give each other (ublk.h lists
  * them). Nothing here is seen outside ublk/.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * gendoc.c - a build tool, not installed: prints what the man pages and
  * the bash completion take from the subcommands' tables (subcommands.c), so

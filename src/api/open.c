@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * open.c - the library's front door: the config struct's defaults and its
  * published layouts, and uzram_open(), which opens a fresh device

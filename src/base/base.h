@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * base.h - the bottom layer of the library (src/base/): what every other
  * subsystem uses and that uses none of them. The page's size, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * lockstat.c - per-thread counters of lock waits (base.h).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * thread_cache.c - per-thread caches (base.h): the key that frees a
  * thread's object when the thread exits, made on first use.

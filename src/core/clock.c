@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * store_clock.c - the device's coarse clock and the slots' idle ages, which
  * the store's paths stamp and the tier's policy, write-back and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * content.c - what a slot's contents hold, counted and given back: the
  * statistics a cluster's contents add to (or take from) and the freeing

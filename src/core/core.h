@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core.h - the core of the library (src/core/): the device structure, the
  * slot table and its slots, the store (cluster reads and writes), the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * crew.c - the optional write crew (uzram_config.threads): a large
  * write's clusters compressed on several cores at once.

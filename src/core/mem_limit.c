@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * mem_limit.c - one limit over the allocator and the slot table.
  *

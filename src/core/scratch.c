@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * scratch.c - the store's per-thread buffers (store_scratch_get(),
  * core.h), which the store, the save, dedup and recompression share: one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * stats.c - turning the store's counters and the allocator's figures into
  * the public struct uzram_stats.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * store.c - the device: a table of slots over the allocator (zpool) and the
  * codec layer (zcomp). This is zram_drv.c's role.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dedup.c - identical clusters stored once (cfg.dedup), as the two zram
  * dedup RFC series (2017, 2018) did for pages: a content hash finds a

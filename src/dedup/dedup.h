@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * dedup.h - one object for every cluster that holds the same bytes
  * (cfg.dedup). Private to the library; the design is at the top of dedup.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * dedup_impl.h - what the files of the dedup index share (dedup.c: the
  * index and the references of objects in memory; dedup_place.c: the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dedup_place.c - the dedup index's references to shared places on the
  * backing store, and the map by which a save writes each shared object

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * device.c - a device's lifetime and configuration: device_create() and
  * uzram_close(), and the calls that only read the device's figures. The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * device.h - making a device (src/device/): the one layer that knows
  * every subsystem; it creates them, in order, and installs the hooks by

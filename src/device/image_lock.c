@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * image_lock.c - one device per image.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * reserve.c - uzram_reserve(): the allocator's memory made resident before
  * it is needed (see uzram.h). Only the allocator holds a reserve; the page

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * image.h - the image file format (version 1) and what the store, the
  * device and the image code share about it. Private to the library (and to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * image_open.c - uzram_open() from an image: check it whole and fill a
  * fresh device with its objects as they are, at the speed of reading the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * image_save.c - uzram_save(): write a device to an image file, as stored
  * (the format is in image.h and image-format.md), while it serves reads

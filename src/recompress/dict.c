@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dict.c - dictionaries: set one for a priority's codec, train one from the
  * device's own data, and say how much is encoded with each. zram's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * recompress.c - re-encoding stored clusters with a secondary algorithm, as
  * zram's recompress: write with a fast codec, shrink later with a strong

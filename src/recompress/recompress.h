@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * recompress.h - one pass over the table re-encoding clusters, shared by
  * uzram_recompress() and the dictionary changes of dict.c. Private to the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * backing.c - the targets a tier writes to, behind struct backing_ops:
  *

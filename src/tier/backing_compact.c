@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * backing_compact.c - the backing store's compaction (uzram_backing_compact(),
  * and writeback's when the store holds too much dead space). Not the

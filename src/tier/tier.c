@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * tier.c - the second tier's space and its I/O on the store's paths: the
  * segments of the backing store (the layout is drawn in tier.h), the read

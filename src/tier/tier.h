@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tier.h - the second tier of a device (src/tier/): the backing store
  * (backing.c), the space on it (tier.c), the tier's lifetime and its

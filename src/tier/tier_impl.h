@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tier_impl.h - the batch writes of writeback and backing store compaction
  * (wb_batch.c), for the walks of writeback.c. Private to the library.

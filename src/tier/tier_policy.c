@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * tier_policy.c - the tier run by itself, and its lifetime (tier_open(),
  * tier_close()): idle ages and the background

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * wb_batch.c - the batch writes of writeback and of backing store
  * compaction (writeback.c walks the table and feeds them):

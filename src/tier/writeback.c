@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * writeback.c - moving clusters to the backing store (zram's writeback).
  *

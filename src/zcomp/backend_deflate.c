@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * backend_deflate.c - raw DEFLATE (RFC 1951) with libdeflate, levels 1..12
  * (default 6; 10..12 use its near-optimal parser).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * backend_lz4.c - LZ4 (liblz4) in its default, fastest mode.
  *

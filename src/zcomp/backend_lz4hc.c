@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * backend_lz4hc.c - LZ4 high compression (liblz4's lz4hc), levels 1..12.
  *

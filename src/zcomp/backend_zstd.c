@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * backend_zstd.c - Zstandard (libzstd), levels ZSTD_minCLevel() (negative,
  * fastest) to ZSTD_maxCLevel(); level 0 selects ZSTD_CLEVEL_DEFAULT.

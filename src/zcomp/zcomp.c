@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * zcomp.c - the codec layer: pick a backend by name, and give every thread
  * its own compression and decompression contexts.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * zcomp.h - the codec layer: one compressor/decompressor selected by name,
  * with contexts that belong to the calling thread.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * zcomp_backend.h - what one codec provides to the codec layer (zcomp.c).
  *

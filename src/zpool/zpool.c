@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * zpool.c - the allocator of compressed objects (zsmalloc's role).
  *

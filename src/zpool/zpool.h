@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * zpool.h - the allocator of compressed objects (zsmalloc's role).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * zpool_compact.c - compaction: moving objects out of sparse zspages so
  * that they can be emptied, and borrowing between classes.

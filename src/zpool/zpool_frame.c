@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * zpool_frame.c - frames and the pages behind them.
  *

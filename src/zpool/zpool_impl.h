@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * zpool_impl.h - what the allocator's files share; private to them:
  *   zpool.c          objects: store, free, map, handles

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * zpool_mem.c - the pool's memory accounting (atomic, no lock needed).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * zpool_region.c - the pool's address space and size classes.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * zpool_reserve.c - a reserve of resident frames, for a device whose
  * stores must not wait for the kernel (swap: see uzram_reserve()).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * zpool_zspage.c - making and retiring zspages, and borrowing free spots of
  * bigger classes; below both zpool.c (store, free) and zpool_compact.c.

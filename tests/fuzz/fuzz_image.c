@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * fuzz_image.c - libFuzzer target for the image loader: the input is an
  * image file, opened with uzram_open() and cfg.image as any program would.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * fuzz_nbd.c - libFuzzer target for the NBD server: the input is what a
  * client sends, from the first byte of the handshake through options into

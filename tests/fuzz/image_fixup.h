@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * image_fixup.h - recompute every checksum of an image in place, so that a
  * test or the fuzzer can change a field and still reach the checks behind

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # make-image-seeds.sh UZRAM CORPUS_DIR - write the seed corpus of
 # fuzz_image into tests/fuzz/corpus/image: small images (devices of 32 to
 # 128 KiB) of every codec and cluster size, with compressed, raw,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """make-seeds.py - write the seed corpus for fuzz_nbd into tests/fuzz/corpus/nbd.
 
 Each seed is byte 0 (bit 0: read-only export; bits 1-2: TLS off, on,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # functions.sh - shared helpers for the integration scripts (sourced, not run).
 #
 # In the spirit of nbdkit's tests/functions.sh and git's t/README: every

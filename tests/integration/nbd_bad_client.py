@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """nbd_bad_client.py - a misbehaving NBD client for t50-bad-client.sh.
 
 Speaks the NBD protocol (NetworkBlockDevice/nbd doc/proto.md) over raw

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """nbd_split_reads.py SOCKET IMAGE - large reads with structured replies.
 
 The server may answer a large read with several data chunks sent as they

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t10-load.sh - `uzram load` on the real test corpus with every algorithm:
 # the JSON report says the round trip matched and the data shrank; the
 # human table says the same; bad algorithms, levels and a memory limit too

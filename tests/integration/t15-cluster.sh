@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t15-cluster.sh - devices whose compression unit is larger than a page:
 # `uzram load --cluster` round-trips the corpus in 8, 16 and 64 KiB clusters
 # and stores it in fewer compressed bytes than in pages; bad cluster sizes

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t20-nbdinfo.sh - what `uzram serve` advertises, as nbdinfo sees it: the
 # export size (given and default), the transmission flags, read-only
 # exports, export listing, base:allocation maps before and after writes,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t25-stat.sh - `uzram stat --socket PATH [--json]` on a live server: the
 # JSON parses and holds the uzram_stats fields, the connection count and
 # the requests by type; the counters rise with real traffic (nbdcopy,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t26-ctl.sh - `uzram ctl` on a live server, as zram's sysfs files are used:
 # mem-limit lowered under what the export holds refuses writes that need
 # memory (the client gets an error, the bytes stay) while unchanged rewrites

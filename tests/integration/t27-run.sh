@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t27-run.sh - `uzram serve --run COMMAND`, the captive mode of nbdkit --run:
 # the command sees $uri, $unixsocket (or $port) and $exportname, can copy
 # data in and out through them, runs with default signal handling (SIGPIPE

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t28-recompress.sh - `uzram serve --recomp-algorithm`, `uzram ctl idle` and
 # `uzram ctl recompress`, as zram's recomp_algorithm, idle and recompress:
 # what is read after the idle mark is skipped by type=idle, the export

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t29-dict.sh - dictionaries from the command line: `uzram serve --dict` and
 # `--recomp-algorithm ALGO:LEVEL:dict=FILE` serve the same bytes to nbdcopy
 # after a recompression, `uzram load --train-dict` round-trips and reports

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t30-nbdcopy.sh - bulk copies with nbdcopy (libnbd) into and out of
 # `uzram serve`, sha256 compared: the corpus tar and 64 MiB of a python core
 # dump, over one connection and over four (multi-conn) with many requests

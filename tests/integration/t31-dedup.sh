@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t31-dedup.sh - `uzram serve --dedup` over NBD: nbdcopy of one image to two
 # offsets of one export (the second through nbdkit's offset filter), both
 # read back byte for byte; the second copy stores nothing new (its pages are

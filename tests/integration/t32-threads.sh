@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t32-threads.sh - `uzram serve --threads` and `uzram load --threads`: a
 # device whose large writes are compressed on worker threads as well as on
 # the connection's. Copies in over several connections (several pooled

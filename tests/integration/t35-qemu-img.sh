@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t35-qemu-img.sh - QEMU's block layer against `uzram serve`: qemu-img info,
 # convert file -> nbd (plain and parallel out-of-order), nbd -> file and
 # nbd -> nbd, and qemu-img compare between the export and its source, which

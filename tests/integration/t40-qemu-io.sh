@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t40-qemu-io.sh - byte-exact I/O through qemu-io (-f raw) against
 # `uzram serve`: pattern-checked writes and reads at unaligned offsets,
 # across 4 KiB page boundaries, at the last byte, zero-length requests,

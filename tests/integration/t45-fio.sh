@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t45-fio.sh - fio's nbd engine (libnbd) against `uzram serve`: numjobs=2,
 # each job on its own connection and 24 MiB range (offset_increment), random
 # writes of mixed sizes at queue depth 16, every block verified with crc32c

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t50-bad-client.sh - malformed and hostile NBD clients (nbd_bad_client.py)
 # against `uzram serve`: bad magics and flags, truncated handshakes, an
 # option declaring 4 GiB, unknown options, exports and commands, requests

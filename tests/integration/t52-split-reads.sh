@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t52-split-reads.sh - large reads answered in several structured-reply
 # chunks (nbd_split_reads.py): every byte covered once and right, one DONE,
 # DF honoured, and clients vanishing mid-reply hurt nobody.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t53-limits.sh - bounded resources of `uzram serve` (issue 13, items 3-5):
 #   - 8 clients sending three 32 MiB reads each and never reading the
 #     replies: the server's RSS stays within --buffer-limit plus a fixed

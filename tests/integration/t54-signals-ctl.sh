@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t54-signals-ctl.sh - signals and the control channel (issue 13, items 7
 # and 8):
 #   - SIGHUP drains and removes the sockets, as SIGTERM does;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t55-tls.sh - `uzram serve --tls`: PSK and X.509 keys made here with
 # psktool and certtool; nbdinfo, nbdcopy and qemu-img connect with them and
 # a data round trip (large requests included) comes back equal; under

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t56-ctl-socket.sh - where the control socket lives and who may own it.
 # A TCP server puts it in a private directory ($XDG_RUNTIME_DIR/uzram, or
 # $TMPDIR/uzram-UID, made 0700), never in the current directory, and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t57-spec-errors.sh - the answers doc/proto.md asks for (issue 13, items 6
 # and 9), with the raw-protocol client nbd_bad_client.py:
 #   - zero-length READ and WRITE succeed as the first request of a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t58-tcp-port.sh - `serve --tcp` ports: one out of 1-65535 (99999, which
 # once listened on 99999 mod 65536) or not a number is refused with exit
 # status 2 and a message; port 0 picks a free port, and the banner's URI,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t59-ublk-cli.sh - what `uzram serve --ublk` and `uzram ublk` say before any
 # device exists, on any machine: the --ublk-* options need --ublk, bad values
 # and commands are refused with status 2, and where the kernel has no ublk

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t60-nbdfuse.sh - `uzram serve` as a file through nbdfuse (FUSE): data
 # written by nbdcopy is read through the mount, data written with dd through
 # the mount (aligned and not) is read back by nbdcopy, a fresh client.

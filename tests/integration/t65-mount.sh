@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t65-mount.sh - `uzram mount DIR`, a compressed RAM file system in one
 # command, as root (the kernel's ext4 on a loop device) and as an
 # unprivileged user (fuse2fs): untar the corpus, compare every file, check

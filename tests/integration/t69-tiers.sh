@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t69-tiers.sh - the second tier with a backing file: `uzram serve
 # --mem-limit --backing` takes an nbdcopy of more data than its memory
 # holds, with no operator command and no failed request, keeps within the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t70-image.sh - images through the server and the command line:
 # `uzram serve --image` creates the device when the file does not exist and
 # saves it on SIGTERM; restarted on the image it serves every byte again

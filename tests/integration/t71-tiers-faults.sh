@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t71-tiers-faults.sh - the tier on an NBD backing store and under real
 # faults: nbdkit's memory plugin over a Unix socket as the backing store
 # (the mem-limit fill and a read back), then nbdkit's error filter in

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t72-image-lock.sh - one server per image: a second `uzram serve --image`
 # on the image another server holds is refused, naming the holder's pid,
 # both when the image exists and when the first server will create it; a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t75-man.sh - the man pages and the bash completion agree with --help: for
 # each subcommand, the options the rendered uzram-CMD(1) lists under OPTIONS
 # are exactly those `uzram CMD --help` lists, `uzram --help` names each of

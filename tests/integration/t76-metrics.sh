@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t76-metrics.sh - `uzram stat --prometheus` and `uzram serve --metrics`:
 # the text parses with prometheus_client's parser (the exposition format's
 # grammar); every metric has HELP and a TYPE other than untyped, a name in

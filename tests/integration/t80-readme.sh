@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t80-readme.sh - the README's commands run as printed: each ```sh block
 # after a "<!-- readme-test" line, as root (when we are) and as an
 # unprivileged user (nobody, with /dev/fuse made 0666 for the run as

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t82-generator.sh - the systemd side as make install-systemd installs it
 # (systemd/): uzram-generator turns sample configs into unit instances,
 # with the options, ordering and sockets each section asks for, and

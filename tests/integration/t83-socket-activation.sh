@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # t83-socket-activation.sh - `uzram serve` started as systemd starts it:
 # sockets passed by systemd-socket-activate (LISTEN_FDS, LISTEN_FDNAMES, the
 # protocol of sd_listen_fds(3), from systemd itself), the server started by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * collide.c - a program with names of its own that the library uses
  * inside (scripts/check-namespace.sh links it against libuzram.a and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # boot.sh DEB_DIR - make test-system: the packages in a Debian 12 system
 # that boots with systemd as init, under qemu (TCG unless /dev/kvm is
 # usable), with /etc/uzram/uzram.conf holding one swap and one /tmp:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * store_check.h - the checking kit shared by the tests of the public API
  * (test_store.c and test_states.c for what calls do, test_errors.c for what

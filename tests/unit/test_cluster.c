@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_cluster.c - devices whose compression unit (cluster) is larger than
  * a page.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_crew.c - devices with a write crew (uzram_config.threads).
  *

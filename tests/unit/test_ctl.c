@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_ctl.c - the control channel's request parser (server/ctl_proto.c,
  * nbd_ctl_parse()), alone: what each request line parses to, and that

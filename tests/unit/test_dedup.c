@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_dedup.c - identical clusters stored once (cfg.dedup, dedup.c): a hit
  * takes no new object, equal hash bits over different bytes never share

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_dict.c - dictionaries (src/recompress/dict.c): round trips of
  * every state with a dictionary, for lz4 and zstd, in pages and clusters;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_errors.c - what the public API (include/uzram.h) refuses: I/O ranges
  * outside the device, NULL arguments, unknown flags, bad configurations for

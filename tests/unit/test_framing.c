@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_framing.c - the NBD server's framing helpers, alone: the
  * big-endian field accessors of server/nbd-proto.h, and a connection's

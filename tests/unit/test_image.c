@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_image.c - uzram_save() and uzram_open() from an image: every state
  * a cluster can be in (hole, same-filled, zero, compressed, raw,

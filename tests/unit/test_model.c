@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_model.c - model-based randomized test of the public API.
  *

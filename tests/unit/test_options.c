@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_options.c - the command line's value parsers and option parser
  * (cli/options.c), alone: sizes, numbers, levels, algorithm specs,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_recompress.c - secondary algorithms and uzram_recompress(): the
  * device shrinks, every byte reads back the same (whole and partial reads,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_reserve.c - uzram_reserve(): the reserve is resident and counted at
  * once, stores take their memory from it (mem_used_total does not grow

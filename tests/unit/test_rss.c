@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_rss.c - mem_used_total tells the truth: it agrees with the growth of
  * the process's resident set (/proc/self/statm) within 5%.

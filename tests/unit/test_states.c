@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_states.c - the page states and where they live, through the public
  * API: same-filled pages (kept in the table, no allocator memory), huge

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_store.c - the semantics of the public API (include/uzram.h), one
  * behaviour per test: a fresh device, partial writes, discard and

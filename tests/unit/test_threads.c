@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_threads.c - many threads on one device; make test runs it under
  * ThreadSanitizer as well.

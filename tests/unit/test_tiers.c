@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_tiers.c - the second tier: writeback to a backing file in every
  * mode (all, huge, idle, huge_idle, incompressible), page ranges, the

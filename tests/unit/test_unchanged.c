@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_unchanged.c - rewrites of data a device already holds. The store
  * keeps 16 bits of each cluster's XXH3 hash in its slot; a whole-cluster

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_zcomp.c - the codec layer (src/zcomp/: zcomp.c and backend_*.c) on
  * real data.

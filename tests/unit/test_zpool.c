@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_zpool.c - the allocator of compressed objects (src/zpool/zpool.c).
  *

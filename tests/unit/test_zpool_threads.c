@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_zpool_threads.c - the allocator under concurrency: readers map and
  * check objects while writers replace them and a compactor runs without

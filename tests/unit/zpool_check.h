@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * zpool_check.h - what the allocator tests share: objects whose bytes come
  * from a seed the test keeps (fill), checked byte for byte through

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # bench-ublk.sh - one run, side by side in one guest: the kernel's zram
 # (lz4), `uzram serve --ublk` (the driver copying, and --ublk-copy=user),
 # and `uzram serve` through the kernel's NBD client on a Unix socket. Each

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # fetch-kernel.sh KERNEL OUT_DIR - a Debian kernel for the VM bench, taken
 # with a private apt configuration and unpacked into OUT_DIR:
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # guest-lib.sh - sourced by a VM bench test inside the guest (bash).
 #
 # A test prints its outcome as RESULT lines on the console, which run.sh

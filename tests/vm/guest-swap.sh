@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # guest-swap.sh - the body of the swap tests (v30 on NBD, v32 on ublk),
 # sourced by each after it set SWAP_TRANSPORT (nbd or ublk); what it does
 # is in v30-swap.sh's header.

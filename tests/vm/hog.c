@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * hog.c - the memory hog of the VM bench's swap test (tests/vm/v30-swap.sh).
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # initramfs.sh KERNEL_DIR OUT.cpio [-m MODULE]... [FILE|DIR=DEST]... [PROGRAM]...
 # - a newc cpio archive for the VM bench, built from the host's own files:
 #

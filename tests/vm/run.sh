@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # run.sh [-1] TEST... - boot a VM per test (-1: one VM for all of them) and
 # report their RESULT lines.
 #

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * swapwatch.c - a watchdog for the VM bench's swap tests: what the swap
  * server's threads are doing while the guest swaps to it.

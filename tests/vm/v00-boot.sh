@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # v00-boot.sh - the bench itself: the guest boots, loads nbd and zram, and
 # uzram runs (its libraries are all there).
 # vm-mem: 256

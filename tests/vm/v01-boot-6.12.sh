@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # v01-boot-6.12.sh - the backports kernel boots, and has ublk_drv: the bench
 # for tests of a ublk server.
 # vm-kernel: 6.12

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # v10-ext4.sh - the kernel's NBD client as a file system's disk: mkfs.ext4
 # on /dev/nbd0 served by uzram in the guest (Unix socket), an untar of the
 # corpus, a file-by-file compare against the same untar on tmpfs after a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # v11-fio.sh - fio through the kernel's NBD client with verify: random
 # writes of mixed block sizes with a checksum in each block, read back and
 # checked by fio, on /dev/nbd0 served by uzram in the guest.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # v12-discard.sh - blkdiscard gives the memory back: data written through
 # the kernel's NBD client takes memory in the server (`uzram stat`); a
 # discard of the whole device through the same client brings pages_stored

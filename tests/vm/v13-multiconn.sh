@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # v13-multiconn.sh - `nbd-client -connections 4`: the kernel spreads its
 # requests over four sockets to one server, which must see them all as one
 # device (multi-conn: a flush on one covers writes on the others). Four

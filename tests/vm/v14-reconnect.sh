@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # v14-reconnect.sh - disconnect and reconnect: data written through one
 # attachment of /dev/nbd0 is there, byte for byte, through the next one to
 # the same server; the device is empty (size 0) between the two; and a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # v15-server-killed.sh - the server killed with SIGKILL under I/O: the
 # guest's readers and writers of /dev/nbd0 fail with EIO within the NBD
 # timeout (-timeout 10), every process ends, and the device detaches and

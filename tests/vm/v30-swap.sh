@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # v30-swap.sh - swap on uzram with its server in the same guest, beside
 # swap on the guest kernel's own zram, in the same boot.
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # v31-swapon.sh - `uzram swapon` and `uzram swapoff` on 6.1, which has no
 # ublk (v42 is swapon on ublk): the default transport is nbd, with
 # zram-generator's defaults (min(RAM / 2, 4 GiB), zstd, priority 100),

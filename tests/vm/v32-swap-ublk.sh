@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # v32-swap-ublk.sh - the swap test of v30-swap.sh on ublk: the hog of 2x
 # the guest's RAM on the guest kernel's zram, then on the /dev/ublkbN of
 # `uzram serve --swap --ublk` in the same guest (bookworm-backports' 6.12,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # v40-ublk.sh - `uzram serve --ublk` as a real block device on Linux 6.12:
 # its queue limits come from the cluster size; mkfs.ext4, an untar of the
 # corpus compared with the same untarred in RAM, e2fsck; fio verify with several jobs;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # v41-ublk-faults.sh - a killed `uzram serve --ublk`: without recovery the
 # device's I/O fails with EIO and nothing hangs, and `uzram ublk del`
 # removes what is left; with --ublk-recovery, I/O issued after the kill

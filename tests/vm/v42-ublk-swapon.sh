@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # v42-ublk-swapon.sh - `uzram swapon` where the kernel has ublk (Linux 6.12):
 # the default transport is ublk (/dev/ublkbN, made by the server itself, no
 # nbd-client), with zram-generator's defaults as v31 checks them and the

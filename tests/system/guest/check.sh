@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # check.sh - uzram-check.service in the guest of tests/system/boot.sh:
 # RESULT lines on the console, then power off.
 r() { echo "RESULT $*"; }

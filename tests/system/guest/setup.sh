@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # setup.sh - run in the guest's root by tests/system/boot.sh (mmdebstrap's
 # customize hook): the config, the check unit, and a smaller root.
 set -eu
