@@ -545,6 +545,24 @@ static void clear_dead(struct mount_req *m)
 		m->dir);
 }
 
+/*
+ * Which part of the stack under DIR has died, or NULL: the server or
+ * nbdfuse that the keeper started (the OOM killer's choice). The kernel
+ * logged the writes since as "lost async page write" and told the writer
+ * they succeeded; only umount can still say so.
+ */
+static const char *stack_gone(const struct mount_req *m, pid_t *pid)
+{
+	static const char *const who[] = { "uzram serve", "nbdfuse" };
+
+	for (int i = 0; i < 2; i++) {
+		*pid = read_pid(m, i ? "nbdfuse.pid" : "server.pid");
+		if (*pid > 0 && !runs_in(m, *pid))
+			return who[i];
+	}
+	return NULL;
+}
+
 /* Create RUN/pid and lock it for the keeper (it inherits the lock). */
 static int lock_run(struct mount_req *m)
 {
@@ -636,10 +654,12 @@ int cmd_mount(int argc, char **argv)
 }
 
 
-static int umount_dir(const struct mount_req *m, const char *via)
+/* Unmount DIR; lazily if that fails and the device under it has gone. */
+static int umount_dir(const struct mount_req *m, const char *via, bool gone)
 {
 	if (geteuid() == 0) {
-		if (umount2(m->dir, 0) == 0)
+		if (umount2(m->dir, 0) == 0 ||
+		    (gone && umount2(m->dir, MNT_DETACH) == 0))
 			return 0;
 		fprintf(stderr, "uzram umount: %s: %s\n", m->dir, strerror(errno));
 		return -1;
@@ -649,7 +669,20 @@ static int umount_dir(const struct mount_req *m, const char *via)
 			m->dir);
 		return -1;
 	}
-	return fusermount("-u", m->dir);
+	return fusermount("-u", m->dir) == 0 ||
+	       (gone && fusermount("-uz", m->dir) == 0) ? 0 : -1;
+}
+
+/* After the clean-up: the exit status, and what was lost if anything. */
+static int umount_status(const char *dir, const char *gone, pid_t pid)
+{
+	if (!gone)
+		return 0;
+	fprintf(stderr, "uzram umount: %s: its device had gone (%s, pid %d, "
+		"had ended): writes to %s since then were lost; cleaned up, "
+		"uzram mount %s may make it again\n", dir, gone, (int)pid, dir,
+		dir);
+	return 1;
 }
 
 static const struct cli_option umount_opts[] = {
@@ -670,9 +703,9 @@ int cmd_umount(int argc, char **argv)
 {
 	struct mount_req m = { 0 };
 	char via[8] = "", path[PATH_MAX];
-	const char *dir;
+	const char *dir, *gone;
 	FILE *f;
-	pid_t pid;
+	pid_t pid, dead;
 	int r = cli_parse(&umount_cmd, argc, argv, NULL, NULL);
 
 	if (r >= 0)
@@ -690,10 +723,11 @@ int cmd_umount(int argc, char **argv)
 	if (runtime_dir(&m, "uzram umount") < 0)
 		return 1;
 	pid = read_pid(&m, "pid");
+	gone = stack_gone(&m, &dead);
 	if (!keeper_alive(&m)) {
 		if (access(m.run, F_OK) == 0) {
 			clear_dead(&m);
-			return 0;
+			return umount_status(dir, gone, dead);
 		}
 		fprintf(stderr, "uzram umount: %s is not mounted by uzram mount\n",
 			dir);
@@ -707,7 +741,7 @@ int cmd_umount(int argc, char **argv)
 		via[strcspn(via, "\n")] = '\0';
 		fclose(f);
 	}
-	if (mount_point_is(m.dir) && umount_dir(&m, via) < 0)
+	if (mount_point_is(m.dir) && umount_dir(&m, via, gone != NULL) < 0)
 		return 1;
 	/* The keeper takes the rest down and removes RUN. */
 	if (wait_gone(pid, UMOUNT_WAIT_MS) < 0) {
@@ -715,5 +749,5 @@ int cmd_umount(int argc, char **argv)
 			"end within %d s\n", (int)pid, dir, UMOUNT_WAIT_MS / 1000);
 		return 1;
 	}
-	return 0;
+	return umount_status(dir, gone, dead);
 }
