@@ -93,7 +93,7 @@ INTEGRATION_ANY_DATA := $(addprefix tests/integration/,t27-run.sh \
 
 .PHONY: all lib cli deps deps-test deps-bench unit check-unit check-header \
 	check-sanitizers check-integration check-install check-layers check-namespace check-spdx test run bench bench-quick fuzz \
-	fuzz-smoke install install-systemd clean
+	fuzz-smoke install uninstall install-systemd clean
 .DEFAULT_GOAL := all
 
 all: deps lib cli
@@ -363,6 +363,15 @@ install: all
 	ln -sf libuzram.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libuzram.so
 	install -m 644 $(BUILD)/uzram.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
 	install -m 755 $(BUILD)/uzram $(DESTDIR)$(PREFIX)/bin/
+	@$(if $(DESTDIR),:,bash scripts/ldconfig-after.sh install $(LIBDIR))
+
+# What make install put there, with the same PREFIX (and DESTDIR).
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/include/uzram.h $(DESTDIR)$(LIBDIR)/libuzram.a \
+		$(DESTDIR)$(LIBDIR)/libuzram.so $(DESTDIR)$(LIBDIR)/libuzram.so.$(SOVERSION) \
+		$(DESTDIR)$(LIBDIR)/libuzram.so.$(VERSION) \
+		$(DESTDIR)$(LIBDIR)/pkgconfig/uzram.pc $(DESTDIR)$(PREFIX)/bin/uzram
+	@$(if $(DESTDIR),:,bash scripts/ldconfig-after.sh uninstall $(LIBDIR))
 
 # The systemd side (systemd/README.md): units, the generator that makes
 # them from $(SYSCONFDIR)/uzram/uzram.conf, the sysusers file of the

@@ -59,3 +59,10 @@ install-man: man completion
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 644 $(BUILD)/completion/uzram \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/uzram
+
+# and make uninstall takes them away again.
+.PHONY: uninstall-man
+uninstall: uninstall-man
+uninstall-man:
+	rm -f $(foreach p,$(MAN_PAGES),$(DESTDIR)$(PREFIX)/share/man/man$(subst .,,$(suffix $(p)))/$(notdir $(p))) \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/uzram
