@@ -83,7 +83,8 @@ static const struct cli_option serve_opts[] = {
 	  "the whole handshake (default 30)" },
 	{ "metrics", 'E', required_argument, "unix:PATH|[HOST:]PORT",
 	  "answer HTTP GET /metrics there with the figures\n"
-	  "in Prometheus's text format (uzram-stat(1))" },
+	  "in Prometheus's text format (uzram-stat(1)); PORT 0:\n"
+	  "a free port, which the banner and stat print" },
 	{ "threads", 'j', required_argument, "N",
 	  "worker threads that compress a large write's\n"
 	  "clusters beside the connection's thread (default 0:\n"
