@@ -85,9 +85,9 @@ INTEGRATION := $(sort $(wildcard tests/integration/t*.sh))
 SYSTEMD_UNITS := $(sort $(wildcard systemd/*.service systemd/*.socket))
 # Scripts whose checks do not depend on which bytes the corpus holds (the
 # protocol, signals, TLS, limits): make test runs them on one corpus only.
-INTEGRATION_ANY_DATA := $(addprefix tests/integration/,t27-run.sh \
+INTEGRATION_ANY_DATA := $(addprefix tests/integration/,t24-messages.sh t27-run.sh \
 	t50-bad-client.sh t53-limits.sh t54-signals-ctl.sh t55-tls.sh \
-	t56-ctl-socket.sh t57-spec-errors.sh t58-tcp-port.sh t59-ublk-cli.sh \
+	t56-ctl-socket.sh t57-spec-errors.sh t58-tcp-port.sh t59-ublk-cli.sh t64-mount-gone.sh \
 	t72-image-lock.sh t75-man.sh t76-metrics.sh t80-readme.sh t82-generator.sh \
 	t83-socket-activation.sh)
 

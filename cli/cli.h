@@ -33,11 +33,18 @@ void serve_swap_end(void);                 /* before the device goes */
 
 /*
  * The socket of the server behind `uzram mount DIR` into out (n bytes);
- * 0, or -1 with a message when DIR is not mounted by uzram mount.
+ * 0, or -1 with a message that starts with who ("uzram ctl") when DIR is
+ * not mounted by uzram mount.
  */
-int mount_socket_path(const char *dir, char *out, size_t n);
+int mount_socket_path(const char *who, const char *dir, char *out, size_t n);
 
 /* options.c */
+
+/*
+ * uzram_last_error() without the library call's name it starts with
+ * (common/lib_message.h): what a command prints after its own words.
+ */
+const char *cli_lib_error(void);
 
 /* Parse "123", "4K", "1.5G" (powers of 1024) into bytes; 0 or -EINVAL. */
 int parse_size(const char *s, unsigned long long *out);
@@ -139,6 +146,23 @@ int cli_option_synopsis(const struct cli_option *o, char *out, size_t n);
 
 #define CLI_BAD_VALUE (-1)
 #define CLI_USAGE     (-2)
+
+/*
+ * For a take function (below): the value is bad, and fmt says what a good
+ * one is ("at most 64"), in place of what the option's kind suggests.
+ * Returns CLI_BAD_VALUE.
+ */
+int cli_bad_value(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * A device's size for a take function: SIZE as parse_size() reads it, at
+ * least min bytes, never 0, in whole 4 KiB pages. 0, or CLI_BAD_VALUE with
+ * the reason (cli_bad_value()).
+ */
+int cli_take_size(const char *arg, unsigned long long min,
+		  unsigned long long *out);
+
+/* --cluster: a power of two from 4K to 64K; 0 or CLI_BAD_VALUE. */
+int cli_take_cluster(const char *arg, unsigned long long *out);
 
 /*
  * Parse argv's options with cmd's table: take(ctx, key, value) gets each

@@ -138,7 +138,7 @@ static int client_take(void *ctx, int key, char *arg)
 		a->sock = arg;
 		return 0;
 	case 'M':
-		if (mount_socket_path(arg, msock, sizeof msock) < 0)
+		if (mount_socket_path(a->who, arg, msock, sizeof msock) < 0)
 			return 1;
 		a->sock = msock;
 		return 0;

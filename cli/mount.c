@@ -150,16 +150,16 @@ static int runtime_dir(struct mount_req *m, const char *who)
 	return 0;
 }
 
-int mount_socket_path(const char *dir, char *out, size_t n)
+int mount_socket_path(const char *who, const char *dir, char *out, size_t n)
 {
 	struct mount_req m = { 0 };
 	char sock[PATH_MAX];
 
-	if (abs_dir(dir, m.dir) < 0 || runtime_dir(&m, "uzram stat") < 0)
+	if (abs_dir(dir, m.dir) < 0 || runtime_dir(&m, who) < 0)
 		return -1;
 	mount_path(&m, sock, "sock");
 	if (access(sock, F_OK) < 0) {
-		fprintf(stderr, "uzram stat: %s is not mounted by uzram mount\n", dir);
+		fprintf(stderr, "%s: %s is not mounted by uzram mount\n", who, dir);
 		return -1;
 	}
 	snprintf(out, n, "%s", sock);
@@ -352,15 +352,28 @@ static int mount_take(void *ctx, int key, char *arg)
 	struct mount_req *m = ctx;
 	unsigned long long v;
 	unsigned id;
+	int r;
 
 	switch (key) {
 	case 's': case 'm':
-		if (parse_size(arg, &v) < 0 || (key == 's' && v < (16 << 20)))
+		if (key == 's' && (r = cli_take_size(arg, 16 << 20, &v)))
+			return r;
+		if (key == 'm' && parse_size(arg, &v) < 0)
 			return CLI_BAD_VALUE;
+		/* the file system is the limit less 1/16 (sizes()), at least
+		 * the 16M of --size: 0 is no limit */
+		if (key == 'm' && v && v - v / 16 < (16 << 20))
+			return cli_bad_value("0 (no limit) or at least 18M, for a "
+					     "file system of 16M");
 		*(key == 's' ? &m->size : &m->mem_limit) = v;
 		serve_option(m, cli_find(mount_opts, key)->name, arg);
 		return 0;
-	case 'a': case 'l': case 'C': /* uzram serve checks them */
+	case 'C':
+		if (cli_take_cluster(arg, &v))
+			return CLI_BAD_VALUE;
+		serve_option(m, "cluster", arg);
+		return 0;
+	case 'a': case 'l': /* uzram serve checks them */
 		serve_option(m, cli_find(mount_opts, key)->name, arg);
 		return 0;
 	case 'F':

@@ -152,6 +152,24 @@ static bool dir_writable(const char *path)
 }
 
 /*
+ * The option given explicitly that the device opened from an image
+ * disagrees with, or NULL. want_size: --size's value (0: not given).
+ */
+static const char *image_conflict(const struct uzram_config *cfg,
+				  const struct uzram *dev, uint64_t want_size,
+				  bool algo_set, bool cluster_set)
+{
+	if (want_size && want_size != uzram_size(dev))
+		return "size";
+	if (algo_set && strcmp(cfg->algorithm, uzram_algorithm(dev, 0)))
+		return "algorithm";
+	if (cluster_set && cfg->cluster_size != uzram_cluster_size(dev) &&
+	    !(cfg->cluster_size == 0 && uzram_cluster_size(dev) == UZRAM_PAGE_SIZE))
+		return "cluster";
+	return NULL;
+}
+
+/*
  * The device: from the image if there is one at `image` (then options
  * given explicitly must agree with it, and --dict is the image's), else a
  * new one with the dictionary at dict_path, if any. 0 or the exit status.
@@ -162,12 +180,15 @@ static int open_device(struct uzram_config *cfg, const char *image,
 {
 	struct stat sb;
 	void *dict = NULL;
+	const char *clash;
+	uint64_t want_size = 0;
 	int r;
 
 	if (image && stat(image, &sb) == 0) {
 		cfg->image = image;
-		if (!size_set)
-			cfg->size = 0;
+		/* the image's size, compared below as the other options are */
+		want_size = size_set ? cfg->size : 0;
+		cfg->size = 0;
 		if (dict_path)
 			fprintf(stderr, "uzram serve: --dict: the dictionaries "
 				"of image %s are used\n", image);
@@ -184,11 +205,8 @@ static int open_device(struct uzram_config *cfg, const char *image,
 	r = uzram_open(cfg, dev);
 	free(dict);
 	if (r < 0) {
-		const char *why = uzram_last_error();
+		const char *why = cli_lib_error();
 
-		/* the library's "open: " says what this line says already */
-		if (!strncmp(why, "open: ", 6))
-			why += 6;
 		fprintf(stderr, "uzram serve: cannot %s the device: %s\n",
 			cfg->image ? "open" : "create",
 			*why ? why : uzram_strerror(r));
@@ -197,22 +215,17 @@ static int open_device(struct uzram_config *cfg, const char *image,
 	/* one device per image: hold a new one's path from the start */
 	if (image && !cfg->image && (r = uzram_image_claim(*dev, image)) < 0) {
 		fprintf(stderr, "uzram serve: --image %s: %s\n", image,
-			uzram_last_error());
+			cli_lib_error());
 		uzram_close(*dev);
 		*dev = NULL;
 		return 1;
 	}
-	if (cfg->image && ((algo_set && strcmp(cfg->algorithm,
-					       uzram_algorithm(*dev, 0))) ||
-			   (cluster_set && cfg->cluster_size !=
-			    uzram_cluster_size(*dev) &&
-			    !(cfg->cluster_size == 0 &&
-			      uzram_cluster_size(*dev) == UZRAM_PAGE_SIZE)))) {
+	clash = cfg->image ? image_conflict(cfg, *dev, want_size, algo_set,
+					    cluster_set) : NULL;
+	if (clash) {
 		fprintf(stderr, "uzram serve: --%s conflicts with image %s "
-			"(%s, %u-byte clusters); leave it out\n",
-			algo_set && strcmp(cfg->algorithm,
-					   uzram_algorithm(*dev, 0)) ?
-			"algorithm" : "cluster", image,
+			"(%llu bytes, %s, %u-byte clusters); leave it out\n",
+			clash, image, (unsigned long long)uzram_size(*dev),
 			uzram_algorithm(*dev, 0), uzram_cluster_size(*dev));
 		uzram_close(*dev);
 		*dev = NULL;
@@ -254,7 +267,7 @@ static int add_recomp(struct uzram *dev, const struct recomp_opt *recomp,
 		}
 		if (r < 0) {
 			fprintf(stderr, "uzram serve: --recomp-algorithm: %s\n",
-				uzram_last_error());
+				cli_lib_error());
 			return 1;
 		}
 	}
@@ -430,11 +443,13 @@ static int serve_take(void *ctx, int key, char *arg)
 {
 	struct serve_args *a = ctx;
 	unsigned long long v;
+	int r;
 
 	switch (key) {
 	case 's':
-		if (parse_size(arg, &v) < 0 || v == 0)
-			return CLI_BAD_VALUE;
+		r = cli_take_size(arg, 4096, &v);
+		if (r)
+			return r;
 		a->cfg.size = v;
 		a->size_set = true;
 		return 0;
@@ -450,7 +465,7 @@ static int serve_take(void *ctx, int key, char *arg)
 		a->cfg.mem_limit = v;
 		return 0;
 	case 'C':
-		if (parse_size(arg, &v) < 0 || v > UINT32_MAX)
+		if (cli_take_cluster(arg, &v))
 			return CLI_BAD_VALUE;
 		a->cfg.cluster_size = (uint32_t)v;
 		a->cluster_set = true;
@@ -469,8 +484,10 @@ static int serve_take(void *ctx, int key, char *arg)
 			(uint32_t)v;
 		return 0;
 	case 'j':
-		if (parse_uint(arg, UZRAM_MAX_THREADS, &v) < 0)
+		if (parse_uint(arg, UINT32_MAX, &v) < 0)
 			return CLI_BAD_VALUE;
+		if (v > UZRAM_MAX_THREADS)
+			return cli_bad_value("at most %d", UZRAM_MAX_THREADS);
 		a->cfg.threads = (uint32_t)v;
 		return 0;
 	case 'U':

@@ -237,7 +237,7 @@ int serve_swap_ready(struct uzram *dev, uint64_t mem_limit)
 	sigset_t all, old;
 
 	if (r < 0 && r != -ENOSPC) {
-		fprintf(stderr, "uzram serve --swap: %s\n", uzram_last_error());
+		fprintf(stderr, "uzram serve --swap: %s\n", cli_lib_error());
 		return -1;
 	}
 	if (warm_up(dev) < 0)

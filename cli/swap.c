@@ -213,7 +213,7 @@ static int swapon_take(void *arg, int key, char *val)
 
 	switch (key) {
 	case 's':
-		return parse_size(val, &a->size) < 0 || !a->size ? CLI_BAD_VALUE : 0;
+		return cli_take_size(val, 4096, &a->size);
 	case 'm':
 		return parse_size(val, &a->mem_limit) < 0 ? CLI_BAD_VALUE : 0;
 	case 'p':
@@ -284,7 +284,7 @@ static int choose_transport(struct swapon_args *a, const struct swap_transport *
 		if (!t->available()) {
 			fprintf(stderr, "uzram swapon: --transport %s: this kernel has "
 				"%s; or use the kernel's own zram "
-				"(systemd-zram-generator)\n", t->name, t->missing);
+				"(systemd-zram-generator)\n", t->name, swap_missing(t));
 			return 1;
 		}
 	} else if (swap_ublk.available()) {
@@ -295,7 +295,7 @@ static int choose_transport(struct swapon_args *a, const struct swap_transport *
 		fprintf(stderr, "uzram swapon: this kernel has neither ublk nor an "
 			"NBD client: %s; and %s; install the kernel's modules, or "
 			"use the kernel's own zram (systemd-zram-generator)\n",
-			swap_ublk.missing, swap_nbd.missing);
+			swap_missing(&swap_ublk), swap_missing(&swap_nbd));
 		return 1;
 	}
 	*out = t;
