@@ -132,6 +132,9 @@ extern const struct cli_command load_cmd, serve_cmd, mount_cmd, umount_cmd,
 	stat_cmd, ctl_cmd, swapon_cmd, swapoff_cmd, ublk_cmd;
 /* The top-level usage: each command with all its options, from the tables. */
 void cli_top_usage(FILE *f);
+/* Its part that lists each command's options and COMMANDs (briefs: and
+ * under each, what it does): also the README's "every option" block. */
+void cli_commands_usage(FILE *f, bool briefs);
 /* "--name ARG" (or "-o ARG" when o has no long name) into out; its length. */
 int cli_option_synopsis(const struct cli_option *o, char *out, size_t n);
 
