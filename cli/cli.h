@@ -16,6 +16,11 @@
 int cmd_load(int argc, char **argv);   /* cli/load.c */
 int cmd_serve(int argc, char **argv);  /* cli/serve.c */
 int cmd_stat(int argc, char **argv);   /* cli/client.c: ask a running server */
+/*
+ * cli/stat_text.c: `uzram stat`'s summary for people from the server's
+ * JSON figures (sizes in units, or in bytes with bytes); the exit status.
+ */
+int stat_summary(const char *json, bool bytes, FILE *f);
 int cmd_ctl(int argc, char **argv);    /* cli/client.c: control a running server */
 int cmd_mount(int argc, char **argv);  /* cli/mount.c: a file system at DIR */
 int cmd_umount(int argc, char **argv); /* cli/mount.c: take it down */

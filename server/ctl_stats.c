@@ -48,8 +48,9 @@ static int print_figures(struct server *srv, const struct figure *f,
 			    (unsigned long long)atomic_load(&c->requests[i]));
 		OUT("}}\n");
 	} else {
-		OUT("%-22s %s\n%-22s %s\n", "export", srv->cfg->export.name,
-		    "algorithm", srv->cfg->algorithm);
+		if (srv->cfg->export.name[0]) /* no blank first line */
+			OUT("%-22s %s\n", "export", srv->cfg->export.name);
+		OUT("%-22s %s\n", "algorithm", srv->cfg->algorithm);
 		if (srv->metrics_addr[0])
 			OUT("%-22s %s\n", "metrics", srv->metrics_addr);
 		for (size_t i = 0; i < nf; i++)

@@ -98,7 +98,7 @@ struct figure {
 };
 #define STATS_MAX_FIGURES 96
 /* The longest reply of the control channel (the Prometheus text is ~12 KiB). */
-#define CTL_REPLY_MAX 32768
+#define CTL_REPLY_MAX NBD_CTL_REPLY_MAX
 /* The request types, as the figures name them ("read", ..., "unknown"). */
 extern const char *const stats_cmd_names[NBD_CMD_NR + 1];
 /* The figures of srv (a snapshot) into out, at most max; how many. */

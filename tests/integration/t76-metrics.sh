@@ -140,6 +140,8 @@ uzram stat --socket "${SOCK[z]}" --json >"$T/z.json"
 assert_eq "$(json_get "$T/z.json" "j['metrics']")" "$addr" "stat --json's metrics"
 uzram stat --socket "${SOCK[z]}" >"$T/z.txt"
 grep -qE "^metrics +$addr\$" "$T/z.txt" || fail "stat has no metrics line: $(cat "$T/z.txt")"
+uzram stat --socket "${SOCK[z]}" --all >"$T/z.txt"
+grep -qE "^metrics +$addr\$" "$T/z.txt" || fail "stat --all has no metrics line: $(cat "$T/z.txt")"
 uzram stat --socket "${SOCK[m]}" --json >"$T/m.json"
 assert_eq "$(json_get "$T/m.json" "j['metrics']")" "unix:$T/metrics.sock" \
 	"stat --json's metrics on a Unix socket"
