@@ -166,6 +166,11 @@ fi
 
 grep -Eq '^[0-9]+ bytes stored in [0-9]+ bytes of memory$' "$tmp/shared.out" ||
 	fail "unexpected output: $(cat "$tmp/shared.out")"
+# the example shows what the library is for: compression winning
+read -r stored _ _ _ mem _ <"$tmp/shared.out"
+((stored > 2 * mem)) ||
+	fail "the README example stores $stored bytes in $mem bytes of memory:" \
+		"that does not show compression winning"
 cmp -s "$tmp/shared.out" "$tmp/static.out" ||
 	fail "the shared and static examples disagree"
 echo "check-install: the README example, built with pkg-config, runs against" \
