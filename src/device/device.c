@@ -145,10 +145,10 @@ int device_create(const struct uzram_config *cfg, struct uzram **devp)
 		goto fail;
 	}
 	if (dev->dedup) {
-		dev->hooks.dedup_find = dedup_find;
-		dev->hooks.dedup_insert = dedup_insert;
-		dev->hooks.dedup_put = dedup_put;
-		dev->hooks.dedup_place_put = dedup_place_put;
+		dev->hooks.share_same = dedup_find;
+		dev->hooks.remember = dedup_insert;
+		dev->hooks.drop_object = dedup_put;
+		dev->hooks.drop_backed = dedup_place_put;
 	}
 	table_limit_apply(dev);
 	dev->dir = calloc(dev->nchunks, sizeof(*dev->dir));
