@@ -306,6 +306,7 @@ check-header:
 # first shows that the check fails on each kind of planted edge.
 check-layers: all
 	bash tests/layers/plant.sh
+	bash tests/layers/help.sh
 	bash scripts/check-layers.sh src/LAYERS $(BUILD)/obj $(LIB_OBJS) $(CLI_OBJS)
 
 check-sanitizers:
