@@ -55,7 +55,7 @@
  *                      use (dict.c)
  *          bits 8..15  access stamp: the device's coarse clock (a tick
  *                      of several seconds) at the last read or write, for
- *                      idle ages (store_clock.c, tier_policy.c)
+ *                      idle ages (clock.c, tier_policy.c)
  *          bits 16..31 tag (SLOT_OBJ, _HUGE, _BACKED): 16 bits of the XXH3
  *                      hash of the cluster's bytes, so that a rewrite can
  *                      tell almost always, without decoding, that the data
