@@ -307,6 +307,7 @@ check-header:
 check-layers: all
 	bash tests/layers/plant.sh
 	bash tests/layers/help.sh
+	bash tests/layers/api-map.sh
 	bash scripts/check-layers.sh src/LAYERS $(BUILD)/obj $(LIB_OBJS) $(CLI_OBJS)
 
 check-sanitizers:
