@@ -301,9 +301,13 @@ check-header:
 	$(CC) -std=c99 -Wall -Wextra -Werror -pedantic -fsyntax-only -x c include/uzram.h
 	$(CXX) -Wall -Wextra -Werror -fsyntax-only -x c++ include/uzram.h
 
-# The calls between the folders are those src/LAYERS declares, and none
-# loops (scripts/check-layers.sh).
+# The calls and includes between the folders are those src/LAYERS
+# declares, and none loops (scripts/check-layers.sh); tests/layers/plant.sh
+# first shows that the check fails on each kind of planted edge.
 check-layers: all
+	bash tests/layers/plant.sh
+	bash tests/layers/help.sh
+	bash tests/layers/api-map.sh
 	bash scripts/check-layers.sh src/LAYERS $(BUILD)/obj $(LIB_OBJS) $(CLI_OBJS)
 
 check-sanitizers:
