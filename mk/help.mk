@@ -9,7 +9,9 @@ Build and install
   all                    the library, the uzram program, man pages, completion (the default)
   lib / cli              only the library / only the program
   man / completion       the man pages (build/man) / bash completion
-  install                into PREFIX (/usr/local); install-man, install-systemd for the rest
+  install                into PREFIX (/usr/local), then ldconfig; install-man, install-systemd for the rest
+  uninstall              what install put into PREFIX (and the man pages)
+  readme                 README.md's every-option block, from the option tables
   deb                    the Debian packages, in build/deb
   clean                  remove build*/
 Run
