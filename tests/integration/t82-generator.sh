@@ -42,6 +42,27 @@ verify()
 		fail "systemd-analyze verify $* (exit $rc):"$'\n'"$(cat "$T/verify.out")"
 }
 
+# exec_argv FILE: the ExecStart= command line of drop-in FILE into ARGV, as
+# systemd reads it (each argument in double quotes, \\ and \" escaped,
+# %% and $$ doubled).
+exec_argv()
+{
+	local line
+	line=$(sed -n 's/^ExecStart=//p' "$1")
+	[[ -n $line ]] || fail "no ExecStart= in $1"
+	line=$(printf '%s' "$line" | sed 's/%%/%/g; s/\$\$/\\$/g')
+	eval "ARGV=($line)"
+}
+
+# run_dry FILE: the unit's command line, with --dry-run, succeeds.
+run_dry()
+{
+	local out
+	exec_argv "$1"
+	out=$("${ARGV[@]}" --dry-run 2>&1) ||
+		fail "the command line of $1 fails: ${ARGV[*]} --dry-run:"$'\n'"$out"
+}
+
 # has FILE LINE: FILE holds exactly that line.
 has() { grep -qxF -- "$2" "$1" || fail "$1 lacks the line: $2"$'\n'"$(cat "$1")"; }
 
@@ -57,8 +78,17 @@ cat >"$P/etc/uzram/uzram.conf.d/50-sample.conf" <<'CONF'
 type = swap
 size = 2G
 algorithm = zstd
+level = 5
+cluster-size = 8K
 swap-priority = 100
 mem-limit = 1G
+backing = /tmp/swap.backing
+high-watermark = 85
+low-watermark = 60
+writeback-limit = 4G
+recomp-algorithm = zstd:12
+dedup = yes
+threads = 2
 
 [tmp]
 type=mount
@@ -104,13 +134,13 @@ for l in "swap.target.wants/$swap" "local-fs.target.wants/$mnt" \
 	"sockets.target.wants/$srv.socket" "sockets.target.wants/uzram-ctl@vm\\x2ddisk.socket"; do
 	[[ -L $d/$l && -f $d/$l ]] || fail "no link $l to an installed template"
 done
-has "$d/$swap.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram swapon --size \"2G\" --algorithm \"zstd\" --mem-limit \"1G\" --priority \"5\""
+has "$d/$swap.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram swapon --size \"2G\" --algorithm \"zstd\" --level \"5\" --mem-limit \"1G\" --cluster \"8K\" --dedup --threads \"2\" --backing \"/tmp/swap.backing\" --high-watermark \"85\" --low-watermark \"60\" --writeback-limit \"4G\" --recomp-algorithm \"zstd:12\" --priority \"5\""
 has "$d/$swap.d/50-uzram.conf" "ExecStop=$P/usr/bin/uzram swapoff"
 has "$d/$mnt.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram mount -f \"/tmp\" --size \"4G\" --mode \"1777\" --uid \"0\" --gid \"0\""
 has "$d/tmp.mount.d/50-uzram.conf" "Requires=$mnt"
 has "$d/tmp.mount.d/50-uzram.conf" "After=$mnt"
 has "$d/run-uzram-.mount.d/50-uzram.conf" "DefaultDependencies=no"
-has "$d/$srv.service.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram serve --size \"8G\" --algorithm \"lz4\" --cluster \"16K\" --dedup --dict \"/etc/uzram/vm.dict\" --backing \"/var/lib/uzram/vm.backing\" --image \"/srv/images/vm disk.img\" --tls \"require\" --recomp-algorithm \"zstd:9\" --recomp-algorithm \"deflate\" --tls-psk %d/tls-psk"
+has "$d/$srv.service.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram serve --size \"8G\" --algorithm \"lz4\" --cluster \"16K\" --dedup --backing \"/var/lib/uzram/vm.backing\" --recomp-algorithm \"zstd:9\" --recomp-algorithm \"deflate\" --dict \"/etc/uzram/vm.dict\" --image \"/srv/images/vm disk.img\" --tls \"require\" --tls-psk %d/tls-psk"
 has "$d/$srv.service.d/50-uzram.conf" "ReadWritePaths=-/srv/images"
 has "$d/$srv.service.d/50-uzram.conf" "LoadCredential=tls-psk:/etc/uzram/keys.psk"
 has "$d/$srv.socket.d/50-uzram.conf" "ListenStream=127.0.0.1:10809"
@@ -120,6 +150,11 @@ has "$d/uzram-swap@swap1.service.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram sw
 has "$d/uzram-swap@swap1.service.d/50-uzram.conf" "ExecStop=$P/usr/bin/uzram swapoff --device \"/dev/nbd7\""
 has "$d/uzram-swap@swap2.service.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram swapon --device \"/dev/ublkb3\""
 has "$d/uzram-swap@swap2.service.d/50-uzram.conf" "ExecStop=$P/usr/bin/uzram swapoff --device \"/dev/ublkb3\""
+
+step "the swap units' command lines pass uzram's own checks (swapon --dry-run)"
+for u in "$swap" uzram-swap@swap1.service uzram-swap@swap2.service; do
+	run_dry "$d/$u.d/50-uzram.conf"
+done
 
 step "systemd-analyze verify on every generated unit"
 verify "$d" "$swap" uzram-swap@swap1.service "$mnt" "$srv.service" "$srv.socket" 'uzram-ctl@vm\x2ddisk.socket'
