@@ -24,11 +24,21 @@ gen=$P/generators/uzram-generator
 [[ -x $gen ]] || fail "no executable $gen"
 grep -q '^u _uzram ' "$P/sysusers/uzram.conf" || fail "no _uzram in the sysusers file"
 
+# systemd-detect-virt as the generator calls it: not a container, unless
+# FAKE_VIRT names one (the tests may run in one themselves).
+mkdir -p "$T/bin"
+cat >"$T/bin/systemd-detect-virt" <<'SH'
+#!/bin/sh
+case " $* " in *" --quiet "*) ;; *) echo "${FAKE_VIRT:-none}" ;; esac
+[ -n "${FAKE_VIRT:-}" ]
+SH
+chmod +x "$T/bin/systemd-detect-virt"
+
 # generate OUT: run the generator on $P/etc as systemd would (three dirs).
 generate()
 {
 	rm -rf "$1" && mkdir -p "$1" "$1.early" "$1.late"
-	UZRAM_GENERATOR_ROOT=$P "$gen" "$1" "$1.early" "$1.late" 2>"$1.err"
+	PATH=$T/bin:$PATH UZRAM_GENERATOR_ROOT=$P "$gen" "$1" "$1.early" "$1.late" 2>"$1.err"
 }
 
 # verify OUT UNIT...: systemd-analyze verify says nothing and exits 0.
@@ -61,6 +71,21 @@ run_dry()
 	exec_argv "$1"
 	out=$("${ARGV[@]}" --dry-run 2>&1) ||
 		fail "the command line of $1 fails: ${ARGV[*]} --dry-run:"$'\n'"$out"
+}
+
+# refused OUT PATTERN...: the generator, run on the config into OUT, exits
+# 1 and its messages match every PATTERN (grep), each prefixed by the
+# config file's path.
+refused()
+{
+	local out=$1 rc=0 f=$P/etc/uzram/uzram.conf.d/50-unix.conf want
+	shift
+	generate "$out" || rc=$?
+	assert_eq "$rc" 1 "exit status on a config with errors"
+	for want in "$@"; do
+		grep -q -- "$f:$want" "$out.err" ||
+			fail "no message '$f:$want' in:"$'\n'"$(cat "$out.err")"
+	done
 }
 
 # has FILE LINE: FILE holds exactly that line.
@@ -227,27 +252,112 @@ type = swap
 type = swap
 device = /dev/sda
 CONF
-rc=0
-generate "$T/c" || rc=$?
-assert_eq "$rc" 1 "exit status on a config with errors"
-f=$P/etc/uzram/uzram.conf.d/50-unix.conf
-for want in "$f:1: 'orphan' before any \[NAME\] section" \
-	"$f:4: \[notype\] has no type" \
-	"$f:6: \[wrongkey\] is type mount, which takes no dedup" \
-	"$f:12: unknown key 'szie'" \
-	"$f:13: \[relative\] needs mount-point = an absolute path" \
-	"$f:16: \[both\] has both socket and tcp" \
-	"$f:20: dedup = maybe: want yes or no" \
-	"$f:23: \[kind\] has type = zram" \
-	"$f:25: bad section name \[bad name!\]" \
-	"$f:27: expected KEY = VALUE" \
-	"$f:28: \[swap2\] is a second swap section without device" \
-	"$f:30: \[swap3\] device = /dev/sda: want /dev/ublkbN or /dev/nbdN"; do
-	grep -q -- "$want" "$T/c.err" || fail "no message '$want' in:"$'\n'"$(cat "$T/c.err")"
-done
+refused "$T/c" \
+	"1: 'orphan' before any \[NAME\] section" \
+	"4: \[notype\] has no type" \
+	"6: \[wrongkey\] is type mount, which takes no dedup" \
+	"12: unknown key 'szie'" \
+	"13: \[relative\] needs mount-point = an absolute path" \
+	"16: \[both\] has both socket and tcp" \
+	"20: dedup = maybe: want yes or no" \
+	"23: \[kind\] has type = zram" \
+	"25: bad section name \[bad name!\]" \
+	"27: expected KEY = VALUE" \
+	"28: \[swap2\] is a second swap section without device" \
+	"30: \[swap3\] device = /dev/sda: want /dev/ublkbN or /dev/nbdN"
 made=$(cd "$T/c" && find . -name '*.conf' | sort | tr '\n' ' ')
 assert_eq "$made" "./uzram-swap@ok.service.d/50-uzram.conf " "the only unit made"
 verify "$T/c" uzram-swap@ok.service
+
+step "zram-generator's keys: sizes of ram, host-memory-limit, an algorithm list"
+mkdir -p "$P/proc"
+printf 'MemTotal:        8388608 kB\nMemFree:         1000000 kB\n' >"$P/proc/meminfo"
+cat >"$P/etc/uzram/uzram.conf.d/50-unix.conf" <<'CONF'
+[zswap]
+type = swap
+size = min(ram / 2, 4096)
+mem-limit = ram / 8
+algorithm = lz4 zstd(level=3) (type=idle)
+backing = /tmp/zswap.backing
+[small]
+type = swap
+device = /dev/nbd5
+host-memory-limit = 4096
+[big]
+type = swap
+device = /dev/nbd6
+host-memory-limit = none
+size = max(ram - 9000, 0) + 1024
+algorithm = zstd(level=7)
+[nested]
+type = serve
+size = min(min(ram, 4096) + max(ram - 4096, 0) / 2, 32 * 1024)
+mem-limit = 512M
+[none]
+type = mount
+mount-point = /mnt/none
+size = ram - 8192
+CONF
+generate "$T/e" || fail "exit $?: $(cat "$T/e.err")"
+has "$T/e/uzram-swap@zswap.service.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram swapon --size \"4096M\" --algorithm \"lz4\" --mem-limit \"1024M\" --backing \"/tmp/zswap.backing\" --recomp-algorithm \"zstd:3\""
+has "$T/e/uzram-swap@big.service.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram swapon --size \"1024M\" --algorithm \"zstd\" --level \"7\" --device \"/dev/nbd6\""
+has "$T/e/uzram-serve@nested.service.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram serve --size \"6144M\" --mem-limit \"512M\""
+[[ ! -e $T/e/uzram-swap@small.service.d ]] || fail "[small] made on a machine above its host-memory-limit"
+grep -q "\[small\] not made: 8192 MiB of RAM, above host-memory-limit = 4096" "$T/e.err" ||
+	fail "no note on [small]: $(cat "$T/e.err")"
+[[ ! -e $T/e/uzram-mount@none.service.d ]] || fail "[none] of size 0 made"
+grep -q "\[none\] size = ram - 8192 is 0 MiB on this machine" "$T/e.err" ||
+	fail "no note on [none]: $(cat "$T/e.err")"
+for u in zswap big; do run_dry "$T/e/uzram-swap@$u.service.d/50-uzram.conf"; done
+run_dry "$T/e/uzram-serve@nested.service.d/50-uzram.conf"
+verify "$T/e" uzram-swap@zswap.service uzram-swap@big.service uzram-serve@nested.service
+
+step "bad expressions and lists are refused by file and line"
+cat >"$P/etc/uzram/uzram.conf.d/50-unix.conf" <<'CONF'
+[e1]
+type = swap
+size = ram * 2 + $(reboot)
+[e2]
+type = serve
+mem-limit = min(ram, 
+[e3]
+type = serve
+algorithm = zstd(dict=/x)
+[e4]
+type = serve
+algorithm = zstd lz4 (type=huge)
+[e5]
+type = mount
+mount-point = /mnt/e5
+algorithm = lz4 zstd
+[e6]
+type = serve
+host-memory-limit = lots
+CONF
+refused "$T/f" \
+	"3: size = ram \* 2 + \$(reboot): want a size with a unit" \
+	"6: mem-limit = min(ram,: want a size" \
+	"9: algorithm = zstd(dict=/x): zstd(dict=/x): the only parameter is level=N" \
+	"12: algorithm = zstd lz4 (type=huge): uzram recompresses the oldest" \
+	"16: \[e5\] is type mount, which takes one algorithm" \
+	"19: host-memory-limit = lots: want MiB or none"
+[[ -z $(cd "$T/f" && find . -name '50-uzram.conf') ]] || fail "units made from bad sections"
+
+step "uzram=0 on the kernel command line, or a container: nothing, exit 0"
+printf 'BOOT_IMAGE=/vmlinuz root=/dev/sda1 uzram=0 quiet\n' >"$P/proc/cmdline"
+cp "$root/systemd/uzram.conf" "$P/etc/uzram/uzram.conf"
+printf '[s]\ntype = swap\n' >"$P/etc/uzram/uzram.conf.d/50-unix.conf"
+generate "$T/g" || fail "exit $? with uzram=0: $(cat "$T/g.err")"
+[[ -z $(ls -A "$T/g") ]] || fail "units made with uzram=0"
+grep -q "uzram=0 on the kernel command line: no device" "$T/g.err" || fail "no note: $(cat "$T/g.err")"
+printf 'uzram=0 uzram=1\n' >"$P/proc/cmdline"
+generate "$T/g" || fail "exit $?: $(cat "$T/g.err")"
+[[ -e $T/g/uzram-swap@s.service.d/50-uzram.conf ]] || fail "the last uzram= does not win"
+rm "$P/proc/cmdline"
+FAKE_VIRT=docker generate "$T/h" || fail "exit $? in a container: $(cat "$T/h.err")"
+[[ -z $(ls -A "$T/h") ]] || fail "units made in a container"
+grep -q "in a container (docker): no device" "$T/h.err" || fail "no note: $(cat "$T/h.err")"
+rm -rf "$P/proc"
 
 step "no config at all: nothing, exit 0"
 rm -rf "$P/etc/uzram"
