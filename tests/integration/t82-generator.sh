@@ -10,7 +10,7 @@
 # on a private root (UZRAM_GENERATOR_ROOT), and verify reads the units
 # from $SYSTEMD_UNIT_PATH.
 source "$(dirname "$0")/functions.sh"
-require systemd-analyze make
+require systemd-analyze make psktool
 
 root=$(cd "$ITEST_DIR/../.." && pwd)
 P=$T/prefix
@@ -23,6 +23,19 @@ ln -s "$UZRAM" "$P/usr/bin/uzram"
 gen=$P/generators/uzram-generator
 [[ -x $gen ]] || fail "no executable $gen"
 grep -q '^u _uzram ' "$P/sysusers/uzram.conf" || fail "no _uzram in the sysusers file"
+# the keys the generator takes for each type ($keys_swap...), from itself
+eval "$(sed -n '/^keys_device=/,/^keys_all=/p' "$gen")"
+
+# every_key TYPE FILE...: the FILEs give every key of TYPE.
+every_key()
+{
+	local type=$1 k want
+	shift
+	eval "want=\$keys_$type"
+	for k in $want; do
+		grep -Eqh "^$k *=" "$@" || fail "the sample has no key $k of type $type"
+	done
+}
 
 # systemd-detect-virt as the generator calls it: not a container, unless
 # FAKE_VIRT names one (the tests may run in one themselves).
@@ -65,12 +78,40 @@ exec_argv()
 }
 
 # run_dry FILE: the unit's command line, with --dry-run, succeeds.
+# The unit's state directory (StateDirectory= makes it before the server
+# starts) and the disks it names are the target machine's: here, in $T.
+mkdir -p "$T/state" "$T/disk"
 run_dry()
 {
-	local out
+	local out i
 	exec_argv "$1"
+	for i in "${!ARGV[@]}"; do
+		ARGV[i]=${ARGV[i]/#\/var\/lib\/uzram\//$T/state/}
+		ARGV[i]=${ARGV[i]/#\/dev\/disk\//$T/disk/}
+		[[ ${ARGV[i]} != "$T"/* ]] || mkdir -p "$(dirname "${ARGV[i]}")"
+	done
 	out=$("${ARGV[@]}" --dry-run 2>&1) ||
 		fail "the command line of $1 fails: ${ARGV[*]} --dry-run:"$'\n'"$out"
+}
+
+# example NAME: the config $P/etc/uzram/uzram.conf, an example of the docs,
+# makes units without a message; systemd-analyze verify takes each, and
+# uzram takes each swap and serve unit's command line (--dry-run).
+example()
+{
+	local out=$T/ex-$1 d u units=()
+	rm -rf "$P/etc/uzram/uzram.conf.d"
+	generate "$out" || fail "exit $? on $1:"$'\n'"$(cat "$out.err")"
+	[[ ! -s $out.err ]] || fail "messages on $1:"$'\n'"$(cat "$out.err")"
+	for d in "$out"/uzram-*.d; do
+		[[ -d $d ]] || fail "$1 makes no unit"
+		u=$(basename "$d" .d)
+		units+=("$u")
+		case $u in
+		uzram-swap@* | uzram-serve@*.service) run_dry "$d/50-uzram.conf" ;;
+		esac
+	done
+	verify "$out" "${units[@]}"
 }
 
 # refused OUT PATTERN...: the generator, run on the config into OUT, exits
@@ -114,6 +155,7 @@ writeback-limit = 4G
 recomp-algorithm = zstd:12
 dedup = yes
 threads = 2
+host-memory-limit = none
 
 [tmp]
 type=mount
@@ -150,6 +192,7 @@ device = /dev/nbd7
 type = swap
 device = /dev/ublkb3
 CONF
+every_key swap "$P/etc/uzram/uzram.conf.d/"*.conf
 generate "$T/a" || fail "exit $?: $(cat "$T/a.err")"
 [[ ! -s $T/a.err ]] || fail "messages on a good config: $(cat "$T/a.err")"
 d=$T/a
@@ -358,6 +401,157 @@ FAKE_VIRT=docker generate "$T/h" || fail "exit $? in a container: $(cat "$T/h.er
 [[ -z $(ls -A "$T/h") ]] || fail "units made in a container"
 grep -q "in a container (docker): no device" "$T/h.err" || fail "no note: $(cat "$T/h.err")"
 rm -rf "$P/proc"
+
+step "a comment after a value is refused by line, and fails loudly"
+cat >"$P/etc/uzram/uzram.conf.d/50-unix.conf" <<'CONF'
+[c1]
+type = swap            # uzram-swap@c1.service
+size = 8G  # eight gigs
+[c2] ; the second
+type = serve
+size = 1G
+[c3]
+type = mount
+mount-point = /mnt/c3
+mode = 1777 ;sticky
+# a comment of its own, and values with # and ; inside
+[ok]
+type = serve
+socket = /run/a#b;c.sock
+CONF
+refused "$T/i" \
+	"2: '# uzram-swap@c1.service' after 'type = swap': a comment must be a line of its own" \
+	"3: '# eight gigs' after 'size = 8G'" \
+	"4: '; the second' after '\[c2\]'" \
+	"10: ';sticky' after 'mode = 1777'" \
+	"1: \[c1\] skipped: it has a comment after a value" \
+	"4: \[c2\] skipped" "7: \[c3\] skipped"
+made=$(cd "$T/i" && find . -name '50-uzram.conf' | sort | tr '\n' ' ')
+assert_eq "$made" "./uzram-ctl@ok.socket.d/50-uzram.conf ./uzram-serve@ok.service.d/50-uzram.conf ./uzram-serve@ok.socket.d/50-uzram.conf " "the units made"
+has "$T/i/uzram-serve@ok.socket.d/50-uzram.conf" "ListenStream=/run/a#b;c.sock"
+e=$T/i/uzram-config-error.service
+[[ -L $T/i/sysinit.target.wants/uzram-config-error.service && -f $e ]] ||
+	fail "no uzram-config-error.service wanted by sysinit.target"
+has "$e" "ExecStart=/bin/echo \"$P/etc/uzram/uzram.conf.d/50-unix.conf:3: '# eight gigs' after 'size = 8G': a comment must be a line of its own, starting with # or ; (uzram.conf(5))\""
+has "$e" "ExecStart=/bin/false"
+verify "$T/i" uzram-config-error.service uzram-serve@ok.service
+# what it prints when it runs, and that it fails
+n=0
+while IFS= read -r l; do
+	exec_argv <(printf 'ExecStart=%s\n' "${l#ExecStart=}")
+	if [[ ${ARGV[0]} == /bin/false ]]; then
+		! "${ARGV[@]}" || fail "its last command succeeds"
+	else
+		"${ARGV[@]}" >>"$T/i.printed"
+		n=$((n + 1))
+	fi
+done < <(grep '^ExecStart=' "$e")
+assert_eq "$(cat "$T/i.printed")" "$(sed 's/^uzram-generator: //' "$T/i.err")" "what the error unit prints"
+
+step "the examples of README.md, doc/packaging.md, uzram.conf(5) and uzram.conf"
+mkdir -p "$P/proc"
+printf 'MemTotal:        2097152 kB\n' >"$P/proc/meminfo"
+awk '/<!-- generator-test:/ { want = 1; next }
+	want && /^```ini$/ { on = 1; want = 0; next } on && /^```$/ { exit } on' \
+	"$root/README.md" >"$P/etc/uzram/uzram.conf"
+grep -q '^\[' "$P/etc/uzram/uzram.conf" || fail "no marked ini block in README.md"
+example README.md
+awk '/^```ini$/ { on = 1; next } on && /^```$/ { exit } on' "$root/doc/packaging.md" \
+	>"$P/etc/uzram/uzram.conf"
+example doc/packaging.md
+awk '/^# EXAMPLE/ { ex = 1; next } ex && /^```$/ { on = !on; next } ex && on
+	!on && /^# / { ex = 0 }' "$root/doc/man/uzram.conf.5.scd" >"$P/etc/uzram/uzram.conf"
+grep -q '^\[' "$P/etc/uzram/uzram.conf" || fail "no example in uzram.conf(5)"
+example "uzram.conf(5)"
+sed -n 's/^# \{0,1\}//; /^\[/,$p' "$root/systemd/uzram.conf" >"$P/etc/uzram/uzram.conf"
+example "the packaged uzram.conf, its comments taken away"
+rm -rf "$P/proc"
+
+step "every key of serve and mount, their command lines run for real"
+psktool -u uzram -p "$T/keys.psk" >/dev/null
+head -c 4096 "$root/README.md" >"$T/dict"
+mkdir -p "$T/mnt" "$T/cred" "$T/run" && chmod 700 "$T/run"
+cp "$T/keys.psk" "$T/cred/tls-psk"
+cat >"$P/etc/uzram/uzram.conf" <<CONF
+[real]
+type = serve
+size = 64M
+algorithm = zstd
+level = 3
+mem-limit = 32M
+cluster-size = 8K
+host-memory-limit = none
+dedup = yes
+threads = 2
+recomp-algorithm = zstd:9
+recomp-algorithm = deflate
+backing = $T/state/real.backing
+high-watermark = 85
+low-watermark = 70
+writeback-limit = 16M
+dict = $T/dict
+image = $T/state/real.img
+export-name = real
+read-only = no
+max-connections = 4
+buffer-limit = 64M
+timeout = 60
+handshake-timeout = 10
+socket = $T/real.sock
+socket-mode = 0660
+socket-user = root
+socket-group = root
+tls = require
+tls-psk = $T/keys.psk
+
+[x509]
+type = serve
+tcp = 127.0.0.1:10999
+tls = on
+tls-certificates = /etc/uzram/pki
+tls-verify-peer = yes
+
+[m]
+type = mount
+mount-point = $T/mnt
+size = 64M
+algorithm = lz4
+level = 1
+mem-limit = 48M
+cluster-size = 16K
+host-memory-limit = none
+fs-type = ext4
+mode = 1777
+owner = 0:0
+options = noatime
+via = fuse
+CONF
+generate "$T/r" || fail "exit $?: $(cat "$T/r.err")"
+every_key serve "$P/etc/uzram/uzram.conf"
+every_key mount "$P/etc/uzram/uzram.conf"
+verify "$T/r" uzram-serve@real.service uzram-serve@real.socket uzram-serve@x509.service uzram-mount@m.service
+run_dry "$T/r/uzram-serve@x509.service.d/50-uzram.conf"
+exec_argv "$T/r/uzram-serve@real.service.d/50-uzram.conf"
+ARGV=("${ARGV[@]//%d/$T/cred}")
+"${ARGV[@]}" --socket "$T/real.sock" --run true >"$T/real.out" 2>&1 ||
+	fail "the real export's command line fails: ${ARGV[*]}:"$'\n'"$(cat "$T/real.out")"
+[[ -s $T/state/real.img ]] || fail "no image saved by the real export: $(cat "$T/real.out")"
+exec_argv "$T/r/uzram-mount@m.service.d/50-uzram.conf"
+[[ ${ARGV[2]} == -f ]] || fail "the mount unit's command line has no -f: ${ARGV[*]}"
+unset 'ARGV[2]'	# returns once mounted, the keeper in the background
+if ! command -v nbdfuse fuse2fs mkfs.ext4 >/dev/null || [[ ! -e /dev/fuse ]]; then
+	echo "$ITEST_NAME: no nbdfuse, fuse2fs or /dev/fuse: the mount's command line not run"
+else
+	um() { UZRAM_RUNTIME_DIR=$T/run "$UZRAM" umount "$T/mnt"; }
+	umount_late() { ! grep -qF " $T/mnt " /proc/self/mountinfo || um || true; }
+	on_exit umount_late
+	UZRAM_RUNTIME_DIR=$T/run "${ARGV[@]}" >"$T/m.out" 2>&1 ||
+		fail "the mount's command line fails: ${ARGV[*]}:"$'\n'"$(cat "$T/m.out")"
+	grep -q " $T/mnt .*noatime.* fuse.ext4 " /proc/self/mountinfo ||
+		fail "$T/mnt not mounted by fuse2fs with noatime"
+	assert_eq "$(stat -c '%a %u:%g' "$T/mnt")" "1777 0:0" "the mount's mode and owner"
+	um
+fi
 
 step "no config at all: nothing, exit 0"
 rm -rf "$P/etc/uzram"
