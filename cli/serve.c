@@ -685,7 +685,7 @@ int cmd_serve(int argc, char **argv)
 		r = add_recomp(dev, a.recomp, a.nrecomp);
 	if (!r && a.wb_limit)
 		r = set_wb_limit(dev, a.wb_limit);
-	if (!r && a.swap && serve_swap_ready(dev, a.cfg.mem_limit) < 0)
+	if (!r && a.swap && serve_swap_ready(dev, &a.cfg) < 0)
 		r = 1;
 	if (r) {
 		serve_swap_end();

@@ -21,6 +21,14 @@
  * Defaults: size min(RAM / 2, 4096 MiB), zstd when the library has it, else
  * lz4, priority 100 (zram-generator's zram-size, compression-algorithm,
  * swap-priority). A step that fails undoes the ones before it.
+ *
+ * The device's options that serve takes (--level, --cluster, --backing
+ * and its watermarks, --writeback-limit, --recomp-algorithm, --dedup,
+ * --threads) are checked here for their form and passed on as given
+ * (serve_argv()); what each costs under --swap is in doc/block-device.md.
+ * --dry-run stops before step 1: it prints serve's command line and runs
+ * it with serve's own --dry-run, which makes the device and serves
+ * nothing, so that a unit's command line can be checked without root.
  */
 #include <assert.h>
 #include <dirent.h>
@@ -52,8 +60,9 @@ static const struct cli_option swapon_opts[] = {
 	  "pages compressed together (default 4K: a swap-in\n"
 	  "reads one page, a larger cluster decodes all of it)" },
 	{ "mem-limit", 'm', required_argument, "SIZE",
-	  "the most memory the device may take; all of it is\n"
-	  "reserved at start (default: no limit, 16M reserved)" },
+	  "the most memory the device may take; reserved at\n"
+	  "start but for the slot table's room (default: no\n"
+	  "limit, 16M reserved)" },
 	{ "backing", 'b', required_argument, "FILE|DEVICE",
 	  "a second tier (needs --mem-limit): past the high\n"
 	  "watermark the server recompresses, then writes\n"

@@ -204,6 +204,7 @@ for l in "swap.target.wants/$swap" "local-fs.target.wants/$mnt" \
 done
 has "$d/$swap.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram swapon --size \"2G\" --algorithm \"zstd\" --level \"5\" --mem-limit \"1G\" --cluster \"8K\" --dedup --threads \"2\" --backing \"/tmp/swap.backing\" --high-watermark \"85\" --low-watermark \"60\" --writeback-limit \"4G\" --recomp-algorithm \"zstd:12\" --priority \"5\""
 has "$d/$swap.d/50-uzram.conf" "ExecStop=$P/usr/bin/uzram swapoff"
+has "$d/$swap.d/50-uzram.conf" "RequiresMountsFor=/tmp"
 has "$d/$mnt.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram mount -f \"/tmp\" --size \"4G\" --mode \"1777\" --uid \"0\" --gid \"0\""
 has "$d/tmp.mount.d/50-uzram.conf" "Requires=$mnt"
 has "$d/tmp.mount.d/50-uzram.conf" "After=$mnt"
@@ -463,6 +464,7 @@ awk '/^# EXAMPLE/ { ex = 1; next } ex && /^```$/ { on = !on; next } ex && on
 	!on && /^# / { ex = 0 }' "$root/doc/man/uzram.conf.5.scd" >"$P/etc/uzram/uzram.conf"
 grep -q '^\[' "$P/etc/uzram/uzram.conf" || fail "no example in uzram.conf(5)"
 example "uzram.conf(5)"
+has "$T/ex-uzram.conf(5)/uzram-swap@swap.service.d/50-uzram.conf" 'Requires=dev-disk-by\x2dpartlabel-uzram\x2dswap.device'
 sed -n 's/^# \{0,1\}//; /^\[/,$p' "$root/systemd/uzram.conf" >"$P/etc/uzram/uzram.conf"
 example "the packaged uzram.conf, its comments taken away"
 rm -rf "$P/proc"
