@@ -33,7 +33,9 @@ int cmd_swapoff(int argc, char **argv); /* cli/swap.c: and off again */
 struct uzram;
 #define SWAP_RESERVE (16ull << 20) /* reserved when --swap has no --mem-limit */
 int serve_swap_begin(void);                /* before the device exists */
-int serve_swap_ready(struct uzram *dev, uint64_t mem_limit); /* after */
+struct uzram_config;
+/* after: reserves of the allocator what cfg's mem_limit leaves room for */
+int serve_swap_ready(struct uzram *dev, const struct uzram_config *cfg);
 void serve_swap_end(void);                 /* before the device goes */
 
 /*

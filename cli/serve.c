@@ -20,6 +20,7 @@
 enum {
 	KEY_UBLK = 0x100, KEY_UBLK_ID, KEY_UBLK_QUEUES, KEY_UBLK_DEPTH,
 	KEY_UBLK_COPY, KEY_UBLK_RECOVERY, KEY_UBLK_TAKE_OVER,
+	KEY_WB_LIMIT, KEY_DRY_RUN,
 };
 
 static const struct cli_option serve_opts[] = {
@@ -55,6 +56,10 @@ static const struct cli_option serve_opts[] = {
 	{ "high-watermark", 'W', required_argument, "PCT",
 	  "of --mem-limit, where moving to --backing starts" },
 	{ "low-watermark", 'w', required_argument, "PCT", "and where it stops" },
+	{ "writeback-limit", KEY_WB_LIMIT, required_argument, "SIZE",
+	  "write at most this much to --backing, by hand and\n"
+	  "by the policy, as zram's writeback_limit (default:\n"
+	  "no limit; `uzram ctl writeback-limit` changes it)" },
 	{ "ctl-socket", 'X', required_argument, "PATH",
 	  "the control socket for `uzram stat` and `uzram ctl`\n"
 	  "(default: SOCKET.ctl, or\n"
@@ -116,6 +121,11 @@ static const struct cli_option serve_opts[] = {
 	{ "ublk-take-over", KEY_UBLK_TAKE_OVER, required_argument, "N",
 	  "serve /dev/ublkbN, left by a --ublk-recovery\n"
 	  "server that died (from --image if it saved one)" },
+	{ "dry-run", KEY_DRY_RUN, no_argument, NULL,
+	  "check the options and make the device they describe,\n"
+	  "then exit: nothing listens, and --image, --backing,\n"
+	  "--dict and the TLS keys are not read (uzram swapon\n"
+	  "--dry-run)" },
 	{ "help", 'h', no_argument, NULL, "this text" },
 	{ NULL, 0, 0, NULL, NULL },
 };
@@ -315,7 +325,8 @@ struct serve_args {
 	const char *dict_path;
 	struct recomp_opt recomp[UZRAM_MAX_RECOMP];
 	int nrecomp;
-	bool max_given, size_set, algo_set, cluster_set, swap;
+	bool max_given, size_set, algo_set, cluster_set, swap, dry_run;
+	uint64_t wb_limit;      /* --writeback-limit in bytes; 0: none */
 	bool ublk, ublk_extra;  /* --ublk, and one of its options */
 	bool ublk_copy_set;     /* --ublk-copy given */
 	struct ublk_opts uo;
@@ -496,6 +507,14 @@ static int serve_take(void *ctx, int key, char *arg)
 	case 'w' + 256:
 		a->swap = true;
 		return 0;
+	case KEY_DRY_RUN:
+		a->dry_run = true;
+		return 0;
+	case KEY_WB_LIMIT:
+		if (parse_size(arg, &v) < 0 || v < UZRAM_PAGE_SIZE)
+			return CLI_BAD_VALUE;
+		a->wb_limit = v;
+		return 0;
 	case 'A':
 		if (a->nrecomp == UZRAM_MAX_RECOMP) {
 			fprintf(stderr, "uzram serve: at most %d "
@@ -518,6 +537,10 @@ static int serve_address(struct serve_args *a, int argc, char **argv)
 {
 	if (check_tls_options(&a->tc) < 0)
 		return 2;
+	if (a->wb_limit && !a->cfg.backing) {
+		fprintf(stderr, "uzram serve: --writeback-limit needs --backing\n");
+		return 2;
+	}
 	if (a->ublk_extra && !a->ublk) {
 		fprintf(stderr, "uzram serve: the --ublk-* options need --ublk\n");
 		return 2;
@@ -550,6 +573,56 @@ static int serve_address(struct serve_args *a, int argc, char **argv)
 		a->sc.socket_path = "uzram.sock";
 	}
 	return 0;
+}
+
+/*
+ * --dry-run: the device the options describe, made and closed, without
+ * the files (image, backing store, dictionaries: their directories must
+ * be writable or they must exist) and without listening. 0, or the exit
+ * status after a message.
+ */
+static int serve_dry_run(struct serve_args *a)
+{
+	const char *files[] = { a->sc.image, a->cfg.backing };
+	struct recomp_opt recomp[UZRAM_MAX_RECOMP];
+	struct uzram *dev = NULL;
+	struct stat sb;
+	int r;
+
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		if (files[i] && strncmp(files[i], "nbd", 3) &&
+		    stat(files[i], &sb) < 0 && !dir_writable(files[i])) {
+			fprintf(stderr, "uzram serve: %s: cannot write in its "
+				"directory: %s\n", files[i], strerror(errno));
+			return 1;
+		}
+	}
+	a->cfg.backing = NULL;
+	memcpy(recomp, a->recomp, sizeof recomp);
+	for (int i = 0; i < a->nrecomp; i++)
+		recomp[i].dict = NULL;
+	r = open_device(&a->cfg, NULL, NULL, a->size_set, a->algo_set,
+			a->cluster_set, &dev);
+	if (!r)
+		r = add_recomp(dev, recomp, a->nrecomp);
+	if (!r)
+		printf("uzram serve: --dry-run: a %llu-byte %s device of %u-byte "
+		       "clusters; not served\n",
+		       (unsigned long long)uzram_size(dev), uzram_algorithm(dev, 0),
+		       uzram_cluster_size(dev));
+	uzram_close(dev);
+	return r;
+}
+
+/* --writeback-limit on the new device: 0, or 1 after a message. */
+static int set_wb_limit(struct uzram *dev, uint64_t bytes)
+{
+	int r = uzram_set_writeback_limit(dev, 1, bytes / UZRAM_PAGE_SIZE);
+
+	if (r < 0)
+		fprintf(stderr, "uzram serve: --writeback-limit: %s\n",
+			uzram_strerror(r));
+	return r < 0;
 }
 
 /* cmd_serve()'s --ublk, as the server's other front end. */
@@ -606,6 +679,8 @@ int cmd_serve(int argc, char **argv)
 	r = serve_address(&a, argc, argv);
 	if (r)
 		return r;
+	if (a.dry_run)
+		return serve_dry_run(&a);
 	if (a.tc.mode != NBD_TLS_OFF && !(tls = nbd_tls_new(&a.tc)))
 		return 1;
 	a.sc.export.tls = tls;
@@ -626,7 +701,9 @@ int cmd_serve(int argc, char **argv)
 			a.algo_set, a.cluster_set, &dev);
 	if (!r)
 		r = add_recomp(dev, a.recomp, a.nrecomp);
-	if (!r && a.swap && serve_swap_ready(dev, a.cfg.mem_limit) < 0)
+	if (!r && a.wb_limit)
+		r = set_wb_limit(dev, a.wb_limit);
+	if (!r && a.swap && serve_swap_ready(dev, &a.cfg) < 0)
 		r = 1;
 	if (r) {
 		serve_swap_end();
