@@ -23,8 +23,9 @@
 #                usr/bin); missing ones are skipped and said so. An entry
 #                may be a glob (usr/lib/python3.*: each match in byte
 #                order) and may end in :MIB, a share of at most MIB MiB for
-#                it, so that a small corpus holds several kinds of file
-#                rather than the first directory alone:
+#                it (for all its matches together), so that a small corpus
+#                holds several kinds of file rather than the first
+#                directory alone:
 #                CORPUS_DIRS="usr/include:2 usr/lib/python3.*:2 usr/share/perl5"
 #   CORPUS_SEED  seed of the Python workload's data (default 7)
 #
@@ -60,9 +61,10 @@ import glob, os, stat, sys, tarfile
 path, cap, specs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 MIB = 1 << 20
 
-# (directory, its share in bytes or None) for each entry of CORPUS_DIRS;
-# a glob that matches nothing stays as it is, to be said missing below.
-dirs = []
+# (directory, its entry) and each entry's share in bytes (None: no share
+# of its own), for the entries of CORPUS_DIRS; the matches of a glob share
+# its entry's. One that matches nothing stays as it is, said missing below.
+dirs, shares = [], []
 for spec in specs:
     top, _, share = spec.partition(":")
     if share and not share.isdigit():
@@ -70,8 +72,8 @@ for spec in specs:
                  "number of MiB" % spec)
     top = top.strip("/")
     found = sorted((m[1:] for m in glob.glob("/" + top)), key=os.fsencode)
-    dirs.extend((t, int(share) * MIB if share else None)
-                for t in (found or [top]))
+    dirs.extend((t, len(shares)) for t in (found or [top]))
+    shares.append(int(share) * MIB if share else None)
 END = 2 * 512                   # the end-of-archive blocks
 BLOCK = 512
 
@@ -107,13 +109,19 @@ def fixed(ti):
 used, members, skipped = 0, 0, 0
 added = set()
 with tarfile.open(path, "w", format=tarfile.GNU_FORMAT) as tar:
-    for top, share in dirs:
+    entry, limit = None, cap
+    for top, e in dirs:
+        if e != entry:
+            # The entry's own cap: its share on top of what is used.
+            entry = e
+            if shares[e] is not None:
+                limit = min(cap, used + shares[e] + END)
+            else:
+                limit = cap
         if not os.path.isdir("/" + top):
             print("missing /%s" % top)
             continue
         n0, b0 = members, used
-        # This directory's own cap: its share on top of what is used.
-        limit = cap if share is None else min(cap, used + share + END)
         for rel in entries(top):
             try:
                 st = os.lstat("/" + rel)
