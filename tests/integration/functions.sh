@@ -35,6 +35,8 @@
 # assert_fails, assert_same_data, assert_same_range, assert_zero,
 # assert_zero_bit, wait_for, qio / qio_fails (qemu-io), require.
 # complete_members SRC DST [MAX]: a tar of SRC's complete members.
+# corpus_data OUT BYTES: the first BYTES of the tar, and of the core after
+#	it if the tar is smaller.
 # compressible_data OUT BYTES: real data that compresses, of that size,
 #	whatever the corpus holds.
 #
@@ -241,6 +243,17 @@ if (($(stat -c %s "$TAR") > TAR_MAX)); then
 	TAR=$T/corpus-cut.tar  # not files.tar: t60 and t65 write that from $TAR
 	complete_members "$CORPUS/files.tar" "$TAR" "$TAR_MAX" >/dev/null
 fi
+
+# corpus_data OUT BYTES: write to OUT the first BYTES of $TAR and, if the
+# tar is smaller (a corpus of one's own may be), of the core image after
+# it: data of the size a script needs whatever the corpus's size.
+corpus_data()
+{
+	head -c "$2" "$TAR" >"$1"
+	head -c $(($2 - $(stat -c %s "$1"))) "$CORPUS/heap-python.core" >>"$1"
+	(($(stat -c %s "$1") == $2)) ||
+		fail "corpus_data: the corpus holds less than $2 bytes"
+}
 
 # compressible_data OUT BYTES: write to OUT BYTES (a multiple of 4 KiB) of
 # real data in which every 4 KiB page goes to the codec and compresses to
