@@ -217,7 +217,8 @@ import os, sys, tarfile
 src_path, dst_path, cap = sys.argv[1], sys.argv[2], int(sys.argv[3])
 size = os.path.getsize(src_path)
 if cap:
-    size = min(size, cap - 1024)
+    # the end blocks, then tarfile pads the archive to whole records
+    size = min(size, cap // tarfile.RECORDSIZE * tarfile.RECORDSIZE - 1024)
 files = 0
 with tarfile.open(src_path) as src, tarfile.open(dst_path, "w") as dst:
     try:
