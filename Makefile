@@ -235,7 +235,8 @@ endif
 # same variable steers make run and make bench. make test also runs the
 # unit and integration tests on a second corpus, taken from other
 # directories in another order and cut at another size, so that a test
-# tuned to one machine's bytes fails here and not on a user's machine.
+# tuned to one machine's bytes fails here and not on a user's machine,
+# and on a third of source text (mk/test.mk).
 CORPUS ?=
 CORPUS_ALT_DIR := $(abspath build/corpus-alt)
 ifeq ($(CORPUS),)
@@ -268,6 +269,18 @@ endif
 $(CORPUS_ALT_DIR)/MANIFEST:
 	CORPUS_DIRS="usr/share usr/lib" CORPUS_SEED=11 \
 		bash scripts/corpus.sh $(CORPUS_ALT_DIR) 12 >/dev/null
+
+# A third corpus, of another kind and size: source text, 2 MiB each of
+# headers, the Python library and Perl's (6 MiB; corpus.sh's shares). Its
+# tar is what differs: it takes the second corpus's core image (a link),
+# which spares make test a third Python process and gcore.
+CORPUS_TEXT_DIR := $(abspath build/corpus-text)
+$(CORPUS_TEXT_DIR)/MANIFEST: $(CORPUS_ALT_DIR)/MANIFEST
+	mkdir -p $(CORPUS_TEXT_DIR)
+	ln -f $(CORPUS_ALT_DIR)/heap-python.core $(CORPUS_TEXT_DIR)/ 2>/dev/null || \
+		cp $(CORPUS_ALT_DIR)/heap-python.core $(CORPUS_TEXT_DIR)/
+	CORPUS_DIRS="usr/include:2 usr/lib/python3.*:2 usr/share/perl5" \
+		bash scripts/corpus.sh $(CORPUS_TEXT_DIR) 6 >/dev/null
 
 # make test counts every test program that passed here, for its summary.
 TEST_RESULTS := $(abspath build/test-results.txt)

@@ -15,9 +15,7 @@ real_server || skip_all "--threads is uzram's own"
 MiB=$((1024 * 1024))
 SIZE=$((64 * MiB))
 # the tar, then the python core up to 24 MiB: text, binaries and a heap
-cat "$TAR" >"$T/data"
-head -c $((24 * MiB - $(stat -c %s "$TAR"))) "$CORPUS/heap-python.core" >>"$T/data"
-[[ $(stat -c %s "$T/data") == $((24 * MiB)) ]] || fail "the corpus is under 24 MiB"
+corpus_data "$T/data" $((24 * MiB))
 
 step "24 MiB of the corpus in over 4 connections to a server with 2 threads, and out"
 start_server a --size 64M --threads 2
