@@ -458,6 +458,8 @@ struct uzram {
 	struct slot *_Atomic *dir;
 	uint64_t nchunks;
 	_Atomic uint64_t chunks_used;
+	/* bytes of chunks being made: held out of the allocator (store.c) */
+	_Atomic uint64_t table_pending;
 	uint64_t nclusters;
 	uint64_t size;
 	_Atomic uint64_t mem_limit; /* as last set; the pool enforces it */
@@ -542,8 +544,8 @@ static inline uint64_t table_bytes(struct uzram *dev)
 bool mem_fits(struct uzram *dev, uint64_t more);
 
 /*
- * Give the allocator what mem_limit leaves after the table (mem_limit.c);
- * called when either changes.
+ * Give the allocator what mem_limit leaves after the table and the chunks
+ * being made (mem_limit.c); called when any of them changes.
  */
 void table_limit_apply(struct uzram *dev);
 

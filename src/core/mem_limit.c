@@ -37,7 +37,9 @@ void table_limit_apply(struct uzram *dev)
 {
 	uint64_t limit = atomic_load_explicit(&dev->mem_limit,
 					      memory_order_relaxed);
-	uint64_t table = table_bytes(dev);
+	uint64_t table = table_bytes(dev) +
+			 atomic_load_explicit(&dev->table_pending,
+					      memory_order_relaxed);
 
 	/* 0 would mean "no limit" to the pool: 1 byte lets nothing in */
 	zpool_set_limit(dev->pool, !limit ? 0 : limit > table ? limit - table : 1);

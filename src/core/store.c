@@ -130,10 +130,43 @@ static inline struct span span_at(const struct uzram *dev, uint64_t off,
 	return sp;
 }
 
-/* Whether chunk i keeps the allocator and the table in the limit. */
-static bool table_fits(struct uzram *dev, uint64_t i)
+/*
+ * Room for chunk i within mem_limit, with the allocator and the table as
+ * they are. The chunk's bytes are first held out of the allocator
+ * (table_pending), so that the room a tier makes for it is not taken by
+ * the writers of other threads before it is made: without that, a write
+ * that crossed into a new chunk's range with others in flight failed with
+ * -ENOSPC although the tier could write back (t69). Returns with the hold
+ * taken; chunk_room_done() gives it back.
+ */
+static bool chunk_room(struct uzram *dev, uint64_t i)
 {
-	return mem_fits(dev, chunk_bytes(dev, i));
+	uint64_t need = chunk_bytes(dev, i);
+
+	atomic_fetch_add_explicit(&dev->table_pending, need,
+				  memory_order_relaxed);
+	table_limit_apply(dev);
+	/* a step of the tier frees about what it aims at: try a few */
+	for (int tries = 0; tries < 4; tries++) {
+		uint64_t held = atomic_load_explicit(&dev->table_pending,
+						     memory_order_relaxed);
+
+		if (mem_fits(dev, held))
+			return true;
+		/* memory is full: the tier, if any, makes room in this thread */
+		if (!dev->hooks.make_room)
+			return false;
+		dev->hooks.make_room(dev, table_bytes(dev) + held);
+	}
+	return mem_fits(dev, atomic_load_explicit(&dev->table_pending,
+						  memory_order_relaxed));
+}
+
+static void chunk_room_done(struct uzram *dev, uint64_t i)
+{
+	atomic_fetch_sub_explicit(&dev->table_pending, chunk_bytes(dev, i),
+				  memory_order_relaxed);
+	table_limit_apply(dev);
 }
 
 /*
@@ -145,35 +178,30 @@ struct slot *slot_get(struct uzram *dev, uint64_t idx, int *err)
 	struct slot *_Atomic *entry = &dev->dir[idx >> CHUNK_SHIFT];
 	struct slot *chunk = atomic_load_explicit(entry, memory_order_acquire);
 	struct slot *expected = NULL;
+	bool room;
 
 	if (__builtin_expect(chunk != NULL, 1))
 		return &chunk[idx & (CHUNK_SLOTS - 1)];
-	*err = -ENOSPC;
-	if (!table_fits(dev, idx >> CHUNK_SHIFT)) {
-		/* memory is full: the tier, if any, makes room in this thread */
-		if (!dev->hooks.make_room)
-			return NULL;
-		dev->hooks.make_room(dev, table_bytes(dev) +
-				     chunk_bytes(dev, idx >> CHUNK_SHIFT));
-		if (!table_fits(dev, idx >> CHUNK_SHIFT))
-			return NULL;
-	}
-	*err = -ENOMEM;
+	room = chunk_room(dev, idx >> CHUNK_SHIFT);
 	/* Anonymous memory is zeroed, and a zero slot is an unlocked hole. */
-	chunk = mmap(NULL, CHUNK_BYTES, PROT_READ | PROT_WRITE,
-		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (chunk == MAP_FAILED)
+	chunk = !room ? MAP_FAILED : mmap(NULL, CHUNK_BYTES,
+					  PROT_READ | PROT_WRITE,
+					  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (chunk == MAP_FAILED) {
+		chunk_room_done(dev, idx >> CHUNK_SHIFT);
+		*err = room ? -ENOMEM : -ENOSPC;
 		return NULL;
+	}
 	if (atomic_compare_exchange_strong_explicit(entry, &expected, chunk,
 						    memory_order_acq_rel,
 						    memory_order_acquire)) {
 		atomic_fetch_add_explicit(&dev->chunks_used, 1,
 					  memory_order_relaxed);
-		table_limit_apply(dev);
 	} else {
 		munmap(chunk, CHUNK_BYTES);
 		chunk = expected;
 	}
+	chunk_room_done(dev, idx >> CHUNK_SHIFT);
 	return &chunk[idx & (CHUNK_SLOTS - 1)];
 }
 

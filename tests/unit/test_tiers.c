@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "store_check.h"
@@ -638,6 +639,85 @@ static void test_fault_in_flight(void **state)
 	done(dev, ref);
 }
 
+/* Random pages from off until a chunk would not fit, at most `max` bytes. */
+static void fill_until_full(struct uzram *dev, uint64_t off, uint64_t max,
+			    uint64_t seed)
+{
+	uint8_t page[PG];
+
+	for (uint64_t end = off + max; off < end && mem_fits(dev, CHUNK_BYTES);
+	     off += PG) {
+		for (size_t i = 0; i < PG; i += 8) {
+			uint64_t v = tu_rand(&seed);
+
+			memcpy(page + i, &v, 8);
+		}
+		assert_int_equal(uzram_write(dev, page, PG, off), 0);
+	}
+}
+
+/*
+ * A write that needs a new chunk of the slot table (every 16384 clusters:
+ * 64 MiB of 4 KiB clusters) while memory is full: the tier makes room for
+ * the chunk, and the room must still be there when the chunk is made,
+ * although other writers store in the meantime. Here the "other writers"
+ * are made certain: the make_room hook is wrapped, and the wrapper fills
+ * the allocator again right after the tier has made room, as writers on
+ * other threads did under nbdcopy (one copy of 72 MiB in two, into serve
+ * --mem-limit 4M --backing, failed with -ENOSPC at the second chunk
+ * before the chunk's room was held out of the allocator).
+ */
+static void (*real_make_room)(struct uzram *dev, uint64_t need);
+static bool refilling;
+
+static void make_room_then_refill(struct uzram *dev, uint64_t need)
+{
+	real_make_room(dev, need);
+	if (refilling)
+		return;
+	refilling = true;
+	/*
+	 * Random pages into the first chunk until the new chunk would not
+	 * fit (at most 4 MiB of them, more than the tier freed): where the
+	 * chunk's room is held, they cannot take it, and this ends by count.
+	 */
+	fill_until_full(dev, 0, 4u << 20, 7);
+	refilling = false;
+}
+
+static void test_new_chunk_room_kept(void **state)
+{
+	const uint64_t chunk_span = (uint64_t)CHUNK_SLOTS * PG;
+	struct uzram_config cfg;
+	struct uzram *dev = NULL;
+	uint8_t page[PG], got[PG];
+
+	(void)state;
+	uzram_config_init(&cfg);
+	cfg.size = 2 * chunk_span;
+	cfg.mem_limit = 4 << 20;
+	cfg.backing = backing_file();
+	/* the policy thread stays out of it: only the writers make room */
+	cfg.high_watermark = 100;
+	cfg.low_watermark = 75;
+	assert_int_equal(uzram_open(&cfg, &dev), 0);
+	unlink(path);
+	fill_until_full(dev, 0, 8u << 20, 11);
+	assert_false(mem_fits(dev, CHUNK_BYTES));
+	real_make_room = dev->hooks.make_room;
+	dev->hooks.make_room = make_room_then_refill;
+	memset(page, 0x5a, PG);
+	page[0] = 1;
+	if (uzram_write(dev, page, PG, chunk_span))
+		fail_msg("the first write into the second chunk: %s",
+			 uzram_last_error());
+	dev->hooks.make_room = real_make_room;
+	assert_int_equal(uzram_read(dev, got, PG, chunk_span), 0);
+	assert_memory_equal(got, page, PG);
+	assert_true(get_stats(dev).mem_used_max <= 4 << 20);
+	uzram_close(dev);
+}
+
 static void test_bad_backing(void **state)
 {
 	struct uzram_config cfg;
@@ -736,6 +816,7 @@ int main(void)
 		cmocka_unit_test(test_faults),
 		cmocka_unit_test(test_policy_sleeps),
 		cmocka_unit_test(test_fault_in_flight),
+		cmocka_unit_test(test_new_chunk_room_kept),
 		cmocka_unit_test(test_bad_backing),
 		cmocka_unit_test(test_clusters),
 	};
