@@ -63,10 +63,11 @@ static const struct cli_option mount_opts[] = {
 	{ "mode", 'M', required_argument, "MODE",
 	  "mode of DIR's root, octal (default 0755; 1777\n"
 	  "for a /tmp)" },
-	{ "via", 'v', required_argument, "loop|fuse",
+	{ "via", 'v', required_argument, "loop|fuse|fs",
 	  "loop: the kernel's ext4 on a loop device (root;\n"
-	  "the default as root), fuse: fuse2fs (no root\n"
-	  "needed)" },
+	  "the default as root), fuse: ext4 through fuse2fs,\n"
+	  "fs: uzram's own file system (FUSE; the default\n"
+	  "without root)" },
 	{ "foreground", 'f', no_argument, NULL,
 	  "stay in the foreground until DIR is unmounted" },
 	{ "help", 'h', no_argument, NULL, "this text" },
@@ -299,6 +300,10 @@ static int check_system(struct mount_req *m)
 		ctl = "/dev/loop-control";
 	if (access(fuse, R_OK | W_OK) < 0)
 		return fuse_unavailable(fuse, errno);
+	if (m->via == VIA_FS || (m->via == VIA_AUTO && geteuid() != 0)) {
+		m->via = VIA_FS; /* cli/mount_fs.c */
+		return need("fusermount3", "fuse3");
+	}
 	if (need("nbdfuse", "libnbd-bin") < 0 || need("mkfs.ext4", "e2fsprogs") < 0 ||
 	    need("fusermount3", "fuse3") < 0)
 		return -1;
@@ -380,9 +385,9 @@ static int mount_take(void *ctx, int key, char *arg)
 		m->set_mode = true;
 		return 0;
 	case 'v':
-		if (strcmp(arg, "loop") && strcmp(arg, "fuse"))
+		if (strcmp(arg, "loop") && strcmp(arg, "fuse") && strcmp(arg, "fs"))
 			return CLI_BAD_VALUE;
-		m->via = arg[0] == 'l' ? VIA_LOOP : VIA_FUSE;
+		m->via = arg[0] == 'l' ? VIA_LOOP : arg[1] == 's' ? VIA_FS : VIA_FUSE;
 		return 0;
 	case 'f':
 		m->foreground = true;
@@ -609,7 +614,7 @@ int cmd_mount(int argc, char **argv)
 	if (make_run(&m) < 0)
 		return 1;
 	if (m.foreground)
-		return mount_keep(&m);
+		return m.via == VIA_FS ? mount_fs_keep(&m) : mount_keep(&m);
 	if (pipe2(p, O_CLOEXEC) < 0 || (pid = fork()) < 0) {
 		perror("uzram mount");
 		mount_remove_run(&m);
@@ -621,7 +626,7 @@ int cmd_mount(int argc, char **argv)
 		setsid();
 		if (chdir("/") < 0)
 			_exit(1);
-		_exit(mount_keep(&m));
+		_exit(m.via == VIA_FS ? mount_fs_keep(&m) : mount_keep(&m));
 	}
 	close(p[1]);
 	close(m.pid_fd); /* the keeper's copy holds the lock */
@@ -644,7 +649,7 @@ static int umount_dir(const struct mount_req *m, const char *via)
 		fprintf(stderr, "uzram umount: %s: %s\n", m->dir, strerror(errno));
 		return -1;
 	}
-	if (strcmp(via, "fuse")) {
+	if (strcmp(via, "fuse") && strcmp(via, "fs")) {
 		fprintf(stderr, "uzram umount: %s: only root can unmount it\n",
 			m->dir);
 		return -1;
