@@ -154,12 +154,13 @@ static int runtime_dir(struct mount_req *m, const char *who)
 int mount_socket_path(const char *dir, char *out, size_t n)
 {
 	struct mount_req m = { 0 };
-	char sock[PATH_MAX];
+	char sock[PATH_MAX], ctl[PATH_MAX];
 
 	if (abs_dir(dir, m.dir) < 0 || runtime_dir(&m, "uzram stat") < 0)
 		return -1;
 	mount_path(&m, sock, "sock");
-	if (access(sock, F_OK) < 0) {
+	mount_path(&m, ctl, "sock.ctl"); /* --via fs has only this one */
+	if (access(sock, F_OK) < 0 && access(ctl, F_OK) < 0) {
 		fprintf(stderr, "uzram stat: %s is not mounted by uzram mount\n", dir);
 		return -1;
 	}

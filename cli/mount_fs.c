@@ -10,7 +10,8 @@
  *   device   libuzram: the files' data, compressed
  *
  * RUN (cli/mount.c) holds pid (locked while the keeper lives), dir, via
- * ("fs") and log. The keeper serves until DIR is unmounted (uzram umount,
+ * ("fs"), log, and sock.ctl: the control channel of `uzram stat --mount`
+ * and `uzram ctl --mount` (server/ctl_alone.c). The keeper serves until DIR is unmounted (uzram umount,
  * fusermount3 -u, umount) or it gets SIGTERM, SIGINT or SIGHUP, which
  * unmount first. Killed outright, it leaves DIR giving ENOTCONN; `uzram
  * umount DIR` then finds no live keeper and clears the mount and RUN
@@ -28,6 +29,7 @@
 #include "cli.h"
 #include "mount.h"
 #include "../fs/uzfs.h"
+#include "../server/server.h"
 
 /* The device's config from the options mount.c kept for uzram serve. */
 static int device_config(const struct mount_req *m, struct uzram_config *cfg)
@@ -110,7 +112,8 @@ int mount_fs_keep(struct mount_req *m)
 {
 	struct uzram *dev = NULL;
 	struct uzfs *fs = NULL;
-	char log[PATH_MAX];
+	struct nbd_ctl_alone *ctl_chan;
+	char log[PATH_MAX], ctl[PATH_MAX];
 	int r;
 
 	signal(SIGPIPE, SIG_IGN);
@@ -131,7 +134,10 @@ int mount_fs_keep(struct mount_req *m)
 			uzfs_exit(fs); /* the caller is gone: do not stay */
 		close(m->notify_fd);
 	}
+	mount_path(m, ctl, "sock.ctl");
+	ctl_chan = nbd_ctl_alone_start(dev, uzram_algorithm(dev, 0), ctl);
 	r = uzfs_loop(fs);
+	nbd_ctl_alone_stop(ctl_chan);
 	uzfs_free(fs);
 	uzram_close(dev);
 	mount_remove_run(m);

@@ -60,7 +60,7 @@ bool mount_point_is(const char *path)
 void mount_remove_run(const struct mount_req *m)
 {
 	static const char *const files[] = { "nbdfuse.pid", "server.pid", "via",
-					     "pid", "dir", "log" };
+					     "pid", "dir", "log", "sock.ctl" };
 	char path[PATH_MAX];
 
 	mount_path(m, path, "fuse");
