@@ -84,6 +84,9 @@ static int build_fs(struct mount_req *m, struct uzram **dev, struct uzfs **fs)
 		.mode = m->set_mode ? m->mode : 0755,
 		.allow_other = geteuid() == 0,
 		.debug = getenv("UZRAM_FS_DEBUG") != NULL,
+		/* a tuning knob for measurements; see fs/session.c */
+		.threads = getenv("UZRAM_FS_THREADS") ?
+			   (unsigned)atoi(getenv("UZRAM_FS_THREADS")) : 1,
 	};
 	int r;
 

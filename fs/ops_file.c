@@ -161,12 +161,6 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	fuse_reply_err(req, 0); /* the data is where it stays */
 }
 
-static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	(void)ino, (void)fi;
-	fuse_reply_err(req, 0);
-}
-
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -285,7 +279,6 @@ void ops_file_init(struct fuse_lowlevel_ops *ops)
 	ops->open = op_open;
 	ops->release = op_release;
 	ops->fsync = op_fsync;
-	ops->flush = op_flush;
 	ops->read = op_read;
 	ops->write = op_write;
 	ops->fallocate = op_fallocate;

@@ -20,6 +20,7 @@ struct uzfs_config {
 	mode_t mode;
 	bool allow_other;      /* FUSE's allow_other (root only) */
 	bool debug;            /* libfuse's debug output */
+	unsigned threads;      /* > 1: libfuse's multi-threaded loop; else one */
 };
 
 /*

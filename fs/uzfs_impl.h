@@ -85,6 +85,7 @@ struct uzfs {
 	/* The session (session.c). */
 	struct fuse_session *se;
 	bool mounted, allow_other, debug;
+	unsigned threads;
 	pthread_t compactor;
 	bool compactor_on;
 	pthread_mutex_t stop_lock;

@@ -224,13 +224,15 @@ members=$(complete_members "$TAR" "$T/files.tar")
 ((members > 0)) || fail "no complete regular file in $TAR"
 TAR=$T/files.tar
 
-WHO=root
+WHO=root # with libfuse's multi-threaded loop; nobody's has the default
+export UZRAM_FS_THREADS=4
 mkdir "$T/fs" "$T/ref"
 mount -t tmpfs -o size=2G tmpfs "$T/ref"
 on_exit umount "$T/ref"
 both "$T/fs" "$T/ref"
 
 WHO=nobody
+unset UZRAM_FS_THREADS
 if [[ $(stat -c %a /dev/fuse) != 666 ]]; then
 	on_exit chmod "$(stat -c %a /dev/fuse)" /dev/fuse
 	chmod 666 /dev/fuse
