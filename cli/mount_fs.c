@@ -35,10 +35,15 @@
 static int device_config(const struct mount_req *m, struct uzram_config *cfg)
 {
 	unsigned long long v;
+	long ncpu;
 
 	uzram_config_init(cfg);
 	cfg->size = m->size;
 	cfg->mem_limit = m->mem_limit;
+	/* a large write's clusters are compressed on every core (the NBD
+	 * server leaves this to --threads; here the fs is the only user) */
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	cfg->threads = ncpu > 1 ? (uint32_t)(ncpu - 1 < 7 ? ncpu - 1 : 7) : 0;
 	for (int i = 0; i + 1 < m->serve_argc; i += 2) {
 		const char *name = m->serve_argv[i], *arg = m->serve_argv[i + 1];
 
