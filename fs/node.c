@@ -21,7 +21,7 @@
  * in device block map[i], or a hole. Blocks are handed out by alloc.c,
  * next to the file's previous block when it is free, so files written in
  * order lie in long runs and I/O goes to the device in runs. A freed block
- * (unlink of the last name once no handle is open, truncate, hole punch) is
+ * (the last name and handle of a file gone, truncate, hole punch) is
  * discarded on the device before anyone can take it again, so its memory
  * is given back at once and a new block reads as zeros. A background
  * thread (session.c) compacts the device's allocator after frees.
@@ -29,8 +29,11 @@
  * Nodes. The kernel's node id of a node is its address (FUSE_ROOT_ID for
  * the root), as libfuse's passthrough_ll does; st_ino is a counter. A node
  * lives while it has a name (nlink) or the kernel holds a reference
- * (nlookup, counted by every reply with an entry, given back by forget);
- * its blocks go as soon as it has neither a name nor an open handle.
+ * (nlookup, counted by every reply with an entry, given back by forget).
+ * The kernel keeps its reference while the file is open anywhere and
+ * sends forget once the last name and the last handle are gone, so that
+ * is when the blocks go. The file system has no open or opendir (the
+ * kernel's no_open: one round trip less per open and per close).
  *
  * Names. Every name is a struct dent in one hash table keyed by (directory,
  * name); a directory also keeps its dents in an array in creation order,
@@ -50,8 +53,8 @@
  *       target and xattrs. Read for getattr, read, lseek; write for the rest.
  *   fs->alloc_lock (mutex): the free-block bitmap (alloc.c), held only
  *       inside alloc.c.
- *   nlookup and nopen are atomics: readdirplus counts references under the
- *   read lock; a count that reaches zero takes the write lock to free.
+ *   nlookup is atomic: readdirplus counts references under the read lock;
+ *   a count that reaches zero takes the write lock to free.
  * The device needs no lock of ours: libuzram locks its own pages, and no
  * two files share a block.
  */
@@ -153,33 +156,19 @@ void node_entry(struct uzfs *fs, struct node *n, struct fuse_entry_param *e)
 	atomic_fetch_add(&n->nlookup, 1);
 }
 
-/* Free n's blocks once it has no name and no open handle; free n itself
- * once the kernel forgot it too. The caller holds ns_lock for writing. */
+/* Free n once it has no name and the kernel forgot it: the kernel holds
+ * its reference while any process has the file open, and gives it back
+ * (forget) as soon as the last name is gone and the last handle closed.
+ * The caller holds ns_lock for writing. */
 static void node_check(struct uzfs *fs, struct node *n)
 {
-	if (n == fs->root || atomic_load(&n->nlink))
-		return;
-	if (!atomic_load(&n->nlookup)) {
+	if (n != fs->root && !atomic_load(&n->nlink) && !atomic_load(&n->nlookup))
 		node_free(fs, n);
-	} else if (!atomic_load(&n->nopen) && S_ISREG(n->mode) && n->blocks) {
-		pthread_rwlock_wrlock(&n->lock);
-		bmap_release(fs, n);
-		pthread_rwlock_unlock(&n->lock);
-	}
 }
 
 void node_put(struct uzfs *fs, struct node *n, uint64_t nlookup)
 {
 	if (atomic_fetch_sub(&n->nlookup, nlookup) != nlookup)
-		return;
-	pthread_rwlock_wrlock(&fs->ns_lock);
-	node_check(fs, n);
-	pthread_rwlock_unlock(&fs->ns_lock);
-}
-
-void node_closed(struct uzfs *fs, struct node *n)
-{
-	if (atomic_fetch_sub(&n->nopen, 1) != 1 || atomic_load(&n->nlink))
 		return;
 	pthread_rwlock_wrlock(&fs->ns_lock);
 	node_check(fs, n);

@@ -118,40 +118,21 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &sv);
 }
 
+/* Only when the kernel cannot open without us (no FUSE_CAP_NO_OPEN_SUPPORT). */
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct uzfs *fs = req_fs(req);
-	struct node *n = node_of(fs, ino);
-	int r = 0;
 
-	if (S_ISDIR(n->mode)) {
+	if (fs->no_open) {
+		fuse_reply_err(req, ENOSYS); /* the kernel stops asking */
+		return;
+	}
+	if (S_ISDIR(node_of(fs, ino)->mode)) {
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
-	if ((fi->flags & O_TRUNC) && S_ISREG(n->mode)) {
-		pthread_rwlock_wrlock(&n->lock);
-		if (n->size) {
-			r = bmap_truncate(fs, n, 0);
-			time_now(&n->mtime);
-			n->ctime = n->mtime;
-		}
-		pthread_rwlock_unlock(&n->lock);
-	}
-	if (r < 0) {
-		fuse_reply_err(req, -r);
-		return;
-	}
-	atomic_fetch_add(&n->nopen, 1);
-	fi->keep_cache = 1;
-	if (fuse_reply_open(req, fi) == -ENOENT) /* the open was interrupted */
-		node_closed(fs, n);
-}
-
-static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	(void)fi;
-	node_closed(req_fs(req), node_of(req_fs(req), ino));
-	fuse_reply_err(req, 0);
+	fi->keep_cache = 1; /* O_TRUNC came as a setattr: no atomic_o_trunc */
+	fuse_reply_open(req, fi);
 }
 
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -277,7 +258,6 @@ void ops_file_init(struct fuse_lowlevel_ops *ops)
 	ops->readlink = op_readlink;
 	ops->statfs = op_statfs;
 	ops->open = op_open;
-	ops->release = op_release;
 	ops->fsync = op_fsync;
 	ops->read = op_read;
 	ops->write = op_write;

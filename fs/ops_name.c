@@ -116,8 +116,6 @@ static void make_reply(fuse_req_t req, fuse_ino_t parent, const char *name,
 		n->target = t;
 		n->size = t ? strlen(t) : 0;
 		t = NULL;
-		if (fi)
-			atomic_fetch_add(&n->nopen, 1);
 		node_entry(fs, n, &e);
 	}
 	pthread_rwlock_unlock(&fs->ns_lock);
@@ -445,6 +443,10 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	struct uzfs *fs = req_fs(req);
 
+	if (fs->no_open) { /* the kernel stops asking, and caches the listing */
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	if (!S_ISDIR(node_of(fs, ino)->mode)) {
 		fuse_reply_err(req, ENOTDIR);
 		return;

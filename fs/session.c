@@ -37,11 +37,14 @@
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	(void)userdata;
+	struct uzfs *fs = userdata;
+
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
-	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
-		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	/* no open: O_TRUNC must then come as a setattr */
+	conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;
+	fs->no_open = (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) &&
+		      (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT);
 	if (conn->capable & FUSE_CAP_SPLICE_READ)
 		conn->want |= FUSE_CAP_SPLICE_READ;
 	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;

@@ -45,7 +45,6 @@ struct node {
 	uint64_t next_cookie;
 	_Atomic uint32_t nlink;       /* read without ns_lock by getattr */
 	_Atomic uint64_t nlookup;     /* the kernel's references */
-	_Atomic uint32_t nopen;       /* open file handles */
 
 	/* Guarded by lock: */
 	pthread_rwlock_t lock;
@@ -85,6 +84,7 @@ struct uzfs {
 	/* The session (session.c). */
 	struct fuse_session *se;
 	bool mounted, allow_other, debug;
+	bool no_open;                 /* the kernel opens without asking */
 	unsigned threads;
 	pthread_t compactor;
 	bool compactor_on;
@@ -122,7 +122,6 @@ void node_fill_attr(struct uzfs *fs, struct node *n, struct stat *st);
 void node_entry(struct uzfs *fs, struct node *n, struct fuse_entry_param *e);
 void node_put(struct uzfs *fs, struct node *n, uint64_t nlookup);
 void node_unlinked(struct uzfs *fs, struct node *n); /* ns_lock held */
-void node_closed(struct uzfs *fs, struct node *n);
 void node_free_all(struct uzfs *fs);
 struct dent *dent_find(struct uzfs *fs, const struct node *dir, const char *name);
 int dent_add(struct uzfs *fs, struct node *dir, const char *name,

@@ -98,6 +98,16 @@ os.setxattr(s, "user.k", b"v1")
 assert os.getxattr(s, "user.k") == b"v1" and "user.k" in os.listxattr(s)
 os.removexattr(s, "user.k")
 os.unlink(s); os.unlink(p)
+fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o644)   # open, unlinked: still there
+os.pwrite(fd, b"k" * 300000, 0)
+os.unlink(p)
+os.pwrite(fd, b"z" * 10, 299990)
+fd2 = os.open(os.path.join(d, "other"), os.O_RDWR | os.O_CREAT, 0o644)
+os.pwrite(fd2, os.urandom(300000), 0)              # takes free blocks, if any
+os.close(fd2); os.unlink(os.path.join(d, "other"))
+fd3 = os.open("/proc/self/fd/%d" % fd, os.O_RDONLY | os.O_DIRECT) # not the cache
+assert os.pread(fd3, 300000, 0) == b"k" * 299990 + b"z" * 10, "unlinked file lost"
+os.close(fd3); os.close(fd)
 PY
 }
 
