@@ -433,7 +433,8 @@ static void sizes(struct mount_req *m)
 	 * the allocator's overhead on incompressible data) runs out of blocks
 	 * first and says ENOSPC, consistently.
 	 */
-	if (m->mem_limit && m->mem_limit - m->mem_limit / 16 < m->fs_bytes) {
+	if (m->via != VIA_FS && m->mem_limit && /* fs: the device says ENOSPC */
+	    m->mem_limit - m->mem_limit / 16 < m->fs_bytes) {
 		m->fs_bytes = m->mem_limit - m->mem_limit / 16;
 		fprintf(stderr, "uzram mount: the file system holds at most %llu "
 			"MiB, within --mem-limit\n", m->fs_bytes >> 20);
