@@ -5,11 +5,11 @@
 # a tmpfs: the model test (fs_model.py: random operations on both trees,
 # compared after every step, several seeds); the hard-link case of issue
 # 32; real programs: tar x and diff -r, git, sqlite3, rsync -aHAX in and
-# out; mmap, flock and fcntl locks, SEEK_DATA/SEEK_HOLE, xattrs; memory
+# out, stress-ng's file-system stressors; mmap, flock and fcntl locks, SEEK_DATA/SEEK_HOLE, xattrs; memory
 # given back after rm -rf; ENOSPC at --size with nothing lost; the keeper
 # killed (ENOTCONN), uzram umount, and DIR mounted again.
 source "$(dirname "$0")/functions.sh"
-require fusermount3 tar setpriv git sqlite3 rsync flock diff
+require fusermount3 tar setpriv git sqlite3 rsync flock diff stress-ng
 real_server || skip_all "uzram mount is a uzram command"
 
 SEEDS=${FS_MODEL_SEEDS:-3}
@@ -144,6 +144,13 @@ real_programs()
 	assert_eq "$(as sqlite3 "$d/db" 'pragma integrity_check;')" ok \
 		"sqlite3 integrity_check"
 	kernel_features "$d"
+	step "$WHO: stress-ng's file-system stressors, with --verify"
+	as mkdir "$d/sng"
+	as stress-ng --temp-path "$d/sng" --hdd 2 --hdd-bytes 16M --verify \
+		--dentry 1 --link 1 --symlink 1 --rename 1 --fallocate 1 \
+		--fallocate-bytes 8M --seek 1 --seek-size 8M -t 3 \
+		>"$T/sng.out" 2>&1 || fail "stress-ng: $(tail -n 5 "$T/sng.out")"
+	as rm -rf "$d/sng"
 }
 
 run_user()
