@@ -98,6 +98,7 @@ static struct fuse_session *session_new(struct uzfs *fs)
 	char opts[128];
 	char *argv[] = { "uzram", "-o", opts, NULL, NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
+	struct fuse_session *se;
 
 	memset(&ops, 0, sizeof ops);
 	ops.init = op_init;
@@ -107,7 +108,9 @@ static struct fuse_session *session_new(struct uzfs *fs)
 		 "subtype=uzram%s", fs->allow_other ? ",allow_other" : "");
 	if (fs->debug)
 		argv[args.argc++] = "-d";
-	return fuse_session_new(&args, &ops, sizeof ops, fs);
+	se = fuse_session_new(&args, &ops, sizeof ops, fs);
+	fuse_opt_free_args(&args); /* libfuse may have copied them */
+	return se;
 }
 
 int uzfs_mount(const struct uzfs_config *cfg, const char *dir, struct uzfs **fsp)
