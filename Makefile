@@ -86,15 +86,15 @@ INTEGRATION := $(sort $(wildcard tests/integration/t*.sh))
 SYSTEMD_UNITS := $(sort $(wildcard systemd/*.service systemd/*.socket))
 # Scripts whose checks do not depend on which bytes the corpus holds (the
 # protocol, signals, TLS, limits): make test runs them on one corpus only.
-INTEGRATION_ANY_DATA := $(addprefix tests/integration/,t27-run.sh \
+INTEGRATION_ANY_DATA := $(addprefix tests/integration/,t24-messages.sh t27-run.sh \
 	t50-bad-client.sh t53-limits.sh t54-signals-ctl.sh t55-tls.sh \
-	t56-ctl-socket.sh t57-spec-errors.sh t58-tcp-port.sh t59-ublk-cli.sh \
+	t56-ctl-socket.sh t57-spec-errors.sh t58-tcp-port.sh t59-ublk-cli.sh t64-mount-gone.sh \
 	t66-fs.sh t72-image-lock.sh t75-man.sh t76-metrics.sh t80-readme.sh t82-generator.sh \
 	t83-socket-activation.sh)
 
 .PHONY: all lib cli deps deps-test deps-bench unit check-unit check-header \
 	check-sanitizers check-integration check-install check-layers check-namespace check-spdx test run bench bench-quick fuzz \
-	fuzz-smoke install install-systemd clean
+	fuzz-smoke install uninstall install-systemd clean
 .DEFAULT_GOAL := all
 
 all: deps lib cli
@@ -245,7 +245,8 @@ endif
 # same variable steers make run and make bench. make test also runs the
 # unit and integration tests on a second corpus, taken from other
 # directories in another order and cut at another size, so that a test
-# tuned to one machine's bytes fails here and not on a user's machine.
+# tuned to one machine's bytes fails here and not on a user's machine,
+# and on a third of source text (mk/test.mk).
 CORPUS ?=
 CORPUS_ALT_DIR := $(abspath build/corpus-alt)
 ifeq ($(CORPUS),)
@@ -279,6 +280,18 @@ $(CORPUS_ALT_DIR)/MANIFEST:
 	CORPUS_DIRS="usr/share usr/lib" CORPUS_SEED=11 \
 		bash scripts/corpus.sh $(CORPUS_ALT_DIR) 12 >/dev/null
 
+# A third corpus, of another kind and size: source text, 2 MiB each of
+# headers, the Python library and Perl's (6 MiB; corpus.sh's shares). Its
+# tar is what differs: it takes the second corpus's core image (a link),
+# which spares make test a third Python process and gcore.
+CORPUS_TEXT_DIR := $(abspath build/corpus-text)
+$(CORPUS_TEXT_DIR)/MANIFEST: $(CORPUS_ALT_DIR)/MANIFEST
+	mkdir -p $(CORPUS_TEXT_DIR)
+	ln -f $(CORPUS_ALT_DIR)/heap-python.core $(CORPUS_TEXT_DIR)/ 2>/dev/null || \
+		cp $(CORPUS_ALT_DIR)/heap-python.core $(CORPUS_TEXT_DIR)/
+	CORPUS_DIRS="usr/include:2 usr/lib/python3.*:2 usr/share/perl5" \
+		bash scripts/corpus.sh $(CORPUS_TEXT_DIR) 6 >/dev/null
+
 # make test counts every test program that passed here, for its summary.
 TEST_RESULTS := $(abspath build/test-results.txt)
 
@@ -311,9 +324,13 @@ check-header:
 	$(CC) -std=c99 -Wall -Wextra -Werror -pedantic -fsyntax-only -x c include/uzram.h
 	$(CXX) -Wall -Wextra -Werror -fsyntax-only -x c++ include/uzram.h
 
-# The calls between the folders are those src/LAYERS declares, and none
-# loops (scripts/check-layers.sh).
+# The calls and includes between the folders are those src/LAYERS
+# declares, and none loops (scripts/check-layers.sh); tests/layers/plant.sh
+# first shows that the check fails on each kind of planted edge.
 check-layers: all
+	bash tests/layers/plant.sh
+	bash tests/layers/help.sh
+	bash tests/layers/api-map.sh
 	bash scripts/check-layers.sh src/LAYERS $(BUILD)/obj $(LIB_OBJS) $(CLI_OBJS)
 
 check-sanitizers:
@@ -373,6 +390,15 @@ install: all
 	ln -sf libuzram.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libuzram.so
 	install -m 644 $(BUILD)/uzram.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
 	install -m 755 $(BUILD)/uzram $(DESTDIR)$(PREFIX)/bin/
+	@$(if $(DESTDIR),:,bash scripts/ldconfig-after.sh install $(LIBDIR))
+
+# What make install put there, with the same PREFIX (and DESTDIR).
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/include/uzram.h $(DESTDIR)$(LIBDIR)/libuzram.a \
+		$(DESTDIR)$(LIBDIR)/libuzram.so $(DESTDIR)$(LIBDIR)/libuzram.so.$(SOVERSION) \
+		$(DESTDIR)$(LIBDIR)/libuzram.so.$(VERSION) \
+		$(DESTDIR)$(LIBDIR)/pkgconfig/uzram.pc $(DESTDIR)$(PREFIX)/bin/uzram
+	@$(if $(DESTDIR),:,bash scripts/ldconfig-after.sh uninstall $(LIBDIR))
 
 # The systemd side (systemd/README.md): units, the generator that makes
 # them from $(SYSCONFDIR)/uzram/uzram.conf, the sysusers file of the

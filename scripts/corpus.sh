@@ -20,7 +20,13 @@
 # Environment:
 #   CORPUS_DIRS  directories under / to take, in order (default: the
 #                multiarch library directory, usr/include, usr/share/doc,
-#                usr/bin); missing ones are skipped and said so
+#                usr/bin); missing ones are skipped and said so. An entry
+#                may be a glob (usr/lib/python3.*: each match in byte
+#                order) and may end in :MIB, a share of at most MIB MiB for
+#                it (for all its matches together), so that a small corpus
+#                holds several kinds of file rather than the first
+#                directory alone:
+#                CORPUS_DIRS="usr/include:2 usr/lib/python3.*:2 usr/share/perl5"
 #   CORPUS_SEED  seed of the Python workload's data (default 7)
 #
 # Files already in OUT_DIR are kept: delete them to rebuild. Needs python3,
@@ -37,6 +43,8 @@ if [[ -z ${CORPUS_DIRS:-} ]]; then
 	multiarch=$(gcc -print-multiarch 2>/dev/null || true)
 	CORPUS_DIRS="usr/lib${multiarch:+/$multiarch} usr/include usr/share/doc usr/bin"
 fi
+# Split on blanks, globs left for Python to match under /, not here.
+read -ra dirs <<< "$CORPUS_DIRS"
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -46,11 +54,26 @@ say() { printf 'corpus.sh: %s\n' "$*" >&2; }
 # cap are ours to fix exactly rather than left to the tar program's version.
 if [[ ! -s $out/files.tar ]]; then
 	say "files.tar: up to $mib MiB from: $CORPUS_DIRS"
-	python3 - "$out/files.tar.part" "$((mib << 20))" $CORPUS_DIRS \
+	python3 - "$out/files.tar.part" "$((mib << 20))" "${dirs[@]}" \
 		> "$out/files.list" <<'PY'
-import os, stat, sys, tarfile
+import glob, os, stat, sys, tarfile
 
-path, cap, dirs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+path, cap, specs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+MIB = 1 << 20
+
+# (directory, its entry) and each entry's share in bytes (None: no share
+# of its own), for the entries of CORPUS_DIRS; the matches of a glob share
+# its entry's. One that matches nothing stays as it is, said missing below.
+dirs, shares = [], []
+for spec in specs:
+    top, _, share = spec.partition(":")
+    if share and not share.isdigit():
+        sys.exit("corpus.sh: %s: the share after ':' must be a whole "
+                 "number of MiB" % spec)
+    top = top.strip("/")
+    found = sorted((m[1:] for m in glob.glob("/" + top)), key=os.fsencode)
+    dirs.extend((t, len(shares)) for t in (found or [top]))
+    shares.append(int(share) * MIB if share else None)
 END = 2 * 512                   # the end-of-archive blocks
 BLOCK = 512
 
@@ -86,8 +109,15 @@ def fixed(ti):
 used, members, skipped = 0, 0, 0
 added = set()
 with tarfile.open(path, "w", format=tarfile.GNU_FORMAT) as tar:
-    for top in dirs:
-        top = top.strip("/")
+    entry, limit = None, cap
+    for top, e in dirs:
+        if e != entry:
+            # The entry's own cap: its share on top of what is used.
+            entry = e
+            if shares[e] is not None:
+                limit = min(cap, used + shares[e] + END)
+            else:
+                limit = cap
         if not os.path.isdir("/" + top):
             print("missing /%s" % top)
             continue
@@ -103,7 +133,7 @@ with tarfile.open(path, "w", format=tarfile.GNU_FORMAT) as tar:
             # the time once the tar is full). A hard link may still fit as
             # a link member: those go the long way.
             if (stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and
-                    used + BLOCK + -(-st.st_size // BLOCK) * BLOCK + END > cap):
+                    used + BLOCK + -(-st.st_size // BLOCK) * BLOCK + END > limit):
                 skipped += 1
                 continue
             try:
@@ -117,7 +147,7 @@ with tarfile.open(path, "w", format=tarfile.GNU_FORMAT) as tar:
             if ti.islnk() and ti.linkname not in added:
                 skipped += 1
                 continue
-            if used + need + END > cap:
+            if used + need + END > limit:
                 # gettarinfo() took note of its inode for later hard links
                 st = os.lstat("/" + rel)
                 if tar.inodes.get((st.st_ino, st.st_dev)) == rel:

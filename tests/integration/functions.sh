@@ -35,6 +35,10 @@
 # assert_fails, assert_same_data, assert_same_range, assert_zero,
 # assert_zero_bit, wait_for, qio / qio_fails (qemu-io), require.
 # complete_members SRC DST [MAX]: a tar of SRC's complete members.
+# corpus_data OUT BYTES: the first BYTES of the tar, and of the core after
+#	it if the tar is smaller.
+# compressible_data OUT BYTES: real data that compresses, of that size,
+#	whatever the corpus holds.
 #
 # Switching the server under test: server_argv below is the only place
 # that knows the command line. UZRAM_ITEST_SERVER=nbdkit runs nbdkit's
@@ -213,7 +217,8 @@ import os, sys, tarfile
 src_path, dst_path, cap = sys.argv[1], sys.argv[2], int(sys.argv[3])
 size = os.path.getsize(src_path)
 if cap:
-    size = min(size, cap - 1024)
+    # the end blocks, then tarfile pads the archive to whole records
+    size = min(size, cap // tarfile.RECORDSIZE * tarfile.RECORDSIZE - 1024)
 files = 0
 with tarfile.open(src_path) as src, tarfile.open(dst_path, "w") as dst:
     try:
@@ -239,6 +244,53 @@ if (($(stat -c %s "$TAR") > TAR_MAX)); then
 	TAR=$T/corpus-cut.tar  # not files.tar: t60 and t65 write that from $TAR
 	complete_members "$CORPUS/files.tar" "$TAR" "$TAR_MAX" >/dev/null
 fi
+
+# corpus_data OUT BYTES: write to OUT the first BYTES of $TAR and, if the
+# tar is smaller (a corpus of one's own may be), of the core image after
+# it: data of the size a script needs whatever the corpus's size.
+corpus_data()
+{
+	head -c "$2" "$TAR" >"$1"
+	head -c $(($2 - $(stat -c %s "$1"))) "$CORPUS/heap-python.core" >>"$1"
+	(($(stat -c %s "$1") == $2)) ||
+		fail "corpus_data: the corpus holds less than $2 bytes"
+}
+
+# compressible_data OUT BYTES: write to OUT BYTES (a multiple of 4 KiB) of
+# real data in which every 4 KiB page goes to the codec and compresses to
+# half or less (zlib's level 1, a stand-in for the codecs), none filled
+# with one 8-byte word (the store keeps those without the codec, zram's
+# same pages): the pages of $TAR that do, in their order, then, if the tar has too few (a corpus of gzip'd documentation, a
+# small one), those of the core image. For a script whose checks need data
+# that compresses (a recompression that saves, a dictionary that is used)
+# rather than the first bytes of whatever tar the corpus has. Prints how
+# many pages came from the tar.
+compressible_data()
+{
+	python3 - "$1" "$2" "$TAR" "$CORPUS/heap-python.core" <<'PY'
+import sys, zlib
+out, want, sources = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+PAGE = 4096
+assert want % PAGE == 0, "BYTES must be a multiple of 4096"
+got, from_tar = 0, 0
+with open(out, "wb") as o:
+    for k, path in enumerate(sources):
+        with open(path, "rb") as f:
+            while got < want:
+                page = f.read(PAGE)
+                if len(page) < PAGE:
+                    break
+                if (len(zlib.compress(page, 1)) <= PAGE // 2 and
+                        page != page[:8] * (PAGE // 8)):
+                    o.write(page)
+                    got += PAGE
+                    from_tar += k == 0
+if got < want:
+    sys.exit("compressible_data: the corpus has %d compressible bytes, "
+             "%d wanted" % (got, want))
+print(from_tar)
+PY
+}
 
 # server_argv LISTEN-ARGS -- SERVE-ARGS: the command line of the server under
 # test, in the array SERVER_ARGV. LISTEN-ARGS is --socket PATH or --tcp H:P.

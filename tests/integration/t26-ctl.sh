@@ -18,7 +18,7 @@ ctl() { server_ctl a "$@"; }
 
 step "start a 64 MiB export holding 8 MiB of the corpus"
 start_server a --size 64M
-head -c "$N" "$TAR" >"$T/data"
+corpus_data "$T/data" "$N"
 head -c "$MiB" /dev/urandom >"$T/random"
 nbdcopy --flush "$T/data" "${URI[a]}"
 used=$(field mem_used_total)

@@ -11,7 +11,7 @@ require nbdcopy python3 head
 real_server || skip_all "dictionaries are a uzram serve feature"
 
 MiB=$((1024 * 1024))
-head -c $((8 * MiB)) "$TAR" >"$T/data"
+corpus_data "$T/data" $((8 * MiB))
 # a raw-content dictionary: 32 KiB from the middle of the data
 dd if="$T/data" of="$T/dict" bs=32768 skip=128 count=1 status=none
 

@@ -6,7 +6,7 @@
 # writes at once), unaligned writes (partial clusters around the pooled
 # whole ones), 16 KiB clusters, a write that meets the memory limit half way
 # (each page old or new, never torn; the server lives on), and bad thread
-# counts refused with a message; the lock figures in uzram stat.
+# counts refused with a message; the lock figures in uzram stat --all.
 source "$(dirname "$0")/functions.sh"
 require nbdcopy
 require qemu-io
@@ -15,9 +15,7 @@ real_server || skip_all "--threads is uzram's own"
 MiB=$((1024 * 1024))
 SIZE=$((64 * MiB))
 # the tar, then the python core up to 24 MiB: text, binaries and a heap
-cat "$TAR" >"$T/data"
-head -c $((24 * MiB - $(stat -c %s "$TAR"))) "$CORPUS/heap-python.core" >>"$T/data"
-[[ $(stat -c %s "$T/data") == $((24 * MiB)) ]] || fail "the corpus is under 24 MiB"
+corpus_data "$T/data" $((24 * MiB))
 
 step "24 MiB of the corpus in over 4 connections to a server with 2 threads, and out"
 start_server a --size 64M --threads 2
@@ -30,8 +28,8 @@ step "the lock figures are in uzram stat, text and JSON"
 for f in slot_lock slot_read class_lock frame; do
 	for g in ${f}_waits ${f}_wait_ns; do
 		[[ $(stat_field a $g) =~ ^[0-9]+$ ]] || fail "no $g in uzram stat --json"
-		uzram stat --socket "${SOCK[a]}" | grep -qE "^$g +[0-9]+$" ||
-			fail "no $g in uzram stat"
+		uzram stat --socket "${SOCK[a]}" --all | grep -qE "^$g +[0-9]+$" ||
+			fail "no $g in uzram stat --all"
 	done
 done
 

@@ -6,7 +6,8 @@
  *   rss0  baseline: corpus loaded, our buffers touched, the codec context
  *         and scratch page of this thread already made by a warm-up device
  *   rss1  after writing WRITE_MB of real data (the python core image and
- *         files.tar) into a device of exactly that size
+ *         up to TAR_MB of files.tar, whole MiB; the core makes up what a
+ *         smaller tar lacks) into a device of exactly that size
  *   rss2  after discarding every other page and uzram_compact()
  *
  * At rss1 and rss2, (rss - rss0 - table_bytes) must be within 5% of
@@ -102,17 +103,21 @@ static void test_rss(void **state)
 	const uint64_t size = (uint64_t)WRITE_MB << 20;
 	struct uzram_stats st1, st2;
 	struct uzram_config cfg;
-	uint64_t rss0, rss1, rss2, off, p;
+	uint64_t rss0, rss1, rss2, off, p, core_end;
 	struct uzram *dev = NULL;
 	size_t core_len, tar_len;
 	uint8_t *core, *tar, *buf;
 
 	(void)state;
 	skip_unless_rss_measurable();
-	core = tu_corpus("heap-python.core", (size_t)CORE_MB << 20, &core_len);
+	core = tu_corpus("heap-python.core", (size_t)WRITE_MB << 20, &core_len);
 	tar = tu_corpus("files.tar", (size_t)TAR_MB << 20, &tar_len);
-	if (core_len < (size_t)CORE_MB << 20 || tar_len < (size_t)TAR_MB << 20)
-		fail_msg("corpus too small: core %zu, tar %zu bytes", core_len,
+	/* The tar's whole MiB, the core before them. */
+	tar_len &= ~(size_t)((1u << 20) - 1);
+	core_end = size - tar_len;
+	if (core_len < core_end)
+		fail_msg("corpus too small: core %zu bytes, %llu needed beside "
+			 "%zu of tar", core_len, (unsigned long long)core_end,
 			 tar_len);
 	buf = malloc(1u << 20);
 	assert_non_null(buf);
@@ -122,19 +127,18 @@ static void test_rss(void **state)
 	uzram_config_init(&cfg);
 	cfg.size = 16 * PG;
 	assert_int_equal(uzram_open(&cfg, &dev), 0);
-	assert_int_equal(uzram_write(dev, tar, 3 * PG, 100), 0);
+	assert_int_equal(uzram_write(dev, core, 3 * PG, 100), 0);
 	assert_int_equal(uzram_read(dev, buf, 3 * PG, 50), 0);
 	uzram_close(dev);
 
 	rss0 = rss_bytes();
 	cfg.size = size;
 	assert_int_equal(uzram_open(&cfg, &dev), 0);
-	for (off = 0; off < (uint64_t)CORE_MB << 20; off += 1u << 20)
+	for (off = 0; off < core_end; off += 1u << 20)
 		assert_int_equal(uzram_write(dev, core + off, 1u << 20, off), 0);
-	for (off = 0; off < (uint64_t)TAR_MB << 20; off += 1u << 20)
+	for (off = 0; off < tar_len; off += 1u << 20)
 		assert_int_equal(uzram_write(dev, tar + off, 1u << 20,
-					     ((uint64_t)CORE_MB << 20) + off),
-				 0);
+					     core_end + off), 0);
 	rss1 = rss_bytes();
 	assert_int_equal(uzram_stats(dev, &st1, sizeof(st1)), 0);
 	assert_int_equal(st1.pages_stored, size / PG);
@@ -146,8 +150,8 @@ static void test_rss(void **state)
 	/* Every byte is there. */
 	for (off = 0; off < size; off += 1u << 20) {
 		assert_int_equal(uzram_read(dev, buf, 1u << 20, off), 0);
-		if (memcmp(buf, off < (uint64_t)CORE_MB << 20 ? core + off :
-			   tar + off - ((uint64_t)CORE_MB << 20), 1u << 20))
+		if (memcmp(buf, off < core_end ? core + off :
+			   tar + off - core_end, 1u << 20))
 			fail_msg("data differs in the MiB at %llu",
 				 (unsigned long long)off);
 	}

@@ -28,12 +28,20 @@ static const char *const names[] = { "lz4", "lz4hc", "zstd", "deflate" };
 static unsigned char *tar, *core;
 static size_t tar_len, core_len;
 
+/*
+ * The units of each size that LZ4 halves, found once per source and size
+ * by candidates() (the level tests ask for them many times).
+ */
+#define NR_SIZES 3
+static const size_t unit_sizes[NR_SIZES] = { PAGE, 16384, 65536 };
+static size_t *cand[2][NR_SIZES], nr_cand[2][NR_SIZES];
+
 static int corpus_setup(void **state)
 {
 	(void)state;
-	tar = tu_corpus("files.tar", 8u << 20, &tar_len);
+	tar = tu_corpus("files.tar", 32u << 20, &tar_len);
 	core = tu_corpus("heap-python.core", 32u << 20, &core_len);
-	return tar_len >= (1u << 20) && core_len >= (1u << 20) ? 0 : -1;
+	return tar_len >= PAGE && core_len >= (1u << 20) ? 0 : -1;
 }
 
 static int corpus_teardown(void **state)
@@ -41,6 +49,9 @@ static int corpus_teardown(void **state)
 	(void)state;
 	free(tar);
 	free(core);
+	for (size_t k = 0; k < 2; k++)
+		for (size_t s = 0; s < NR_SIZES; s++)
+			free(cand[k][s]);
 	return 0;
 }
 
@@ -82,19 +93,26 @@ static size_t roundtrip(const struct zcomp *zc, const unsigned char *src,
 }
 
 /*
- * n units of size bytes of buf, spread evenly over those whose 4 KiB pages
- * LZ4 compresses, one by one, to less than half in all: real data picked by
- * the property the tests need, whatever files the corpus holds. Fails the
- * test if the corpus has fewer than n of them.
+ * The units of size bytes of source k (0 the tar, 1 the core) whose 4 KiB
+ * pages LZ4 compresses, one by one, to less than half in all; *found says
+ * how many.
  */
-static void pick(const unsigned char *buf, size_t len, size_t size, size_t n,
-		 const unsigned char **out)
+static const size_t *candidates(size_t k, size_t size, size_t *found)
 {
-	struct zcomp *lz4 = make("lz4", 0);
-	size_t units = len / size, found = 0, *at = malloc(units * sizeof(*at));
+	const unsigned char *buf = k ? core : tar;
+	size_t len = k ? core_len : tar_len, s = 0, units = len / size;
+	struct zcomp *lz4;
 	unsigned char c[PAGE];
 
-	assert_non_null(at);
+	while (unit_sizes[s] != size)
+		assert_true(++s < NR_SIZES);
+	if (cand[k][s]) {
+		*found = nr_cand[k][s];
+		return cand[k][s];
+	}
+	lz4 = make("lz4", 0);
+	cand[k][s] = malloc((units ? units : 1) * sizeof(**cand));
+	assert_non_null(cand[k][s]);
 	for (size_t u = 0; u < units; u++) {
 		size_t total = 0;
 
@@ -104,15 +122,51 @@ static void pick(const unsigned char *buf, size_t len, size_t size, size_t n,
 			total += r > 0 ? (size_t)r : PAGE;
 		}
 		if (total < size / 2)
-			at[found++] = u;
+			cand[k][s][nr_cand[k][s]++] = u;
 	}
-	if (found < n)
-		fail_msg("the corpus has %zu units of %zu bytes that LZ4 halves; "
-			 "the test needs %zu", found, size, n);
-	for (size_t i = 0; i < n; i++)
-		out[i] = buf + at[i * found / n] * size;
-	free(at);
 	zcomp_destroy(lz4);
+	*found = nr_cand[k][s];
+	return cand[k][s];
+}
+
+/*
+ * n units of size bytes that LZ4 halves (candidates()), spread evenly over
+ * those of source k, the tar (0) or the core (1): real data picked by the
+ * property the tests need, whatever files the corpus holds. A corpus whose
+ * tar has fewer (compressed documentation, media) gives all it has and the
+ * core the rest, so the test still runs on n units of that kind; it fails
+ * only if both sources together have fewer than n. Returns how many came
+ * from source k.
+ */
+static size_t pick(size_t k, size_t size, size_t n, const unsigned char **out)
+{
+	size_t got = 0, from_k = 0;
+
+	for (size_t j = 0; j < 2 && got < n; j++) {
+		size_t src = j ? 1 - k : k, found;
+		const size_t *at = candidates(src, size, &found);
+		const unsigned char *buf = src ? core : tar;
+		size_t take = found < n - got ? found : n - got;
+
+		for (size_t i = 0; i < take; i++)
+			out[got + i] = buf + at[i * found / take] * size;
+		got += take;
+		if (!j)
+			from_k = take;
+	}
+	if (got < n)
+		fail_msg("the corpus has %zu units of %zu bytes that LZ4 halves "
+			 "in its tar and core; the test needs %zu", got, size, n);
+	return from_k;
+}
+
+/* A page that LZ4 halves, from source k (or the other one, pick()). */
+static const unsigned char *compressible_page(size_t k)
+{
+	const unsigned char *page;
+
+	pick(k, PAGE, 1, &page);
+	return page;
 }
 
 /*
@@ -126,16 +180,13 @@ static void check_level(const char *name, int level)
 	static const unsigned char zero[PAGE];
 	struct zcomp *zc = make(name, level), *ref = make("lz4", 0);
 	const size_t n = tu_scaled(96) < 64 ? 64 : tu_scaled(96);
-	const unsigned char *const bufs[] = { tar, core };
-	const size_t lens[] = { tar_len, core_len };
 	const unsigned char **pages = malloc(n * sizeof(*pages));
 	unsigned char c[PAGE];
 
 	assert_non_null(pages);
 	for (size_t k = 0; k < 2; k++) {
-		size_t total = 0, lz4_total = 0;
+		size_t total = 0, lz4_total = 0, from_k = pick(k, PAGE, n, pages);
 
-		pick(bufs[k], lens[k], PAGE, n, pages);
 		for (size_t i = 0; i < n; i++) {
 			size_t got = roundtrip(zc, pages[i], PAGE);
 			int r = zcomp_compress(ref, pages[i], PAGE, c, sizeof(c));
@@ -144,14 +195,16 @@ static void check_level(const char *name, int level)
 			if (got >= PAGE)
 				fail_msg("%s level %d: page %zu of %s did not "
 					 "shrink (lz4: %d)", name, level,
-					 i, k ? "core" : "tar", r);
+					 i, (i < from_k ? k : 1 - k) ? "core" :
+					 "tar", r);
 			total += got;
 			lz4_total += (size_t)r;
 		}
 		if ((n * PAGE - total) * 2 < n * PAGE - lz4_total)
-			fail_msg("%s level %d: %s pages took %zu bytes, lz4 %zu "
-				 "of %zu", name, level, k ? "core" : "tar",
-				 total, lz4_total, n * PAGE);
+			fail_msg("%s level %d: %s pages (%zu of %zu from it) "
+				 "took %zu bytes, lz4 %zu of %zu", name, level,
+				 k ? "core" : "tar", from_k, n, total,
+				 lz4_total, n * PAGE);
 	}
 	assert_true(roundtrip(zc, zero, PAGE) < 64);
 	free(pages);
@@ -211,7 +264,7 @@ static void test_clusters(void **state)
 		for (size_t s = 0; s < 2; s++) {
 			size_t whole = 0, paged = 0;
 
-			pick(tar, tar_len, sizes[s], n, units);
+			pick(0, sizes[s], n, units);
 			for (size_t i = 0; i < n; i++) {
 				whole += roundtrip(zc, units[i], sizes[s]);
 				for (size_t off = 0; off < sizes[s]; off += PAGE)
@@ -247,7 +300,7 @@ static void test_e2big(void **state)
 	fill_random(rnd, sizeof(rnd), &seed);
 	for (size_t b = 0; b < NR_NAMES; b++) {
 		struct zcomp *zc = make(names[b], 0);
-		const unsigned char *page = tar + 3 * PAGE;
+		const unsigned char *page = compressible_page(0);
 		int n;
 
 		for (size_t c = 0; c < sizeof(caps) / sizeof(caps[0]); c++) {
@@ -309,7 +362,7 @@ static void test_corrupt(void **state)
 	(void)state;
 	for (size_t b = 0; b < NR_NAMES; b++) {
 		struct zcomp *zc = make(names[b], 0);
-		const unsigned char *pages[] = { tar + 5 * PAGE,
+		const unsigned char *pages[] = { compressible_page(0),
 						 core + (core_len / 2 & ~(size_t)(PAGE - 1)) };
 
 		for (size_t pg = 0; pg < 2; pg++) {
@@ -399,7 +452,7 @@ static void test_names_levels(void **state)
 	assert_int_equal(zcomp_create("zstd", ZSTD_maxCLevel(), &zc), 0);
 	zcomp_destroy(zc);
 	assert_int_equal(zcomp_create("zstd", ZSTD_minCLevel(), &zc), 0);
-	assert_int_equal(roundtrip(zc, tar, PAGE) <= PAGE, 1);
+	assert_int_equal(roundtrip(zc, compressible_page(0), PAGE) <= PAGE, 1);
 	zcomp_destroy(zc);
 	zc = NULL;
 	assert_int_equal(zcomp_create("zstd", ZSTD_maxCLevel() + 1, &zc),
@@ -447,8 +500,9 @@ static void *thr_main(void *p)
 		const struct zcomp *zc = thr_zc[b];
 		struct zcomp *own = NULL;
 		const unsigned char *page =
-			(tu_rand(&seed) & 1 ? tar : core) +
-			(tu_rand(&seed) % ((1u << 20) / PAGE)) * PAGE;
+			tu_rand(&seed) & 1 ?
+			tar + tu_rand(&seed) % (tar_len / PAGE) * PAGE :
+			core + tu_rand(&seed) % ((1u << 20) / PAGE) * PAGE;
 		int n;
 
 		if (a->id == 0 && zcomp_create("deflate", 1 + (int)(i % 12),
@@ -482,7 +536,7 @@ static void test_threads(void **state)
 		int n;
 
 		thr_zc[b] = make(names[b], 0);
-		thr_obj[b].orig = core + 7 * PAGE;
+		thr_obj[b].orig = compressible_page(1);
 		n = zcomp_compress(thr_zc[b], thr_obj[b].orig, PAGE,
 				   thr_obj[b].c, PAGE);
 		assert_true(n > 0);
