@@ -74,10 +74,11 @@ LINK = $(CC) $(SAN_FLAGS) $(LDFLAGS)
 LIB_SRCS := $(sort $(wildcard src/*/*.c))
 LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
 # The CLI (cli/), the NBD server (server/) and the ublk front end (ublk/)
-# use only include/uzram.h; common/ is what cli/ and server/ share
+# and uzram's own file system (fs/) use only include/uzram.h; common/ is
+# what cli/ and server/ share
 # (src/LAYERS).
 CLI_SRCS := $(sort $(wildcard cli/*.c) $(wildcard server/*.c) $(wildcard ublk/*.c) \
-	$(wildcard common/*.c))
+	$(wildcard common/*.c) $(wildcard fs/*.c))
 CLI_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS))
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
@@ -88,7 +89,7 @@ SYSTEMD_UNITS := $(sort $(wildcard systemd/*.service systemd/*.socket))
 INTEGRATION_ANY_DATA := $(addprefix tests/integration/,t24-messages.sh t27-run.sh \
 	t50-bad-client.sh t53-limits.sh t54-signals-ctl.sh t55-tls.sh \
 	t56-ctl-socket.sh t57-spec-errors.sh t58-tcp-port.sh t59-ublk-cli.sh t64-mount-gone.sh \
-	t72-image-lock.sh t75-man.sh t76-metrics.sh t80-readme.sh t82-generator.sh \
+	t66-fs.sh t72-image-lock.sh t75-man.sh t76-metrics.sh t80-readme.sh t82-generator.sh \
 	t83-socket-activation.sh)
 
 .PHONY: all lib cli deps deps-test deps-bench unit check-unit check-header \
@@ -134,6 +135,15 @@ $(BUILD)/obj/ublk/%.o: ublk/%.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(UBLK_CFLAGS) -MMD -MP -c -o $@ $<
 
+# uzram's own file system (fs/): libfuse3's low-level API; only the uzram
+# program links it.
+FUSE_PKGS := fuse3
+FUSE_CFLAGS = $(shell pkg-config --cflags $(FUSE_PKGS) 2>/dev/null)
+FUSE_LIBS = $(shell pkg-config --libs $(FUSE_PKGS) 2>/dev/null)
+
+$(BUILD)/obj/fs/%.o: fs/%.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(FUSE_CFLAGS) -MMD -MP -c -o $@ $<
 
 # The static library is one relocatable object whose hidden symbols are
 # made local, so that it defines no global name but the public uzram_*
@@ -202,11 +212,11 @@ FORCE:
 ifeq ($(CLI_LINK),shared)
 $(BUILD)/uzram: $(CLI_OBJS) $(BUILD)/libuzram.so
 	$(LINK) -o $@ $(CLI_OBJS) -L$(BUILD) -luzram $(LDLIBS_ALL) $(SERVER_LIBS) \
-		$(UBLK_LIBS)
+		$(UBLK_LIBS) $(FUSE_LIBS)
 else
 $(BUILD)/uzram: $(CLI_OBJS) $(BUILD)/libuzram.a
 	$(LINK) -o $@ $(CLI_OBJS) $(BUILD)/libuzram.a $(LDLIBS_ALL) $(SERVER_LIBS) \
-		$(UBLK_LIBS)
+		$(UBLK_LIBS) $(FUSE_LIBS)
 endif
 
 # Unit tests may include private headers from src/ to test one layer.
@@ -216,7 +226,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) \
 	$(CC) $(BASE_CFLAGS) $(SERVER_CFLAGS) -Isrc -I. -o $@ $< \
 		$(BUILD)/tests/libuzram-programs.a $(BUILD)/tests/libuzram-internal.a \
 		$(shell pkg-config --cflags --libs cmocka libxxhash) $(LDLIBS_ALL) \
-		$(SERVER_LIBS)
+		$(SERVER_LIBS) $(FUSE_LIBS)
 
 unit: $(UNIT_BINS)
 

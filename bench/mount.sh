@@ -5,7 +5,7 @@
 #
 #   tmpfs            mount -t tmpfs
 #   uzram root       uzram mount (the kernel's ext4 on a loop device)
-#   uzram user       uzram mount as user nobody (fuse2fs), via setpriv
+#   uzram user       uzram mount as user nobody (uzram's own fs), via setpriv
 #   zram ext4        a zram device of our own (hot_add), mkfs.ext4, mount
 #
 # the seconds of: untar TAR + sync; `find -type f | xargs cat` after

@@ -63,10 +63,11 @@ static const struct cli_option mount_opts[] = {
 	{ "mode", 'M', required_argument, "MODE",
 	  "mode of DIR's root, octal (default 0755; 1777\n"
 	  "for a /tmp)" },
-	{ "via", 'v', required_argument, "loop|fuse",
+	{ "via", 'v', required_argument, "loop|fuse|fs",
 	  "loop: the kernel's ext4 on a loop device (root;\n"
-	  "the default as root), fuse: fuse2fs (no root\n"
-	  "needed)" },
+	  "the default as root), fuse: ext4 through fuse2fs,\n"
+	  "fs: uzram's own file system (FUSE; the default\n"
+	  "without root)" },
 	{ "foreground", 'f', no_argument, NULL,
 	  "stay in the foreground until DIR is unmounted" },
 	{ "help", 'h', no_argument, NULL, "this text" },
@@ -153,12 +154,13 @@ static int runtime_dir(struct mount_req *m, const char *who)
 int mount_socket_path(const char *who, const char *dir, char *out, size_t n)
 {
 	struct mount_req m = { 0 };
-	char sock[PATH_MAX];
+	char sock[PATH_MAX], ctl[PATH_MAX];
 
 	if (abs_dir(dir, m.dir) < 0 || runtime_dir(&m, who) < 0)
 		return -1;
 	mount_path(&m, sock, "sock");
-	if (access(sock, F_OK) < 0) {
+	mount_path(&m, ctl, "sock.ctl"); /* --via fs has only this one */
+	if (access(sock, F_OK) < 0 && access(ctl, F_OK) < 0) {
 		fprintf(stderr, "%s: %s is not mounted by uzram mount\n", who, dir);
 		return -1;
 	}
@@ -299,6 +301,10 @@ static int check_system(struct mount_req *m)
 		ctl = "/dev/loop-control";
 	if (access(fuse, R_OK | W_OK) < 0)
 		return fuse_unavailable(fuse, errno);
+	if (m->via == VIA_FS || (m->via == VIA_AUTO && geteuid() != 0)) {
+		m->via = VIA_FS; /* cli/mount_fs.c */
+		return need("fusermount3", "fuse3");
+	}
 	if (need("nbdfuse", "libnbd-bin") < 0 || need("mkfs.ext4", "e2fsprogs") < 0 ||
 	    need("fusermount3", "fuse3") < 0)
 		return -1;
@@ -393,9 +399,9 @@ static int mount_take(void *ctx, int key, char *arg)
 		m->set_mode = true;
 		return 0;
 	case 'v':
-		if (strcmp(arg, "loop") && strcmp(arg, "fuse"))
+		if (strcmp(arg, "loop") && strcmp(arg, "fuse") && strcmp(arg, "fs"))
 			return CLI_BAD_VALUE;
-		m->via = arg[0] == 'l' ? VIA_LOOP : VIA_FUSE;
+		m->via = arg[0] == 'l' ? VIA_LOOP : arg[1] == 's' ? VIA_FS : VIA_FUSE;
 		return 0;
 	case 'f':
 		m->foreground = true;
@@ -440,7 +446,8 @@ static void sizes(struct mount_req *m)
 	 * the allocator's overhead on incompressible data) runs out of blocks
 	 * first and says ENOSPC, consistently.
 	 */
-	if (m->mem_limit && m->mem_limit - m->mem_limit / 16 < m->fs_bytes) {
+	if (m->via != VIA_FS && m->mem_limit && /* fs: the device says ENOSPC */
+	    m->mem_limit - m->mem_limit / 16 < m->fs_bytes) {
 		m->fs_bytes = m->mem_limit - m->mem_limit / 16;
 		fprintf(stderr, "uzram mount: the file system holds at most %llu "
 			"MiB, within --mem-limit\n", m->fs_bytes >> 20);
@@ -640,7 +647,7 @@ int cmd_mount(int argc, char **argv)
 	if (make_run(&m) < 0)
 		return 1;
 	if (m.foreground)
-		return mount_keep(&m);
+		return m.via == VIA_FS ? mount_fs_keep(&m) : mount_keep(&m);
 	if (pipe2(p, O_CLOEXEC) < 0 || (pid = fork()) < 0) {
 		perror("uzram mount");
 		mount_remove_run(&m);
@@ -652,7 +659,7 @@ int cmd_mount(int argc, char **argv)
 		setsid();
 		if (chdir("/") < 0)
 			_exit(1);
-		_exit(mount_keep(&m));
+		_exit(m.via == VIA_FS ? mount_fs_keep(&m) : mount_keep(&m));
 	}
 	close(p[1]);
 	close(m.pid_fd); /* the keeper's copy holds the lock */
@@ -677,7 +684,7 @@ static int umount_dir(const struct mount_req *m, const char *via, bool gone)
 		fprintf(stderr, "uzram umount: %s: %s\n", m->dir, strerror(errno));
 		return -1;
 	}
-	if (strcmp(via, "fuse")) {
+	if (strcmp(via, "fuse") && strcmp(via, "fs")) {
 		fprintf(stderr, "uzram umount: %s: only root can unmount it\n",
 			m->dir);
 		return -1;

@@ -17,7 +17,7 @@
 #define ENV_LOOP_CONTROL  "UZRAM_LOOP_CONTROL"  /* /dev/loop-control */
 #define ENV_RUNTIME_DIR   "UZRAM_RUNTIME_DIR"   /* parent of the mounts' dirs */
 
-enum mount_via { VIA_AUTO, VIA_LOOP, VIA_FUSE };
+enum mount_via { VIA_AUTO, VIA_LOOP, VIA_FUSE, VIA_FS };
 
 struct mount_req {
 	/* Options of `uzram mount`. */
@@ -61,5 +61,9 @@ void mount_remove_run(const struct mount_req *m);
  * stderr until DIR is usable, then to RUN/log.
  */
 int mount_keep(struct mount_req *m);
+
+/* mount_fs.c: the same for --via fs: one process serves DIR with uzram's
+ * own file system (fs/). Returns the exit status. */
+int mount_fs_keep(struct mount_req *m);
 
 #endif

@@ -168,6 +168,23 @@ int nbd_server_ctl(const char *ctl_path, const char *request,
 int nbd_server_ask(const char *ctl_path, const char *request, const char *who,
 		   char *reply, size_t n);
 
+/* ctl_alone.c */
+
+struct nbd_ctl_alone;
+
+/*
+ * Serve the control channel (uzram stat, uzram ctl) for dev on the Unix
+ * socket ctl_path, without an NBD server, from a thread of its own;
+ * algorithm is what the figures name. Returns the handle, or NULL after a
+ * message on stderr. The caller keeps dev open until nbd_ctl_alone_stop().
+ */
+struct nbd_ctl_alone *nbd_ctl_alone_start(struct uzram *dev,
+					  const char *algorithm,
+					  const char *ctl_path);
+
+/* Stop it, wait for the requests running, remove the socket. NULL is fine. */
+void nbd_ctl_alone_stop(struct nbd_ctl_alone *c);
+
 /* ctl_path.c */
 
 /*

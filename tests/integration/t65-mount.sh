@@ -22,6 +22,7 @@ members=$(complete_members "$TAR" "$T/files.tar")
 ((members > 0)) || fail "no complete regular file in $TAR"
 TAR=$T/files.tar
 AS=()	# the command prefix of the current user: empty, or setpriv
+VIA=()	# without root, ext4 is asked for (uzram's own fs is t66's)
 
 as() { "${AS[@]}" env UZRAM_RUNTIME_DIR="$UZRAM_RUNTIME_DIR" "$@"; }
 um() { as "${SANITIZER_RUN[@]}" "$UZRAM" "$@"; }
@@ -32,7 +33,7 @@ mount_fs()
 {
 	local dir=$1 run
 	shift
-	um mount "$dir" "$@" 2>"$T/mount.err" ||
+	um mount "$dir" "$@" "${VIA[@]}" 2>"$T/mount.err" ||
 		fail "uzram mount $dir $*: $(cat "$T/mount.err")"
 	run=$(dirname "$(grep -lxF "$dir" "$UZRAM_RUNTIME_DIR"/m-*/dir)")
 	RUN=$run
@@ -345,6 +346,7 @@ else
 	UZRAM_RUNTIME_DIR=$T/nb/run
 fi
 
+VIA=(--via fuse)
 step "unprivileged ($(as id -un)): fuse2fs; untar, compare, uzram umount"
 the_round "${T}/nb/u1" uzram
 grep -q "fuse2fs" "$T/mount.err" ||

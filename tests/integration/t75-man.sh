@@ -127,7 +127,7 @@ assert_eq "$(complete_words se)" serve "uzram se<TAB>"
 assert_eq "$(complete_words serve --ded)" --dedup "uzram serve --ded<TAB>"
 assert_eq "$(complete_words serve --algorithm zs)" zstd "uzram serve --algorithm zs<TAB>"
 assert_eq "$(complete_words serve --tls r)" require "uzram serve --tls r<TAB>"
-assert_eq "$(complete_words mount --via f)" fuse "uzram mount --via f<TAB>"
+assert_eq "$(complete_words mount --via f)" $'fuse\nfs' "uzram mount --via f<TAB>"
 assert_eq "$(complete_words ctl --socket x.sock id)" idle "uzram ctl --socket x.sock id<TAB>"
 assert_eq "$(complete_words ctl writeback type=hu | tr '\n' ' ')" \
 	"type=huge type=huge_idle " "uzram ctl writeback type=hu<TAB>"

@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bmap.c - a regular file's bytes on the device. File block i (bytes
+ * i*bsize to (i+1)*bsize, bsize the device's cluster size) lives in one
+ * device block, or nowhere (a hole, read as zeros). The map is a two-level
+ * table, grown only as far as the highest block written, so a sparse file
+ * of any size costs nothing:
+ *
+ *   n->chunks[i / 1024] --> [ blk+1 | 0 | blk+1 | ... ]  1024 entries
+ *
+ * A block belongs to one file; no two files share one, so a cluster is
+ * never read-modified-written for another file, and freeing a file's
+ * block gives its memory back (alloc.c discards it). Reads and writes
+ * gather the blocks that lie in a row on the device into one uzram_read()
+ * or uzram_write() call: a file written in order is one long run.
+ *
+ * Invariant: the bytes of a mapped block past the file's size are zeros
+ * (truncate zeroes them), so a file grown later shows zeros there.
+ *
+ * The caller holds the node's lock: for writing around every call that
+ * changes the map, for reading around bmap_get/bmap_read/bmap_seek.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "uzram.h"
+#include "uzfs_impl.h"
+
+uint64_t bmap_get(const struct node *n, uint64_t fblk)
+{
+	uint64_t c = fblk / BMAP_CHUNK;
+
+	if (c >= n->nchunks || !n->chunks[c])
+		return 0;
+	return n->chunks[c][fblk % BMAP_CHUNK];
+}
+
+/* The entry of fblk, its chunk made if missing; NULL when out of memory. */
+static uint32_t *slot(struct node *n, uint64_t fblk)
+{
+	uint64_t c = fblk / BMAP_CHUNK;
+
+	if (c >= n->nchunks) {
+		uint64_t want = c + 1 > n->nchunks * 2 ? c + 1 : n->nchunks * 2;
+		uint32_t **p = realloc(n->chunks, want * sizeof *p);
+
+		if (!p)
+			return NULL;
+		memset(p + n->nchunks, 0, (want - n->nchunks) * sizeof *p);
+		n->chunks = p;
+		n->nchunks = want;
+	}
+	if (!n->chunks[c]) {
+		n->chunks[c] = calloc(BMAP_CHUNK, sizeof **n->chunks);
+		if (!n->chunks[c])
+			return NULL;
+	}
+	return &n->chunks[c][fblk % BMAP_CHUNK];
+}
+
+int bmap_map(struct uzfs *fs, struct node *n, uint64_t fblk, uint64_t *blk)
+{
+	uint32_t *s = slot(n, fblk);
+	uint64_t hint = fblk ? bmap_get(n, fblk - 1) : 0;
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	if (*s) {
+		*blk = *s - 1;
+		return 0;
+	}
+	r = alloc_block(fs, hint ? hint : UINT64_MAX, blk);
+	if (r < 0)
+		return r;
+	*s = (uint32_t)(*blk + 1);
+	n->blocks++;
+	return 0;
+}
+
+void bmap_free_range(struct uzfs *fs, struct node *n, uint64_t first,
+		     uint64_t end)
+{
+	uint64_t run = 0, len = 0;
+
+	for (uint64_t c = first / BMAP_CHUNK; c < n->nchunks &&
+	     c * BMAP_CHUNK < end; c++) {
+		uint32_t *e = n->chunks[c];
+		uint64_t i = c * BMAP_CHUNK < first ? first % BMAP_CHUNK : 0;
+		uint64_t stop = end - c * BMAP_CHUNK < BMAP_CHUNK ?
+				end - c * BMAP_CHUNK : BMAP_CHUNK;
+		bool left = false;
+
+		for (; e && i < stop; i++) {
+			if (!e[i])
+				continue;
+			if (len && e[i] - 1 == run + len) {
+				len++;
+			} else {
+				alloc_free_run(fs, run, len);
+				run = e[i] - 1;
+				len = 1;
+			}
+			e[i] = 0;
+			n->blocks--;
+		}
+		for (i = 0; e && i < BMAP_CHUNK && !left; i++)
+			left = e[i] != 0;
+		if (e && !left) {
+			free(e);
+			n->chunks[c] = NULL;
+		}
+	}
+	alloc_free_run(fs, run, len);
+}
+
+void bmap_release(struct uzfs *fs, struct node *n)
+{
+	bmap_free_range(fs, n, 0, UINT64_MAX);
+	free(n->chunks);
+	n->chunks = NULL;
+	n->nchunks = 0;
+}
+
+/* Zeros into [off, off + len) inside one block, if it is mapped. */
+static int zero_part(struct uzfs *fs, struct node *n, uint64_t off, uint64_t len)
+{
+	uint64_t e = bmap_get(n, off / fs->bsize);
+
+	if (!e || !len)
+		return 0;
+	return uzram_write_zeroes(fs->dev, (size_t)len,
+				  (e - 1) * fs->bsize + off % fs->bsize, 0);
+}
+
+int bmap_zero(struct uzfs *fs, struct node *n, uint64_t off, uint64_t len)
+{
+	uint64_t bs = fs->bsize, end = off + len;
+	uint64_t first = (off + bs - 1) / bs, last = end / bs;
+	int r;
+
+	if (first > last) /* inside one block */
+		return zero_part(fs, n, off, len);
+	r = zero_part(fs, n, off, first * bs - off);
+	if (!r)
+		r = zero_part(fs, n, last * bs, end - last * bs);
+	if (!r)
+		bmap_free_range(fs, n, first, last);
+	return r;
+}
+
+int bmap_truncate(struct uzfs *fs, struct node *n, uint64_t size)
+{
+	uint64_t bs = fs->bsize;
+	int r = 0;
+
+	if (size < n->size) {
+		uint64_t end = (size + bs - 1) / bs * bs;
+
+		/* the tail of the new last block reads as zeros later */
+		if (end > size)
+			r = zero_part(fs, n, size,
+				      (n->size < end ? n->size : end) - size);
+		if (r < 0)
+			return r;
+		bmap_free_range(fs, n, (size + bs - 1) / bs, UINT64_MAX);
+	}
+	n->size = size;
+	return 0;
+}
+
+int bmap_read(struct uzfs *fs, const struct node *n, char *buf, size_t len,
+	      uint64_t off)
+{
+	uint64_t bs = fs->bsize;
+	size_t done = 0;
+
+	while (done < len) {
+		uint64_t pos = off + done, e = bmap_get(n, pos / bs);
+		size_t run = (size_t)(bs - pos % bs);
+		int r;
+
+		if (run > len - done)
+			run = len - done;
+		/* grow the run over the blocks that follow on the device */
+		while (done + run < len) {
+			uint64_t f = (pos + run) / bs, e2 = bmap_get(n, f);
+
+			if (e ? e2 != e + (f - pos / bs) : e2 != 0)
+				break;
+			run += len - done - run < bs ? len - done - run : bs;
+		}
+		if (!e) {
+			memset(buf + done, 0, run);
+		} else {
+			r = uzram_read(fs->dev, buf + done, run,
+				       (e - 1) * bs + pos % bs);
+			if (r < 0)
+				return r;
+		}
+		done += run;
+	}
+	return 0;
+}
+
+/* Map the blocks of [pos, pos + want) that lie in a row on the device;
+ * the length of that row, or a negative errno when none could be. */
+static long map_run(struct uzfs *fs, struct node *n, uint64_t pos, size_t want,
+		    uint64_t *dev_off)
+{
+	uint64_t bs = fs->bsize, blk, next;
+	size_t run = (size_t)(bs - pos % bs);
+	int r = bmap_map(fs, n, pos / bs, &blk);
+
+	if (r < 0)
+		return r;
+	*dev_off = blk * bs + pos % bs;
+	if (run > want)
+		run = want;
+	while (run < want) {
+		if (bmap_map(fs, n, (pos + run) / bs, &next) < 0 ||
+		    next != blk + (pos + run) / bs - pos / bs)
+			break;
+		run += want - run < bs ? want - run : bs;
+	}
+	return (long)run;
+}
+
+/* How much of a failed run of pages went in, written again page by page. */
+static size_t written_part(struct uzfs *fs, const char *buf, size_t len,
+			   uint64_t dev_off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		size_t step = UZRAM_PAGE_SIZE - (dev_off + done) % UZRAM_PAGE_SIZE;
+
+		if (step > len - done)
+			step = len - done;
+		if (uzram_write(fs->dev, buf + done, step, dev_off + done) < 0)
+			break;
+		done += step;
+	}
+	return done;
+}
+
+long bmap_write(struct uzfs *fs, struct node *n, const char *buf, size_t len,
+		uint64_t off)
+{
+	size_t done = 0;
+	int r = 0;
+
+	if (off + len > UZFS_MAX_FILE || off + len < off)
+		return -EFBIG;
+	while (done < len) {
+		uint64_t dev_off;
+		long run = map_run(fs, n, off + done, len - done, &dev_off);
+
+		if (run < 0) {
+			r = (int)run;
+			break;
+		}
+		r = uzram_write(fs->dev, buf + done, (size_t)run, dev_off);
+		if (r < 0) {
+			done += written_part(fs, buf + done, (size_t)run, dev_off);
+			break;
+		}
+		done += (size_t)run;
+	}
+	if (off + done > n->size && done)
+		n->size = off + done;
+	if (r < 0) /* blocks mapped for bytes that did not go in */
+		bmap_free_range(fs, n, (n->size + fs->bsize - 1) / fs->bsize,
+				(off + len + fs->bsize - 1) / fs->bsize);
+	return done || !r ? (long)done : r;
+}
+
+int64_t bmap_seek(struct uzfs *fs, const struct node *n, uint64_t off,
+		  bool data)
+{
+	uint64_t bs = fs->bsize, size = n->size;
+
+	for (uint64_t pos = off; pos < size;) {
+		uint64_t f = pos / bs, c = f / BMAP_CHUNK;
+
+		if (data && (c >= n->nchunks || !n->chunks[c])) {
+			pos = (c + 1) * BMAP_CHUNK * bs; /* a chunk of holes */
+			continue;
+		}
+		if ((bmap_get(n, f) != 0) == data)
+			return (int64_t)pos;
+		pos = (f + 1) * bs;
+	}
+	return data ? -ENXIO : (int64_t)size;
+}

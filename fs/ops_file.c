@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ops_file.c - the FUSE operations on one node: attributes (getattr,
+ * setattr, readlink, statfs), file handles (open, release, fsync), data
+ * (read, write, fallocate, lseek; the blocks are bmap.c's) and extended
+ * attributes. Each holds the node's lock (node.c has the lock rules).
+ *
+ * Locks: flock() and fcntl() locks are left to the kernel, which keeps
+ * them itself when a FUSE file system has no lock operations; mmap goes
+ * through the kernel's page cache and read/write below.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "uzram.h"
+#include "uzfs_impl.h"
+
+static void reply_attr(fuse_req_t req, struct node *n)
+{
+	struct stat st;
+
+	node_fill_attr(req_fs(req), n, &st);
+	fuse_reply_attr(req, &st, ENTRY_TIMEOUT);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct node *n = node_of(req_fs(req), ino);
+
+	(void)fi;
+	pthread_rwlock_rdlock(&n->lock);
+	reply_attr(req, n);
+	pthread_rwlock_unlock(&n->lock);
+}
+
+/* The times of setattr; the caller holds n->lock for writing. */
+static void set_times(struct node *n, const struct stat *attr, int to_set,
+		      const struct timespec *now)
+{
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+		n->atime = *now;
+	else if (to_set & FUSE_SET_ATTR_ATIME)
+		n->atime = attr->st_atim;
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+		n->mtime = *now;
+	else if (to_set & FUSE_SET_ATTR_MTIME)
+		n->mtime = attr->st_mtim;
+	n->ctime = (to_set & FUSE_SET_ATTR_CTIME) ? attr->st_ctim : *now;
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		       int to_set, struct fuse_file_info *fi)
+{
+	struct uzfs *fs = req_fs(req);
+	struct node *n = node_of(fs, ino);
+	struct timespec now;
+	int r = 0;
+
+	(void)fi;
+	time_now(&now);
+	pthread_rwlock_wrlock(&n->lock);
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		if (!S_ISREG(n->mode))
+			r = S_ISDIR(n->mode) ? -EISDIR : -EINVAL;
+		else if ((uint64_t)attr->st_size > UZFS_MAX_FILE)
+			r = -EFBIG;
+		else
+			r = bmap_truncate(fs, n, (uint64_t)attr->st_size);
+		if (!r && !(to_set & FUSE_SET_ATTR_MTIME))
+			n->mtime = now;
+	}
+	if (!r) {
+		if (to_set & FUSE_SET_ATTR_MODE)
+			n->mode = (n->mode & S_IFMT) | (attr->st_mode & 07777);
+		if (to_set & FUSE_SET_ATTR_UID)
+			n->uid = attr->st_uid;
+		if (to_set & FUSE_SET_ATTR_GID)
+			n->gid = attr->st_gid;
+		set_times(n, attr, to_set, &now);
+		reply_attr(req, n);
+	}
+	pthread_rwlock_unlock(&n->lock);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct node *n = node_of(req_fs(req), ino);
+
+	pthread_rwlock_rdlock(&n->lock);
+	if (n->target)
+		fuse_reply_readlink(req, n->target);
+	else
+		fuse_reply_err(req, EINVAL);
+	pthread_rwlock_unlock(&n->lock);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct uzfs *fs = req_fs(req);
+	struct statvfs sv = { 0 };
+	uint64_t files = 1ull << 32;
+
+	(void)ino;
+	pthread_mutex_lock(&fs->alloc_lock);
+	sv.f_bfree = sv.f_bavail = fs->nfree;
+	pthread_mutex_unlock(&fs->alloc_lock);
+	sv.f_bsize = sv.f_frsize = fs->bsize;
+	sv.f_blocks = fs->nblocks;
+	sv.f_files = files;
+	sv.f_ffree = sv.f_favail = files - atomic_load(&fs->nnodes);
+	sv.f_namemax = UZFS_NAME_MAX;
+	fuse_reply_statfs(req, &sv);
+}
+
+/* Only when the kernel cannot open without us (no FUSE_CAP_NO_OPEN_SUPPORT). */
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct uzfs *fs = req_fs(req);
+
+	if (fs->no_open) {
+		fuse_reply_err(req, ENOSYS); /* the kernel stops asking */
+		return;
+	}
+	if (S_ISDIR(node_of(fs, ino)->mode)) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	fi->keep_cache = 1; /* O_TRUNC came as a setattr: no atomic_o_trunc */
+	fuse_reply_open(req, fi);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		     struct fuse_file_info *fi)
+{
+	(void)ino, (void)datasync, (void)fi;
+	fuse_reply_err(req, 0); /* the data is where it stays */
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct uzfs *fs = req_fs(req);
+	struct node *n = node_of(fs, ino);
+	char *buf = malloc(size ? size : 1);
+	int r = buf ? 0 : -ENOMEM;
+
+	(void)fi;
+	pthread_rwlock_rdlock(&n->lock);
+	if ((uint64_t)off >= n->size)
+		size = 0;
+	else if ((uint64_t)off + size > n->size)
+		size = (size_t)(n->size - (uint64_t)off);
+	if (!r && size)
+		r = bmap_read(fs, n, buf, size, (uint64_t)off);
+	pthread_rwlock_unlock(&n->lock);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_buf(req, buf, size);
+	free(buf);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		     size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct uzfs *fs = req_fs(req);
+	struct node *n = node_of(fs, ino);
+	long r;
+
+	pthread_rwlock_wrlock(&n->lock);
+	if (fi->flags & O_APPEND)
+		off = (off_t)n->size;
+	r = bmap_write(fs, n, buf, size, (uint64_t)off);
+	if (r > 0) {
+		time_now(&n->mtime);
+		n->ctime = n->mtime;
+	}
+	pthread_rwlock_unlock(&n->lock);
+	if (r < 0)
+		fuse_reply_err(req, (int)-r);
+	else
+		fuse_reply_write(req, (size_t)r);
+}
+
+/* Map every block of [off, off + len) (fallocate's mode 0). */
+static int allocate(struct uzfs *fs, struct node *n, uint64_t off, uint64_t len)
+{
+	uint64_t blk;
+	int r = 0;
+
+	for (uint64_t f = off / fs->bsize; !r && f * fs->bsize < off + len; f++)
+		r = bmap_map(fs, n, f, &blk);
+	return r;
+}
+
+static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
+			 off_t len, struct fuse_file_info *fi)
+{
+	struct uzfs *fs = req_fs(req);
+	struct node *n = node_of(fs, ino);
+	uint64_t end = (uint64_t)off + (uint64_t)len;
+	int r;
+
+	(void)fi;
+	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE |
+		     FALLOC_FL_ZERO_RANGE)) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	if (end > UZFS_MAX_FILE || !S_ISREG(n->mode)) {
+		fuse_reply_err(req, S_ISREG(n->mode) ? EFBIG : ENODEV);
+		return;
+	}
+	pthread_rwlock_wrlock(&n->lock);
+	if (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE))
+		r = bmap_zero(fs, n, (uint64_t)off, (uint64_t)len);
+	else
+		r = allocate(fs, n, (uint64_t)off, (uint64_t)len);
+	if (!r && !(mode & FALLOC_FL_KEEP_SIZE) && end > n->size)
+		n->size = end;
+	if (!r) {
+		time_now(&n->mtime);
+		n->ctime = n->mtime;
+	}
+	pthread_rwlock_unlock(&n->lock);
+	fuse_reply_err(req, -r);
+}
+
+static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	struct uzfs *fs = req_fs(req);
+	struct node *n = node_of(fs, ino);
+	int64_t r = -EINVAL;
+
+	(void)fi;
+	pthread_rwlock_rdlock(&n->lock);
+	if (whence == SEEK_DATA || whence == SEEK_HOLE)
+		r = (uint64_t)off >= n->size ? -ENXIO :
+		    bmap_seek(fs, n, (uint64_t)off, whence == SEEK_DATA);
+	pthread_rwlock_unlock(&n->lock);
+	if (r < 0)
+		fuse_reply_err(req, (int)-r);
+	else
+		fuse_reply_lseek(req, (off_t)r);
+}
+
+void ops_file_init(struct fuse_lowlevel_ops *ops)
+{
+	ops->getattr = op_getattr;
+	ops->setattr = op_setattr;
+	ops->readlink = op_readlink;
+	ops->statfs = op_statfs;
+	ops->open = op_open;
+	ops->fsync = op_fsync;
+	ops->read = op_read;
+	ops->write = op_write;
+	ops->fallocate = op_fallocate;
+	ops->lseek = op_lseek;
+	ops_xattr_init(ops);
+}

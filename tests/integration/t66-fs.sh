@@ -1,0 +1,274 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# t66-fs.sh - uzram's own file system (`uzram mount --via fs`, the default
+# without root), as root and as the unprivileged user nobody, each beside
+# a tmpfs: the model test (fs_model.py: random operations on both trees,
+# compared after every step, several seeds); the hard-link case of issue
+# 32; real programs: tar x and diff -r, git, sqlite3, rsync -aHAX in and
+# out, stress-ng's file-system stressors; mmap, flock and fcntl locks, SEEK_DATA/SEEK_HOLE, xattrs; memory
+# given back after rm -rf; ENOSPC at --size with nothing lost; the keeper
+# killed (ENOTCONN), uzram umount, and DIR mounted again.
+source "$(dirname "$0")/functions.sh"
+require fusermount3 tar setpriv git sqlite3 rsync flock diff stress-ng
+real_server || skip_all "uzram mount is a uzram command"
+
+SEEDS=${FS_MODEL_SEEDS:-3}
+STEPS=${FS_MODEL_STEPS:-250}
+export UZRAM_RUNTIME_DIR=$T/run
+mkdir -m 700 "$T/run"
+AS=()
+
+as() { "${AS[@]}" env UZRAM_RUNTIME_DIR="$UZRAM_RUNTIME_DIR" "$@"; }
+um() { as "${SANITIZER_RUN[@]}" "$UZRAM" "$@"; }
+is_mounted() { grep -qF " $1 " /proc/self/mountinfo; }
+_unmount()
+{
+	is_mounted "$1" || return 0
+	umount "$1" 2>/dev/null || as fusermount3 -u "$1" 2>/dev/null ||
+		umount -l "$1" 2>/dev/null || true
+}
+
+# mount_fs DIR ARGS...: uzram mount DIR --via fs ARGS; the keeper in KEEPER.
+mount_fs()
+{
+	local dir=$1
+	shift
+	um mount "$dir" --via fs "$@" 2>"$T/mount.err" ||
+		fail "uzram mount $dir $*: $(cat "$T/mount.err")"
+	KEEPER=$(cat "$(dirname "$(grep -lxF "$dir" "$UZRAM_RUNTIME_DIR"/m-*/dir)")/pid")
+	on_exit _unmount "$dir"
+	is_mounted "$dir" || fail "$dir is not a mount point after uzram mount"
+}
+
+rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+dev_mem()
+{
+	um stat --mount "$1" --json |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["mem_used_total"])'
+}
+
+# The operations that go through the kernel rather than our ops.
+kernel_features()
+{
+	local d=$1
+	as python3 - "$d" <<'PY'
+import fcntl, mmap, os, sys
+d = sys.argv[1]
+p = os.path.join(d, "mm")
+with open(p, "wb") as f:
+    f.write(b"a" * 100000)
+with open(p, "r+b") as f:          # shared write mapping, read back by read()
+    m = mmap.mmap(f.fileno(), 100000)
+    m[5000:5005] = b"hello"
+    m.flush()
+    m.close()
+fd = os.open(p, os.O_RDONLY | os.O_DIRECT)
+assert os.pread(fd, 5, 5000) == b"hello", "shared mmap write not on the fs"
+os.close(fd)
+with open(p, "r+b") as f:          # a private mapping changes nothing
+    m = mmap.mmap(f.fileno(), 100000, flags=mmap.MAP_PRIVATE)
+    m[0:3] = b"zzz"
+    m.close()
+assert open(p, "rb").read(3) == b"aaa", "MAP_PRIVATE wrote through"
+with open(p, "r+b") as f, open(p, "r+b") as g:   # fcntl locks
+    fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    with open(p, "r+b") as h:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                fcntl.lockf(h, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                os._exit(1)
+            except OSError:
+                os._exit(0)
+        assert os.waitpid(pid, 0)[1] == 0, "fcntl lock not exclusive"
+    fcntl.flock(g, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        with open(p, "rb") as h:
+            fcntl.flock(h, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        raise SystemExit("flock not exclusive")
+    except BlockingIOError:
+        pass
+s = os.path.join(d, "sparse")       # SEEK_DATA / SEEK_HOLE after a punch
+fd = os.open(s, os.O_RDWR | os.O_CREAT, 0o644)
+os.pwrite(fd, b"x" * (1 << 20), 0)
+os.posix_fallocate(fd, 0, 1)
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+assert libc.fallocate(fd, 3, ctypes.c_long(65536), ctypes.c_long(131072)) == 0
+assert os.lseek(fd, 0, os.SEEK_HOLE) == 65536, os.lseek(fd, 0, os.SEEK_HOLE)
+assert os.lseek(fd, 65536, os.SEEK_DATA) == 196608
+assert os.pread(fd, 4, 70000) == b"\0" * 4
+os.close(fd)
+os.setxattr(s, "user.k", b"v1")
+assert os.getxattr(s, "user.k") == b"v1" and "user.k" in os.listxattr(s)
+os.removexattr(s, "user.k")
+os.unlink(s); os.unlink(p)
+fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o644)   # open, unlinked: still there
+os.pwrite(fd, b"k" * 300000, 0)
+os.unlink(p)
+os.pwrite(fd, b"z" * 10, 299990)
+fd2 = os.open(os.path.join(d, "other"), os.O_RDWR | os.O_CREAT, 0o644)
+os.pwrite(fd2, os.urandom(300000), 0)              # takes free blocks, if any
+os.close(fd2); os.unlink(os.path.join(d, "other"))
+fd3 = os.open("/proc/self/fd/%d" % fd, os.O_RDONLY | os.O_DIRECT) # not the cache
+assert os.pread(fd3, 300000, 0) == b"k" * 299990 + b"z" * 10, "unlinked file lost"
+os.close(fd3); os.close(fd)
+PY
+}
+
+# The same work in DIR and in a tmpfs beside it.
+real_programs()
+{
+	local d=$1 ref=$2
+	step "$WHO: tar x of the corpus, diff -r against tmpfs"
+	as tar -xf "$TAR" -C "$d"
+	as tar -xf "$TAR" -C "$ref"
+	as diff -r --no-dereference "$d" "$ref" >"$T/diff.out" 2>&1 ||
+		fail "diff -r: $(head -n 5 "$T/diff.out")"
+	step "$WHO: rsync -aHAX in and out"
+	as mkdir "$d/rs" "$ref/rs-back"
+	as rsync -aHAX "$ref/" "$d/rs/" --exclude rs --exclude rs-back
+	as rsync -aHAX "$d/rs/" "$ref/rs-back/"
+	as diff -r --no-dereference "$d/rs" "$ref/rs-back" >"$T/diff.out" 2>&1 ||
+		fail "rsync round trip: $(head -n 5 "$T/diff.out")"
+	step "$WHO: git init, add, commit, fsck"
+	as mkdir "$d/repo"
+	as cp -r "$ref/usr" "$d/repo/" 2>/dev/null || as cp "$TAR" "$d/repo/"
+	as env HOME="$d" git -C "$d/repo" init -q
+	as env HOME="$d" git -C "$d/repo" add -A
+	as env HOME="$d" git -C "$d/repo" -c user.name=t -c user.email=t@t \
+		commit -qm corpus
+	as env HOME="$d" git -C "$d/repo" fsck --full --strict 2>"$T/fsck.out" ||
+		fail "git fsck: $(head -n 5 "$T/fsck.out")"
+	step "$WHO: sqlite3 write loop, integrity_check"
+	as sqlite3 "$d/db" "create table t(k integer primary key, v text);" \
+		"with recursive c(x) as (select 1 union all select x+1 from c where x<20000)
+		 insert into t(v) select hex(randomblob(60)) from c;" \
+		"delete from t where k % 3 = 0; update t set v = v || v where k % 5 = 0;" \
+		"vacuum;" >/dev/null
+	assert_eq "$(as sqlite3 "$d/db" 'pragma integrity_check;')" ok \
+		"sqlite3 integrity_check"
+	kernel_features "$d"
+	step "$WHO: stress-ng's file-system stressors, with --verify"
+	as mkdir "$d/sng"
+	as stress-ng --temp-path "$d/sng" --hdd 2 --hdd-bytes 16M --verify \
+		--dentry 1 --link 1 --symlink 1 --rename 1 --fallocate 1 \
+		--fallocate-bytes 8M --seek 1 --seek-size 8M -t 3 \
+		>"$T/sng.out" 2>&1 || fail "stress-ng: $(tail -n 5 "$T/sng.out")"
+	as rm -rf "$d/sng"
+}
+
+run_user()
+{
+	local d=$1 ref=$2 s full empty base
+	step "$WHO: the hard link of issue 32: write through b, read through a"
+	as sh -c "printf old >'$d/a' && ln '$d/a' '$d/b'"
+	dd if=/dev/urandom of="$T/64k.$WHO" bs=64K count=1 status=none
+	as dd if="$T/64k.$WHO" of="$d/b" bs=64K conv=notrunc status=none
+	as dd if="$d/a" iflag=direct bs=64K status=none >"$T/back"
+	cmp -s "$T/64k.$WHO" "$T/back" || fail "a shows other bytes than written through b"
+	as rm "$d/a" "$d/b"
+
+	step "$WHO: the model test, $SEEDS seeds of $STEPS steps"
+	for ((s = 1; s <= SEEDS; s++)); do
+		as python3 "$ITEST_DIR/fs_model.py" "$d" "$ref" "$s$RANDOM_SALT" \
+			"$STEPS" >/dev/null 2>"$T/model.err" ||
+			fail "$(cat "$T/model.err")"
+		as sh -c "rm -rf '$d'/* '$ref'/*"
+	done
+	real_programs "$d" "$ref"
+	step "$WHO: memory given back after rm -rf"
+	# the device's memory (uzram stat --mount); the keeper's RSS is shown
+	# too, but sanitizers keep freed memory and libfuse's buffers grow
+	as rm -rf "$d/usr" "$d/rs" "$d/repo" "$d/db"
+	sleep 1.5
+	base=$(dev_mem "$d") rss0=$(rss_kib "$KEEPER")
+	as tar -xf "$TAR" -C "$d"
+	full=$(dev_mem "$d") rss1=$(rss_kib "$KEEPER")
+	as rm -rf "$d/usr"
+	sleep 2.5 # the compactor runs a second after frees
+	empty=$(dev_mem "$d") rss2=$(rss_kib "$KEEPER")
+	echo "$WHO: the device's memory $base B empty, $full B with the corpus," \
+		"$empty B after rm -rf (the keeper's RSS: $rss0, $rss1, $rss2 KiB;" \
+		"the corpus on tmpfs: $(du -sk "$ref/usr" | cut -f1) KiB)"
+	(( (empty - base) * 100 <= (full - base) * 5 )) ||
+		fail "rm -rf gave back only $((full - empty)) of $((full - base)) bytes"
+}
+
+# ENOSPC at the size: the write fails, the file system stays whole.
+full_fs()
+{
+	local d=$1
+	step "$WHO: ENOSPC at --size, nothing lost"
+	mount_fs "$d" --size 16M
+	as dd if=/dev/urandom of="$d/keep" bs=1M count=4 status=none
+	sha_keep=$(as sha256sum "$d/keep" | cut -d' ' -f1)
+	if as dd if=/dev/urandom of="$d/big" bs=1M count=32 status=none 2>"$T/dd.err"; then
+		fail "32 MiB fit in a 16 MiB file system"
+	fi
+	grep -q "No space left" "$T/dd.err" || fail "not ENOSPC: $(cat "$T/dd.err")"
+	assert_eq "$(as sha256sum "$d/keep" | cut -d' ' -f1)" "$sha_keep" "kept file"
+	as rm "$d/big"
+	as dd if=/dev/urandom of="$d/again" bs=1M count=8 status=none
+	step "$WHO: SIGKILL of the keeper: ENOTCONN, uzram umount, mount again"
+	kill -KILL "$KEEPER"
+	for ((i = 0; i < 50; i++)); do
+		! running "$KEEPER" && break
+		sleep 0.1
+	done
+	if as ls "$d" >/dev/null 2>"$T/ls.err"; then fail "DIR still answers"; fi
+	# ECONNABORTED while a request was in flight, ENOTCONN after
+	grep -Eq "not connected|connection abort" "$T/ls.err" ||
+		fail "not ENOTCONN: $(cat "$T/ls.err")"
+	um umount "$d" 2>/dev/null || fail "uzram umount after SIGKILL"
+	is_mounted "$d" && fail "$d still mounted"
+	mount_fs "$d" --size 16M
+	as touch "$d/new" || fail "touch after the new mount: $(as touch "$d/new" 2>&1)"
+	um umount "$d" 2>"$T/umount.err" || fail "uzram umount: $(cat "$T/umount.err")"
+	[[ -z $(ls -A "$UZRAM_RUNTIME_DIR") ]] || fail "runtime files left"
+}
+running()
+{
+	local st
+	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
+	[[ ${st%% *} != Z ]]
+}
+
+both()
+{
+	local d=$1 ref=$2
+	mount_fs "$d" --size 2G
+	run_user "$d" "$ref"
+	um umount "$d" || fail "uzram umount $d"
+	is_mounted "$d" && fail "$d still mounted after uzram umount"
+	full_fs "$d"
+}
+
+RANDOM_SALT=${FS_MODEL_SALT:-}
+members=$(complete_members "$TAR" "$T/files.tar")
+((members > 0)) || fail "no complete regular file in $TAR"
+TAR=$T/files.tar
+
+WHO=root # with libfuse's multi-threaded loop; nobody's has the default
+export UZRAM_FS_THREADS=4
+mkdir "$T/fs" "$T/ref"
+mount -t tmpfs -o size=2G tmpfs "$T/ref"
+on_exit umount "$T/ref"
+both "$T/fs" "$T/ref"
+
+WHO=nobody
+unset UZRAM_FS_THREADS
+if [[ $(stat -c %a /dev/fuse) != 666 ]]; then
+	on_exit chmod "$(stat -c %a /dev/fuse)" /dev/fuse
+	chmod 666 /dev/fuse
+fi
+AS=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+chmod 711 "$T"
+install -d -o nobody -g nogroup -m 700 "$T/nb" "$T/nb/run" "$T/nb/fs"
+install -o nobody -g nogroup -m 644 "$TAR" "$T/nb/files.tar"
+TAR=$T/nb/files.tar
+UZRAM_RUNTIME_DIR=$T/nb/run
+as test -x "$UZRAM" || skip_all "user nobody cannot run $UZRAM"
+rm -rf "$T/ref"/*
+chown nobody:nogroup "$T/ref"
+both "$T/nb/fs" "$T/ref"
