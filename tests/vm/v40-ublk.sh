@@ -101,7 +101,10 @@ kill "$sampler"; wait "$sampler" 2>/dev/null
 sleep 3
 idle=$(overhead_kib); peak=$(cat /tmp/peak)
 info "server memory beyond the device's: $peak KiB at most during the writes, $idle KiB idle"
-check idle-buffers-released test $((peak - idle)) -ge 4096
+# Half of the 8 MiB, as the sampler (every 0.2 s, a uzram stat each) can
+# miss the peak on a busy host: 4024 KiB were seen beside other VMs. Without
+# the release the idle figure is above the peak (25710 -> 30394 KiB).
+check idle-buffers-released test $((peak - idle)) -ge 2048
 
 check stop stop "$UZRAM_PID"
 check nothing-left gone "$dev"
