@@ -1,0 +1,14 @@
+# SPDX-License-Identifier: MIT
+# v34-swap-random.sh - the random workload of v33-swap-random-ublk.sh over
+# NBD: the guest's zram, then /dev/nbd0 attached by the kernel's NBD client
+# to `uzram serve --swap` in the same guest (Debian 12's 6.1). The body is
+# tests/vm/guest-swap.sh.
+# vm-mem: 384
+# vm-cpus: 2
+# vm-timeout: 2100
+# vm-modules: nbd zram lz4
+# vm-programs: hog rhog swapwatch
+# vm-data: heap-python.core:64:8
+SWAP_TRANSPORT=nbd
+SWAP_WORKLOAD=random
+source /guest-swap.sh
