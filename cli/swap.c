@@ -14,8 +14,6 @@
  *            3. nbd: nbd-client -unix ... -swap attaches /dev/nbdN;
  *               ublk: wait for the server's /dev/ublkbN
  *            4. mkswap, swapon --discard=pages -p PRIORITY
- *            5. vm.page-cluster 0 (swap_tune.c; the last device's
- *               swapoff restores the value it found)
  *   swapoff  the same backwards (swapoff, nbd-client -d for nbd, SIGTERM
  *            to the server, which removes a ublk device itself), for
  *            --device or every DEV.pid there
@@ -206,7 +204,6 @@ static int swap_down(const struct swap_transport *t, int n, const char *who)
 	if (t->detach(n) != 0)
 		rc = 1;
 	stop_server(t, n, who);
-	swap_tune_restore(who);
 	return rc;
 }
 
@@ -313,7 +310,6 @@ int cmd_swapon(int argc, char **argv)
 	     limit[32], prio[16], idbuf[16];
 	char *serve[20], *extra[4];
 	int r, n, fd, k = 0;
-	long was;
 	pid_t pid;
 	FILE *f;
 
@@ -416,12 +412,6 @@ int cmd_swapon(int argc, char **argv)
 	}
 	printf("uzram swapon: %s (%s), %llu MiB, %s, priority %llu, server pid %ld\n",
 	       dev, t->name, a.size >> 20, a.algorithm, a.priority, (long)pid);
-	r = swap_tune_apply(&was);
-	if (r < 0)
-		fprintf(stderr, "uzram swapon: cannot set vm.page-cluster: %s\n", strerror(-r));
-	else if (was)
-		printf("uzram swapon: vm.page-cluster 0 (was %ld; uzram swapoff "
-		       "restores it)\n", was);
 	return 0;
 
 dir_fail:

@@ -53,14 +53,4 @@ void swap_sleep_ms(int ms);
  */
 int swap_run(char *const argv[], int out_fd, int secs, bool detach);
 
-/* cli/swap_tune.c */
-/*
- * vm.page-cluster 0 for uzram's swap; the value found is saved in
- * SWAP_DIR (once, by the first device) and put in *was. 0 or -errno.
- */
-int swap_tune_apply(long *was);
-/* Once no device of SWAP_DIR is left: the saved vm.page-cluster back.
- * A message after "who: " if it cannot be written. */
-void swap_tune_restore(const char *who);
-
 #endif

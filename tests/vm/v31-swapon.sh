@@ -4,15 +4,13 @@
 # zram-generator's defaults (min(RAM / 2, 4 GiB), zstd, priority 100),
 # --transport ublk is refused, a second device beside the first, and
 # swapoff taking every piece down: no swap, no client, no server, no
-# files left, and vm.page-cluster (0 while uzram swaps) as it was.
+# files left.
 # vm-mem: 256
 # vm-timeout: 240
 # vm-modules: nbd
 source /guest-lib.sh
 
 ram_kib=$(awk '/MemTotal/ { print $2 }' /proc/meminfo)
-# swapon sets vm.page-cluster 0; the last swapoff puts back what it found
-sysctl -q -w vm.page-cluster=2
 check swapon-defaults bounded 120 uzram swapon
 line=$(awk '$1 == "/dev/nbd0"' /proc/swaps)
 info "/proc/swaps: $line"
@@ -21,7 +19,6 @@ prio=$(echo "$line" | awk '{ print $5 }')
 # mkswap keeps one page for its header
 check size-half-ram test "$size_kib" -ge $((ram_kib / 2 - 8)) -a "$size_kib" -le $((ram_kib / 2))
 check priority-100 test "$prio" = 100
-check page-cluster-0 test "$(cat /proc/sys/vm/page-cluster)" = 0
 check algorithm-zstd test "$(stat_field /run/uzram/swap/nbd0.sock algorithm)" = zstd
 pid=$(cat /run/uzram/swap/nbd0.pid)
 check server-oom-protected test "$(cat /proc/$pid/oom_score_adj)" = -1000
@@ -41,6 +38,5 @@ check no-swap-left test "$(tail -n +2 /proc/swaps | wc -l)" -eq 0
 check no-server-left bash -c '! pidof uzram'
 check no-client-left bash -c '! ls /sys/block/nbd0/pid /sys/block/nbd1/pid 2>/dev/null | grep -q .'
 check no-files-left bash -c 'test -z "$(ls /run/uzram/swap/ | grep -v "\.log$")"'
-check page-cluster-restored test "$(cat /proc/sys/vm/page-cluster)" = 2
 check swapoff-none-fails bash -c '! uzram swapoff 2>/dev/null'
 finish
