@@ -85,15 +85,15 @@ INTEGRATION := $(sort $(wildcard tests/integration/t*.sh))
 SYSTEMD_UNITS := $(sort $(wildcard systemd/*.service systemd/*.socket))
 # Scripts whose checks do not depend on which bytes the corpus holds (the
 # protocol, signals, TLS, limits): make test runs them on one corpus only.
-INTEGRATION_ANY_DATA := $(addprefix tests/integration/,t27-run.sh \
+INTEGRATION_ANY_DATA := $(addprefix tests/integration/,t24-messages.sh t27-run.sh \
 	t50-bad-client.sh t53-limits.sh t54-signals-ctl.sh t55-tls.sh \
-	t56-ctl-socket.sh t57-spec-errors.sh t58-tcp-port.sh t59-ublk-cli.sh \
+	t56-ctl-socket.sh t57-spec-errors.sh t58-tcp-port.sh t59-ublk-cli.sh t64-mount-gone.sh \
 	t72-image-lock.sh t75-man.sh t76-metrics.sh t80-readme.sh t82-generator.sh \
 	t83-socket-activation.sh)
 
 .PHONY: all lib cli deps deps-test deps-bench unit check-unit check-header \
 	check-sanitizers check-integration check-install check-layers check-namespace check-spdx test run bench bench-quick fuzz \
-	fuzz-smoke install install-systemd clean
+	fuzz-smoke install uninstall install-systemd clean
 .DEFAULT_GOAL := all
 
 all: deps lib cli
@@ -301,9 +301,13 @@ check-header:
 	$(CC) -std=c99 -Wall -Wextra -Werror -pedantic -fsyntax-only -x c include/uzram.h
 	$(CXX) -Wall -Wextra -Werror -fsyntax-only -x c++ include/uzram.h
 
-# The calls between the folders are those src/LAYERS declares, and none
-# loops (scripts/check-layers.sh).
+# The calls and includes between the folders are those src/LAYERS
+# declares, and none loops (scripts/check-layers.sh); tests/layers/plant.sh
+# first shows that the check fails on each kind of planted edge.
 check-layers: all
+	bash tests/layers/plant.sh
+	bash tests/layers/help.sh
+	bash tests/layers/api-map.sh
 	bash scripts/check-layers.sh src/LAYERS $(BUILD)/obj $(LIB_OBJS) $(CLI_OBJS)
 
 check-sanitizers:
@@ -363,6 +367,15 @@ install: all
 	ln -sf libuzram.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libuzram.so
 	install -m 644 $(BUILD)/uzram.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
 	install -m 755 $(BUILD)/uzram $(DESTDIR)$(PREFIX)/bin/
+	@$(if $(DESTDIR),:,bash scripts/ldconfig-after.sh install $(LIBDIR))
+
+# What make install put there, with the same PREFIX (and DESTDIR).
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/include/uzram.h $(DESTDIR)$(LIBDIR)/libuzram.a \
+		$(DESTDIR)$(LIBDIR)/libuzram.so $(DESTDIR)$(LIBDIR)/libuzram.so.$(SOVERSION) \
+		$(DESTDIR)$(LIBDIR)/libuzram.so.$(VERSION) \
+		$(DESTDIR)$(LIBDIR)/pkgconfig/uzram.pc $(DESTDIR)$(PREFIX)/bin/uzram
+	@$(if $(DESTDIR),:,bash scripts/ldconfig-after.sh uninstall $(LIBDIR))
 
 # The systemd side (systemd/README.md): units, the generator that makes
 # them from $(SYSCONFDIR)/uzram/uzram.conf, the sysusers file of the

@@ -16,6 +16,11 @@
 int cmd_load(int argc, char **argv);   /* cli/load.c */
 int cmd_serve(int argc, char **argv);  /* cli/serve.c */
 int cmd_stat(int argc, char **argv);   /* cli/client.c: ask a running server */
+/*
+ * cli/stat_text.c: `uzram stat`'s summary for people from the server's
+ * JSON figures (sizes in units, or in bytes with bytes); the exit status.
+ */
+int stat_summary(const char *json, bool bytes, FILE *f);
 int cmd_ctl(int argc, char **argv);    /* cli/client.c: control a running server */
 int cmd_mount(int argc, char **argv);  /* cli/mount.c: a file system at DIR */
 int cmd_umount(int argc, char **argv); /* cli/mount.c: take it down */
@@ -28,16 +33,25 @@ int cmd_swapoff(int argc, char **argv); /* cli/swap.c: and off again */
 struct uzram;
 #define SWAP_RESERVE (16ull << 20) /* reserved when --swap has no --mem-limit */
 int serve_swap_begin(void);                /* before the device exists */
-int serve_swap_ready(struct uzram *dev, uint64_t mem_limit); /* after */
+struct uzram_config;
+/* after: reserves of the allocator what cfg's mem_limit leaves room for */
+int serve_swap_ready(struct uzram *dev, const struct uzram_config *cfg);
 void serve_swap_end(void);                 /* before the device goes */
 
 /*
  * The socket of the server behind `uzram mount DIR` into out (n bytes);
- * 0, or -1 with a message when DIR is not mounted by uzram mount.
+ * 0, or -1 with a message that starts with who ("uzram ctl") when DIR is
+ * not mounted by uzram mount.
  */
-int mount_socket_path(const char *dir, char *out, size_t n);
+int mount_socket_path(const char *who, const char *dir, char *out, size_t n);
 
 /* options.c */
+
+/*
+ * uzram_last_error() without the library call's name it starts with
+ * (common/lib_message.h): what a command prints after its own words.
+ */
+const char *cli_lib_error(void);
 
 /* Parse "123", "4K", "1.5G" (powers of 1024) into bytes; 0 or -EINVAL. */
 int parse_size(const char *s, unsigned long long *out);
@@ -125,6 +139,9 @@ extern const struct cli_command load_cmd, serve_cmd, mount_cmd, umount_cmd,
 	stat_cmd, ctl_cmd, swapon_cmd, swapoff_cmd, ublk_cmd;
 /* The top-level usage: each command with all its options, from the tables. */
 void cli_top_usage(FILE *f);
+/* Its part that lists each command's options and COMMANDs (briefs: and
+ * under each, what it does): also the README's "every option" block. */
+void cli_commands_usage(FILE *f, bool briefs);
 /* "--name ARG" (or "-o ARG" when o has no long name) into out; its length. */
 int cli_option_synopsis(const struct cli_option *o, char *out, size_t n);
 
@@ -139,6 +156,23 @@ int cli_option_synopsis(const struct cli_option *o, char *out, size_t n);
 
 #define CLI_BAD_VALUE (-1)
 #define CLI_USAGE     (-2)
+
+/*
+ * For a take function (below): the value is bad, and fmt says what a good
+ * one is ("at most 64"), in place of what the option's kind suggests.
+ * Returns CLI_BAD_VALUE.
+ */
+int cli_bad_value(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * A device's size for a take function: SIZE as parse_size() reads it, at
+ * least min bytes, never 0, in whole 4 KiB pages. 0, or CLI_BAD_VALUE with
+ * the reason (cli_bad_value()).
+ */
+int cli_take_size(const char *arg, unsigned long long min,
+		  unsigned long long *out);
+
+/* --cluster: a power of two from 4K to 64K; 0 or CLI_BAD_VALUE. */
+int cli_take_cluster(const char *arg, unsigned long long *out);
 
 /*
  * Parse argv's options with cmd's table: take(ctx, key, value) gets each

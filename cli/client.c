@@ -29,7 +29,11 @@
 
 static const struct cli_option stat_opts[] = {
 	CLIENT_OPTIONS,
-	{ "json", 'j', no_argument, NULL, "the figures as one JSON object" },
+	{ "json", 'j', no_argument, NULL, "every figure, as one JSON object" },
+	{ "bytes", 'b', no_argument, NULL,
+	  "the summary's sizes in bytes, not in K, M, G" },
+	{ "all", 'a', no_argument, NULL,
+	  "every figure, one \"name value\" line each, in bytes" },
 	{ "prometheus", 'p', no_argument, NULL,
 	  "the figures in Prometheus's text format, as for\n"
 	  "node_exporter's textfile collector" },
@@ -38,8 +42,9 @@ static const struct cli_option stat_opts[] = {
 
 const struct cli_command stat_cmd = {
 	.name = "stat",
-	.summary = "The figures of a running server (zram's mm_stat and io_stat, and the\n"
-		   "server's own).\n",
+	.summary = "The figures of a running server, as zramctl gives zram's: sizes in units,\n"
+		   "the compression ratio, memory, pages, clients. --json and --all give\n"
+		   "every figure (zram's mm_stat and io_stat, and the server's own).\n",
 	.shorts = "h",
 	.opts = stat_opts,
 	.brief = "print the figures of a running server",
@@ -120,11 +125,16 @@ const struct cli_command ctl_cmd = {
 	.words = ctl_words,
 };
 
+/* What stat is asked for: its output options. */
+struct stat_want {
+	bool json, prom, bytes, all;
+};
+
 /* What stat's and ctl's options say (client_options()). */
 struct client_args {
 	const char *who;
 	const char *sock, *ctl, *port;
-	bool *json, *prom;
+	struct stat_want *want; /* stat's; NULL for ctl */
 };
 
 static int client_take(void *ctx, int key, char *arg)
@@ -138,7 +148,7 @@ static int client_take(void *ctx, int key, char *arg)
 		a->sock = arg;
 		return 0;
 	case 'M':
-		if (mount_socket_path(arg, msock, sizeof msock) < 0)
+		if (mount_socket_path(a->who, arg, msock, sizeof msock) < 0)
 			return 1;
 		a->sock = msock;
 		return 0;
@@ -154,10 +164,16 @@ static int client_take(void *ctx, int key, char *arg)
 		}
 		return 0;
 	case 'j':
-		*a->json = true;
+		a->want->json = true;
 		return 0;
 	case 'p':
-		*a->prom = true;
+		a->want->prom = true;
+		return 0;
+	case 'b':
+		a->want->bytes = true;
+		return 0;
+	case 'a':
+		a->want->all = true;
 		return 0;
 	default:
 		return 2; /* not in the tables */
@@ -173,9 +189,9 @@ static int client_take(void *ctx, int key, char *arg)
  * go on, or the exit status.
  */
 static int client_options(int argc, char **argv, const struct cli_command *cmd,
-			  const char *who, char *path, bool *json, bool *prom)
+			  const char *who, char *path, struct stat_want *want)
 {
-	struct client_args a = { .who = who, .json = json, .prom = prom };
+	struct client_args a = { .who = who, .want = want };
 	int r = cli_parse(cmd, argc, argv, client_take, &a);
 
 	if (r >= 0)
@@ -193,22 +209,24 @@ static int client_options(int argc, char **argv, const struct cli_command *cmd,
 
 int cmd_stat(int argc, char **argv)
 {
+	static char reply[NBD_CTL_REPLY_MAX];
 	char path[PATH_MAX];
-	bool json = false, prom = false;
-	int r = client_options(argc, argv, &stat_cmd, "uzram stat", path,
-			       &json, &prom);
+	struct stat_want w = { 0 };
+	int r = client_options(argc, argv, &stat_cmd, "uzram stat", path, &w);
 
 	if (r >= 0)
 		return r;
 	if (optind != argc)
 		return cli_usage_error(&stat_cmd, "unexpected argument '%s'",
 				       argv[optind]);
-	if (json && prom) {
-		fprintf(stderr, "uzram stat: --json and --prometheus are exclusive\n");
-		return 2;
-	}
-	return nbd_server_ctl(path, json ? "json\n" : prom ? "prometheus\n" :
-			      "text\n", "uzram stat");
+	if (w.json + w.prom + w.all + w.bytes > 1)
+		return cli_usage_error(&stat_cmd, "--json, --prometheus, --all "
+				       "and --bytes are exclusive");
+	if (w.json || w.prom || w.all)
+		return nbd_server_ctl(path, w.json ? "json\n" : w.prom ?
+				      "prometheus\n" : "text\n", "uzram stat");
+	r = nbd_server_ask(path, "json\n", "uzram stat", reply, sizeof reply);
+	return r ? r : stat_summary(reply, w.bytes, stdout);
 }
 
 /* "recompress [type=huge|idle|huge_idle] [threshold=SIZE] [priority=N]" */
@@ -316,8 +334,7 @@ int cmd_ctl(int argc, char **argv)
 {
 	char path[PATH_MAX], req[PATH_MAX + 16], cwd[PATH_MAX];
 	unsigned long long v;
-	int r = client_options(argc, argv, &ctl_cmd, "uzram ctl", path, NULL,
-			       NULL);
+	int r = client_options(argc, argv, &ctl_cmd, "uzram ctl", path, NULL);
 
 	if (r >= 0)
 		return r;

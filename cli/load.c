@@ -119,7 +119,7 @@ static int load_take(void *ctx, int key, char *v)
 	case 'm':
 		return load_size(v, "mem-limit", ULLONG_MAX, &o->mem_limit);
 	case 'C':
-		return load_size(v, "cluster", UINT32_MAX, &o->cluster);
+		return cli_take_cluster(v, &o->cluster);
 	case 'R':
 		errno = 0;
 		o->randread = strtoull(v, &end, 10);
@@ -216,9 +216,9 @@ static double cpu_now(void)
 /* The library's message names the failing offset; fall back on ours. */
 static void fail_io(const char *what, const char *file, uint64_t off, int ret)
 {
-	if (*uzram_last_error())
+	if (*cli_lib_error())
 		fprintf(stderr, "uzram load: cannot %s %s: %s\n", what, file,
-			uzram_last_error());
+			cli_lib_error());
 	else
 		fprintf(stderr, "uzram load: cannot %s %s: %s at offset %llu\n",
 			what, file, uzram_strerror(ret),
@@ -325,7 +325,7 @@ static int save_and_reopen(const struct load_opts *o, struct uzram *dev,
 
 	r->save_s = now() - t;
 	if (ret) {
-		fprintf(stderr, "uzram load: --save: %s\n", uzram_last_error());
+		fprintf(stderr, "uzram load: --save: %s\n", cli_lib_error());
 		return ret;
 	}
 	if (stat(o->save, &sb) == 0)
@@ -338,7 +338,7 @@ static int save_and_reopen(const struct load_opts *o, struct uzram *dev,
 	r->open_s = now() - t;
 	if (ret) {
 		fprintf(stderr, "uzram load: cannot open the image: %s\n",
-			uzram_last_error());
+			cli_lib_error());
 		return ret;
 	}
 	if (uzram_stats(back, &st, sizeof st) == 0)
@@ -384,7 +384,7 @@ static int recompress(const struct load_opts *o, struct uzram *dev,
 	}
 	if (prio < 0) {
 		fprintf(stderr, "uzram load: --recompress: %s\n",
-			uzram_last_error());
+			cli_lib_error());
 		return prio;
 	}
 	t = now();
@@ -394,7 +394,7 @@ static int recompress(const struct load_opts *o, struct uzram *dev,
 	r->recomp_s = now() - t;
 	if (n < 0) {
 		fprintf(stderr, "uzram load: recompress: %s\n",
-			uzram_last_error());
+			cli_lib_error());
 		return (int)n;
 	}
 	return 0;
@@ -419,12 +419,12 @@ static int train(const struct load_opts *o, struct uzram *dev,
 	r->train_s = now() - t;
 	if (n < 0) {
 		fprintf(stderr, "uzram load: --train-dict: %s\n",
-			uzram_last_error());
+			cli_lib_error());
 		return (int)n;
 	}
 	if (!r->train.kept)
 		fprintf(stderr, "uzram load: --train-dict: %s\n",
-			uzram_last_error());
+			cli_lib_error());
 	return 0;
 }
 
@@ -456,7 +456,7 @@ static int open_device(const struct load_opts *o, uint64_t len,
 	free(dict);
 	if (ret)
 		fprintf(stderr, "uzram load: cannot open a device for %s: %s\n",
-			o->file, uzram_last_error());
+			o->file, cli_lib_error());
 	return ret;
 }
 
@@ -490,7 +490,7 @@ static int write_back(struct uzram *dev, struct load_result *r)
 	r->wb_s = now() - t;
 	if (n < 0) {
 		fprintf(stderr, "uzram load: writeback: %s\n",
-			uzram_last_error());
+			cli_lib_error());
 		return (int)n;
 	}
 	return 0;
@@ -531,7 +531,7 @@ static int load(const struct load_opts *o, const unsigned char *map,
 	ret = uzram_stats(dev, &r->st, sizeof(r->st));
 	if (ret) {
 		fprintf(stderr, "uzram load: cannot read the counters: %s\n",
-			uzram_last_error());
+			cli_lib_error());
 		goto out;
 	}
 	if (o->save && r->match)
@@ -553,7 +553,9 @@ int cmd_load(int argc, char **argv)
 	ret = parse_args(argc, argv, &o);
 	if (ret >= 0)
 		return ret;
-	fd = open(o.file, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO with no writer must not hang us before the
+	 * check below refuses it */
+	fd = open(o.file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		fprintf(stderr, "uzram load: cannot open %s: %s\n", o.file,
 			strerror(errno));

@@ -150,16 +150,16 @@ static int runtime_dir(struct mount_req *m, const char *who)
 	return 0;
 }
 
-int mount_socket_path(const char *dir, char *out, size_t n)
+int mount_socket_path(const char *who, const char *dir, char *out, size_t n)
 {
 	struct mount_req m = { 0 };
 	char sock[PATH_MAX];
 
-	if (abs_dir(dir, m.dir) < 0 || runtime_dir(&m, "uzram stat") < 0)
+	if (abs_dir(dir, m.dir) < 0 || runtime_dir(&m, who) < 0)
 		return -1;
 	mount_path(&m, sock, "sock");
 	if (access(sock, F_OK) < 0) {
-		fprintf(stderr, "uzram stat: %s is not mounted by uzram mount\n", dir);
+		fprintf(stderr, "%s: %s is not mounted by uzram mount\n", who, dir);
 		return -1;
 	}
 	snprintf(out, n, "%s", sock);
@@ -352,15 +352,28 @@ static int mount_take(void *ctx, int key, char *arg)
 	struct mount_req *m = ctx;
 	unsigned long long v;
 	unsigned id;
+	int r;
 
 	switch (key) {
 	case 's': case 'm':
-		if (parse_size(arg, &v) < 0 || (key == 's' && v < (16 << 20)))
+		if (key == 's' && (r = cli_take_size(arg, 16 << 20, &v)))
+			return r;
+		if (key == 'm' && parse_size(arg, &v) < 0)
 			return CLI_BAD_VALUE;
+		/* the file system is the limit less 1/16 (sizes()), at least
+		 * the 16M of --size: 0 is no limit */
+		if (key == 'm' && v && v - v / 16 < (16 << 20))
+			return cli_bad_value("0 (no limit) or at least 18M, for a "
+					     "file system of 16M");
 		*(key == 's' ? &m->size : &m->mem_limit) = v;
 		serve_option(m, cli_find(mount_opts, key)->name, arg);
 		return 0;
-	case 'a': case 'l': case 'C': /* uzram serve checks them */
+	case 'C':
+		if (cli_take_cluster(arg, &v))
+			return CLI_BAD_VALUE;
+		serve_option(m, "cluster", arg);
+		return 0;
+	case 'a': case 'l': /* uzram serve checks them */
 		serve_option(m, cli_find(mount_opts, key)->name, arg);
 		return 0;
 	case 'F':
@@ -545,6 +558,24 @@ static void clear_dead(struct mount_req *m)
 		m->dir);
 }
 
+/*
+ * Which part of the stack under DIR has died, or NULL: the server or
+ * nbdfuse that the keeper started (the OOM killer's choice). The kernel
+ * logged the writes since as "lost async page write" and told the writer
+ * they succeeded; only umount can still say so.
+ */
+static const char *stack_gone(const struct mount_req *m, pid_t *pid)
+{
+	static const char *const who[] = { "uzram serve", "nbdfuse" };
+
+	for (int i = 0; i < 2; i++) {
+		*pid = read_pid(m, i ? "nbdfuse.pid" : "server.pid");
+		if (*pid > 0 && !runs_in(m, *pid))
+			return who[i];
+	}
+	return NULL;
+}
+
 /* Create RUN/pid and lock it for the keeper (it inherits the lock). */
 static int lock_run(struct mount_req *m)
 {
@@ -636,10 +667,12 @@ int cmd_mount(int argc, char **argv)
 }
 
 
-static int umount_dir(const struct mount_req *m, const char *via)
+/* Unmount DIR; lazily if that fails and the device under it has gone. */
+static int umount_dir(const struct mount_req *m, const char *via, bool gone)
 {
 	if (geteuid() == 0) {
-		if (umount2(m->dir, 0) == 0)
+		if (umount2(m->dir, 0) == 0 ||
+		    (gone && umount2(m->dir, MNT_DETACH) == 0))
 			return 0;
 		fprintf(stderr, "uzram umount: %s: %s\n", m->dir, strerror(errno));
 		return -1;
@@ -649,7 +682,20 @@ static int umount_dir(const struct mount_req *m, const char *via)
 			m->dir);
 		return -1;
 	}
-	return fusermount("-u", m->dir);
+	return fusermount("-u", m->dir) == 0 ||
+	       (gone && fusermount("-uz", m->dir) == 0) ? 0 : -1;
+}
+
+/* After the clean-up: the exit status, and what was lost if anything. */
+static int umount_status(const char *dir, const char *gone, pid_t pid)
+{
+	if (!gone)
+		return 0;
+	fprintf(stderr, "uzram umount: %s: its device had gone (%s, pid %d, "
+		"had ended): writes to %s since then were lost; cleaned up, "
+		"uzram mount %s may make it again\n", dir, gone, (int)pid, dir,
+		dir);
+	return 1;
 }
 
 static const struct cli_option umount_opts[] = {
@@ -670,9 +716,9 @@ int cmd_umount(int argc, char **argv)
 {
 	struct mount_req m = { 0 };
 	char via[8] = "", path[PATH_MAX];
-	const char *dir;
+	const char *dir, *gone;
 	FILE *f;
-	pid_t pid;
+	pid_t pid, dead;
 	int r = cli_parse(&umount_cmd, argc, argv, NULL, NULL);
 
 	if (r >= 0)
@@ -690,10 +736,11 @@ int cmd_umount(int argc, char **argv)
 	if (runtime_dir(&m, "uzram umount") < 0)
 		return 1;
 	pid = read_pid(&m, "pid");
+	gone = stack_gone(&m, &dead);
 	if (!keeper_alive(&m)) {
 		if (access(m.run, F_OK) == 0) {
 			clear_dead(&m);
-			return 0;
+			return umount_status(dir, gone, dead);
 		}
 		fprintf(stderr, "uzram umount: %s is not mounted by uzram mount\n",
 			dir);
@@ -707,7 +754,7 @@ int cmd_umount(int argc, char **argv)
 		via[strcspn(via, "\n")] = '\0';
 		fclose(f);
 	}
-	if (mount_point_is(m.dir) && umount_dir(&m, via) < 0)
+	if (mount_point_is(m.dir) && umount_dir(&m, via, gone != NULL) < 0)
 		return 1;
 	/* The keeper takes the rest down and removes RUN. */
 	if (wait_gone(pid, UMOUNT_WAIT_MS) < 0) {
@@ -715,5 +762,5 @@ int cmd_umount(int argc, char **argv)
 			"end within %d s\n", (int)pid, dir, UMOUNT_WAIT_MS / 1000);
 		return 1;
 	}
-	return 0;
+	return umount_status(dir, gone, dead);
 }

@@ -4,6 +4,7 @@
  * for what it holds) and whether a path is a mount point: what mount.c and
  * the keeper in mount_stack.c both use.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,16 +60,24 @@ bool mount_point_is(const char *path)
 
 void mount_remove_run(const struct mount_req *m)
 {
-	static const char *const files[] = { "nbdfuse.pid", "server.pid", "via",
-					     "pid", "dir", "log" };
 	char path[PATH_MAX];
+	struct dirent *e;
+	DIR *d = opendir(m->run);
 
+	/*
+	 * Every name in RUN is ours: the files the keeper wrote, and the
+	 * sockets a server killed with SIGKILL could not remove.
+	 */
 	mount_path(m, path, "fuse");
 	rmdir(path);
-	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-		mount_path(m, path, files[i]);
-		unlink(path);
-	}
+	while (d && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+		    strcmp(e->d_name, "fuse")) {
+			mount_path(m, path, e->d_name);
+			unlink(path);
+		}
+	if (d)
+		closedir(d);
 	if (rmdir(m->run) < 0)
 		fprintf(stderr, "uzram mount: rmdir %s: %s\n", m->run,
 			strerror(errno));

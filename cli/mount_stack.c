@@ -504,7 +504,8 @@ static int teardown(struct mount_req *m)
 		msleep(20);
 	}
 	mount_path(m, path, "fuse");
-	if (m->nbdfuse && mount_point_is(path) && run(m, argv) < 0) {
+	/* also when nbdfuse has died: its mount stays, and RUN with it */
+	if (mount_point_is(path) && run(m, argv) < 0) {
 		argv[1] = "-uz";
 		run(m, argv);
 	}

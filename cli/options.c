@@ -14,7 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "uzram.h"
 #include "cli.h"
+#include "../common/lib_message.h"
 
 int parse_level(const char *s, int *level)
 {
@@ -253,6 +255,58 @@ int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
 	return 2;
 }
 
+/* Why the last value was bad, when a take function said (cli_bad_value()). */
+static char bad_why[160];
+
+int cli_bad_value(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(bad_why, sizeof bad_why, fmt, ap);
+	va_end(ap);
+	return CLI_BAD_VALUE;
+}
+
+/* n bytes as the largest unit that divides it: 16M, 4K, 100. */
+static void size_words(unsigned long long n, char *out, size_t len)
+{
+	static const char units[] = "KMGT";
+	int u = -1;
+
+	while (u < 3 && n && n % 1024 == 0) {
+		n /= 1024;
+		u++;
+	}
+	snprintf(out, len, u < 0 ? "%llu" : "%llu%c", n, u < 0 ? 0 : units[u]);
+}
+
+int cli_take_size(const char *arg, unsigned long long min,
+		  unsigned long long *out)
+{
+	char words[32];
+
+	if (parse_size(arg, out) < 0)
+		return CLI_BAD_VALUE;
+	if (*out == 0)
+		return cli_bad_value("more than 0 bytes (0 holds nothing)");
+	size_words(min, words, sizeof words);
+	if (*out < min)
+		return cli_bad_value("at least %s", words);
+	size_words((*out + 4095) & ~4095ull, words, sizeof words);
+	if (*out % 4096)
+		return cli_bad_value("whole 4K pages, such as %s", words);
+	return 0;
+}
+
+int cli_take_cluster(const char *arg, unsigned long long *out)
+{
+	if (parse_size(arg, out) < 0 || *out < UZRAM_PAGE_SIZE ||
+	    *out > 16 * UZRAM_PAGE_SIZE || (*out & (*out - 1)))
+		return CLI_BAD_VALUE;
+	return 0;
+}
+
 /* What a value of o must look like, for the message about a bad one. */
 static const char *value_hint(const struct cli_option *o)
 {
@@ -319,11 +373,12 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv,
 		}
 		r = take ? take(ctx, key, optarg) : 2;
 		if (r == CLI_BAD_VALUE) {
-			const char *hint = value_hint(o);
+			const char *hint = bad_why[0] ? bad_why : value_hint(o);
 
 			fprintf(stderr, "uzram %s: bad value '%s' for --%s%s%s\n",
 				cmd->name, optarg, o->name,
 				hint ? "; want " : "", hint ? hint : "");
+			bad_why[0] = '\0';
 		}
 		if (r == CLI_USAGE)
 			fprintf(stderr, "see `uzram %s --help`\n", cmd->name);
@@ -333,4 +388,9 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv,
 			return r;
 	}
 	return -1;
+}
+
+const char *cli_lib_error(void)
+{
+	return lib_message(uzram_last_error());
 }

@@ -20,6 +20,7 @@
 enum {
 	KEY_UBLK = 0x100, KEY_UBLK_ID, KEY_UBLK_QUEUES, KEY_UBLK_DEPTH,
 	KEY_UBLK_COPY, KEY_UBLK_RECOVERY, KEY_UBLK_TAKE_OVER,
+	KEY_WB_LIMIT, KEY_DRY_RUN,
 };
 
 static const struct cli_option serve_opts[] = {
@@ -55,6 +56,10 @@ static const struct cli_option serve_opts[] = {
 	{ "high-watermark", 'W', required_argument, "PCT",
 	  "of --mem-limit, where moving to --backing starts" },
 	{ "low-watermark", 'w', required_argument, "PCT", "and where it stops" },
+	{ "writeback-limit", KEY_WB_LIMIT, required_argument, "SIZE",
+	  "write at most this much to --backing, by hand and\n"
+	  "by the policy, as zram's writeback_limit (default:\n"
+	  "no limit; `uzram ctl writeback-limit` changes it)" },
 	{ "ctl-socket", 'X', required_argument, "PATH",
 	  "the control socket for `uzram stat` and `uzram ctl`\n"
 	  "(default: SOCKET.ctl, or\n"
@@ -83,7 +88,8 @@ static const struct cli_option serve_opts[] = {
 	  "the whole handshake (default 30)" },
 	{ "metrics", 'E', required_argument, "unix:PATH|[HOST:]PORT",
 	  "answer HTTP GET /metrics there with the figures\n"
-	  "in Prometheus's text format (uzram-stat(1))" },
+	  "in Prometheus's text format (uzram-stat(1)); PORT 0:\n"
+	  "a free port, which the banner and stat print" },
 	{ "threads", 'j', required_argument, "N",
 	  "worker threads that compress a large write's\n"
 	  "clusters beside the connection's thread (default 0:\n"
@@ -115,6 +121,11 @@ static const struct cli_option serve_opts[] = {
 	{ "ublk-take-over", KEY_UBLK_TAKE_OVER, required_argument, "N",
 	  "serve /dev/ublkbN, left by a --ublk-recovery\n"
 	  "server that died (from --image if it saved one)" },
+	{ "dry-run", KEY_DRY_RUN, no_argument, NULL,
+	  "check the options and make the device they describe,\n"
+	  "then exit: nothing listens, and --image, --backing,\n"
+	  "--dict and the TLS keys are not read (uzram swapon\n"
+	  "--dry-run)" },
 	{ "help", 'h', no_argument, NULL, "this text" },
 	{ NULL, 0, 0, NULL, NULL },
 };
@@ -151,6 +162,24 @@ static bool dir_writable(const char *path)
 }
 
 /*
+ * The option given explicitly that the device opened from an image
+ * disagrees with, or NULL. want_size: --size's value (0: not given).
+ */
+static const char *image_conflict(const struct uzram_config *cfg,
+				  const struct uzram *dev, uint64_t want_size,
+				  bool algo_set, bool cluster_set)
+{
+	if (want_size && want_size != uzram_size(dev))
+		return "size";
+	if (algo_set && strcmp(cfg->algorithm, uzram_algorithm(dev, 0)))
+		return "algorithm";
+	if (cluster_set && cfg->cluster_size != uzram_cluster_size(dev) &&
+	    !(cfg->cluster_size == 0 && uzram_cluster_size(dev) == UZRAM_PAGE_SIZE))
+		return "cluster";
+	return NULL;
+}
+
+/*
  * The device: from the image if there is one at `image` (then options
  * given explicitly must agree with it, and --dict is the image's), else a
  * new one with the dictionary at dict_path, if any. 0 or the exit status.
@@ -161,12 +190,15 @@ static int open_device(struct uzram_config *cfg, const char *image,
 {
 	struct stat sb;
 	void *dict = NULL;
+	const char *clash;
+	uint64_t want_size = 0;
 	int r;
 
 	if (image && stat(image, &sb) == 0) {
 		cfg->image = image;
-		if (!size_set)
-			cfg->size = 0;
+		/* the image's size, compared below as the other options are */
+		want_size = size_set ? cfg->size : 0;
+		cfg->size = 0;
 		if (dict_path)
 			fprintf(stderr, "uzram serve: --dict: the dictionaries "
 				"of image %s are used\n", image);
@@ -183,11 +215,8 @@ static int open_device(struct uzram_config *cfg, const char *image,
 	r = uzram_open(cfg, dev);
 	free(dict);
 	if (r < 0) {
-		const char *why = uzram_last_error();
+		const char *why = cli_lib_error();
 
-		/* the library's "open: " says what this line says already */
-		if (!strncmp(why, "open: ", 6))
-			why += 6;
 		fprintf(stderr, "uzram serve: cannot %s the device: %s\n",
 			cfg->image ? "open" : "create",
 			*why ? why : uzram_strerror(r));
@@ -196,22 +225,17 @@ static int open_device(struct uzram_config *cfg, const char *image,
 	/* one device per image: hold a new one's path from the start */
 	if (image && !cfg->image && (r = uzram_image_claim(*dev, image)) < 0) {
 		fprintf(stderr, "uzram serve: --image %s: %s\n", image,
-			uzram_last_error());
+			cli_lib_error());
 		uzram_close(*dev);
 		*dev = NULL;
 		return 1;
 	}
-	if (cfg->image && ((algo_set && strcmp(cfg->algorithm,
-					       uzram_algorithm(*dev, 0))) ||
-			   (cluster_set && cfg->cluster_size !=
-			    uzram_cluster_size(*dev) &&
-			    !(cfg->cluster_size == 0 &&
-			      uzram_cluster_size(*dev) == UZRAM_PAGE_SIZE)))) {
+	clash = cfg->image ? image_conflict(cfg, *dev, want_size, algo_set,
+					    cluster_set) : NULL;
+	if (clash) {
 		fprintf(stderr, "uzram serve: --%s conflicts with image %s "
-			"(%s, %u-byte clusters); leave it out\n",
-			algo_set && strcmp(cfg->algorithm,
-					   uzram_algorithm(*dev, 0)) ?
-			"algorithm" : "cluster", image,
+			"(%llu bytes, %s, %u-byte clusters); leave it out\n",
+			clash, image, (unsigned long long)uzram_size(*dev),
 			uzram_algorithm(*dev, 0), uzram_cluster_size(*dev));
 		uzram_close(*dev);
 		*dev = NULL;
@@ -253,7 +277,7 @@ static int add_recomp(struct uzram *dev, const struct recomp_opt *recomp,
 		}
 		if (r < 0) {
 			fprintf(stderr, "uzram serve: --recomp-algorithm: %s\n",
-				uzram_last_error());
+				cli_lib_error());
 			return 1;
 		}
 	}
@@ -301,7 +325,8 @@ struct serve_args {
 	const char *dict_path;
 	struct recomp_opt recomp[UZRAM_MAX_RECOMP];
 	int nrecomp;
-	bool max_given, size_set, algo_set, cluster_set, swap;
+	bool max_given, size_set, algo_set, cluster_set, swap, dry_run;
+	uint64_t wb_limit;      /* --writeback-limit in bytes; 0: none */
 	bool ublk, ublk_extra;  /* --ublk, and one of its options */
 	bool ublk_copy_set;     /* --ublk-copy given */
 	struct ublk_opts uo;
@@ -429,11 +454,13 @@ static int serve_take(void *ctx, int key, char *arg)
 {
 	struct serve_args *a = ctx;
 	unsigned long long v;
+	int r;
 
 	switch (key) {
 	case 's':
-		if (parse_size(arg, &v) < 0 || v == 0)
-			return CLI_BAD_VALUE;
+		r = cli_take_size(arg, 4096, &v);
+		if (r)
+			return r;
 		a->cfg.size = v;
 		a->size_set = true;
 		return 0;
@@ -449,7 +476,7 @@ static int serve_take(void *ctx, int key, char *arg)
 		a->cfg.mem_limit = v;
 		return 0;
 	case 'C':
-		if (parse_size(arg, &v) < 0 || v > UINT32_MAX)
+		if (cli_take_cluster(arg, &v))
 			return CLI_BAD_VALUE;
 		a->cfg.cluster_size = (uint32_t)v;
 		a->cluster_set = true;
@@ -468,8 +495,10 @@ static int serve_take(void *ctx, int key, char *arg)
 			(uint32_t)v;
 		return 0;
 	case 'j':
-		if (parse_uint(arg, UZRAM_MAX_THREADS, &v) < 0)
+		if (parse_uint(arg, UINT32_MAX, &v) < 0)
 			return CLI_BAD_VALUE;
+		if (v > UZRAM_MAX_THREADS)
+			return cli_bad_value("at most %d", UZRAM_MAX_THREADS);
 		a->cfg.threads = (uint32_t)v;
 		return 0;
 	case 'U':
@@ -477,6 +506,14 @@ static int serve_take(void *ctx, int key, char *arg)
 		return 0;
 	case 'w' + 256:
 		a->swap = true;
+		return 0;
+	case KEY_DRY_RUN:
+		a->dry_run = true;
+		return 0;
+	case KEY_WB_LIMIT:
+		if (parse_size(arg, &v) < 0 || v < UZRAM_PAGE_SIZE)
+			return CLI_BAD_VALUE;
+		a->wb_limit = v;
 		return 0;
 	case 'A':
 		if (a->nrecomp == UZRAM_MAX_RECOMP) {
@@ -500,6 +537,10 @@ static int serve_address(struct serve_args *a, int argc, char **argv)
 {
 	if (check_tls_options(&a->tc) < 0)
 		return 2;
+	if (a->wb_limit && !a->cfg.backing) {
+		fprintf(stderr, "uzram serve: --writeback-limit needs --backing\n");
+		return 2;
+	}
 	if (a->ublk_extra && !a->ublk) {
 		fprintf(stderr, "uzram serve: the --ublk-* options need --ublk\n");
 		return 2;
@@ -532,6 +573,56 @@ static int serve_address(struct serve_args *a, int argc, char **argv)
 		a->sc.socket_path = "uzram.sock";
 	}
 	return 0;
+}
+
+/*
+ * --dry-run: the device the options describe, made and closed, without
+ * the files (image, backing store, dictionaries: their directories must
+ * be writable or they must exist) and without listening. 0, or the exit
+ * status after a message.
+ */
+static int serve_dry_run(struct serve_args *a)
+{
+	const char *files[] = { a->sc.image, a->cfg.backing };
+	struct recomp_opt recomp[UZRAM_MAX_RECOMP];
+	struct uzram *dev = NULL;
+	struct stat sb;
+	int r;
+
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		if (files[i] && strncmp(files[i], "nbd", 3) &&
+		    stat(files[i], &sb) < 0 && !dir_writable(files[i])) {
+			fprintf(stderr, "uzram serve: %s: cannot write in its "
+				"directory: %s\n", files[i], strerror(errno));
+			return 1;
+		}
+	}
+	a->cfg.backing = NULL;
+	memcpy(recomp, a->recomp, sizeof recomp);
+	for (int i = 0; i < a->nrecomp; i++)
+		recomp[i].dict = NULL;
+	r = open_device(&a->cfg, NULL, NULL, a->size_set, a->algo_set,
+			a->cluster_set, &dev);
+	if (!r)
+		r = add_recomp(dev, recomp, a->nrecomp);
+	if (!r)
+		printf("uzram serve: --dry-run: a %llu-byte %s device of %u-byte "
+		       "clusters; not served\n",
+		       (unsigned long long)uzram_size(dev), uzram_algorithm(dev, 0),
+		       uzram_cluster_size(dev));
+	uzram_close(dev);
+	return r;
+}
+
+/* --writeback-limit on the new device: 0, or 1 after a message. */
+static int set_wb_limit(struct uzram *dev, uint64_t bytes)
+{
+	int r = uzram_set_writeback_limit(dev, 1, bytes / UZRAM_PAGE_SIZE);
+
+	if (r < 0)
+		fprintf(stderr, "uzram serve: --writeback-limit: %s\n",
+			uzram_strerror(r));
+	return r < 0;
 }
 
 /* cmd_serve()'s --ublk, as the server's other front end. */
@@ -588,6 +679,8 @@ int cmd_serve(int argc, char **argv)
 	r = serve_address(&a, argc, argv);
 	if (r)
 		return r;
+	if (a.dry_run)
+		return serve_dry_run(&a);
 	if (a.tc.mode != NBD_TLS_OFF && !(tls = nbd_tls_new(&a.tc)))
 		return 1;
 	a.sc.export.tls = tls;
@@ -608,7 +701,9 @@ int cmd_serve(int argc, char **argv)
 			a.algo_set, a.cluster_set, &dev);
 	if (!r)
 		r = add_recomp(dev, a.recomp, a.nrecomp);
-	if (!r && a.swap && serve_swap_ready(dev, a.cfg.mem_limit) < 0)
+	if (!r && a.wb_limit)
+		r = set_wb_limit(dev, a.wb_limit);
+	if (!r && a.swap && serve_swap_ready(dev, &a.cfg) < 0)
 		r = 1;
 	if (r) {
 		serve_swap_end();

@@ -19,7 +19,8 @@
  *                             MCL_ONFAULT): what the program has touched
  *                             so far stays resident
  *   after the device exists   uzram_reserve(): the allocator's frames up
- *                             to --mem-limit (else SWAP_RESERVE) resident
+ *                             to --mem-limit less the slot table's room
+ *                             (swap_reserve(); else SWAP_RESERVE) resident
  *                             now; the data path run once on a scratch
  *                             device of the same algorithm and cluster
  *                             size (warm_up()), so that its code and data
@@ -230,14 +231,40 @@ void serve_swap_end(void)
 	compactor.running = false;
 }
 
-int serve_swap_ready(struct uzram *dev, uint64_t mem_limit)
+/*
+ * What to reserve of the allocator under --mem-limit: the limit less the
+ * room the slot table (8 bytes a cluster) and a dedup index (up to about
+ * 16) take as the device fills, which the same limit covers; a reserve of
+ * the whole limit left them none, and the first write failed with ENOSPC
+ * (issue 30: v31's device with --mem-limit). With a backing store, no
+ * more than the low watermark (less 1/64 of the limit): the reserve
+ * counts as memory used, and above the watermarks the policy thread would
+ * write back all there is, trying to come down to a level it never can.
+ * Half the limit at least, or the low watermark's share.
+ */
+static uint64_t swap_reserve(struct uzram *dev, const struct uzram_config *cfg)
 {
-	uint64_t reserve = mem_limit ? mem_limit : SWAP_RESERVE;
+	uint64_t clusters = uzram_size(dev) / uzram_cluster_size(dev) + 1;
+	uint64_t limit = cfg->mem_limit, room = clusters * 24 + (1u << 20);
+	uint64_t reserve = room < limit / 2 ? limit - room : limit / 2;
+	uint32_t high = cfg->high_watermark ? cfg->high_watermark : 90;
+	uint32_t low = cfg->low_watermark ? cfg->low_watermark : high - 10;
+
+	if (!limit)
+		return SWAP_RESERVE;
+	if (cfg->backing && reserve > limit / 100 * low - limit / 64)
+		reserve = limit / 100 * low - limit / 64;
+	return reserve;
+}
+
+int serve_swap_ready(struct uzram *dev, const struct uzram_config *cfg)
+{
+	uint64_t reserve = swap_reserve(dev, cfg);
 	int r = uzram_reserve(dev, reserve);
 	sigset_t all, old;
 
 	if (r < 0 && r != -ENOSPC) {
-		fprintf(stderr, "uzram serve --swap: %s\n", uzram_last_error());
+		fprintf(stderr, "uzram serve --swap: %s\n", cli_lib_error());
 		return -1;
 	}
 	if (warm_up(dev) < 0)

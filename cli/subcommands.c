@@ -59,6 +59,20 @@ static void command_synopsis(const struct cli_command *cmd, FILE *f)
 	fputc('\n', f);
 }
 
+void cli_commands_usage(FILE *f, bool briefs)
+{
+	for (size_t i = 0; i < cli_ncommands; i++) {
+		const struct cli_command *cmd = cli_commands[i].cmd;
+
+		command_synopsis(cmd, f);
+		if (briefs)
+			fprintf(f, "    %s\n", cmd->brief);
+		for (const struct cli_word *w = cmd->words; w && w->name; w++)
+			fprintf(f, "      %s%s%s\n", w->name, w->args ? " " : "",
+				w->args ? w->args : "");
+	}
+}
+
 void cli_top_usage(FILE *f)
 {
 	fprintf(f, "usage: uzram COMMAND [OPTION]... [OPERAND]...\n"
@@ -67,14 +81,7 @@ void cli_top_usage(FILE *f)
 		fprintf(f, "  %-8s %s\n", cli_commands[i].cmd->name,
 			cli_commands[i].cmd->brief);
 	fprintf(f, "\n");
-	for (size_t i = 0; i < cli_ncommands; i++) {
-		const struct cli_command *cmd = cli_commands[i].cmd;
-
-		command_synopsis(cmd, f);
-		for (const struct cli_word *w = cmd->words; w && w->name; w++)
-			fprintf(f, "      %s%s%s\n", w->name, w->args ? " " : "",
-				w->args ? w->args : "");
-	}
+	cli_commands_usage(f, false);
 	fprintf(f, "\n`uzram COMMAND --help` says what each option does.\n"
 		"algorithms: %s\n", uzram_algorithms());
 }

@@ -21,7 +21,16 @@
  * Defaults: size min(RAM / 2, 4096 MiB), zstd when the library has it, else
  * lz4, priority 100 (zram-generator's zram-size, compression-algorithm,
  * swap-priority). A step that fails undoes the ones before it.
+ *
+ * The device's options that serve takes (--level, --cluster, --backing
+ * and its watermarks, --writeback-limit, --recomp-algorithm, --dedup,
+ * --threads) are checked here for their form and passed on as given
+ * (serve_argv()); what each costs under --swap is in doc/block-device.md.
+ * --dry-run stops before step 1: it prints serve's command line and runs
+ * it with serve's own --dry-run, which makes the device and serves
+ * nothing, so that a unit's command line can be checked without root.
  */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -37,14 +46,45 @@
 #include "cli.h"
 #include "swap.h"
 
+/* Keys of swapon's options that have no letter of their own. */
+enum { KEY_DRY_RUN = 0x100, KEY_WB_LIMIT };
+
 static const struct cli_option swapon_opts[] = {
 	{ "size", 's', required_argument, "SIZE",
 	  "the swap device's size (default min(RAM / 2, 4G))" },
 	{ "algorithm", 'a', required_argument, "ALGO",
 	  "(default zstd, else lz4)" },
+	{ "level", 'l', required_argument, "N",
+	  "its level (default: its own)" },
+	{ "cluster", 'C', required_argument, "4K..64K",
+	  "pages compressed together (default 4K: a swap-in\n"
+	  "reads one page, a larger cluster decodes all of it)" },
 	{ "mem-limit", 'm', required_argument, "SIZE",
-	  "the most memory the device may take; all of it is\n"
-	  "reserved at start (default: no limit, 16M reserved)" },
+	  "the most memory the device may take; reserved at\n"
+	  "start but for the slot table's room (default: no\n"
+	  "limit, 16M reserved)" },
+	{ "backing", 'b', required_argument, "FILE|DEVICE",
+	  "a second tier (needs --mem-limit): past the high\n"
+	  "watermark the server recompresses, then writes\n"
+	  "back the coldest clusters by itself, and writes\n"
+	  "that find memory full go there (default: none;\n"
+	  "a block device is safest, doc/block-device.md)" },
+	{ "high-watermark", 'W', required_argument, "PCT",
+	  "of --mem-limit, where moving to --backing starts\n"
+	  "(default 90)" },
+	{ "low-watermark", 'w', required_argument, "PCT",
+	  "and where it stops (default 10 below the high one)" },
+	{ "writeback-limit", KEY_WB_LIMIT, required_argument, "SIZE",
+	  "write at most this much to --backing, as zram's\n"
+	  "writeback_limit (default: no limit)" },
+	{ "recomp-algorithm", 'A', required_argument, "ALGO[:LEVEL]",
+	  "a secondary algorithm (priority 1, 2, 3 in the order\n"
+	  "given): the policy recompresses old clusters with\n"
+	  "the last one before it writes back (default: none)" },
+	{ "dedup", 'U', no_argument, NULL,
+	  "store clusters with equal bytes once (default: off)" },
+	{ "threads", 'j', required_argument, "N",
+	  "worker threads for large writes (default 0)" },
 	{ "priority", 'p', required_argument, "N", "swapon's priority (default 100)" },
 	{ "transport", 't', required_argument, "auto|ublk|nbd",
 	  "how the kernel reaches the server: ublk (Linux 6.0+,\n"
@@ -53,6 +93,9 @@ static const struct cli_option swapon_opts[] = {
 	  "ublk where the kernel has it, else nbd" },
 	{ "device", 'd', required_argument, "/dev/nbdN|/dev/ublkbN",
 	  "(default: the first free one of the transport)" },
+	{ "dry-run", KEY_DRY_RUN, no_argument, NULL,
+	  "check the options as the server takes them and print\n"
+	  "its command line; start nothing (needs no root)" },
 	{ "help", 'h', no_argument, NULL, "this text" },
 	{ NULL, 0, 0, NULL, NULL },
 };
@@ -87,6 +130,11 @@ static const struct swap_transport *const transports[] = { &swap_ublk, &swap_nbd
 struct swapon_args {
 	unsigned long long size, mem_limit, priority;
 	char *algorithm;
+	/* passed on to serve as given, once checked here */
+	char *level, *cluster, *backing, *high, *low, *wb_limit, *threads;
+	char *recomp[UZRAM_MAX_RECOMP];
+	int nrecomp;
+	bool dedup, dry_run;
 	const char *device;
 	const struct swap_transport *transport; /* NULL: auto */
 };
@@ -207,13 +255,57 @@ static int swap_down(const struct swap_transport *t, int n, const char *who)
 	return rc;
 }
 
+/* swapon's options that serve takes as they are (swapon_take()). */
+static int swapon_take_serve(struct swapon_args *a, int key, char *val)
+{
+	unsigned long long v;
+	char spec[256];
+	const char *name, *dict;
+	int level;
+
+	switch (key) {
+	case 'l':
+		a->level = val;
+		return parse_level(val, &level) < 0 ? CLI_BAD_VALUE : 0;
+	case 'C':
+		a->cluster = val;
+		return parse_size(val, &v) < 0 || v < 4096 || v > 65536 ||
+		       (v & (v - 1)) ? CLI_BAD_VALUE : 0;
+	case 'b':
+		a->backing = val;
+		return 0;
+	case 'W':
+	case 'w':
+		*(key == 'W' ? &a->high : &a->low) = val;
+		return parse_uint(val, 100, &v) < 0 || !v ? CLI_BAD_VALUE : 0;
+	case KEY_WB_LIMIT:
+		a->wb_limit = val;
+		return parse_size(val, &v) < 0 ? CLI_BAD_VALUE : 0;
+	case 'j':
+		a->threads = val;
+		return parse_uint(val, UZRAM_MAX_THREADS, &v) < 0 ? CLI_BAD_VALUE : 0;
+	case 'U':
+		a->dedup = true;
+		return 0;
+	case 'A':
+		if (a->nrecomp == UZRAM_MAX_RECOMP)
+			return cli_usage_error(&swapon_cmd, "at most %d "
+					       "--recomp-algorithm", UZRAM_MAX_RECOMP);
+		a->recomp[a->nrecomp++] = val;
+		snprintf(spec, sizeof spec, "%s", val);
+		return parse_algo_spec(spec, &name, &level, &dict) < 0 ||
+		       dict ? CLI_BAD_VALUE : 0;
+	}
+	return CLI_BAD_VALUE;
+}
+
 static int swapon_take(void *arg, int key, char *val)
 {
 	struct swapon_args *a = arg;
 
 	switch (key) {
 	case 's':
-		return parse_size(val, &a->size) < 0 || !a->size ? CLI_BAD_VALUE : 0;
+		return cli_take_size(val, 4096, &a->size);
 	case 'm':
 		return parse_size(val, &a->mem_limit) < 0 ? CLI_BAD_VALUE : 0;
 	case 'p':
@@ -234,8 +326,36 @@ static int swapon_take(void *arg, int key, char *val)
 	case 'd':
 		a->device = val;
 		return 0;
+	case KEY_DRY_RUN:
+		a->dry_run = true;
+		return 0;
 	}
-	return CLI_BAD_VALUE;
+	return swapon_take_serve(a, key, val);
+}
+
+/*
+ * The options that fit together only in some ways, once all are read.
+ * A backing store over the network is refused: its I/O path (libnbd, the
+ * socket) allocates, which the server of a swap device must not while the
+ * kernel reclaims (doc/block-device.md). 0, or 2 after a message.
+ */
+static int swapon_check(const struct swapon_args *a)
+{
+	if (a->backing && (!strncmp(a->backing, "nbd:", 4) ||
+			   !strncmp(a->backing, "nbd+", 4)))
+		return cli_usage_error(&swapon_cmd, "--backing %s: an NBD "
+				       "backing store allocates on its socket path, "
+				       "which swap must not; give a block device or "
+				       "a file", a->backing);
+	if (a->backing && !a->mem_limit)
+		return cli_usage_error(&swapon_cmd, "--backing needs --mem-limit: "
+				       "the server moves clusters out past a "
+				       "watermark of that limit");
+	if (!a->backing && (a->high || a->low || a->wb_limit))
+		return cli_usage_error(&swapon_cmd, "--high-watermark, "
+				       "--low-watermark and --writeback-limit "
+				       "need --backing");
+	return 0;
 }
 
 /* Whether the library has algorithm `name` (uzram_algorithms()). */
@@ -284,7 +404,7 @@ static int choose_transport(struct swapon_args *a, const struct swap_transport *
 		if (!t->available()) {
 			fprintf(stderr, "uzram swapon: --transport %s: this kernel has "
 				"%s; or use the kernel's own zram "
-				"(systemd-zram-generator)\n", t->name, t->missing);
+				"(systemd-zram-generator)\n", t->name, swap_missing(t));
 			return 1;
 		}
 	} else if (swap_ublk.available()) {
@@ -295,27 +415,178 @@ static int choose_transport(struct swapon_args *a, const struct swap_transport *
 		fprintf(stderr, "uzram swapon: this kernel has neither ublk nor an "
 			"NBD client: %s; and %s; install the kernel's modules, or "
 			"use the kernel's own zram (systemd-zram-generator)\n",
-			swap_ublk.missing, swap_nbd.missing);
+			swap_missing(&swap_ublk), swap_missing(&swap_nbd));
 		return 1;
 	}
 	*out = t;
 	return 0;
 }
 
+/* serve's command line, as swapon builds it (serve_argv()). */
+struct serve_line {
+	char *argv[48];
+	char self[4096], sock[128], size[32], limit[32], idbuf[16];
+};
+
+/* Append one argument; argv has room for every option swapon passes. */
+static void push(struct serve_line *l, int *k, char *arg)
+{
+	assert(*k < (int)(sizeof l->argv / sizeof l->argv[0]) - 1);
+	l->argv[(*k)++] = arg;
+	l->argv[*k] = NULL;
+}
+
+/* `uzram serve --swap ...` for device n of t, into l. 0, or 1 after a message. */
+static int serve_argv(const struct swapon_args *a, const struct swap_transport *t,
+		      int n, struct serve_line *l)
+{
+	char *extra[4];
+	int r = (int)readlink("/proc/self/exe", l->self, sizeof l->self - 1), k = 0;
+
+	if (r < 0) {
+		perror("uzram swapon: /proc/self/exe");
+		return 1;
+	}
+	l->self[r] = '\0';
+	swap_path(l->sock, sizeof l->sock, t, n, "sock");
+	snprintf(l->size, sizeof l->size, "%llu", a->size);
+	snprintf(l->limit, sizeof l->limit, "%llu", a->mem_limit);
+	char *const pairs[][2] = {
+		{ "--size", l->size }, { "--algorithm", a->algorithm },
+		{ "--level", a->level }, { "--cluster", a->cluster },
+		{ "--socket", l->sock },
+		{ "--mem-limit", a->mem_limit ? l->limit : NULL },
+		{ "--backing", a->backing }, { "--high-watermark", a->high },
+		{ "--low-watermark", a->low }, { "--writeback-limit", a->wb_limit },
+		{ "--threads", a->threads },
+	};
+
+	push(l, &k, l->self);
+	push(l, &k, "serve");
+	push(l, &k, "--swap");
+	for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+		if (pairs[i][1]) {
+			push(l, &k, pairs[i][0]);
+			push(l, &k, pairs[i][1]);
+		}
+	}
+	for (int i = 0; i < a->nrecomp; i++) {
+		push(l, &k, "--recomp-algorithm");
+		push(l, &k, a->recomp[i]);
+	}
+	if (a->dedup)
+		push(l, &k, "--dedup");
+	t->serve_args(n, extra, l->idbuf);
+	for (int i = 0; extra[i]; i++)
+		push(l, &k, extra[i]);
+	return 0;
+}
+
+/*
+ * --dry-run: serve's command line for the device --device names (else
+ * /dev/ublkb0, whose line has the most options), printed, then run with
+ * serve's --dry-run, which checks every option as the server would. Its
+ * exit status.
+ */
+static int swapon_dry_run(const struct swapon_args *a)
+{
+	const struct swap_transport *t = a->transport ? a->transport : &swap_ublk;
+	struct serve_line l;
+	int n = 0, k;
+
+	if (a->device && (n = parse_device(a->device, &t)) < 0) {
+		fprintf(stderr, "uzram swapon: bad --device '%s', want "
+			"/dev/nbdN or /dev/ublkbN\n", a->device);
+		return 1;
+	}
+	if (serve_argv(a, t, n, &l))
+		return 1;
+	for (k = 0; l.argv[k]; k++)
+		;
+	l.argv[k] = "--dry-run";
+	l.argv[k + 1] = NULL;
+	printf("uzram swapon: would run:");
+	for (int i = 0; i < k; i++)
+		printf(" %s", l.argv[i]);
+	printf("\n");
+	fflush(stdout);
+	return swap_run(l.argv, -1, 60, false) == 0 ? 0 : 1;
+}
+
+/* The defaults of what was not given: zram-generator's size and algorithm. */
+static void swapon_defaults(struct swapon_args *a)
+{
+	if (!a->size) {
+		unsigned long long ram = (unsigned long long)sysconf(_SC_PHYS_PAGES) *
+					 (unsigned long long)sysconf(_SC_PAGESIZE);
+
+		a->size = ram / 2 < (4096ull << 20) ? ram / 2 : 4096ull << 20;
+		a->size &= ~(unsigned long long)(UZRAM_PAGE_SIZE - 1);
+	}
+	if (!a->algorithm)
+		a->algorithm = have_algorithm("zstd") ? "zstd" : "lz4";
+}
+
+/*
+ * Start the server of device n in a session of its own, its output in
+ * DEV.log, its pid in DEV.pid, and attach it. The pid, or -1 after a
+ * message (the server stopped).
+ */
+static pid_t start_server(const struct swapon_args *a, const struct swap_transport *t,
+			  int n)
+{
+	struct serve_line l;
+	char log[128], pidf[128];
+	pid_t pid;
+	FILE *f;
+	int fd;
+
+	if (serve_argv(a, t, n, &l))
+		return -1;
+	swap_path(log, sizeof log, t, n, "log");
+	swap_path(pidf, sizeof pidf, t, n, "pid");
+	unlink(l.sock);
+	fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		fprintf(stderr, "uzram swapon: cannot create %s: %s\n", log, strerror(errno));
+		return -1;
+	}
+	pid = swap_run(l.argv, fd, 0, true);
+	close(fd);
+	if (pid <= 0)
+		return -1;
+	f = fopen(pidf, "w");
+	if (!f || fprintf(f, "%ld\n", (long)pid) < 0 || fclose(f) != 0) {
+		fprintf(stderr, "uzram swapon: cannot write %s\n", pidf);
+		kill(pid, SIGTERM);
+		return -1;
+	}
+	if (t->attach(n, pid, l.sock, log) < 0) {
+		stop_server(t, n, "uzram swapon");
+		return -1;
+	}
+	return pid;
+}
+
 int cmd_swapon(int argc, char **argv)
 {
 	struct swapon_args a = { .priority = 100 };
 	const struct swap_transport *t;
-	char self[4096], sock[128], log[128], pidf[128], dev[32], size[32],
-	     limit[32], prio[16], idbuf[16];
-	char *serve[20], *extra[4];
-	int r, n, fd, k = 0;
+	char dev[32], prio[16];
+	int r, n;
 	pid_t pid;
-	FILE *f;
 
 	r = cli_parse(&swapon_cmd, argc, argv, swapon_take, &a);
 	if (r >= 0)
 		return r;
+	if (optind != argc)
+		return cli_usage_error(&swapon_cmd, "unexpected argument '%s'",
+				       argv[optind]);
+	if ((r = swapon_check(&a)))
+		return r;
+	swapon_defaults(&a);
+	if (a.dry_run)
+		return swapon_dry_run(&a);
 	if (geteuid() != 0) {
 		fprintf(stderr, "uzram swapon: needs root (mlockall, the block "
 			"device, swapon)\n");
@@ -323,15 +594,6 @@ int cmd_swapon(int argc, char **argv)
 	}
 	if (choose_transport(&a, &t, &n))
 		return 1;
-	if (!a.size) {
-		unsigned long long ram = (unsigned long long)sysconf(_SC_PHYS_PAGES) *
-					 (unsigned long long)sysconf(_SC_PAGESIZE);
-
-		a.size = ram / 2 < (4096ull << 20) ? ram / 2 : 4096ull << 20;
-		a.size &= ~(unsigned long long)(UZRAM_PAGE_SIZE - 1);
-	}
-	if (!a.algorithm)
-		a.algorithm = have_algorithm("zstd") ? "zstd" : "lz4";
 	if (n < 0)
 		n = t->free_device();
 	if (n < 0)
@@ -346,60 +608,16 @@ int cmd_swapon(int argc, char **argv)
 	/* 0700, as uzram mount makes it and insists on (mount.c's
 	 * runtime_base()): at boot uzram-swap@ and uzram-mount@ start side
 	 * by side, and whichever comes first makes it for both */
-	if (mkdir("/run/uzram", 0700) < 0 && errno != EEXIST)
-		goto dir_fail;
-	if (mkdir(SWAP_DIR, 0700) < 0 && errno != EEXIST)
-		goto dir_fail;
-	r = (int)readlink("/proc/self/exe", self, sizeof self - 1);
-	if (r < 0) {
-		perror("uzram swapon: /proc/self/exe");
+	if ((mkdir("/run/uzram", 0700) < 0 && errno != EEXIST) ||
+	    (mkdir(SWAP_DIR, 0700) < 0 && errno != EEXIST)) {
+		fprintf(stderr, "uzram swapon: cannot create %s: %s\n", SWAP_DIR,
+			strerror(errno));
 		return 1;
 	}
-	self[r] = '\0';
-	swap_path(sock, sizeof sock, t, n, "sock");
-	swap_path(log, sizeof log, t, n, "log");
-	swap_path(pidf, sizeof pidf, t, n, "pid");
-	snprintf(size, sizeof size, "%llu", a.size);
-	snprintf(limit, sizeof limit, "%llu", a.mem_limit);
+	pid = start_server(&a, t, n);
+	if (pid < 0)
+		return 1;
 	snprintf(prio, sizeof prio, "%llu", a.priority);
-	unlink(sock);
-
-	fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		fprintf(stderr, "uzram swapon: cannot create %s: %s\n", log, strerror(errno));
-		return 1;
-	}
-	serve[k++] = self;
-	serve[k++] = "serve";
-	serve[k++] = "--swap";
-	serve[k++] = "--size";
-	serve[k++] = size;
-	serve[k++] = "--algorithm";
-	serve[k++] = a.algorithm;
-	serve[k++] = "--socket";
-	serve[k++] = sock;
-	if (a.mem_limit) {
-		serve[k++] = "--mem-limit";
-		serve[k++] = limit;
-	}
-	t->serve_args(n, extra, idbuf);
-	for (int i = 0; extra[i]; i++)
-		serve[k++] = extra[i];
-	serve[k] = NULL;
-	pid = swap_run(serve, fd, 0, true);
-	close(fd);
-	if (pid <= 0)
-		return 1;
-	f = fopen(pidf, "w");
-	if (!f || fprintf(f, "%ld\n", (long)pid) < 0 || fclose(f) != 0) {
-		fprintf(stderr, "uzram swapon: cannot write %s\n", pidf);
-		kill(pid, SIGTERM);
-		return 1;
-	}
-	if (t->attach(n, pid, sock, log) < 0) {
-		stop_server(t, n, "uzram swapon");
-		return 1;
-	}
 	char *mkswap[] = { "mkswap", dev, NULL };
 	/* discard: freed swap clusters reach the server as trims, as freed
 	 * slots reach zram (swap_slot_free_notify); without it the server
@@ -413,10 +631,6 @@ int cmd_swapon(int argc, char **argv)
 	printf("uzram swapon: %s (%s), %llu MiB, %s, priority %llu, server pid %ld\n",
 	       dev, t->name, a.size >> 20, a.algorithm, a.priority, (long)pid);
 	return 0;
-
-dir_fail:
-	fprintf(stderr, "uzram swapon: cannot create %s: %s\n", SWAP_DIR, strerror(errno));
-	return 1;
 }
 
 static int swapoff_take(void *arg, int key, char *val)

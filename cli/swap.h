@@ -24,8 +24,10 @@ struct swap_transport {
 	const char *node;  /* "nbd": /dev/nbdN; "ublkb": /dev/ublkbN */
 	/* Whether the kernel has it, after loading its module if need be. */
 	bool (*available)(void);
-	/* The message for a kernel without it (what to install). */
+	/* The message for a kernel without it (what to install), when
+	 * modprobe ran; swap_missing() says what to say. */
 	const char *missing;
+	const char *module; /* its kernel module: "nbd", "ublk_drv" */
 	/* N of the first device no one uses, or -1 after a message. */
 	int (*free_device)(void);
 	/* serve's arguments beyond --swap's, for device n, into argv
@@ -52,5 +54,11 @@ void swap_sleep_ms(int ms);
  * message.
  */
 int swap_run(char *const argv[], int out_fd, int secs, bool detach);
+
+/*
+ * Why t is not available (after t->available() said so): t->missing, or,
+ * when there was no modprobe to load its module, that and where to get it.
+ */
+const char *swap_missing(const struct swap_transport *t);
 
 #endif

@@ -20,6 +20,7 @@
  * nbd-client) and those of swap.c (mkswap, swapon, swapoff).
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -78,15 +79,50 @@ int swap_run(char *const argv[], int out_fd, int secs, bool detach)
 	return -1;
 }
 
+static bool no_modprobe; /* there was none to run: swap_missing() says so */
+
+/* Whether program is a file we may run in a directory of $PATH. */
+static bool on_path(const char *program)
+{
+	const char *p = getenv("PATH");
+	char file[PATH_MAX];
+
+	for (size_t n; p && *p; p += n + (p[n] == ':')) {
+		n = strcspn(p, ":");
+		if (snprintf(file, sizeof file, "%.*s/%s", (int)n, p, program) <
+		    (int)sizeof file && access(file, X_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
 /* modprobe NAME, its messages dropped: the caller says what is missing. */
 static void modprobe(char *name)
 {
 	char *argv[] = { "modprobe", name, NULL };
-	int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	int fd;
 
+	if (!on_path("modprobe")) {
+		no_modprobe = true;
+		return;
+	}
+	fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	swap_run(argv, fd, 30, false);
 	if (fd >= 0)
 		close(fd);
+}
+
+const char *swap_missing(const struct swap_transport *t)
+{
+	static char why[2][256];
+	char *out = why[t == &swap_ublk];
+
+	if (!no_modprobe)
+		return t->missing;
+	snprintf(out, sizeof why[0], "no %s: its module %s is not loaded, and "
+		 "there is no modprobe to load it (Debian: apt-get install kmod)",
+		 t->name, t->module);
+	return out;
 }
 
 /* Whether the server pid, our child, has exited (and reap it). */
@@ -181,6 +217,7 @@ const struct swap_transport swap_nbd = {
 	.available = nbd_available,
 	.missing = "no NBD client: no /sys/module/nbd, and `modprobe nbd` "
 		   "found no nbd.ko (Debian: linux-image-amd64 has it)",
+	.module = "nbd",
 	.free_device = nbd_free_device,
 	.serve_args = nbd_serve_args,
 	.attach = nbd_attach,
@@ -317,6 +354,7 @@ const struct swap_transport swap_ublk = {
 	.missing = "no ublk: `modprobe ublk_drv` found no ublk_drv.ko, or "
 		   "there is no /dev/ublk-control (Linux 6.0 or later; "
 		   "Debian 12: the bookworm-backports kernel)",
+	.module = "ublk_drv",
 	.free_device = ublk_free_device,
 	.serve_args = ublk_serve_args,
 	.attach = ublk_attach,

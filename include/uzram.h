@@ -369,7 +369,7 @@ UZRAM_API int uzram_set_mem_limit(struct uzram *dev, uint64_t bytes);
  * reserve, with no page fault and no system call, until the compressed
  * data reaches `bytes`. Past it, stores allocate as usual (or fail with
  * -ENOSPC at mem_limit: give a reserve equal to mem_limit for a device
- * that never allocates after this call, but for the page table's chunks,
+ * that never allocates after this call, but for the slot table's chunks,
  * 8 bytes per 4 KiB of disk, allocated as the disk fills). Lock the
  * process's memory (mlockall) to keep the reserve from being swapped out.
  * The reserve counts in mem_used_total. 0 ends it. Thread-safe with I/O;

@@ -59,3 +59,16 @@ install-man: man completion
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 644 $(BUILD)/completion/uzram \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/uzram
+
+# and make uninstall takes them away again.
+.PHONY: uninstall-man
+uninstall: uninstall-man
+uninstall-man:
+	rm -f $(foreach p,$(MAN_PAGES),$(DESTDIR)$(PREFIX)/share/man/man$(subst .,,$(suffix $(p)))/$(notdir $(p))) \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/uzram
+
+# README.md's "every option, in full" block, from the same tables
+# (scripts/readme-options.sh; t75 checks that it agrees).
+.PHONY: readme
+readme: $(GENDOC)
+	bash scripts/readme-options.sh $(GENDOC)

@@ -99,6 +99,8 @@ inroot 'cd /tmp/t && cc -o ex-shared example.c $(pkg-config --cflags --libs uzra
 	fail "the README example against the installed libuzram-dev"
 grep -Eq '^[0-9]+ bytes stored in [0-9]+ bytes of memory$' "$root/tmp/t/shared.out" ||
 	fail "the example printed: $(cat "$root/tmp/t/shared.out")"
+read -r stored _ _ _ mem _ <"$root/tmp/t/shared.out"
+((stored > 2 * mem)) || fail "the example does not show compression winning: $stored in $mem"
 
 echo "check-deb: uzram load on the corpus"
 inroot 'uzram load /tmp/t/files.tar --algorithm zstd > /tmp/t/load.out 2>&1' ||

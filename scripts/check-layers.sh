@@ -17,7 +17,13 @@
 #   - a unit that has objects but no line in LAYERS;
 #   - a loop in the graph LAYERS declares, of any length (tsort);
 #   - a loop of any length between the files of one folder;
-#   - two source files of the same name, in any folders.
+#   - two source files of the same name, in any folders;
+#   - an #include "UNIT/..." or "../UNIT/..." in a unit's .c or .h file
+#     (read from the source folder of each object, relative to the top of
+#     the tree) of a unit that its line does not list. An include is a
+#     dependency even where no call follows it: a header of a layer above
+#     is a loop in waiting, and a program folder that lists `lib` includes
+#     only uzram.h of the library.
 # Since every real edge must be declared and the declared graph has no
 # loop, the units' real graph has none either.
 set -euo pipefail
@@ -97,6 +103,30 @@ while read -r from to; do
 	fi
 	bad=1
 done < <(awk '{ print $1, $2 }' "$tmp/edges" | sort -u)
+
+# The includes between units, against LAYERS: every .c and .h file of the
+# folders the objects come from.
+declare -A seen_dir=()
+for uo in "${objs[@]}"; do
+	unit=${uo%%:*} o=${uo#*:}
+	dir=$(dirname "${o#"$root"/}")
+	[[ -n ${seen_dir[$dir]+set} ]] && continue
+	seen_dir[$dir]=1
+	deps=${allowed[$unit]:- }
+	for src in "$dir"/*.c "$dir"/*.h; do
+		[[ -f $src ]] || continue
+		while read -r lineno to header; do
+			[[ $to == "$unit" || $deps == *" $to "* ]] && continue
+			if [[ -n ${allowed[$to]+set} ]]; then
+				echo "check-layers: $src:$lineno includes $header: $unit -> $to is not in $layers"
+				bad=1
+			fi
+		done < <(awk 'match($0, /^[ \t]*#[ \t]*include[ \t]*"(\.\.\/)?[a-z0-9_]+\/[^"]*"/) {
+			h = $0; sub(/^[^"]*"/, "", h); sub(/".*$/, "", h)
+			u = h; sub(/^\.\.\//, "", u); sub(/\/.*$/, "", u)
+			print FNR, u, h }' "$src")
+	done
+done
 
 # File names are unique across the tree.
 dups=$(for o in "$@"; do basename "$o"; done | sort | uniq -d | paste -sd' ')

@@ -2,7 +2,7 @@
 /*
  * ctl_client.c - the control channel's client, nbd_server_ctl(), which
  * `uzram stat` and `uzram ctl` use: send one request line (ctl_proto.c
- * says which), print the reply.
+ * says which), print the reply; nbd_server_ask() hands it back instead.
  */
 #include <errno.h>
 #include <limits.h>
@@ -17,10 +17,10 @@
 
 #include "internal.h"
 
-int nbd_server_ctl(const char *path, const char *request, const char *who)
+int nbd_server_ask(const char *path, const char *request, const char *who,
+		   char *reply, size_t n)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char reply[CTL_REPLY_MAX];
 	size_t len = 0, rlen = strlen(request);
 	ssize_t r;
 	int fd;
@@ -43,8 +43,7 @@ int nbd_server_ctl(const char *path, const char *request, const char *who)
 		close(fd);
 		return 1;
 	}
-	while (len < sizeof reply - 1 &&
-	       (r = read(fd, reply + len, sizeof reply - 1 - len)) > 0)
+	while (len < n - 1 && (r = read(fd, reply + len, n - 1 - len)) > 0)
 		len += (size_t)r;
 	close(fd);
 	reply[len] = '\0';
@@ -56,6 +55,15 @@ int nbd_server_ctl(const char *path, const char *request, const char *who)
 		fprintf(stderr, "%s: %s", who, reply + 7);
 		return 1;
 	}
-	fputs(reply, stdout);
 	return 0;
+}
+
+int nbd_server_ctl(const char *path, const char *request, const char *who)
+{
+	char reply[CTL_REPLY_MAX];
+	int r = nbd_server_ask(path, request, who, reply, sizeof reply);
+
+	if (!r)
+		fputs(reply, stdout);
+	return r;
 }

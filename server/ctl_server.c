@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "../common/lib_message.h"
 
 /* train-dict: train, keep if it pays, re-encode, and say what was measured. */
 static void train_dict(struct uzram *dev, const struct nbd_ctl_req *rq,
@@ -32,9 +33,11 @@ static void train_dict(struct uzram *dev, const struct nbd_ctl_req *rq,
 				       UZRAM_DICT_REENCODE, &rep);
 
 	if (r < 0)
-		snprintf(out, n, "error: %s\n", uzram_last_error());
+		snprintf(out, n, "error: train-dict: %s\n",
+			 lib_message(uzram_last_error()));
 	else if (r == 0)
-		snprintf(out, n, "ok: not kept: %s\n", uzram_last_error());
+		snprintf(out, n, "ok: not kept: %s\n",
+			 lib_message(uzram_last_error()));
 	else
 		snprintf(out, n, "ok: kept a dictionary of %llu bytes: %llu -> "
 			 "%llu bytes on the test sample, %llu pages re-encoded\n",
@@ -48,7 +51,8 @@ static void train_dict(struct uzram *dev, const struct nbd_ctl_req *rq,
 static void reply_count(char *out, size_t n, long r, const char *what)
 {
 	if (r < 0)
-		snprintf(out, n, "error: %s\n", uzram_last_error());
+		snprintf(out, n, "error: %s\n",
+			 lib_message(uzram_last_error()));
 	else
 		snprintf(out, n, "ok: %ld %s\n", r, what);
 }
@@ -71,7 +75,7 @@ void nbd_ctl_execute(struct uzram *dev, const struct nbd_ctl_req *rq,
 	case NBD_CTL_MEM_LIMIT:
 		if (uzram_set_mem_limit(dev, rq->bytes) < 0)
 			snprintf(out, n, "error: mem-limit: %s\n",
-				 uzram_last_error());
+				 lib_message(uzram_last_error()));
 		else
 			snprintf(out, n, "ok: mem_limit %llu\n",
 				 (unsigned long long)rq->bytes);
@@ -101,7 +105,8 @@ void nbd_ctl_execute(struct uzram *dev, const struct nbd_ctl_req *rq,
 		return;
 	case NBD_CTL_WRITEBACK_LIMIT:
 		if (uzram_set_writeback_limit(dev, rq->flags != 0, rq->bytes) < 0)
-			snprintf(out, n, "error: %s\n", uzram_last_error());
+			snprintf(out, n, "error: writeback-limit: %s\n",
+				 lib_message(uzram_last_error()));
 		else if (rq->flags)
 			snprintf(out, n, "ok: writeback limited to %llu pages\n",
 				 (unsigned long long)rq->bytes);
@@ -144,7 +149,8 @@ int save_image(struct server *srv, const char *path, char *out,
 	r = uzram_save(srv->cfg->export.dev, path, 0);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (r < 0) {
-		snprintf(out, n, "error: %s\n", uzram_last_error());
+		snprintf(out, n, "error: %s\n",
+			 lib_message(uzram_last_error()));
 		return -1;
 	}
 	snprintf(out, n, "ok: saved %s in %.3f s\n", path,

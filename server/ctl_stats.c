@@ -37,6 +37,9 @@ static int print_figures(struct server *srv, const struct figure *f,
 		OUT("{\"export\":\"%s\",\"algorithm\":\"%s\"",
 		    json_escape(srv->cfg->export.name, name, sizeof name),
 		    srv->cfg->algorithm);
+		if (srv->metrics_addr[0])
+			OUT(",\"metrics\":\"%s\"", json_escape(srv->metrics_addr,
+							     name, sizeof name));
 		for (size_t i = 0; i < nf; i++)
 			OUT(",\"%s\":%llu", f[i].name, (unsigned long long)f[i].v);
 		OUT(",\"requests\":{");
@@ -45,8 +48,11 @@ static int print_figures(struct server *srv, const struct figure *f,
 			    (unsigned long long)atomic_load(&c->requests[i]));
 		OUT("}}\n");
 	} else {
-		OUT("%-22s %s\n%-22s %s\n", "export", srv->cfg->export.name,
-		    "algorithm", srv->cfg->algorithm);
+		if (srv->cfg->export.name[0]) /* no blank first line */
+			OUT("%-22s %s\n", "export", srv->cfg->export.name);
+		OUT("%-22s %s\n", "algorithm", srv->cfg->algorithm);
+		if (srv->metrics_addr[0])
+			OUT("%-22s %s\n", "metrics", srv->metrics_addr);
 		for (size_t i = 0; i < nf; i++)
 			OUT("%-22s %llu\n", f[i].name, (unsigned long long)f[i].v);
 		for (int i = 0; i <= NBD_CMD_NR; i++)

@@ -61,6 +61,10 @@ struct server {
 	int cfd;                /* the control socket */
 	int mfd;                /* --metrics' listening socket, or -1 */
 	char metrics_path[PATH_MAX]; /* its Unix socket, or "" */
+	/* where --metrics answers, for the banner and stat: "" if nowhere,
+	 * "http://HOST:PORT/metrics" (the port bound, --metrics :0 too) or
+	 * "unix:PATH" */
+	char metrics_addr[PATH_MAX + NI_MAXHOST + 32];
 	bool tcp;               /* lfd[0] is TCP, not a Unix socket */
 	bool activated;         /* systemd made lfd (activation.c) */
 	bool own_ctl;           /* we bound cfd at ctl_path: unlink it */
@@ -94,7 +98,7 @@ struct figure {
 };
 #define STATS_MAX_FIGURES 96
 /* The longest reply of the control channel (the Prometheus text is ~12 KiB). */
-#define CTL_REPLY_MAX 32768
+#define CTL_REPLY_MAX NBD_CTL_REPLY_MAX
 /* The request types, as the figures name them ("read", ..., "unknown"). */
 extern const char *const stats_cmd_names[NBD_CMD_NR + 1];
 /* The figures of srv (a snapshot) into out, at most max; how many. */

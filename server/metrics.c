@@ -57,7 +57,7 @@ static const struct metric {
 	{ "invalid_io", "invalid_io_total", COUNTER, false,
 	  "requests rejected as out of range" },
 	{ "table_bytes", "table_bytes", GAUGE, false,
-	  "the page table, counted against the memory limit" },
+	  "the slot table, counted against the memory limit" },
 	{ "pages_unchanged", "pages_unchanged_total", COUNTER, false,
 	  "pages written with the bytes they already held" },
 	{ "pages_recompressed", "pages_recompressed_total", COUNTER, false,

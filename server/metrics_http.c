@@ -113,11 +113,19 @@ int metrics_listen(struct server *srv)
 		srv->mfd = listen_unix(srv->metrics_path);
 		if (srv->mfd < 0)
 			srv->metrics_path[0] = '\0';
+		else
+			snprintf(srv->metrics_addr, sizeof srv->metrics_addr,
+				 "unix:%s", srv->metrics_path);
 	} else {
+		const char *host = cfg->metrics_host;
+		bool v6 = strchr(host, ':') != NULL;
 		char port[8];
 
-		srv->mfd = listen_tcp(cfg->metrics_host, cfg->metrics_port,
-				      false, port);
+		srv->mfd = listen_tcp(host, cfg->metrics_port, false, port);
+		if (srv->mfd >= 0)
+			snprintf(srv->metrics_addr, sizeof srv->metrics_addr,
+				 "http://%s%s%s:%s/metrics", v6 ? "[" : "", host,
+				 v6 ? "]" : "", port);
 	}
 	return srv->mfd < 0 ? -1 : 0;
 }

@@ -159,6 +159,14 @@ bool nbd_socket_activated(void);
  */
 int nbd_server_ctl(const char *ctl_path, const char *request,
 		   const char *who);
+/*
+ * The same, the reply into reply (n bytes, NBD_CTL_REPLY_MAX is enough,
+ * NUL-terminated) instead of stdout. 0, or the exit status after a
+ * message on stderr.
+ */
+#define NBD_CTL_REPLY_MAX 32768
+int nbd_server_ask(const char *ctl_path, const char *request, const char *who,
+		   char *reply, size_t n);
 
 /* ctl_path.c */
 

@@ -231,6 +231,12 @@ void print_banner(struct server *srv)
 	       uri);
 	printf("  stats:      %s stat --ctl-socket %s   (or kill -USR1 %d)\n",
 	       prog, srv->ctl_path, (int)getpid());
+	if (srv->metrics_path[0])
+		printf("metrics: %s   (curl --unix-socket %s http://localhost/metrics)\n",
+		       srv->metrics_addr, srv->metrics_path);
+	else if (srv->metrics_addr[0])
+		printf("metrics: %s   (curl %s)\n", srv->metrics_addr,
+		       srv->metrics_addr);
 	printf("ready\n");
 	fflush(stdout);
 }

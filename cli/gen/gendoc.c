@@ -8,6 +8,8 @@
  *   uzram-gendoc synopsis CMD  uzram-CMD(1)'s SYNOPSIS, in scdoc
  *   uzram-gendoc options CMD   uzram-CMD(1)'s OPTIONS (and COMMANDS), in scdoc
  *   uzram-gendoc bash          the bash completion script
+ *   uzram-gendoc readme        README.md's "every option" block
+ *                              (scripts/readme-options.sh puts it there)
  *
  * It links the program's objects but main.c, and reads only the tables.
  */
@@ -271,9 +273,11 @@ int main(int argc, char **argv)
 		scd_options(find_command(argv[2]), stdout);
 	else if (argc == 2 && !strcmp(argv[1], "bash"))
 		bash(stdout);
+	else if (argc == 2 && !strcmp(argv[1], "readme"))
+		cli_commands_usage(stdout, true);
 	else {
 		fprintf(stderr, "usage: uzram-gendoc commands | synopsis CMD | "
-			"options CMD | bash\n");
+			"options CMD | bash | readme\n");
 		return 2;
 	}
 	return fflush(stdout) == 0 ? 0 : 1;

@@ -12,7 +12,6 @@
 #include "uzram.h"
 #include "base/base.h"
 #include "image/image.h"
-#include "core/core.h"
 #include "device/device.h"
 
 UZRAM_API void uzram_config_init(struct uzram_config *cfg)
@@ -65,7 +64,7 @@ UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 			image_lock_release(lock);
 			return ret;
 		}
-		atomic_store(&(*devp)->image_lock, lock);
+		image_lock_give(*devp, lock);
 		return 0;
 	}
 	return device_create(&c, devp);

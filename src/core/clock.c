@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * store_clock.c - the device's coarse clock and the slots' idle ages, which
+ * clock.c - the device's coarse clock and the slots' idle ages, which
  * the store's paths stamp and the tier's policy, write-back and
  * recompression read. The scheme (4-second ticks, 8-bit stamps saturated
  * at AGE_MAX) is described at the top of tier_policy.c.

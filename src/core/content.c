@@ -46,14 +46,14 @@ void content_free(struct uzram *dev, const struct content *c)
 	enum slot_state state = (enum slot_state)(c->flags & SLOT_STATE_MASK);
 
 	if (state == SLOT_OBJ || state == SLOT_HUGE) {
-		if (dev->hooks.dedup_put)
-			dev->hooks.dedup_put(dev, c->flags, (uint32_t)c->val,
+		if (dev->hooks.drop_object)
+			dev->hooks.drop_object(dev, c->flags, (uint32_t)c->val,
 					     (uint32_t)content_handle_size(c));
 		else
 			zpool_free(dev->pool, (uint32_t)c->val);
 	} else if (state == SLOT_BACKED &&
 		   (!(c->flags & SLOT_SHARED) ||
-		    dev->hooks.dedup_place_put(dev, c->flags,
+		    dev->hooks.drop_backed(dev, c->flags,
 					       backed_off(c->val),
 					       backed_size(c->val)))) {
 		dev->hooks.backed_free(dev, backed_off(c->val),

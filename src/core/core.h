@@ -55,7 +55,7 @@
  *                      use (dict.c)
  *          bits 8..15  access stamp: the device's coarse clock (a tick
  *                      of several seconds) at the last read or write, for
- *                      idle ages (store_clock.c, tier_policy.c)
+ *                      idle ages (clock.c, tier_policy.c)
  *          bits 16..31 tag (SLOT_OBJ, _HUGE, _BACKED): 16 bits of the XXH3
  *                      hash of the cluster's bytes, so that a rewrite can
  *                      tell almost always, without decoding, that the data
@@ -419,16 +419,24 @@ struct store_hooks {
 	int (*write_through)(struct uzram *dev, const void *obj,
 			     uint32_t size, size_t len, uint64_t *val);
 	void (*backed_free)(struct uzram *dev, uint64_t off, uint32_t len);
-	/* dedup (dedup/dedup.c, dedup_place.c): NULL with dedup off */
-	bool (*dedup_find)(struct uzram *dev, const unsigned char *src,
+	/*
+	 * dedup (dedup/dedup.c, dedup_place.c): NULL with dedup off.
+	 * share_same: if a stored cluster holds src, take a reference to it
+	 * into *c and return true. remember: index the new content c under
+	 * hash. drop_object: give back one reference to a stored object,
+	 * freeing it with the last. drop_backed: the same for a shared
+	 * cluster in the backing store; true when that was the last, and the
+	 * caller frees its space.
+	 */
+	bool (*share_same)(struct uzram *dev, const unsigned char *src,
 			   size_t len, uint64_t hash, struct store_scratch *t,
 			   struct content *c);
-	void (*dedup_insert)(struct uzram *dev, const struct content *c,
-			     uint64_t hash);
-	void (*dedup_put)(struct uzram *dev, uint32_t flags, uint32_t handle,
-			  uint32_t size);
-	bool (*dedup_place_put)(struct uzram *dev, uint32_t flags,
-				uint64_t off, uint32_t size);
+	void (*remember)(struct uzram *dev, const struct content *c,
+			 uint64_t hash);
+	void (*drop_object)(struct uzram *dev, uint32_t flags, uint32_t handle,
+			    uint32_t size);
+	bool (*drop_backed)(struct uzram *dev, uint32_t flags, uint64_t off,
+			    uint32_t size);
 };
 
 /*

@@ -269,14 +269,14 @@ static int cluster_store(struct uzram *dev, const unsigned char *src,
 		      size_t len, uint64_t hash, struct store_scratch *t,
 		      struct content *c)
 {
-	bool dedup = dev->hooks.dedup_find && len == dev->csize;
+	bool dedup = dev->hooks.share_same && len == dev->csize;
 	int ret;
 
-	if (dedup && dev->hooks.dedup_find(dev, src, len, hash, t, c))
+	if (dedup && dev->hooks.share_same(dev, src, len, hash, t, c))
 		return 0;
 	ret = cluster_compress(dev, src, len, hash_tag(hash), t, c);
 	if (!ret && dedup)
-		dev->hooks.dedup_insert(dev, c, hash);
+		dev->hooks.remember(dev, c, hash);
 	return ret;
 }
 

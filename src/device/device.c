@@ -85,10 +85,73 @@ static int device_start(struct uzram *dev, const struct uzram_config *c)
 	return 0;
 }
 
+/* A device of c's geometry (cluster shift `shift`), with no layer yet. */
+static struct uzram *device_alloc(const struct uzram_config *c, int shift)
+{
+	struct uzram *dev = calloc(1, sizeof *dev);
+	struct timespec ts;
+
+	if (!dev)
+		return NULL;
+	dev->size = (c->size + PAGE_MASK) & ~PAGE_MASK;
+	dev->cshift = (unsigned)shift;
+	dev->csize = (size_t)1 << shift;
+	dev->nclusters = (dev->size + dev->csize - 1) >> shift;
+	dev->nchunks = (dev->nclusters + CHUNK_SLOTS - 1) >> CHUNK_SHIFT;
+	dev->mem_limit = c->mem_limit;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	dev->clock0 = ts.tv_sec;
+	pthread_mutex_init(&dev->dict_lock, NULL);
+	return dev;
+}
+
+/*
+ * The layers under the store, bottom up: the codec, the allocator, the
+ * dedup index (and its hooks), the slot directory. On an error the caller
+ * closes the device, which undoes what was made.
+ */
+static int device_layers(struct uzram *dev, const struct uzram_config *c)
+{
+	struct zcomp *comp = NULL;
+	int ret;
+
+	ret = zcomp_create_dict(c->algorithm, c->level, c->dict, c->dict_size,
+				&comp);
+	atomic_store_explicit(&dev->comp[0][0], comp, memory_order_relaxed);
+	if (ret)
+		return codec_error("open", c->algorithm, c->level, c->dict_size,
+				   ret);
+	/*
+	 * One object per cluster, and during a save one more per cluster at
+	 * most: the old objects that writers hand over (image_save.c), each
+	 * of which may sit alone in a zspage, so the pool reserves address
+	 * space (not memory) for twice as many. A rewrite in flight holds one
+	 * more until it frees the old one, which the pool's spares cover.
+	 */
+	ret = zpool_create(2 * dev->nclusters, dev->csize, &dev->pool);
+	if (ret)
+		return uzram_set_error(ret, "open: cannot create the allocator: %s",
+				       uzram_strerror(ret));
+	if (c->dedup && (ret = dedup_create(dev)))
+		return uzram_set_error(ret, "open: out of memory for the dedup index");
+	if (dev->dedup) {
+		dev->hooks.share_same = dedup_find;
+		dev->hooks.remember = dedup_insert;
+		dev->hooks.drop_object = dedup_put;
+		dev->hooks.drop_backed = dedup_place_put;
+	}
+	table_limit_apply(dev);
+	dev->dir = calloc(dev->nchunks, sizeof(*dev->dir));
+	if (!dev->dir)
+		return uzram_set_error(-ENOMEM,
+			"open: cannot allocate a slot directory of %llu entries",
+			(unsigned long long)dev->nchunks);
+	return 0;
+}
+
 int device_create(const struct uzram_config *cfg, struct uzram **devp)
 {
 	struct uzram_config c = *cfg;
-	struct zcomp *comp = NULL;
 	struct uzram *dev;
 	int ret, shift;
 
@@ -101,72 +164,18 @@ int device_create(const struct uzram_config *cfg, struct uzram **devp)
 			(unsigned long)c.threads, UZRAM_MAX_THREADS);
 	if (!c.algorithm)
 		c.algorithm = "lz4";
-
-	dev = calloc(1, sizeof *dev);
+	dev = device_alloc(&c, shift);
 	if (!dev)
 		return uzram_set_error(-ENOMEM, "open: out of memory");
-	dev->size = (c.size + PAGE_MASK) & ~PAGE_MASK;
-	dev->cshift = (unsigned)shift;
-	dev->csize = (size_t)1 << shift;
-	dev->nclusters = (dev->size + dev->csize - 1) >> shift;
-	dev->mem_limit = c.mem_limit;
-	{
-		struct timespec ts;
-
-		clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-		dev->clock0 = ts.tv_sec;
-	}
-
-	pthread_mutex_init(&dev->dict_lock, NULL);
-	ret = zcomp_create_dict(c.algorithm, c.level, c.dict, c.dict_size,
-				&comp);
-	atomic_store_explicit(&dev->comp[0][0], comp, memory_order_relaxed);
+	ret = device_layers(dev, &c);
+	if (!ret)
+		ret = device_start(dev, &c);
 	if (ret) {
-		ret = codec_error("open", c.algorithm, c.level, c.dict_size,
-				  ret);
-		goto fail;
+		uzram_close(dev);
+		return ret;
 	}
-	/*
-	 * One object per cluster, and during a save one more per cluster at
-	 * most: the old objects that writers hand over (image_save.c), each
-	 * of which may sit alone in a zspage, so the pool reserves address
-	 * space (not memory) for twice as many. A rewrite in flight holds one
-	 * more until it frees the old one, which the pool's spares cover.
-	 */
-	ret = zpool_create(2 * dev->nclusters, dev->csize, &dev->pool);
-	if (ret) {
-		uzram_set_error(ret, "open: cannot create the allocator: %s",
-				uzram_strerror(ret));
-		goto fail;
-	}
-	dev->nchunks = (dev->nclusters + CHUNK_SLOTS - 1) >> CHUNK_SHIFT;
-	if (c.dedup && (ret = dedup_create(dev))) {
-		uzram_set_error(ret, "open: out of memory for the dedup index");
-		goto fail;
-	}
-	if (dev->dedup) {
-		dev->hooks.dedup_find = dedup_find;
-		dev->hooks.dedup_insert = dedup_insert;
-		dev->hooks.dedup_put = dedup_put;
-		dev->hooks.dedup_place_put = dedup_place_put;
-	}
-	table_limit_apply(dev);
-	dev->dir = calloc(dev->nchunks, sizeof(*dev->dir));
-	if (!dev->dir) {
-		ret = uzram_set_error(-ENOMEM,
-			"open: cannot allocate a slot directory of %llu entries",
-			(unsigned long long)dev->nchunks);
-		goto fail;
-	}
-	ret = device_start(dev, &c);
-	if (ret)
-		goto fail;
 	*devp = dev;
 	return 0;
-
-fail:
-	uzram_close(dev);
-	return ret;
 }
 
 UZRAM_API void uzram_close(struct uzram *dev)

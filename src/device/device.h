@@ -50,4 +50,10 @@ bool image_lock_covers(const struct image_lock *lock, const char *path);
 /* Release the lock and remove its file; NULL is a no-op. */
 void image_lock_release(struct image_lock *lock);
 
+/*
+ * Give dev, which holds no image lock yet, the lock (NULL: none) that
+ * uzram_open() took before opening its image: uzram_close() releases it.
+ */
+void image_lock_give(struct uzram *dev, struct image_lock *lock);
+
 #endif

@@ -178,6 +178,11 @@ void image_lock_release(struct image_lock *lock)
 	free(lock);
 }
 
+void image_lock_give(struct uzram *dev, struct image_lock *lock)
+{
+	atomic_store(&dev->image_lock, lock);
+}
+
 UZRAM_API int uzram_image_claim(struct uzram *dev, const char *path)
 {
 	struct image_lock *lock, *none = NULL;

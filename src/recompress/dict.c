@@ -52,7 +52,6 @@
 #include "base/base.h"
 #include "recompress.h"
 #include "core/core.h"
-#include "tier/tier.h"
 #include "zcomp/zcomp.h"
 
 /* The most a training decodes: to train on, and to measure with. */

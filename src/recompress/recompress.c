@@ -61,7 +61,6 @@
 #include "base/base.h"
 #include "recompress.h"
 #include "core/core.h"
-#include "tier/tier.h"
 #include "zcomp/zcomp.h"
 #include "zpool/zpool.h"
 

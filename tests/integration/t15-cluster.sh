@@ -31,7 +31,7 @@ print(j["compr_data_size"])' "$out" "$3" || fail "bad report: $(cat "$out")"
 
 for algo in lz4 zstd; do
 	step "load files.tar with $algo in clusters of 4, 8, 16 and 64 KiB"
-	base=$(load_json "$algo" 0 4096)
+	base=$(load_json "$algo" 4K 4096)
 	for c in 8192 16K:16384 64KiB:65536; do
 		n=$(load_json "$algo" "${c%:*}" "${c#*:}")
 		((n < base)) ||
@@ -40,9 +40,9 @@ for algo in lz4 zstd; do
 done
 
 step "bad cluster sizes are refused with the reason"
-for c in 2048 12K 128K; do
+for c in 0 2048 12K 128K; do
 	assert_fails "--cluster $c" "$UZRAM" load "$TAR" --cluster "$c"
-	grep -q "cluster size" "$T/last-fail.out" ||
+	grep -q "want a power of two from 4K to 64K" "$T/last-fail.out" ||
 		fail "--cluster $c: no reason given: $(cat "$T/last-fail.out")"
 done
 

@@ -63,10 +63,15 @@ stat_cmp "$T/s0.json" "$T/s0.json" "${checks[@]}" \
 	"a['orig_data_size'] == 0" "a['pages_stored'] == 0" \
 	"a['connections_current'] == 0"
 
-step "stat without --json prints the same figures for people"
-uzram stat --socket "${SOCK[a]}" >"$T/s0.txt"
+step "stat --all prints every figure of --json, one line each, in bytes"
+uzram stat --socket "${SOCK[a]}" --all >"$T/s0.txt"
 grep -qw disksize "$T/s0.txt" || fail "no disksize in: $(cat "$T/s0.txt")"
 grep -qw "$((64 * MiB))" "$T/s0.txt" || fail "no size in: $(cat "$T/s0.txt")"
+for f in $(python3 -c 'import json, sys
+print(" ".join(k for k, v in json.load(open(sys.argv[1])).items() if isinstance(v, int)))' "$T/s0.json"); do
+	grep -qE "^$f +[0-9]+$" "$T/s0.txt" || fail "stat --all has no $f line"
+done
+[[ -n $(head -n 1 "$T/s0.txt" | tr -d ' ') ]] || fail "stat --all starts with a blank line"
 
 step "traffic: nbdcopy in, out and in again, qemu-io trim, write-zeroes, flush"
 nbdcopy --flush "$TAR" "${URI[a]}"
@@ -113,6 +118,29 @@ stat_cmp "$T/s0.json" "$T/s1.json" \
 	"a['failed_writes'] == 0 and a['failed_reads'] == 0"
 stat_cmp "$T/s0.json" "$T/s1.json" \
 	"'bytes_written' not in a or a['bytes_written'] - b['bytes_written'] >= $TARSZ"
+
+step "stat for people: sizes in units, the ratios, a few lines, as zramctl"
+uzram stat --socket "${SOCK[a]}" >"$T/h.txt"
+uzram stat --socket "${SOCK[a]}" --bytes >"$T/b.txt"
+stat_json a "$T/h.json"
+[[ -n $(head -n 1 "$T/h.txt" | tr -d ' ') ]] || fail "stat starts with a blank line"
+(($(wc -l <"$T/h.txt") <= 16)) || fail "stat prints $(wc -l <"$T/h.txt") lines"
+grep -qE '^disk size +64M$' "$T/h.txt" || fail "no 'disk size 64M': $(cat "$T/h.txt")"
+grep -qE '^data +[0-9.]+[KMG]$' "$T/h.txt" || fail "no data in units: $(cat "$T/h.txt")"
+grep -qE '^compressed +[0-9.]+[KMG] +ratio [0-9]+\.[0-9][0-9]$' "$T/h.txt" ||
+	fail "no compressed size and ratio: $(cat "$T/h.txt")"
+grep -qE '^memory +[0-9.]+[KMG] +ratio [0-9]+\.[0-9][0-9] .*limit 32M$' "$T/h.txt" ||
+	fail "no memory, ratio and limit: $(cat "$T/h.txt")"
+# the ratio is the JSON's figures divided (they may move between the calls)
+python3 - "$T/h.txt" "$T/h.json" <<'PY' || fail "stat's ratio disagrees with --json"
+import json, re, sys
+r = float(re.search(r'^compressed +\S+ +ratio ([0-9.]+)$', open(sys.argv[1]).read(), re.M).group(1))
+j = json.load(open(sys.argv[2]))
+assert abs(r - j['orig_data_size'] / j['compr_data_size']) < 0.02, (r, j)
+PY
+grep -qE "^disk size +$((64 * MiB))$" "$T/b.txt" || fail "--bytes: $(cat "$T/b.txt")"
+grep -qE '^data +[0-9]+$' "$T/b.txt" || fail "--bytes: data not in bytes: $(cat "$T/b.txt")"
+assert_fails "stat --all --json" uzram stat --socket "${SOCK[a]}" --all --json
 
 step "zero pages are holes: a second write of them counts no unchanged page"
 # 60 pages of the tar that are neither zero nor one repeated word, then 4

@@ -4,7 +4,7 @@
 # offsets of one export (the second through nbdkit's offset filter), both
 # read back byte for byte; the second copy stores nothing new (its pages are
 # counted in pages_deduped and compr_data_size does not grow); a write into
-# one copy leaves the other as it was; `uzram stat` shows the figures;
+# one copy leaves the other as it was; `uzram stat` (and --all) shows the figures;
 # recompression re-encodes each shared object once and keeps the sharing;
 # writeback writes each shared object once; and a server without --dedup
 # reports none.
@@ -60,11 +60,14 @@ cmp -s -n 8192 -i 4096:$((OFF + 4096)) "$T/out2" "$T/out2" &&
 	fail "pages_deduped did not drop after copy on write"
 
 step "uzram stat shows the dedup figures"
-uzram stat --socket "${SOCK[d]}" >"$T/stat.txt"
+uzram stat --socket "${SOCK[d]}" --all >"$T/stat.txt"
 grep -Eq '^pages_deduped +[1-9]' "$T/stat.txt" ||
 	fail "no pages_deduped in uzram stat: $(cat "$T/stat.txt")"
 grep -Eq '^dedup_index_bytes +[1-9]' "$T/stat.txt" ||
-	fail "no dedup_index_bytes in uzram stat"
+	fail "no dedup_index_bytes in uzram stat --all"
+uzram stat --socket "${SOCK[d]}" >"$T/stat.txt"
+grep -Eq '^dedup +[1-9][0-9]* pages shared, [0-9.]+[KMG] saved$' "$T/stat.txt" ||
+	fail "no dedup line in uzram stat: $(cat "$T/stat.txt")"
 stop_server d
 
 step "recompression re-encodes each shared object once, for both copies"

@@ -6,7 +6,7 @@
 # writes at once), unaligned writes (partial clusters around the pooled
 # whole ones), 16 KiB clusters, a write that meets the memory limit half way
 # (each page old or new, never torn; the server lives on), and bad thread
-# counts refused with a message; the lock figures in uzram stat.
+# counts refused with a message; the lock figures in uzram stat --all.
 source "$(dirname "$0")/functions.sh"
 require nbdcopy
 require qemu-io
@@ -30,8 +30,8 @@ step "the lock figures are in uzram stat, text and JSON"
 for f in slot_lock slot_read class_lock frame; do
 	for g in ${f}_waits ${f}_wait_ns; do
 		[[ $(stat_field a $g) =~ ^[0-9]+$ ]] || fail "no $g in uzram stat --json"
-		uzram stat --socket "${SOCK[a]}" | grep -qE "^$g +[0-9]+$" ||
-			fail "no $g in uzram stat"
+		uzram stat --socket "${SOCK[a]}" --all | grep -qE "^$g +[0-9]+$" ||
+			fail "no $g in uzram stat --all"
 	done
 done
 

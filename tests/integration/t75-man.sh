@@ -138,3 +138,22 @@ assert_eq "$(cd "$T" && complete_words umount dir-)" dir-a "uzram umount dir-<TA
 step "the completion is the one installed by bash -i"
 out=$(HOME=$T bash --norc -i -c "source '$BUILD/completion/uzram'; complete -p uzram" 2>/dev/null)
 assert_eq "$out" "complete -o filenames -F _uzram uzram" "complete -p uzram"
+
+step "README.md's every-option block is the option tables' (make readme)"
+bash "$TREE/scripts/readme-options.sh" "$BUILD/uzram-gendoc" --check 2>"$T/readme.diff" ||
+	fail "README.md's option block is stale: $(head -n 20 "$T/readme.diff")"
+
+step "uzram(1)'s examples of a level run as printed; uzram.conf(5) has no stale note"
+page=$(man -l "$BUILD/man/uzram.1" | col -bx | tr -s ' \n' '  ')
+for ex in "--algorithm zstd --level 19" "--recomp-algorithm zstd:19"; do
+	[[ $page == *"$ex"* ]] || fail "uzram(1) has no '$ex'"
+done
+head -c 65536 /etc/services >"$T/small"
+# shellcheck disable=SC2086
+uzram load "$T/small" --algorithm zstd --level 19 >/dev/null ||
+	fail "uzram(1)'s --algorithm zstd --level 19 is refused"
+uzram serve --size 1M --socket "$T/r.sock" --recomp-algorithm zstd:19 --run true ||
+	fail "uzram(1)'s --recomp-algorithm zstd:19 is refused"
+conf=$(man -l "$BUILD/man/uzram.conf.5" | col -bx)
+! grep -qiE "deb branch|to be fixed|4597936" <<<"$conf" ||
+	fail "uzram.conf(5) still has the note about the deb branch"

@@ -69,7 +69,7 @@ for fam in families:
         s = fam.samples[0]
         if s.labels['algorithm'] != before['algorithm'] or s.value != 1:
             fail(f"uzram_info is {s}")
-        covered |= {'export', 'algorithm'}
+        covered |= {'export', 'algorithm', 'metrics'}
         continue
     if fig == 'requests':
         for s in fam.samples:
@@ -128,6 +128,24 @@ assert_eq "$code" 404 "GET /other"
 code=$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$MPORT/metrics")
 assert_eq "$code" 405 "POST /metrics"
 assert_fails uzram stat --socket "${SOCK[m]}" --json --prometheus
+
+step "--metrics 127.0.0.1:0: the banner, stat and stat --json say the port it took"
+start_server z --size 16M --metrics 127.0.0.1:0
+addr=$(sed -n 's|^metrics: \(http://127\.0\.0\.1:[0-9]*/metrics\) .*|\1|p' "${OUT[z]}")
+[[ -n $addr && $addr != *:0/* ]] ||
+	fail "the banner does not say where the metrics are: $(cat "${OUT[z]}")"
+curl -sSf --max-time 10 "$addr" -o "$T/z.prom"
+grep -q '^uzram_orig_data_bytes' "$T/z.prom" || fail "GET $addr: $(head -c 300 "$T/z.prom")"
+uzram stat --socket "${SOCK[z]}" --json >"$T/z.json"
+assert_eq "$(json_get "$T/z.json" "j['metrics']")" "$addr" "stat --json's metrics"
+uzram stat --socket "${SOCK[z]}" >"$T/z.txt"
+grep -qE "^metrics +$addr\$" "$T/z.txt" || fail "stat has no metrics line: $(cat "$T/z.txt")"
+uzram stat --socket "${SOCK[z]}" --all >"$T/z.txt"
+grep -qE "^metrics +$addr\$" "$T/z.txt" || fail "stat --all has no metrics line: $(cat "$T/z.txt")"
+uzram stat --socket "${SOCK[m]}" --json >"$T/m.json"
+assert_eq "$(json_get "$T/m.json" "j['metrics']")" "unix:$T/metrics.sock" \
+	"stat --json's metrics on a Unix socket"
+stop_server z
 
 step "the listeners go with the server"
 stop_server m

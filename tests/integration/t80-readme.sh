@@ -33,6 +33,19 @@ PY
 ((${#blocks[@]} >= 2)) || fail "README.md: ${#blocks[@]} readme-test blocks, want 2 or more"
 build=$(dirname "$UZRAM")
 
+step "the first screen says what it is, for whom, the ways in, then the two commands"
+head -n 30 "$README" >"$T/screen"
+for want in "zram in userspace" "It is for" "the Debian package" "make run" \
+	"the library" "make test   #"; do
+	grep -qF -- "$want" "$T/screen" || fail "README.md's first 30 lines lack '$want'"
+done
+first_cmd=$(grep -n '^make run ' "$T/screen" | cut -d: -f1)
+ways=$(grep -n 'the Debian package' "$T/screen" | head -n 1 | cut -d: -f1)
+((first_cmd > ways)) || fail "README.md gives the commands before saying what it is"
+# the package line installs libuzram-dev, which the library's cc line needs
+sed -n '/^apt-get install /,/[^\\]$/p' "$README" | grep -q 'libuzram-dev_' ||
+	fail "README.md's apt-get install line does not install libuzram-dev"
+
 # run_blocks USER DIR: every block, as USER (root: directly), in DIR.
 run_blocks()
 {

@@ -92,5 +92,5 @@ int main(void)
 		cmocka_unit_test(test_reserve_stops_at_limit),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return tu_run_tests(tests, NULL, NULL);
 }

@@ -55,7 +55,7 @@ fill()
 }
 
 rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
-uzram_mem() { uzram stat --socket "/run/$1.sock" | awk '$1 == "mem_used_total" { print $2 }'; }
+uzram_mem() { uzram stat --socket "/run/$1.sock" --all | awk '$1 == "mem_used_total" { print $2 }'; }
 
 names=()
 echo lz4 > /sys/block/zram0/comp_algorithm && echo $SIZE > /sys/block/zram0/disksize &&

@@ -17,7 +17,7 @@
 #                                     returns; $UZRAM_PID
 # nbd_attach DEV SOCK [ARGS...]       nbd-client on the server's Unix socket
 #                                     (the default export), bounded
-# stat_field SOCK FIELD              one figure of `uzram stat`
+# stat_field SOCK FIELD              one figure of `uzram stat --all`
 # uzram_stop                          SIGTERM to $UZRAM_PID; checks it exits 0
 #                                     within 30 s (check server-exit)
 # A test ends with `finish`: exit status 0 if no check failed.
@@ -69,7 +69,7 @@ nbd_attach()
 
 stat_field()
 {
-	uzram stat --socket "$1" | awk -v f="$2" '$1 == f { print $2 }'
+	uzram stat --socket "$1" --all | awk -v f="$2" '$1 == f { print $2 }'
 }
 
 # On the way out, even after a failed check: every NBD device detached,

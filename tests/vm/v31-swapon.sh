@@ -2,7 +2,8 @@
 # v31-swapon.sh - `uzram swapon` and `uzram swapoff` on 6.1, which has no
 # ublk (v42 is swapon on ublk): the default transport is nbd, with
 # zram-generator's defaults (min(RAM / 2, 4 GiB), zstd, priority 100),
-# --transport ublk is refused, a second device beside the first, and
+# --transport ublk is refused, a second device beside the first with every
+# device option serve takes (a backing file, recompression, dedup...), and
 # swapoff taking every piece down: no swap, no client, no server, no
 # files left.
 # vm-mem: 256
@@ -31,8 +32,21 @@ check server-realtime bash -c "! awk '{ sub(/.*\\) /, \"\"); if (\$39 != 2) prin
 # 6.1 has no ublk: auto took nbd above; asked for, ublk is refused by name
 check ublk-refused bash -c '! uzram swapon --transport ublk 2> /tmp/ublk.err && grep -q ublk_drv /tmp/ublk.err'
 info "$(cat /tmp/ublk.err)"
-check second-device bounded 120 uzram swapon --size 32M --algorithm lz4 --priority 5
+# the second with every device option serve takes (issue 30 item 1)
+check second-dry-run uzram swapon --dry-run --size 32M --algorithm lz4 --level 1 \
+	--cluster 8K --mem-limit 16M --backing /tmp/swap1.backing --recomp-algorithm zstd \
+	--writeback-limit 64M --high-watermark 80 --low-watermark 60 --dedup --threads 2
+check second-device bounded 120 uzram swapon --size 32M --algorithm lz4 --level 1 \
+	--cluster 8K --mem-limit 16M --backing /tmp/swap1.backing --recomp-algorithm zstd \
+	--writeback-limit 64M --high-watermark 80 --low-watermark 60 --dedup --threads 2 \
+	--priority 5
 check second-on-nbd1 bash -c "awk '\$1 == \"/dev/nbd1\" && \$5 == 5' /proc/swaps | grep -q nbd1"
+pid1=$(cat /run/uzram/swap/nbd1.pid)
+info "server of nbd1: $(tr '\0' ' ' </proc/$pid1/cmdline)"
+check second-serve-options bash -c "tr '\0' ' ' </proc/$pid1/cmdline | grep -q -- '--level 1 --cluster 8K .*--mem-limit 16777216 --backing /tmp/swap1.backing --high-watermark 80 --low-watermark 60 --writeback-limit 64M --threads 2 --recomp-algorithm zstd --dedup'"
+check second-mem-limit test "$(stat_field /run/uzram/swap/nbd1.sock mem_limit)" = 16777216
+check second-wb-limit test "$(stat_field /run/uzram/swap/nbd1.sock bd_wb_limit)" = 16384
+check second-backing-file test -f /tmp/swap1.backing
 check swapoff-all bounded 300 uzram swapoff
 check no-swap-left test "$(tail -n +2 /proc/swaps | wc -l)" -eq 0
 check no-server-left bash -c '! pidof uzram'

@@ -15,7 +15,7 @@ source /guest-lib.sh
 
 # The /dev/ublkbN that the server NAME announced.
 ublk_of() { sed -n 's/^uzram serve: block device //p' "/run/$1.out"; }
-stat_of() { uzram stat --socket "/run/$1.sock" | awk -v k="$2" '$1 == k { print $2 }'; }
+stat_of() { uzram stat --socket "/run/$1.sock" --all | awk -v k="$2" '$1 == k { print $2 }'; }
 # SIGTERM to the server $1, and its exit status within 60 s.
 stop()
 {

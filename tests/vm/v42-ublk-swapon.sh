@@ -56,7 +56,7 @@ check hog-completes test "$rc" = 0
 info "hog: status $rc in $(elapsed "$t0") s, pswpout $out, pswpin $in"
 check hog-swapped test "$out" -gt 1000
 info "server: $(grep -E 'VmRSS|VmLck' /proc/$pid/status | tr -s ' \t\n' ' ')"
-info "stat: $(uzram stat --socket "$f.sock" | awk '$1 ~ /^(pages_stored|mem_used_total|mem_used_max|failed_writes)$/' | tr -s ' \n' ' ')"
+info "stat: $(uzram stat --socket "$f.sock" --all | awk '$1 ~ /^(pages_stored|mem_used_total|mem_used_max|failed_writes)$/' | tr -s ' \n' ' ')"
 
 # the NBD transport, beside it
 check swapon-nbd bounded 120 uzram swapon --transport nbd --size 32M --algorithm lz4 --priority 5
