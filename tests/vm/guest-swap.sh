@@ -7,7 +7,8 @@ source /guest-lib.sh
 # Knobs (VMT_* from the host, tests/vm/run.sh): the workload (seq: hog.c,
 # every page in order; random: rhog.c, two processes rewriting random
 # pages; a test may set SWAP_WORKLOAD), the hog's size, which of the two
-# runs (zram, uzram or both), the swap devices' size, vm.page-cluster (the
+# runs (zram, uzram or both), the swap devices' size (a test may set
+# SWAP_SIZE), vm.page-cluster (the
 # kernel's default, 3, unless set), and extra options of `uzram serve` and
 # of nbd-client.
 workload=${VMT_SWAP_WORKLOAD:-${SWAP_WORKLOAD:-seq}}
@@ -19,7 +20,7 @@ fi
 [[ -n ${VMT_PAGE_CLUSTER:-} ]] && sysctl -q -w vm.page-cluster="$VMT_PAGE_CLUSTER"
 info "workload $workload, $hog_mib MiB, vm.page-cluster $(cat /proc/sys/vm/page-cluster)"
 runs=${VMT_SWAP_RUNS:-zram uzram}
-swap_size=${VMT_SWAP_SIZE:-896M}
+swap_size=${VMT_SWAP_SIZE:-${SWAP_SIZE:-896M}}
 serve_opts=${VMT_SERVE_OPTS:-}
 nbd_opts=${VMT_NBD_OPTS:-}
 passes=1
