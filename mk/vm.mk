@@ -18,25 +18,32 @@
 #                           (v32, 6.12), a guest each, no zram run
 #   make test-vm-swap       the swap tests once, zram and uzram in each
 #                           boot: the figures of BENCHMARKS.md
+#   make test-vm-swap-random  issue 30's random workload (tests/vm/rhog.c:
+#                           two processes rewriting random pages of 640
+#                           MiB in a 384 MiB guest, 640/768 MiB devices), zram
+#                           and uzram in each boot, on ublk (v33, 6.12) and
+#                           NBD (v34, 6.1); not in make test (8-15 min a
+#                           boot under TCG)
 #   make test-vm-swap-repeat [VM_REPEAT=5]   the swap tests VM_REPEAT times
 #                           in a row, a guest each, their figures each time
 #
 # The first run fetches the kernels (build/vm/, about 180 MB, kept; see
 # tests/vm/fetch-kernel.sh): nothing of the host's /boot or apt is used.
 
-VM_TESTS ?= $(filter-out $(VM_SWAP),$(sort $(wildcard tests/vm/v*.sh)))
+VM_TESTS ?= $(filter-out $(VM_SWAP) $(VM_SWAP_RANDOM),$(sort $(wildcard tests/vm/v*.sh)))
 VM_QUICK := $(addprefix tests/vm/,v10-ext4.sh v12-discard.sh v13-multiconn.sh \
 	v14-reconnect.sh v15-server-killed.sh v31-swapon.sh)
 VM_UBLK := $(addprefix tests/vm/,v40-ublk.sh v41-ublk-faults.sh v42-ublk-swapon.sh)
 # the ones of VM_UBLK that boot alone, with their own vm-mem
 VM_UBLK_ALONE := tests/vm/v42-ublk-swapon.sh
 VM_SWAP := tests/vm/v30-swap.sh tests/vm/v32-swap-ublk.sh
+VM_SWAP_RANDOM := tests/vm/v33-swap-random-ublk.sh tests/vm/v34-swap-random.sh
 VM_REPEAT ?= 5
 VM_RUN = UZRAM=$(abspath $(BUILD)/uzram) UZRAM_TEST_CORPUS=$(CORPUS_DIR) \
 	bash tests/vm/run.sh
 
 .PHONY: deps-vm test-vm test-vm-quick test-vm-ublk test-vm-swap test-vm-swap-repeat \
-	test-vm-swap-uzram
+	test-vm-swap-uzram test-vm-swap-random
 
 deps-vm: deps
 	@scripts/deps.sh test vm
@@ -62,6 +69,9 @@ test-vm-swap-uzram: deps-vm all $(CORPUS_READY)
 
 test-vm-swap: deps-vm all $(CORPUS_READY)
 	$(VM_RUN) $(VM_SWAP)
+
+test-vm-swap-random: deps-vm all $(CORPUS_READY)
+	$(VM_RUN) $(VM_SWAP_RANDOM)
 
 test-vm-swap-repeat: deps-vm all $(CORPUS_READY)
 	@failed=0; for i in $$(seq $(VM_REPEAT)); do \

@@ -4,12 +4,23 @@
 # is in v30-swap.sh's header.
 source /guest-lib.sh
 
-# Knobs (VMT_* from the host, tests/vm/run.sh): the hog's size, which of
-# the two runs (zram, uzram or both), the swap devices' size, and extra
-# options of `uzram serve` and of nbd-client.
-hog_mib=${VMT_HOG_MIB:-768}
+# Knobs (VMT_* from the host, tests/vm/run.sh): the workload (seq: hog.c,
+# every page in order; random: rhog.c, two processes rewriting random
+# pages; a test may set SWAP_WORKLOAD), the hog's size, which of the two
+# runs (zram, uzram or both), the swap devices' size (a test may set
+# SWAP_SIZE), vm.page-cluster (the
+# kernel's default, 3, unless set), and extra options of `uzram serve` and
+# of nbd-client.
+workload=${VMT_SWAP_WORKLOAD:-${SWAP_WORKLOAD:-seq}}
+if [[ $workload == random ]]; then
+	hog_mib=${VMT_HOG_MIB:-640}
+else
+	hog_mib=${VMT_HOG_MIB:-768}
+fi
+[[ -n ${VMT_PAGE_CLUSTER:-} ]] && sysctl -q -w vm.page-cluster="$VMT_PAGE_CLUSTER"
+info "workload $workload, $hog_mib MiB, vm.page-cluster $(cat /proc/sys/vm/page-cluster)"
 runs=${VMT_SWAP_RUNS:-zram uzram}
-swap_size=${VMT_SWAP_SIZE:-896M}
+swap_size=${VMT_SWAP_SIZE:-${SWAP_SIZE:-896M}}
 serve_opts=${VMT_SERVE_OPTS:-}
 nbd_opts=${VMT_NBD_OPTS:-}
 passes=1
@@ -26,7 +37,11 @@ run_hog()
 	local name=$1 in0 out0 t0 rc secs in out
 	in0=$(vmstat pswpin); out0=$(vmstat pswpout)
 	t0=$(now)
-	bounded 1500 hog $hog_mib /data/heap-python.core $passes > /tmp/hog.$name 2>&1
+	if [[ $workload == random ]]; then
+		bounded 1500 rhog "$hog_mib" /data/heap-python.core 2 1 > /tmp/hog.$name 2>&1
+	else
+		bounded 1500 hog "$hog_mib" /data/heap-python.core $passes > /tmp/hog.$name 2>&1
+	fi
 	rc=$?
 	secs=$(elapsed "$t0")
 	in=$(($(vmstat pswpin) - in0)); out=$(($(vmstat pswpout) - out0))
@@ -43,6 +58,39 @@ run_hog()
 	figure "$name-swapout-rate" "$(awk -v n=$out -v s=$secs 'BEGIN { printf "%.0f", n / s }')" pages/s
 	return $rc
 }
+
+# Discard requests the block device DEV completed, and their sectors
+# (/sys/block/DEV/stat's fields 12 and 14): what the kernel told the device.
+discards() { awk '{ print $12, $14 }' "/sys/block/${1#/dev/}/stat"; }
+swap_used() { awk 'NR > 1 { u += $4 } END { print u * 1024 }' /proc/swaps; }
+
+# after_hog NAME DEV STORED_CMD: what the device still holds once the hog
+# exited: swap in use, pages stored, discards; then, for the random
+# workload or with VMT_SWAP_RECLAIM set, again after the kernel was asked
+# to reclaim (memory.reclaim of the root cgroup), which drops the swap
+# cache's clean pages and frees their slots.
+after_hog()
+{
+	local name=$1 dev=$2 d
+	shift 2
+	sleep 2
+	d=$(discards "$dev")
+	figure "$name-after-swap_used" "$(swap_used)" bytes
+	figure "$name-after-pages_stored" "$("$@")" pages
+	figure "$name-after-discards" "${d% *}" requests
+	figure "$name-after-discarded" "$((${d#* } / 8))" pages
+	# make test's sequential runs skip the reclaim: it swaps out what is left
+	[[ $workload == random || -n ${VMT_SWAP_RECLAIM:-} ]] || return 0
+	grep -q " /sys/fs/cgroup cgroup2 " /proc/mounts ||
+		mount -t cgroup2 none /sys/fs/cgroup 2> /dev/null
+	echo 1G > /sys/fs/cgroup/memory.reclaim 2> /dev/null
+	sleep 2
+	d=$(discards "$dev")
+	figure "$name-reclaimed-swap_used" "$(swap_used)" bytes
+	figure "$name-reclaimed-pages_stored" "$("$@")" pages
+	figure "$name-reclaimed-discards" "${d% *}" requests
+}
+zram_stored() { awk '{ print int($1 / 4096) }' /sys/block/zram0/mm_stat; }
 
 # memwatch SOCK: every 20 s, one line of where the guest's memory is: swap
 # in use, what the server stores and holds (stale pages are stored ones
@@ -65,6 +113,7 @@ elif echo lz4 > /sys/block/zram0/comp_algorithm && echo $swap_size > /sys/block/
 	mkswap /dev/zram0 > /dev/null && swapon -p 10 /dev/zram0; then
 	pass zram-swapon
 	run_hog zram
+	after_hog zram /dev/zram0 zram_stored
 	# mm_stat: orig_data_size compr_data_size mem_used_total mem_limit mem_used_max ...
 	figure zram-mem_used_max "$(awk '{print $5}' /sys/block/zram0/mm_stat)" bytes
 	check zram-swapoff bounded 300 swapoff /dev/zram0
@@ -103,9 +152,16 @@ if mkswap "$dev" > /dev/null && swapon --discard=pages -p 10 "$dev"; then
 	watch_pid=$!
 	memwatch $s &
 	mem_pid=$!
+	q=/sys/block/${dev#/dev/}/queue
+	info "$dev: rotational $(cat $q/rotational), discard_granularity $(cat $q/discard_granularity)," \
+		"discard_max_bytes $(cat $q/discard_max_bytes), read_ahead_kb $(cat $q/read_ahead_kb);" \
+		"$(dmesg | grep "Adding .* on $dev" | tail -n 1)"
 	run_hog uzram
 	kill "$watch_pid" "$mem_pid"
 	figure uzram-mem_used_max "$(stat_field $s mem_used_max)" bytes
+	# the server's peak resident memory: the store and all it holds besides
+	figure uzram-VmHWM "$(awk '$1 == "VmHWM:" { print $2 * 1024 }' /proc/$UZRAM_PID/status)" bytes
+	after_hog uzram "$dev" stat_field $s pages_stored
 	figure uzram-failed_writes "$(stat_field $s failed_writes)" requests
 	check uzram-swapoff bounded 300 swapoff "$dev"
 else

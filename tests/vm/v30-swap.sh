@@ -31,7 +31,7 @@
 # vm-cpus: 2
 # vm-timeout: 2100
 # vm-modules: nbd zram lz4
-# vm-programs: hog swapwatch
+# vm-programs: hog rhog swapwatch
 # vm-data: heap-python.core:64:8
 SWAP_TRANSPORT=nbd
 source /guest-swap.sh

@@ -8,7 +8,7 @@
 # vm-cpus: 2
 # vm-timeout: 2100
 # vm-modules: ublk_drv zram lz4
-# vm-programs: hog swapwatch
+# vm-programs: hog rhog swapwatch
 # vm-data: heap-python.core:64:8
 SWAP_TRANSPORT=ublk
 source /guest-swap.sh

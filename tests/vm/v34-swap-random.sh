@@ -1,0 +1,16 @@
+# SPDX-License-Identifier: MIT
+# v34-swap-random.sh - the random workload of v33-swap-random-ublk.sh over
+# NBD: the guest's zram, then /dev/nbd0 attached by the kernel's NBD client
+# to `uzram serve --swap` in the same guest (Debian 12's 6.1). The body is
+# tests/vm/guest-swap.sh. Devices of 768 MiB: on 6.1 zram itself was
+# OOM-killed on 640 MiB (its swap full), which suffice on 6.12 (v33).
+# vm-mem: 384
+# vm-cpus: 2
+# vm-timeout: 2100
+# vm-modules: nbd zram lz4
+# vm-programs: hog rhog swapwatch
+# vm-data: heap-python.core:64:8
+SWAP_TRANSPORT=nbd
+SWAP_WORKLOAD=random
+SWAP_SIZE=768M
+source /guest-swap.sh
