@@ -330,87 +330,110 @@ static int train_request(int argc, char **argv, char *req, size_t n)
 	return 0;
 }
 
-int cmd_ctl(int argc, char **argv)
+/* save [PATH]: a relative PATH is made absolute, as the server's working
+ * directory is not ours. */
+static int save_request(int argc, char **argv, char *req, size_t n)
 {
-	char path[PATH_MAX], req[PATH_MAX + 16], cwd[PATH_MAX];
-	unsigned long long v;
-	int r = client_options(argc, argv, &ctl_cmd, "uzram ctl", path, NULL);
+	char cwd[PATH_MAX];
 
-	if (r >= 0)
-		return r;
-	argc -= optind;
-	argv += optind;
-	if (argc == 1 && !strcmp(argv[0], "compact")) {
-		snprintf(req, sizeof req, "compact\n");
-	} else if (argc == 1 && !strcmp(argv[0], "reset-max")) {
-		snprintf(req, sizeof req, "reset-max\n");
-	} else if (argc == 1 && !strcmp(argv[0], "idle")) {
-		snprintf(req, sizeof req, "idle\n");
-	} else if (argc == 2 && !strcmp(argv[0], "idle")) {
+	if (argc == 1) {
+		snprintf(req, n, "save\n");
+		return 0;
+	}
+	if (argv[1][0] != '/' && !getcwd(cwd, sizeof cwd)) {
+		perror("uzram ctl: getcwd");
+		return 1;
+	}
+	if ((size_t)snprintf(req, n, "save %s%s%s\n",
+			     argv[1][0] == '/' ? "" : cwd,
+			     argv[1][0] == '/' ? "" : "/", argv[1]) >= n ||
+	    strchr(argv[1], '\n')) {
+		fprintf(stderr, "uzram ctl: bad path '%s'\n", argv[1]);
+		return 2;
+	}
+	return 0;
+}
+
+/* A command that is none of ctl's, or one with a wrong number of words. */
+static int ctl_unknown(int argc, char **argv)
+{
+	static const char *const known[] = { "compact", "reset-max", "idle",
+		"writeback", "writeback-limit", "backing-compact", "train-dict",
+		"recompress", "save", "mem-limit" };
+
+	if (argc == 0)
+		return cli_usage_error(&ctl_cmd, "no command given");
+	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+		if (!strcmp(argv[0], known[i]))
+			return cli_usage_error(&ctl_cmd, "%s: wrong number of "
+					       "arguments (%d)", argv[0],
+					       argc - 1);
+	return cli_usage_error(&ctl_cmd, "unknown command '%s'", argv[0]);
+}
+
+/*
+ * The control request for ctl's words argv[0..argc) into req (n bytes):
+ * 0, or the exit status after a message.
+ */
+static int ctl_request(int argc, char **argv, char *req, size_t n)
+{
+	unsigned long long v;
+	const char *cmd = argc ? argv[0] : "";
+
+	if (argc == 1 && (!strcmp(cmd, "compact") || !strcmp(cmd, "reset-max") ||
+			  !strcmp(cmd, "idle") ||
+			  !strcmp(cmd, "backing-compact"))) {
+		snprintf(req, n, "%s\n", cmd);
+	} else if (argc == 2 && !strcmp(cmd, "idle")) {
 		if (parse_uint(argv[1], UINT32_MAX, &v) < 0) {
 			fprintf(stderr, "uzram ctl: bad seconds '%s'\n", argv[1]);
 			return 2;
 		}
-		snprintf(req, sizeof req, "idle %llu\n", v);
-	} else if (argc >= 1 && !strcmp(argv[0], "writeback")) {
-		if (writeback_request(argc, argv, req, sizeof req) < 0)
+		snprintf(req, n, "idle %llu\n", v);
+	} else if (argc >= 1 && !strcmp(cmd, "writeback")) {
+		if (writeback_request(argc, argv, req, n) < 0)
 			return cli_usage_error(&ctl_cmd, "bad arguments for "
 					       "writeback");
-	} else if (argc == 2 && !strcmp(argv[0], "writeback-limit")) {
+	} else if (argc == 2 && !strcmp(cmd, "writeback-limit")) {
 		if (!strcmp(argv[1], "off"))
-			snprintf(req, sizeof req, "writeback-limit 0 0\n");
+			snprintf(req, n, "writeback-limit 0 0\n");
 		else if (!parse_uint(argv[1], UINT32_MAX, &v))
-			snprintf(req, sizeof req, "writeback-limit 1 %llu\n", v);
+			snprintf(req, n, "writeback-limit 1 %llu\n", v);
 		else {
 			fprintf(stderr, "uzram ctl: bad page count '%s'\n", argv[1]);
 			return 2;
 		}
-	} else if (argc == 1 && !strcmp(argv[0], "backing-compact")) {
-		snprintf(req, sizeof req, "backing-compact\n");
-	} else if (argc >= 1 && !strcmp(argv[0], "train-dict")) {
-		if (train_request(argc, argv, req, sizeof req) < 0)
+	} else if (argc >= 1 && !strcmp(cmd, "train-dict")) {
+		if (train_request(argc, argv, req, n) < 0)
 			return cli_usage_error(&ctl_cmd, "bad arguments for "
 					       "train-dict");
-	} else if (argc >= 1 && !strcmp(argv[0], "recompress")) {
-		if (recompress_request(argc, argv, req, sizeof req) < 0)
+	} else if (argc >= 1 && !strcmp(cmd, "recompress")) {
+		if (recompress_request(argc, argv, req, n) < 0)
 			return cli_usage_error(&ctl_cmd, "bad arguments for "
 					       "recompress");
-	} else if (argc == 1 && !strcmp(argv[0], "save")) {
-		snprintf(req, sizeof req, "save\n");
-	} else if (argc == 2 && !strcmp(argv[0], "save")) {
-		/* the server's working directory is not ours */
-		if (argv[1][0] != '/' && !getcwd(cwd, sizeof cwd)) {
-			perror("uzram ctl: getcwd");
-			return 1;
-		}
-		if ((size_t)snprintf(req, sizeof req, "save %s%s%s\n",
-				     argv[1][0] == '/' ? "" : cwd,
-				     argv[1][0] == '/' ? "" : "/", argv[1]) >=
-		    sizeof req || strchr(argv[1], '\n')) {
-			fprintf(stderr, "uzram ctl: bad path '%s'\n", argv[1]);
-			return 2;
-		}
-	} else if (argc == 2 && !strcmp(argv[0], "mem-limit")) {
+	} else if ((argc == 1 || argc == 2) && !strcmp(cmd, "save")) {
+		return save_request(argc, argv, req, n);
+	} else if (argc == 2 && !strcmp(cmd, "mem-limit")) {
 		if (parse_size(argv[1], &v) < 0) {
 			fprintf(stderr, "uzram ctl: bad size '%s'\n", argv[1]);
 			return 2;
 		}
-		snprintf(req, sizeof req, "mem-limit %llu\n", v);
-	} else if (argc == 0) {
-		return cli_usage_error(&ctl_cmd, "no command given");
+		snprintf(req, n, "mem-limit %llu\n", v);
 	} else {
-		static const char *const known[] = { "compact", "reset-max",
-			"idle", "writeback", "writeback-limit",
-			"backing-compact", "train-dict", "recompress", "save",
-			"mem-limit" };
-
-		for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-			if (!strcmp(argv[0], known[i]))
-				return cli_usage_error(&ctl_cmd, "%s: wrong "
-					"number of arguments (%d)", argv[0],
-					argc - 1);
-		return cli_usage_error(&ctl_cmd, "unknown command '%s'",
-				       argv[0]);
+		return ctl_unknown(argc, argv);
 	}
+	return 0;
+}
+
+int cmd_ctl(int argc, char **argv)
+{
+	char path[PATH_MAX], req[PATH_MAX + 16];
+	int r = client_options(argc, argv, &ctl_cmd, "uzram ctl", path, NULL);
+
+	if (r >= 0)
+		return r;
+	r = ctl_request(argc - optind, argv + optind, req, sizeof req);
+	if (r)
+		return r;
 	return nbd_server_ctl(path, req, "uzram ctl");
 }
