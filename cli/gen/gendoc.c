@@ -160,10 +160,108 @@ static void word_args(const char *args, FILE *f)
 	}
 }
 
-static void bash(FILE *f)
+/* bash: the case of cmd's options that take a value, each completed. */
+static void bash_values(FILE *f, const struct cli_command *cmd)
 {
 	char words[128];
 
+	fprintf(f, "\t\tcase $prev in\n");
+	for (const struct cli_option *o = cmd->opts; o->name || o->key; o++) {
+		const char *act;
+
+		if (o->has_arg != required_argument || !o->arg)
+			continue;
+		act = arg_action(o->arg, words, sizeof words);
+		if (o->name)
+			fprintf(f, "\t\t--%s", o->name);
+		if (has_short(cmd, o->key))
+			fprintf(f, "%s-%c", o->name ? "|" : "\t\t", o->key);
+		if (!act)
+			fprintf(f, ") return ;;\n");
+		else if (!strcmp(act, "algorithms"))
+			fprintf(f, ") mapfile -t COMPREPLY < <(compgen -W '%s' -- \"$cur\"); return ;;\n",
+				uzram_algorithms());
+		else if (act[0] == '-')
+			fprintf(f, ") mapfile -t COMPREPLY < <(compgen %s -- \"$cur\"); return ;;\n",
+				act);
+		else
+			fprintf(f, ") mapfile -t COMPREPLY < <(compgen -W '%s' -- \"$cur\"); return ;;\n",
+				act);
+	}
+	fprintf(f, "\t\tesac\n");
+}
+
+/* bash: opts='...', every option of cmd. */
+static void bash_opts(FILE *f, const struct cli_command *cmd)
+{
+	fprintf(f, "\t\topts='");
+	for (const struct cli_option *o = cmd->opts; o->name || o->key; o++) {
+		if (o->name)
+			fprintf(f, "--%s ", o->name);
+		if (o->name && o->has_arg == optional_argument)
+			fprintf(f, "--%s= ", o->name);
+		if (has_short(cmd, o->key))
+			fprintf(f, "-%c ", o->key);
+	}
+	fprintf(f, "'\n");
+}
+
+/* bash: a command of words (ctl): find the word, complete its arguments. */
+static void bash_words(FILE *f, const struct cli_command *cmd)
+{
+	bool first = true;
+
+	fprintf(f, "\t\tfor ((i = 2; i < COMP_CWORD; i++)); do\n"
+		"\t\t\tcase ${COMP_WORDS[i]} in\n"
+		"\t\t\t");
+	for (const struct cli_option *o = cmd->opts; o->name || o->key; o++)
+		if (o->name && o->has_arg == required_argument) {
+			fprintf(f, "%s--%s", first ? "" : "|", o->name);
+			first = false;
+		}
+	/* a command whose options take no value has no such case */
+	fprintf(f, "%s\t\t\t-*) ;;\n"
+		"\t\t\t*) word=${COMP_WORDS[i]}; break ;;\n",
+		first ? "" : ") ((i++)) ;;\n");
+	fprintf(f, "\t\t\tesac\n\t\tdone\n"
+		"\t\tcase $word in\n\t\t'')\n"
+		"\t\t\t[[ $cur == -* ]] && words=$opts || words='");
+	for (const struct cli_word *w = cmd->words; w->name; w++)
+		fprintf(f, "%s ", w->name);
+	fprintf(f, "'\n\t\t\t;;\n");
+	for (const struct cli_word *w = cmd->words; w->name; w++) {
+		if (w->args && (strstr(w->args, "IMAGE") ||
+				strstr(w->args, "FILE"))) {
+			fprintf(f, "\t\t%s) mapfile -t COMPREPLY < <(compgen -f -- \"$cur\"); return ;;\n",
+				w->name);
+			continue;
+		}
+		fprintf(f, "\t\t%s) words='", w->name);
+		if (w->args)
+			word_args(w->args, f);
+		fprintf(f, "' ;;\n");
+	}
+	fprintf(f, "\t\t*) words= ;;\n\t\tesac\n"
+		"\t\tmapfile -t COMPREPLY < <(compgen -W \"$words\" -- \"$cur\")\n"
+		"\t\tif [[ ${COMPREPLY[0]-} == *= ]]; then compopt -o nospace 2>/dev/null || :; fi\n"
+		"\t\treturn\n\t\t;;\n");
+}
+
+/* bash: a command of options and operands (files, a directory). */
+static void bash_operands(FILE *f, const struct cli_command *cmd)
+{
+	fprintf(f, "\t\tif [[ $cur == -* ]]; then\n"
+		"\t\t\tmapfile -t COMPREPLY < <(compgen -W \"$opts\" -- \"$cur\")\n"
+		"\t\t\tif [[ ${COMPREPLY[0]-} == *= ]]; then compopt -o nospace 2>/dev/null || :; fi\n");
+	if (cmd->operands) {
+		fprintf(f, "\t\telse\n\t\t\tmapfile -t COMPREPLY < <(compgen %s -- \"$cur\")\n",
+			!strcmp(cmd->operands, "DIR") ? "-d" : "-f");
+	}
+	fprintf(f, "\t\tfi\n\t\t;;\n");
+}
+
+static void bash(FILE *f)
+{
 	fprintf(f, "# bash completion for uzram(1). Made by cli/gen/gendoc.c from the\n"
 		"# option tables of the uzram program: do not edit.\n\n"
 		"_uzram()\n{\n"
@@ -180,85 +278,13 @@ static void bash(FILE *f)
 	for (size_t i = 0; i < cli_ncommands; i++) {
 		const struct cli_command *cmd = cli_commands[i].cmd;
 
-		fprintf(f, "\t%s)\n\t\tcase $prev in\n", cmd->name);
-		for (const struct cli_option *o = cmd->opts; o->name || o->key; o++) {
-			const char *act;
-
-			if (o->has_arg != required_argument || !o->arg)
-				continue;
-			act = arg_action(o->arg, words, sizeof words);
-			if (o->name)
-				fprintf(f, "\t\t--%s", o->name);
-			if (has_short(cmd, o->key))
-				fprintf(f, "%s-%c", o->name ? "|" : "\t\t", o->key);
-			if (!act)
-				fprintf(f, ") return ;;\n");
-			else if (!strcmp(act, "algorithms"))
-				fprintf(f, ") mapfile -t COMPREPLY < <(compgen -W '%s' -- \"$cur\"); return ;;\n",
-					uzram_algorithms());
-			else if (act[0] == '-')
-				fprintf(f, ") mapfile -t COMPREPLY < <(compgen %s -- \"$cur\"); return ;;\n",
-					act);
-			else
-				fprintf(f, ") mapfile -t COMPREPLY < <(compgen -W '%s' -- \"$cur\"); return ;;\n",
-					act);
-		}
-		fprintf(f, "\t\tesac\n\t\topts='");
-		for (const struct cli_option *o = cmd->opts; o->name || o->key; o++) {
-			if (o->name)
-				fprintf(f, "--%s ", o->name);
-			if (o->name && o->has_arg == optional_argument)
-				fprintf(f, "--%s= ", o->name);
-			if (has_short(cmd, o->key))
-				fprintf(f, "-%c ", o->key);
-		}
-		fprintf(f, "'\n");
-		if (cmd->words) {
-			fprintf(f, "\t\tfor ((i = 2; i < COMP_CWORD; i++)); do\n"
-				"\t\t\tcase ${COMP_WORDS[i]} in\n"
-				"\t\t\t");
-			bool first = true;
-			for (const struct cli_option *o = cmd->opts; o->name || o->key; o++)
-				if (o->name && o->has_arg == required_argument) {
-					fprintf(f, "%s--%s", first ? "" : "|", o->name);
-					first = false;
-				}
-			/* a command whose options take no value has no such case */
-			fprintf(f, "%s\t\t\t-*) ;;\n"
-				"\t\t\t*) word=${COMP_WORDS[i]}; break ;;\n",
-				first ? "" : ") ((i++)) ;;\n");
-			fprintf(f, "\t\t\tesac\n\t\tdone\n"
-				"\t\tcase $word in\n\t\t'')\n"
-				"\t\t\t[[ $cur == -* ]] && words=$opts || words='");
-			for (const struct cli_word *w = cmd->words; w->name; w++)
-				fprintf(f, "%s ", w->name);
-			fprintf(f, "'\n\t\t\t;;\n");
-			for (const struct cli_word *w = cmd->words; w->name; w++) {
-				if (w->args && (strstr(w->args, "IMAGE") ||
-						strstr(w->args, "FILE"))) {
-					fprintf(f, "\t\t%s) mapfile -t COMPREPLY < <(compgen -f -- \"$cur\"); return ;;\n",
-						w->name);
-					continue;
-				}
-				fprintf(f, "\t\t%s) words='", w->name);
-				if (w->args)
-					word_args(w->args, f);
-				fprintf(f, "' ;;\n");
-			}
-			fprintf(f, "\t\t*) words= ;;\n\t\tesac\n"
-				"\t\tmapfile -t COMPREPLY < <(compgen -W \"$words\" -- \"$cur\")\n"
-				"\t\tif [[ ${COMPREPLY[0]-} == *= ]]; then compopt -o nospace 2>/dev/null || :; fi\n"
-				"\t\treturn\n\t\t;;\n");
-			continue;
-		}
-		fprintf(f, "\t\tif [[ $cur == -* ]]; then\n"
-			"\t\t\tmapfile -t COMPREPLY < <(compgen -W \"$opts\" -- \"$cur\")\n"
-			"\t\t\tif [[ ${COMPREPLY[0]-} == *= ]]; then compopt -o nospace 2>/dev/null || :; fi\n");
-		if (cmd->operands) {
-			fprintf(f, "\t\telse\n\t\t\tmapfile -t COMPREPLY < <(compgen %s -- \"$cur\")\n",
-				!strcmp(cmd->operands, "DIR") ? "-d" : "-f");
-		}
-		fprintf(f, "\t\tfi\n\t\t;;\n");
+		fprintf(f, "\t%s)\n", cmd->name);
+		bash_values(f, cmd);
+		bash_opts(f, cmd);
+		if (cmd->words)
+			bash_words(f, cmd);
+		else
+			bash_operands(f, cmd);
 	}
 	fprintf(f, "\tesac\n}\ncomplete -o filenames -F _uzram uzram\n");
 }
