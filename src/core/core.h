@@ -643,8 +643,8 @@ static inline int slot_decode(struct uzram *dev, const struct slot *s,
 }
 
 /*
- * The slot of cluster idx, creating its chunk if needed; NULL with *err
- * -ENOSPC (the chunk would pass the memory limit) or -ENOMEM.
+ * table.c: the slot of cluster idx, creating its chunk if needed; NULL
+ * with *err -ENOSPC (the chunk would pass the memory limit) or -ENOMEM.
  */
 struct slot *slot_get(struct uzram *dev, uint64_t idx, int *err);
 

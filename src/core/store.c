@@ -21,24 +21,15 @@
  *   +--+---+------+--+---+-----
  *      v             v
  *   +---------+---------+---------+---------+-----
- *   | slot 0  | slot 1  | slot 2  | slot 3  | ...     a chunk of the page
+ *   | slot 0  | slot 1  | slot 2  | slot 3  | ...     a chunk of the slot
  *   | EMPTY   | SAME    | OBJ     | HUGE    |         table: 16384 slots of
  *   +---------+---------+----+----+----+----+-----    16 bytes (see core.h)
  *                            |         |
  *                  handle -> v         v  <- handle
  *                  zpool: compressed objects / raw clusters in zspages
  *
- * The table is sparse because holes must cost nothing, even to look at:
- * reading never-written memory faults pages in on some kernels, so a
- * reader, block status or discard of a hole must not touch the table.
- * A chunk is created by the first write into its range, published with a
- * compare-and-swap, and kept until the device is closed. The table counts
- * against mem_limit: a chunk that would take mem_used_total + table_bytes
- * past the limit is not made, and the write needing it fails with -ENOSPC
- * (otherwise zeroing a large device with NO_HOLE grew the table, 16 bytes
- * a cluster, outside any limit), unless a tier can write enough back first
- * (the make_room hook: tier_make_room()). The allocator's own limit is
- * kept at mem_limit minus the table (table_limit_apply()).
+ * The table is sparse, a chunk made by the first write into its range and
+ * counted against mem_limit: table.c.
  *
  * Writing a cluster. A whole cluster is classified and compressed into the
  * thread's own buffer and stored in the allocator before the slot is even
@@ -99,7 +90,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "uzram.h"
 #include "base/base.h"
@@ -128,81 +118,6 @@ static inline struct span span_at(const struct uzram *dev, uint64_t off,
 	sp.uoff = (size_t)(off & (dev->csize - 1));
 	sp.n = len < sp.ulen - sp.uoff ? (size_t)len : sp.ulen - sp.uoff;
 	return sp;
-}
-
-/*
- * Room for chunk i within mem_limit, with the allocator and the table as
- * they are. The chunk's bytes are first held out of the allocator
- * (table_pending), so that the room a tier makes for it is not taken by
- * the writers of other threads before it is made: without that, a write
- * that crossed into a new chunk's range with others in flight failed with
- * -ENOSPC although the tier could write back (t69). Returns with the hold
- * taken; chunk_room_done() gives it back.
- */
-static bool chunk_room(struct uzram *dev, uint64_t i)
-{
-	uint64_t need = chunk_bytes(dev, i);
-
-	atomic_fetch_add_explicit(&dev->table_pending, need,
-				  memory_order_relaxed);
-	table_limit_apply(dev);
-	/* a step of the tier frees about what it aims at: try a few */
-	for (int tries = 0; tries < 4; tries++) {
-		uint64_t held = atomic_load_explicit(&dev->table_pending,
-						     memory_order_relaxed);
-
-		if (mem_fits(dev, held))
-			return true;
-		/* memory is full: the tier, if any, makes room in this thread */
-		if (!dev->hooks.make_room)
-			return false;
-		dev->hooks.make_room(dev, table_bytes(dev) + held);
-	}
-	return mem_fits(dev, atomic_load_explicit(&dev->table_pending,
-						  memory_order_relaxed));
-}
-
-static void chunk_room_done(struct uzram *dev, uint64_t i)
-{
-	atomic_fetch_sub_explicit(&dev->table_pending, chunk_bytes(dev, i),
-				  memory_order_relaxed);
-	table_limit_apply(dev);
-}
-
-/*
- * The slot of cluster idx, creating its chunk if needed; NULL with *err
- * -ENOSPC (the limit) or -ENOMEM.
- */
-struct slot *slot_get(struct uzram *dev, uint64_t idx, int *err)
-{
-	struct slot *_Atomic *entry = &dev->dir[idx >> CHUNK_SHIFT];
-	struct slot *chunk = atomic_load_explicit(entry, memory_order_acquire);
-	struct slot *expected = NULL;
-	bool room;
-
-	if (__builtin_expect(chunk != NULL, 1))
-		return &chunk[idx & (CHUNK_SLOTS - 1)];
-	room = chunk_room(dev, idx >> CHUNK_SHIFT);
-	/* Anonymous memory is zeroed, and a zero slot is an unlocked hole. */
-	chunk = !room ? MAP_FAILED : mmap(NULL, CHUNK_BYTES,
-					  PROT_READ | PROT_WRITE,
-					  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (chunk == MAP_FAILED) {
-		chunk_room_done(dev, idx >> CHUNK_SHIFT);
-		*err = room ? -ENOMEM : -ENOSPC;
-		return NULL;
-	}
-	if (atomic_compare_exchange_strong_explicit(entry, &expected, chunk,
-						    memory_order_acq_rel,
-						    memory_order_acquire)) {
-		atomic_fetch_add_explicit(&dev->chunks_used, 1,
-					  memory_order_relaxed);
-	} else {
-		munmap(chunk, CHUNK_BYTES);
-		chunk = expected;
-	}
-	chunk_room_done(dev, idx >> CHUNK_SHIFT);
-	return &chunk[idx & (CHUNK_SLOTS - 1)];
 }
 
 static void fill64(unsigned char *dst, uint64_t v, size_t uoff, size_t len)
