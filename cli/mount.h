@@ -49,6 +49,10 @@ struct mount_req {
 /* mount_run.c: RUN/NAME into out (PATH_MAX bytes). */
 void mount_path(const struct mount_req *m, char *out, const char *name);
 
+/* mount_run.c: write text to RUN/NAME; -1 with a message. */
+int mount_write_run(const struct mount_req *m, const char *name,
+		    const char *text);
+
 /* mount_run.c: whether path is a mount point in this mount namespace. */
 bool mount_point_is(const char *path);
 

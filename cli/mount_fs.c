@@ -65,21 +65,6 @@ bad:
 	return 0;
 }
 
-static int write_run(const struct mount_req *m, const char *name,
-		     const char *text)
-{
-	char path[PATH_MAX];
-	FILE *f;
-
-	mount_path(m, path, name);
-	f = fopen(path, "we");
-	if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
-		fprintf(stderr, "uzram mount: cannot write %s\n", path);
-		return -1;
-	}
-	return 0;
-}
-
 /* The device and the file system on DIR; -1 with a message. */
 static int build_fs(struct mount_req *m, struct uzram **dev, struct uzfs **fs)
 {
@@ -96,7 +81,8 @@ static int build_fs(struct mount_req *m, struct uzram **dev, struct uzfs **fs)
 	int r;
 
 	if (dprintf(m->pid_fd, "%d\n", (int)getpid()) < 0 ||
-	    write_run(m, "dir", m->dir) < 0 || write_run(m, "via", "fs\n") < 0 ||
+	    mount_write_run(m, "dir", m->dir) < 0 ||
+	    mount_write_run(m, "via", "fs\n") < 0 ||
 	    device_config(m, &cfg) < 0)
 		return -1;
 	r = uzram_open(&cfg, dev);

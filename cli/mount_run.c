@@ -19,6 +19,21 @@ void mount_path(const struct mount_req *m, char *out, const char *name)
 		out[0] = '\0';
 }
 
+int mount_write_run(const struct mount_req *m, const char *name,
+		    const char *text)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	mount_path(m, path, name);
+	f = fopen(path, "we");
+	if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+		fprintf(stderr, "uzram mount: cannot write %s\n", path);
+		return -1;
+	}
+	return 0;
+}
+
 /* Undo mountinfo's octal escapes (\040 for a space) in place. */
 static void unescape(char *s)
 {

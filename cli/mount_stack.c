@@ -519,33 +519,20 @@ static int teardown(struct mount_req *m)
 	return r;
 }
 
-static int write_file(struct mount_req *m, const char *name, const char *text)
-{
-	char path[PATH_MAX];
-	FILE *f;
-
-	mount_path(m, path, name);
-	f = fopen(path, "we");
-	if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
-		fprintf(stderr, "uzram mount: cannot write %s\n", path);
-		return -1;
-	}
-	return 0;
-}
-
 /* Build the stack up to a usable DIR; -1 with a message. */
 static int build(struct mount_req *m)
 {
 	char pid[32], path[PATH_MAX];
 
 	if (dprintf(m->pid_fd, "%d\n", (int)getpid()) < 0 ||
-	    write_file(m, "dir", m->dir) < 0 ||
-	    write_file(m, "via", m->via == VIA_LOOP ? "loop\n" : "fuse\n") < 0)
+	    mount_write_run(m, "dir", m->dir) < 0 ||
+	    mount_write_run(m, "via",
+			    m->via == VIA_LOOP ? "loop\n" : "fuse\n") < 0)
 		return -1;
 	if (start_server(m) < 0)
 		return -1;
 	snprintf(pid, sizeof pid, "%d\n", (int)m->server);
-	if (write_file(m, "server.pid", pid) < 0 || start_nbdfuse(m) < 0)
+	if (mount_write_run(m, "server.pid", pid) < 0 || start_nbdfuse(m) < 0)
 		return -1;
 	if (m->via == VIA_LOOP ? build_loop(m) < 0 : build_fuse(m) < 0)
 		return -1;

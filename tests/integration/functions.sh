@@ -98,6 +98,22 @@ on_exit()
 	_exit_steps+=("$q")
 }
 
+# as_nobody DIR...: the unprivileged rounds' set-up, as root. /dev/fuse
+# read-write for every user (what Debian's udev rule does; put back at
+# exit), AS the command prefix that runs as nobody, $T open to walk
+# through, and each DIR made, nobody's own, mode 700.
+as_nobody()
+{
+	if [[ $(stat -c %a /dev/fuse) != 666 ]]; then
+		on_exit chmod "$(stat -c %a /dev/fuse)" /dev/fuse
+		chmod 666 /dev/fuse
+	fi
+	id nobody >/dev/null 2>&1 || fail "no user 'nobody'"
+	AS=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+	chmod 711 "$T"
+	install -d -o nobody -g nogroup -m 700 "$@"
+}
+
 # cleanup_mount DIR / cleanup_loop DEV: unmount DIR / detach DEV at exit,
 # in the same newest-first order as on_exit, so a file system on a loop on
 # a FUSE mount comes apart from the top.

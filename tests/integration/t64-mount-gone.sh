@@ -83,14 +83,7 @@ if ((EUID == 0)); then
 	ENV=(UZRAM_RUNTIME_DIR="$BASE")
 	round "$T/root"
 
-	if [[ $(stat -c %a /dev/fuse) != 666 ]]; then
-		on_exit chmod "$(stat -c %a /dev/fuse)" /dev/fuse
-		chmod 666 /dev/fuse
-	fi
-	id nobody >/dev/null 2>&1 || fail "no user 'nobody'"
-	AS=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
-	chmod 711 "$T"
-	install -d -o nobody -g nogroup -m 700 "$T/nb" "$T/nb/xdg"
+	as_nobody "$T/nb" "$T/nb/xdg"
 	"${AS[@]}" test -x "$UZRAM" || skip_all "user nobody cannot run $UZRAM"
 else
 	[[ -r /dev/fuse && -w /dev/fuse ]] ||

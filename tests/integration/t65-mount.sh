@@ -316,15 +316,7 @@ if ((EUID == 0)); then
 	assert_nothing_left
 
 	step "unprivileged: a user with /dev/fuse and fusermount3"
-	if [[ $(stat -c %a /dev/fuse) != 666 ]]; then
-		# What Debian's udev rule does; this machine's /dev/fuse is root's.
-		on_exit chmod "$(stat -c %a /dev/fuse)" /dev/fuse
-		chmod 666 /dev/fuse
-	fi
-	id nobody >/dev/null 2>&1 || fail "no user 'nobody'"
-	AS=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
-	chmod 711 "$T"
-	install -d -o nobody -g nogroup -m 700 "$T/nb" "$T/nb/run"
+	as_nobody "$T/nb" "$T/nb/run"
 	install -o nobody -g nogroup -m 644 "$TAR" "$T/nb/files.tar"
 	# a /dev/fuse this user may not open: the message says why and what to do
 	install -d -o nobody -g nogroup -m 700 "$T/nb/nofuse"

@@ -258,13 +258,7 @@ both "$T/fs" "$T/ref"
 
 WHO=nobody
 unset UZRAM_FS_THREADS
-if [[ $(stat -c %a /dev/fuse) != 666 ]]; then
-	on_exit chmod "$(stat -c %a /dev/fuse)" /dev/fuse
-	chmod 666 /dev/fuse
-fi
-AS=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
-chmod 711 "$T"
-install -d -o nobody -g nogroup -m 700 "$T/nb" "$T/nb/run" "$T/nb/fs"
+as_nobody "$T/nb" "$T/nb/run" "$T/nb/fs"
 install -o nobody -g nogroup -m 644 "$TAR" "$T/nb/files.tar"
 TAR=$T/nb/files.tar
 UZRAM_RUNTIME_DIR=$T/nb/run
