@@ -10,7 +10,7 @@
  *   ctl_proto.c   the control channel's protocol: a request line parsed
  *   ctl_server.c  its server side: requests run, one thread per client
  *   ctl_client.c  its client (nbd_server_ctl, server.h)
- *   ctl_stats.c   the figures, as text or JSON
+ *   ctl_stats.c   the figures, as text or JSON (figures.h: their list)
  *   metrics.c     the figures as Prometheus text
  *   metrics_http.c  --metrics: the same over HTTP
  */
@@ -91,9 +91,20 @@ static inline int start_detached(void *(*fn)(void *), void *arg)
 
 /* ctl_stats.c */
 
-/* One figure of `uzram stat`: its JSON name and value. */
+/* What a figure is: one entry of figures.h's list, made a table in
+ * ctl_stats.c and read by metrics.c. */
+enum figure_type { FIG_GAUGE, FIG_COUNTER };
+enum figure_unit { FIG_ONE, FIG_NS };
+struct figure_def {
+	const char *stat;    /* the name in `uzram stat --json` and --all */
+	const char *prom;    /* the Prometheus name, after uzram_ */
+	enum figure_type type;
+	enum figure_unit unit;
+	const char *help;    /* Prometheus's HELP, without "(stat: ...)" */
+};
+/* One figure of `uzram stat`: what it is and its value. */
 struct figure {
-	const char *name;
+	const struct figure_def *def;
 	uint64_t v;
 };
 #define STATS_MAX_FIGURES 96
