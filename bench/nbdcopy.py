@@ -57,6 +57,15 @@ TARGETS = {
     "serve-zstd": ("uzram serve, zstd",
                    ["{build}/uzram", "serve", "--size", "1G", "--algorithm",
                     "zstd", "--socket", "{sock}"]),
+    # write fast, re-encode later (issue 30): lz4 at the writer, zstd
+    # on the device's own thread once it gets to a cluster
+    "serve-fast": ("uzram serve, zstd, fast lz4",
+                   ["{build}/uzram", "serve", "--size", "1G", "--algorithm",
+                    "zstd", "--fast-algorithm", "lz4", "--socket", "{sock}"]),
+    "serve-fast8": ("uzram serve, zstd, fast lz4:8",
+                    ["{build}/uzram", "serve", "--size", "1G", "--algorithm",
+                     "zstd", "--fast-algorithm", "lz4:8", "--socket",
+                     "{sock}"]),
     "nbdkit-sparse": ("nbdkit memory, sparse",
                       ["nbdkit", "-f", "-U", "{sock}", "memory", "size=1G",
                        "allocator=sparse"]),

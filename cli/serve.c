@@ -20,7 +20,7 @@
 enum {
 	KEY_UBLK = 0x100, KEY_UBLK_ID, KEY_UBLK_QUEUES, KEY_UBLK_DEPTH,
 	KEY_UBLK_COPY, KEY_UBLK_RECOVERY, KEY_UBLK_TAKE_OVER,
-	KEY_WB_LIMIT, KEY_DRY_RUN,
+	KEY_WB_LIMIT, KEY_DRY_RUN, KEY_FAST, KEY_REENCODE_AGE,
 };
 
 static const struct cli_option serve_opts[] = {
@@ -37,6 +37,15 @@ static const struct cli_option serve_opts[] = {
 	{ "max-connections", 'c', required_argument, "N",
 	  "default buffer-limit / 8M, from 4 to 128;\n"
 	  "at most buffer-limit / 256K" },
+	{ "fast-algorithm", KEY_FAST, required_argument, "ALGO[:LEVEL]|none",
+	  "write with this codec, and re-encode each cluster\n"
+	  "with --algorithm on a thread of its own once idle\n"
+	  "(default: none, writes use --algorithm)" },
+	{ "reencode-age", KEY_REENCODE_AGE, required_argument, "SECONDS",
+	  "with --fast-algorithm, how long a cluster must be\n"
+	  "idle before it is re-encoded (default 0: as soon\n"
+	  "as the thread gets to it, paced while writes\n"
+	  "arrive)" },
 	{ "recomp-algorithm", 'A', required_argument, "ALGO[:LEVEL][:dict=FILE]",
 	  "a secondary algorithm for `uzram ctl recompress`\n"
 	  "(priority 1, 2, 3 in the order given)" },
@@ -171,7 +180,8 @@ static const char *image_conflict(const struct uzram_config *cfg,
 {
 	if (want_size && want_size != uzram_size(dev))
 		return "size";
-	if (algo_set && strcmp(cfg->algorithm, uzram_algorithm(dev, 0)))
+	if (algo_set && strcmp(cfg->algorithm,
+			       uzram_algorithm(dev, cfg->fast_algorithm ? 1 : 0)))
 		return "algorithm";
 	if (cluster_set && cfg->cluster_size != uzram_cluster_size(dev) &&
 	    !(cfg->cluster_size == 0 && uzram_cluster_size(dev) == UZRAM_PAGE_SIZE))
@@ -245,15 +255,16 @@ static int open_device(struct uzram_config *cfg, const char *image,
 }
 
 /*
- * The --recomp-algorithm ones, at priorities 1, 2, 3, with their
+ * The --recomp-algorithm ones, at priorities 1, 2, 3 (2, 3 with a fast
+ * algorithm, whose device has --algorithm at 1), with their
  * dictionaries; a device opened from an image may have them already (then
  * they must be the same algorithms, and keep the image's dictionaries).
  */
 static int add_recomp(struct uzram *dev, const struct recomp_opt *recomp,
-		      int n)
+		      int n, int first)
 {
 	for (int i = 0; i < n; i++) {
-		const char *have = uzram_algorithm(dev, i + 1);
+		const char *have = uzram_algorithm(dev, i + first);
 		void *dict;
 		size_t dict_len;
 		int r;
@@ -263,7 +274,7 @@ static int add_recomp(struct uzram *dev, const struct recomp_opt *recomp,
 		if (have) {
 			fprintf(stderr, "uzram serve: --recomp-algorithm %s "
 				"conflicts with the image's %s at priority "
-				"%d\n", recomp[i].name, have, i + 1);
+				"%d\n", recomp[i].name, have, i + first);
 			return 1;
 		}
 		r = uzram_add_recomp_algorithm(dev, recomp[i].name,
@@ -450,6 +461,30 @@ static int serve_take_server(struct serve_args *a, int key, char *arg)
 }
 
 /* One option of `uzram serve` into a (cli_parse()'s take). */
+/* --fast-algorithm and --reencode-age */
+static int serve_take_fast(struct serve_args *a, int key, char *arg)
+{
+	unsigned long long v;
+	const char *dict = NULL;
+
+	if (key == KEY_REENCODE_AGE) {
+		if (parse_uint(arg, 512, &v) < 0)
+			return CLI_BAD_VALUE;
+		a->cfg.reencode_age = (uint32_t)v;
+		return 0;
+	}
+	a->cfg.fast_algorithm = NULL;
+	a->cfg.fast_level = 0;
+	if (!strcmp(arg, "none"))
+		return 0;
+	if (parse_algo_spec(arg, &a->cfg.fast_algorithm, &a->cfg.fast_level,
+			    &dict) < 0)
+		return CLI_BAD_VALUE;
+	if (dict)
+		return cli_bad_value("no dict= for the fast algorithm");
+	return 0;
+}
+
 static int serve_take(void *ctx, int key, char *arg)
 {
 	struct serve_args *a = ctx;
@@ -515,6 +550,9 @@ static int serve_take(void *ctx, int key, char *arg)
 			return CLI_BAD_VALUE;
 		a->wb_limit = v;
 		return 0;
+	case KEY_FAST:
+	case KEY_REENCODE_AGE:
+		return serve_take_fast(a, key, arg);
 	case 'A':
 		if (a->nrecomp == UZRAM_MAX_RECOMP) {
 			fprintf(stderr, "uzram serve: at most %d "
@@ -604,7 +642,8 @@ static int serve_dry_run(struct serve_args *a)
 	r = open_device(&a->cfg, NULL, NULL, a->size_set, a->algo_set,
 			a->cluster_set, &dev);
 	if (!r)
-		r = add_recomp(dev, recomp, a->nrecomp);
+		r = add_recomp(dev, recomp, a->nrecomp,
+			       a->cfg.fast_algorithm ? 2 : 1);
 	if (!r)
 		printf("uzram serve: --dry-run: a %llu-byte %s device of %u-byte "
 		       "clusters; not served\n",
@@ -700,7 +739,8 @@ int cmd_serve(int argc, char **argv)
 	r = open_device(&a.cfg, a.sc.image, a.dict_path, a.size_set,
 			a.algo_set, a.cluster_set, &dev);
 	if (!r)
-		r = add_recomp(dev, a.recomp, a.nrecomp);
+		r = add_recomp(dev, a.recomp, a.nrecomp,
+			       a.cfg.fast_algorithm ? 2 : 1);
 	if (!r && a.wb_limit)
 		r = set_wb_limit(dev, a.wb_limit);
 	if (!r && a.swap && serve_swap_ready(dev, &a.cfg) < 0)

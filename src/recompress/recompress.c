@@ -189,12 +189,13 @@ static int encode(struct uzram *dev, struct slot *s,
 		return ret;
 	/* worth it only if smaller than now, and than the raw limit */
 	cap = old_size - 1 < HUGE_LIMIT(len) ? old_size - 1 : HUGE_LIMIT(len);
-	if (p->reencode)
+	if (p->reencode || (p->promote && (f & SLOT_STATE_MASK) == SLOT_OBJ))
 		cap = HUGE_LIMIT(len);
 	*data = t->cbuf;
 	*new_state = SLOT_OBJ;
 	*clen = zcomp_compress(to, t->plain, len, t->cbuf, cap);
-	if (*clen == -E2BIG && p->reencode) {
+	if (*clen == -E2BIG && (p->reencode || (p->promote &&
+				(f & SLOT_STATE_MASK) == SLOT_OBJ))) {
 		*data = t->plain;
 		*clen = (int)len;
 		*new_state = SLOT_HUGE;
@@ -316,10 +317,11 @@ out:
 
 /*
  * One walk of the table, over the objects of sizes [lo, hi); *again: its
- * map of shared objects was full.
+ * map of shared objects was full; *stop: p->pace stopped it.
  */
 static long walk(struct uzram *dev, const struct recomp_pass *p, uint32_t lo,
-		 uint32_t hi, struct store_scratch *t, int *err, bool *again)
+		 uint32_t hi, struct store_scratch *t, int *err, bool *again,
+		 bool *stop)
 {
 	uint32_t now = store_clock(dev);
 	struct remap *m = NULL;
@@ -332,12 +334,18 @@ static long walk(struct uzram *dev, const struct recomp_pass *p, uint32_t lo,
 		uint32_t f = slot_flags(s);
 		int r;
 
+		if (p->pace && !(idx & 4095) && !p->pace(dev, false))
+			*stop = true;
+		if (*stop)
+			break;
 		if (!pass_takes(p, f, UINT32_MAX, cur, now) &&
 		    !(m && m->n && slot_prio(f) < p->prio + p->reencode &&
 		      ((f & SLOT_STATE_MASK) == SLOT_OBJ ||
 		       (f & SLOT_STATE_MASK) == SLOT_HUGE)))
 			continue;
 		r = recompress_one(dev, s, idx, p, lo, hi, now, t, &m);
+		if (p->pace && r != STEP_SKIPPED && !p->pace(dev, true))
+			*stop = true;
 		if (r == STEP_DONE)
 			pages += (long)(cluster_len(dev, idx) >> PAGE_SHIFT);
 		else if (r == -EIO)
@@ -359,14 +367,14 @@ static long pass_band(struct uzram *dev, const struct recomp_pass *p,
 		      uint32_t lo, uint32_t hi, struct store_scratch *t, int *err)
 {
 	long pages = 0, n;
-	bool again;
+	bool again, stop = false;
 
 	do {
-		n = walk(dev, p, lo, hi, t, err, &again);
+		n = walk(dev, p, lo, hi, t, err, &again, &stop);
 		if (n < 0)
 			return n;
 		pages += n;
-	} while (again && n > 0);
+	} while (again && n > 0 && !stop);
 	return pages;
 }
 
@@ -374,7 +382,7 @@ long recompress_pass(struct uzram *dev, const struct recomp_pass *p)
 {
 	struct store_scratch *t = store_scratch_get(dev->csize);
 	/* a re-encode must take everything: one walk, no bands */
-	int nbands = p->reencode ? 1 : PP_BANDS, err = 0;
+	int nbands = p->reencode || p->promote ? 1 : PP_BANDS, err = 0;
 	long pages = 0;
 
 	if (!t)

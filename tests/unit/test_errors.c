@@ -194,7 +194,7 @@ static void test_bad_open(void **state)
 		{ "zstd", 23, "zstd level 23" },
 		{ "deflate", 13, "deflate level 13" },
 		{ "lz4hc", 13, "lz4hc level 13" },
-		{ "lz4", 2, "lz4 level 2" },
+		{ "lz4", 65538, "lz4 level 65538" },
 	};
 	pthread_t th;
 	size_t i;
