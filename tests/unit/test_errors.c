@@ -247,8 +247,9 @@ static void test_bad_open(void **state)
 		expect_open_error(&cfg, -EINVAL, "level INT_MAX");
 		cfg.level = INT_MIN;
 		expect_open_error(&cfg, -EINVAL, "level INT_MIN");
-		cfg.level = 1000;
-		expect_open_error(&cfg, -EINVAL, "level 1000");
+		cfg.level = 1000;     /* lz4's levels are accelerations */
+		if (strcmp(name, "lz4"))
+			expect_open_error(&cfg, -EINVAL, "level 1000");
 	}
 	uzram_config_init(&cfg);
 	cfg.size = 16 * PG;
