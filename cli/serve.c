@@ -41,7 +41,8 @@ static const struct cli_option serve_opts[] = {
 	  "write with this codec, and re-encode each cluster\n"
 	  "with --algorithm on a thread of its own once idle\n"
 	  "(default lz4:8 when --algorithm is not lz4, but\n"
-	  "none with --swap, --mem-limit, --dict or --image)" },
+	  "none with --swap, --mem-limit, --dict, --image or\n"
+	  "--recomp-algorithm)" },
 	{ "reencode-age", KEY_REENCODE_AGE, required_argument, "SECONDS",
 	  "with --fast-algorithm, how long a cluster must be\n"
 	  "idle before it is re-encoded (default 0: as soon\n"
@@ -580,12 +581,12 @@ static int serve_take(void *ctx, int key, char *arg)
  * --algorithm is a slower codec; none where memory is what counts while
  * writes arrive (--swap, --mem-limit: the fast objects are larger until
  * re-encoded), with a dictionary or an image (the algorithms are theirs),
- * or when the three secondary priorities are taken.
+ * or with --recomp-algorithm (which keeps its priorities from 1).
  */
 static void serve_fast_default(struct serve_args *a)
 {
 	if (a->fast_set || a->swap || a->cfg.mem_limit || a->dict_path ||
-	    a->sc.image || a->nrecomp == UZRAM_MAX_RECOMP ||
+	    a->sc.image || a->nrecomp ||
 	    !strcmp(a->cfg.algorithm, "lz4"))
 		return;
 	a->cfg.fast_algorithm = "lz4";
