@@ -3,7 +3,8 @@
  * test_reencode.c - write fast, re-encode later (uzram_config.fast_algorithm,
  * src/recompress/reencode.c): the device ends at the final codec's density
  * (the same compressed bytes as a device of that codec alone), an age holds
- * young clusters back until the clock moves, the config is checked, and a
+ * young clusters back until the clock moves, the config is checked, a save
+ * racing the thread keeps every cluster, and a
  * model-based randomized run of writers, readers and the re-encoding thread
  * on shared clusters (partial writes of 16 KiB clusters included) never
  * reads stale or torn data and never loses a write (under TSan and ASan in
@@ -13,6 +14,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <unistd.h>
 
 #include "store_check.h"
 #include "core/core.h"
@@ -152,6 +154,40 @@ static void test_config(void **state)
 	dev = tu_open(&cfg, "0.3 layout");
 	assert_null(dev->reenc);
 	uzram_close(dev);
+}
+
+/*
+ * A save while the thread re-encodes: the image holds every cluster, in
+ * whichever codec it had when copied, and opens with both codecs.
+ */
+static void test_save_racing(void **state)
+{
+	char dir[] = "/tmp/uzram-test-reencode.XXXXXX", img[96];
+	uint8_t *ref = calloc(NPAGES, PG);
+	struct uzram *dev = open_fast(NPAGES * PG, 0, 0), *back = NULL;
+	struct uzram_config cfg;
+
+	(void)state;
+	assert_non_null(ref);
+	assert_non_null(mkdtemp(dir));
+	snprintf(img, sizeof img, "%s/dev.img", dir);
+	fill(dev, ref);
+	/* no wait: the thread is at work (or about to be) during the save */
+	if (uzram_save(dev, img, 0))
+		fail_msg("uzram_save: %s", uzram_last_error());
+	assert_int_equal(uzram_reencode_wait(dev, 60000), 0);
+	check_dev(dev, ref, "after the save");
+	uzram_close(dev);
+	uzram_config_init(&cfg);
+	cfg.image = img;
+	back = tu_open(&cfg, "the image");
+	assert_string_equal(uzram_algorithm(back, 0), "lz4");
+	assert_string_equal(uzram_algorithm(back, 1), "zstd");
+	check_dev(back, ref, "opened from the image");
+	uzram_close(back);
+	unlink(img);
+	rmdir(dir);
+	free(ref);
 }
 
 /*
@@ -310,6 +346,7 @@ int main(void)
 		cmocka_unit_test(test_config),
 		cmocka_unit_test(test_density),
 		cmocka_unit_test(test_age),
+		cmocka_unit_test(test_save_racing),
 		cmocka_unit_test(test_model_concurrent),
 	};
 
