@@ -48,7 +48,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -170,7 +169,6 @@ int reencode_start(struct uzram *dev, uint32_t age_seconds)
 	struct reencoder *r = calloc(1, sizeof *r);
 	uint64_t ticks = ((uint64_t)age_seconds + (1u << TICK_SHIFT) - 1) >>
 			 TICK_SHIFT;
-	sigset_t all, old;
 	int ret;
 
 	if (!r)
@@ -183,21 +181,16 @@ int reencode_start(struct uzram *dev, uint32_t age_seconds)
 		.min_age = (unsigned)(ticks > AGE_MAX ? AGE_MAX : ticks),
 	};
 	dev->reenc = r;
-	/* the library's thread takes no signal: they are the program's */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = pthread_create(&r->thread, NULL, reenc_main, dev);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	ret = thread_start(&r->thread, reenc_main, dev, "uzram-reenc");
 	if (ret) {
 		dev->reenc = NULL;
 		pthread_cond_destroy(&r->done);
 		pthread_cond_destroy(&r->cond);
 		pthread_mutex_destroy(&r->lock);
 		free(r);
-		return uzram_set_error(-ret, "open: cannot start the "
+		return uzram_set_error(ret, "open: cannot start the "
 				       "re-encoding thread");
 	}
-	(void)pthread_setname_np(r->thread, "uzram-reenc");
 	return 0;
 }
 
