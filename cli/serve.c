@@ -464,6 +464,19 @@ static int serve_take_server(struct serve_args *a, int key, char *arg)
 }
 
 /* One option of `uzram serve` into a (cli_parse()'s take). */
+/*
+ * The algorithm the device's data ends in, for the banner and uzram stat:
+ * with a fast one, the one it re-encodes to (priority 1).
+ */
+static const char *serve_algorithm(const struct uzram_config *cfg,
+				   const struct uzram *dev)
+{
+	const char *last = uzram_algorithm(dev, 1);
+
+	return cfg->fast_algorithm && !cfg->image && last ? last :
+	       uzram_algorithm(dev, 0);
+}
+
 /* --fast-algorithm and --reencode-age */
 static int serve_take_fast(struct serve_args *a, int key, char *arg)
 {
@@ -668,9 +681,13 @@ static int serve_dry_run(struct serve_args *a)
 		r = add_recomp(dev, recomp, a->nrecomp,
 			       a->cfg.fast_algorithm ? 2 : 1);
 	if (!r)
-		printf("uzram serve: --dry-run: a %llu-byte %s device of %u-byte "
-		       "clusters; not served\n",
-		       (unsigned long long)uzram_size(dev), uzram_algorithm(dev, 0),
+		printf("uzram serve: --dry-run: a %llu-byte %s device%s%s%s of "
+		       "%u-byte clusters; not served\n",
+		       (unsigned long long)uzram_size(dev),
+		       serve_algorithm(&a->cfg, dev),
+		       a->cfg.fast_algorithm ? " (written with " : "",
+		       a->cfg.fast_algorithm ? uzram_algorithm(dev, 0) : "",
+		       a->cfg.fast_algorithm ? " first)" : "",
 		       uzram_cluster_size(dev));
 	uzram_close(dev);
 	return r;
@@ -775,7 +792,7 @@ int cmd_serve(int argc, char **argv)
 		nbd_tls_free(tls);
 		return r;
 	}
-	a.sc.algorithm = uzram_algorithm(dev, 0);
+	a.sc.algorithm = serve_algorithm(&a.cfg, dev);
 	a.sc.export.dev = dev;
 	a.sc.export.size = uzram_size(dev);
 	snprintf(desc, sizeof desc, "uzram %s device", a.sc.algorithm);
