@@ -13,7 +13,7 @@
 
 #include "uzram.h"
 #include "cli.h"
-#include "../server/server.h"
+#include "../ctl/ctl.h"
 
 /* Where the server is: the options of `uzram stat` and `uzram ctl`. */
 #define CLIENT_OPTIONS \

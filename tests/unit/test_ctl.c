@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "testutil.h"
-#include "server/internal.h"
+#include "ctl/ctl.h"
 
 static int parse(const char *line, struct nbd_ctl_req *rq, char *err,
 		 size_t n)

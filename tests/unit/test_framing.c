@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "server/conn.h"
+#include "nbd/nbd.h"
 
 static void test_fields(void **state)
 {
