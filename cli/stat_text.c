@@ -152,7 +152,7 @@ int stat_summary(const char *json, bool bytes, FILE *f)
 	char export[512], algo[64];
 
 	if (json[0] != '{') {
-		fprintf(stderr, "uzram stat: the server's reply is not JSON: %.60s\n",
+		cli_error("stat", "the server's reply is not JSON: %.60s",
 			json);
 		return 1;
 	}

@@ -199,8 +199,8 @@ static int need(const char *program, const char *package)
 			return 0;
 		p += n + (p[n] == ':');
 	}
-	fprintf(stderr, "uzram mount: %s not found: install the Debian package %s "
-		"(scripts/deps.sh run)\n", program, package);
+	cli_error("mount", "%s not found: install the Debian package %s "
+		"(scripts/deps.sh run)", program, package);
 	return -1;
 }
 
@@ -213,11 +213,11 @@ static int check_dir(const char *arg, struct mount_req *m)
 	int n = 0;
 
 	if (stat(arg, &sb) < 0 || !realpath(arg, m->dir)) {
-		fprintf(stderr, "uzram mount: %s: %s\n", arg, strerror(errno));
+		cli_error("mount", "%s: %s", arg, strerror(errno));
 		return -1;
 	}
 	if (!S_ISDIR(sb.st_mode)) {
-		fprintf(stderr, "uzram mount: %s: not a directory\n", arg);
+		cli_error("mount", "%s: not a directory", arg);
 		return -1;
 	}
 	/* before the empty check: a mounted file system is never empty */
@@ -230,12 +230,12 @@ static int check_dir(const char *arg, struct mount_req *m)
 		ours = runtime_dir(&t, "uzram mount") == 0 &&
 		       (mount_path(&t, sock, "sock"), access(sock, F_OK) == 0);
 		if (ours)
-			fprintf(stderr, "uzram mount: %s: already mounted by "
-				"uzram mount (%s umount %s first)\n", arg,
+			cli_error("mount", "%s: already mounted by "
+				"uzram mount (%s umount %s first)", arg,
 				cli_prog, arg);
 		else
-			fprintf(stderr, "uzram mount: %s: already a mount "
-				"point\n", arg);
+			cli_error("mount", "%s: already a mount "
+				"point", arg);
 		return -1;
 	}
 	d = opendir(m->dir);
@@ -244,7 +244,7 @@ static int check_dir(const char *arg, struct mount_req *m)
 	if (d)
 		closedir(d);
 	if (!d || n) {
-		fprintf(stderr, "uzram mount: %s: %s\n", arg,
+		cli_error("mount", "%s: %s", arg,
 			d ? "directory not empty" : strerror(errno));
 		return -1;
 	}
@@ -262,13 +262,13 @@ static int fuse_unavailable(const char *fuse, int err)
 	char gname[64];
 
 	if (err != EACCES && err != EPERM) {
-		fprintf(stderr, "uzram mount: FUSE is unavailable: %s: %s "
-			"(as root: modprobe fuse; apt-get install fuse3)\n",
+		cli_error("mount", "FUSE is unavailable: %s: %s "
+			"(as root: modprobe fuse; apt-get install fuse3)",
 			fuse, strerror(err));
 		return -1;
 	}
 	if (stat(fuse, &sb) < 0) {
-		fprintf(stderr, "uzram mount: FUSE is unavailable: %s: %s\n",
+		cli_error("mount", "FUSE is unavailable: %s: %s",
 			fuse, strerror(err));
 		return -1;
 	}
@@ -312,15 +312,15 @@ static int check_system(struct mount_req *m)
 		if (geteuid() != 0) {
 			m->via = VIA_FUSE;
 		} else if (access(ctl, R_OK | W_OK) < 0) {
-			fprintf(stderr, "uzram mount: no loop device (%s: %s): "
-				"using fuse2fs\n", ctl, strerror(errno));
+			cli_error("mount", "no loop device (%s: %s): "
+				"using fuse2fs", ctl, strerror(errno));
 			m->via = VIA_FUSE;
 		} else {
 			m->via = VIA_LOOP;
 		}
 	}
 	if (m->via == VIA_LOOP && geteuid() != 0) {
-		fprintf(stderr, "uzram mount: --via loop needs root\n");
+		cli_error("mount", "--via loop needs root");
 		return -1;
 	}
 	return m->via == VIA_FUSE ? need("fuse2fs", "fuse2fs") : 0;
@@ -449,8 +449,8 @@ static void sizes(struct mount_req *m)
 	if (m->via != VIA_FS && m->mem_limit && /* fs: the device says ENOSPC */
 	    m->mem_limit - m->mem_limit / 16 < m->fs_bytes) {
 		m->fs_bytes = m->mem_limit - m->mem_limit / 16;
-		fprintf(stderr, "uzram mount: the file system holds at most %llu "
-			"MiB, within --mem-limit\n", m->fs_bytes >> 20);
+		cli_error("mount", "the file system holds at most %llu "
+			"MiB, within --mem-limit", m->fs_bytes >> 20);
 	}
 	m->fs_bytes &= ~4095ull;
 }
@@ -591,7 +591,7 @@ static int lock_run(struct mount_req *m)
 	mount_path(m, path, "pid");
 	m->pid_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (m->pid_fd < 0 || flock(m->pid_fd, LOCK_EX | LOCK_NB) < 0) {
-		fprintf(stderr, "uzram mount: %s: %s\n", path, strerror(errno));
+		cli_error("mount", "%s: %s", path, strerror(errno));
 		if (m->pid_fd >= 0)
 			close(m->pid_fd);
 		unlink(path);
@@ -609,20 +609,20 @@ static int make_run(struct mount_req *m)
 	if (mkdir(m->run, 0700) == 0)
 		return lock_run(m);
 	if (errno != EEXIST) {
-		fprintf(stderr, "uzram mount: mkdir %s: %s\n", m->run,
+		cli_error("mount", "mkdir %s: %s", m->run,
 			strerror(errno));
 		return -1;
 	}
 	if (keeper_alive(m)) {
 		pid = read_pid(m, "pid");
-		fprintf(stderr, "uzram mount: %s is mounted already (keeper pid %d)\n",
+		cli_error("mount", "%s is mounted already (keeper pid %d)",
 			m->dir, (int)pid);
 		return -1;
 	}
 	clear_dead(m);
 	if (mkdir(m->run, 0700) == 0)
 		return lock_run(m);
-	fprintf(stderr, "uzram mount: mkdir %s: %s\n", m->run, strerror(errno));
+	cli_error("mount", "mkdir %s: %s", m->run, strerror(errno));
 	return -1;
 }
 
@@ -681,11 +681,11 @@ static int umount_dir(const struct mount_req *m, const char *via, bool gone)
 		if (umount2(m->dir, 0) == 0 ||
 		    (gone && umount2(m->dir, MNT_DETACH) == 0))
 			return 0;
-		fprintf(stderr, "uzram umount: %s: %s\n", m->dir, strerror(errno));
+		cli_error("umount", "%s: %s", m->dir, strerror(errno));
 		return -1;
 	}
 	if (strcmp(via, "fuse") && strcmp(via, "fs")) {
-		fprintf(stderr, "uzram umount: %s: only root can unmount it\n",
+		cli_error("umount", "%s: only root can unmount it",
 			m->dir);
 		return -1;
 	}
@@ -698,9 +698,9 @@ static int umount_status(const char *dir, const char *gone, pid_t pid)
 {
 	if (!gone)
 		return 0;
-	fprintf(stderr, "uzram umount: %s: its device had gone (%s, pid %d, "
+	cli_error("umount", "%s: its device had gone (%s, pid %d, "
 		"had ended): writes to %s since then were lost; cleaned up, "
-		"uzram mount %s may make it again\n", dir, gone, (int)pid, dir,
+		"uzram mount %s may make it again", dir, gone, (int)pid, dir,
 		dir);
 	return 1;
 }
@@ -749,7 +749,7 @@ int cmd_umount(int argc, char **argv)
 			clear_dead(&m);
 			return umount_status(dir, gone, dead);
 		}
-		fprintf(stderr, "uzram umount: %s is not mounted by uzram mount\n",
+		cli_error("umount", "%s is not mounted by uzram mount",
 			dir);
 		return 1;
 	}
@@ -765,8 +765,8 @@ int cmd_umount(int argc, char **argv)
 		return 1;
 	/* The keeper takes the rest down and removes RUN. */
 	if (wait_gone(pid, UMOUNT_WAIT_MS) < 0) {
-		fprintf(stderr, "uzram umount: the keeper (pid %d) of %s did not "
-			"end within %d s\n", (int)pid, dir, UMOUNT_WAIT_MS / 1000);
+		cli_error("umount", "the keeper (pid %d) of %s did not "
+			"end within %d s", (int)pid, dir, UMOUNT_WAIT_MS / 1000);
 		return 1;
 	}
 	return umount_status(dir, gone, dead);

@@ -59,7 +59,7 @@ static int device_config(const struct mount_req *m, struct uzram_config *cfg)
 		}
 		continue;
 bad:
-		fprintf(stderr, "uzram mount: bad value '%s' for %s\n", arg, name);
+		cli_error("mount", "bad value '%s' for %s", arg, name);
 		return -1;
 	}
 	return 0;
@@ -87,14 +87,14 @@ static int build_fs(struct mount_req *m, struct uzram **dev, struct uzfs **fs)
 		return -1;
 	r = uzram_open(&cfg, dev);
 	if (r < 0) {
-		fprintf(stderr, "uzram mount: cannot make the device: %s\n",
+		cli_error("mount", "cannot make the device: %s",
 			uzram_last_error());
 		return -1;
 	}
 	fc.dev = *dev;
 	r = uzfs_mount(&fc, m->dir, fs);
 	if (r < 0) {
-		fprintf(stderr, "uzram mount: cannot mount %s: %s\n", m->dir,
+		cli_error("mount", "cannot mount %s: %s", m->dir,
 			strerror(-r));
 		uzram_close(*dev);
 		return -1;

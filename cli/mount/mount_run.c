@@ -28,7 +28,7 @@ int mount_write_run(const struct mount_req *m, const char *name,
 	mount_path(m, path, name);
 	f = fopen(path, "we");
 	if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
-		fprintf(stderr, "uzram mount: cannot write %s\n", path);
+		cli_error("mount", "cannot write %s", path);
 		return -1;
 	}
 	return 0;
@@ -94,6 +94,6 @@ void mount_remove_run(const struct mount_req *m)
 	if (d)
 		closedir(d);
 	if (rmdir(m->run) < 0)
-		fprintf(stderr, "uzram mount: rmdir %s: %s\n", m->run,
+		cli_error("mount", "rmdir %s: %s", m->run,
 			strerror(errno));
 }

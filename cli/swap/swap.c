@@ -389,22 +389,22 @@ static int choose_transport(struct swapon_args *a, const struct swap_transport *
 
 		*n = parse_device(a->device, &dt);
 		if (*n < 0) {
-			fprintf(stderr, "uzram swapon: bad --device '%s', want "
-				"/dev/nbdN or /dev/ublkbN\n", a->device);
+			cli_error("swapon", "bad --device '%s', want "
+				"/dev/nbdN or /dev/ublkbN", a->device);
 			return 1;
 		}
 		if (t && t != dt) {
-			fprintf(stderr, "uzram swapon: --device %s is %s's, not "
-				"--transport %s's\n", a->device, dt->name, t->name);
+			cli_error("swapon", "--device %s is %s's, not "
+				"--transport %s's", a->device, dt->name, t->name);
 			return 1;
 		}
 		t = dt;
 	}
 	if (t) {
 		if (!t->available()) {
-			fprintf(stderr, "uzram swapon: --transport %s: this kernel has "
+			cli_error("swapon", "--transport %s: this kernel has "
 				"%s; or use the kernel's own zram "
-				"(systemd-zram-generator)\n", t->name, swap_missing(t));
+				"(systemd-zram-generator)", t->name, swap_missing(t));
 			return 1;
 		}
 	} else if (swap_ublk.available()) {
@@ -412,9 +412,9 @@ static int choose_transport(struct swapon_args *a, const struct swap_transport *
 	} else if (swap_nbd.available()) {
 		t = &swap_nbd;
 	} else {
-		fprintf(stderr, "uzram swapon: this kernel has neither ublk nor an "
+		cli_error("swapon", "this kernel has neither ublk nor an "
 			"NBD client: %s; and %s; install the kernel's modules, or "
-			"use the kernel's own zram (systemd-zram-generator)\n",
+			"use the kernel's own zram (systemd-zram-generator)",
 			swap_missing(&swap_ublk), swap_missing(&swap_nbd));
 		return 1;
 	}
@@ -495,8 +495,8 @@ static int swapon_dry_run(const struct swapon_args *a)
 	int n = 0, k;
 
 	if (a->device && (n = parse_device(a->device, &t)) < 0) {
-		fprintf(stderr, "uzram swapon: bad --device '%s', want "
-			"/dev/nbdN or /dev/ublkbN\n", a->device);
+		cli_error("swapon", "bad --device '%s', want "
+			"/dev/nbdN or /dev/ublkbN", a->device);
 		return 1;
 	}
 	if (serve_argv(a, t, n, &l))
@@ -548,7 +548,7 @@ static pid_t start_server(const struct swapon_args *a, const struct swap_transpo
 	unlink(l.sock);
 	fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
-		fprintf(stderr, "uzram swapon: cannot create %s: %s\n", log, strerror(errno));
+		cli_error("swapon", "cannot create %s: %s", log, strerror(errno));
 		return -1;
 	}
 	pid = swap_run(l.argv, fd, 0, true);
@@ -557,7 +557,7 @@ static pid_t start_server(const struct swapon_args *a, const struct swap_transpo
 		return -1;
 	f = fopen(pidf, "w");
 	if (!f || fprintf(f, "%ld\n", (long)pid) < 0 || fclose(f) != 0) {
-		fprintf(stderr, "uzram swapon: cannot write %s\n", pidf);
+		cli_error("swapon", "cannot write %s", pidf);
 		kill(pid, SIGTERM);
 		return -1;
 	}
@@ -588,8 +588,8 @@ int cmd_swapon(int argc, char **argv)
 	if (a.dry_run)
 		return swapon_dry_run(&a);
 	if (geteuid() != 0) {
-		fprintf(stderr, "uzram swapon: needs root (mlockall, the block "
-			"device, swapon)\n");
+		cli_error("swapon", "needs root (mlockall, the block "
+			"device, swapon)");
 		return 1;
 	}
 	if (choose_transport(&a, &t, &n))
@@ -601,8 +601,8 @@ int cmd_swapon(int argc, char **argv)
 	snprintf(dev, sizeof dev, "/dev/%s%d", t->node, n);
 	pid = read_pid(t, n);
 	if (pid > 0 && kill(pid, 0) == 0) {
-		fprintf(stderr, "uzram swapon: %s is uzram's swap already "
-			"(uzram swapoff --device %s)\n", dev, dev);
+		cli_error("swapon", "%s is uzram's swap already "
+			"(uzram swapoff --device %s)", dev, dev);
 		return 1;
 	}
 	/* 0700, as uzram mount makes it and insists on (mount.c's
@@ -610,7 +610,7 @@ int cmd_swapon(int argc, char **argv)
 	 * by side, and whichever comes first makes it for both */
 	if ((mkdir("/run/uzram", 0700) < 0 && errno != EEXIST) ||
 	    (mkdir(SWAP_DIR, 0700) < 0 && errno != EEXIST)) {
-		fprintf(stderr, "uzram swapon: cannot create %s: %s\n", SWAP_DIR,
+		cli_error("swapon", "cannot create %s: %s", SWAP_DIR,
 			strerror(errno));
 		return 1;
 	}
@@ -624,7 +624,7 @@ int cmd_swapon(int argc, char **argv)
 	 * keeps every stale page until the device is full */
 	char *on[] = { "swapon", "--discard=pages", "-p", prio, dev, NULL };
 	if (swap_run(mkswap, -1, 120, false) != 0 || swap_run(on, -1, 120, false) != 0) {
-		fprintf(stderr, "uzram swapon: mkswap or swapon on %s failed\n", dev);
+		cli_error("swapon", "mkswap or swapon on %s failed", dev);
 		swap_down(t, n, "uzram swapon");
 		return 1;
 	}
@@ -685,19 +685,19 @@ int cmd_swapoff(int argc, char **argv)
 	if (device) {
 		n = parse_device(device, &t);
 		if (n < 0) {
-			fprintf(stderr, "uzram swapoff: bad --device '%s', want "
-				"/dev/nbdN or /dev/ublkbN\n", device);
+			cli_error("swapoff", "bad --device '%s', want "
+				"/dev/nbdN or /dev/ublkbN", device);
 			return 1;
 		}
 		if (read_pid(t, n) <= 0) {
-			fprintf(stderr, "uzram swapoff: %s is not uzram's swap "
-				"(no " SWAP_DIR "/%s%d.pid)\n", device, t->node, n);
+			cli_error("swapoff", "%s is not uzram's swap "
+				  "(no " SWAP_DIR "/%s%d.pid)", device, t->node, n);
 			return 1;
 		}
 		return swap_down(t, n, "uzram swapoff");
 	}
 	rc = swapoff_all(&found);
 	if (!found)
-		fprintf(stderr, "uzram swapoff: no swap of uzram swapon is set up\n");
+		cli_error("swapoff", "no swap of uzram swapon is set up");
 	return found ? rc : 1;
 }

@@ -156,7 +156,7 @@ static int nbd_free_device(void)
 		if (access(path, F_OK) != 0)
 			return n;
 	}
-	fprintf(stderr, "uzram swapon: no free /dev/nbdN (nbd.ko's nbds_max)\n");
+	cli_error("swapon", "no free /dev/nbdN (nbd.ko's nbds_max)");
 	return -1;
 }
 
@@ -184,14 +184,14 @@ static int nbd_attach(int n, pid_t pid, const char *sock, const char *log)
 			swap_sleep_ms(20);
 	}
 	if (t >= 1500) {
-		fprintf(stderr, "uzram swapon: uzram serve --swap did not start; "
-			"its output is in %s\n", log);
+		cli_error("swapon", "uzram serve --swap did not start; "
+			"its output is in %s", log);
 		return -1;
 	}
 	snprintf(dev, sizeof dev, "/dev/nbd%d", n);
 	snprintf(path, sizeof path, "%s", sock);
 	if (swap_run(attach, -1, 60, false) != 0) {
-		fprintf(stderr, "uzram swapon: nbd-client could not attach %s\n", dev);
+		cli_error("swapon", "nbd-client could not attach %s", dev);
 		return -1;
 	}
 	return 0;
@@ -261,8 +261,8 @@ static int ublk_free_device(void)
 	for (int n = 0; n < 1024; n++)
 		if (!ublk_exists(n))
 			return n;
-	fprintf(stderr, "uzram swapon: no free ublk device number below 1024 "
-		"(uzram ublk list)\n");
+	cli_error("swapon", "no free ublk device number below 1024 "
+		"(uzram ublk list)");
 	return -1;
 }
 
@@ -317,8 +317,8 @@ static int ublk_attach(int n, pid_t pid, const char *sock, const char *log)
 			swap_sleep_ms(20);
 	}
 	if (t >= 3000) {
-		fprintf(stderr, "uzram swapon: uzram serve --swap --ublk did not "
-			"make %s; its output is in %s\n", dev, log);
+		cli_error("swapon", "uzram serve --swap --ublk did not "
+			"make %s; its output is in %s", dev, log);
 		return -1;
 	}
 	for (t = 0; t < 250; t++) {
@@ -326,7 +326,7 @@ static int ublk_attach(int n, pid_t pid, const char *sock, const char *log)
 			return 0;
 		swap_sleep_ms(20);
 	}
-	fprintf(stderr, "uzram swapon: no block device node %s after 5 s\n", dev);
+	cli_error("swapon", "no block device node %s after 5 s", dev);
 	return -1;
 }
 
