@@ -40,7 +40,7 @@
  * A decimal number at *p, up to the next space or the end: digits only,
  * at most max. Advances *p past it. 0 or -1.
  */
-static int take_u64(const char **p, const char *end, uint64_t max,
+static int read_u64(const char **p, const char *end, uint64_t max,
 		    uint64_t *out)
 {
 	const char *s = *p;
@@ -62,13 +62,13 @@ static int take_u64(const char **p, const char *end, uint64_t max,
 }
 
 /* "N" or "N N N": count numbers separated by single spaces, nothing else. */
-static int take_numbers(const char *s, const char *end, int count,
+static int read_numbers(const char *s, const char *end, int count,
 			const uint64_t *max, uint64_t *out)
 {
 	for (int i = 0; i < count; i++) {
 		if (i > 0 && (s == end || *s++ != ' '))
 			return -1;
-		if (take_u64(&s, end, max[i], &out[i]) < 0)
+		if (read_u64(&s, end, max[i], &out[i]) < 0)
 			return -1;
 	}
 	return s == end ? 0 : -1;
@@ -100,7 +100,7 @@ static int parse_numbered(const char *line, const char *sp, const char *end,
 		const uint64_t max[1] = { UINT32_MAX };
 
 		rq->op = NBD_CTL_IDLE_AGE;
-		if (take_numbers(sp + 1, end, 1, max, v) == 0) {
+		if (read_numbers(sp + 1, end, 1, max, v) == 0) {
 			rq->threshold = (uint32_t)v[0];
 			return 0;
 		}
@@ -111,11 +111,11 @@ static int parse_numbered(const char *line, const char *sp, const char *end,
 		rq->op = NBD_CTL_WRITEBACK;
 		rq->first = 0;
 		rq->last = UINT64_MAX;
-		if (take_numbers(sp + 1, end, 2, max, v) == 0 ||
-		    (take_numbers(sp + 1, end, 4, max, v) == 0 && v[2] <= v[3])) {
+		if (read_numbers(sp + 1, end, 2, max, v) == 0 ||
+		    (read_numbers(sp + 1, end, 4, max, v) == 0 && v[2] <= v[3])) {
 			rq->flags = (unsigned)v[0];
 			rq->bytes = v[1];
-			if (take_numbers(sp + 1, end, 4, max, v) == 0) {
+			if (read_numbers(sp + 1, end, 4, max, v) == 0) {
 				rq->first = v[2];
 				rq->last = v[3];
 			}
@@ -125,7 +125,7 @@ static int parse_numbered(const char *line, const char *sp, const char *end,
 		const uint64_t max[2] = { 1, UINT64_MAX };
 
 		rq->op = NBD_CTL_WRITEBACK_LIMIT;
-		if (take_numbers(sp + 1, end, 2, max, v) == 0) {
+		if (read_numbers(sp + 1, end, 2, max, v) == 0) {
 			rq->flags = (unsigned)v[0];
 			rq->bytes = v[1];
 			return 0;
@@ -134,7 +134,7 @@ static int parse_numbered(const char *line, const char *sp, const char *end,
 		const uint64_t max[2] = { UZRAM_MAX_RECOMP, 1u << 20 };
 
 		rq->op = NBD_CTL_TRAIN_DICT;
-		if (take_numbers(sp + 1, end, 2, max, v) == 0) {
+		if (read_numbers(sp + 1, end, 2, max, v) == 0) {
 			rq->prio = (unsigned)v[0];
 			rq->bytes = v[1];
 			return 0;
@@ -179,7 +179,7 @@ int nbd_ctl_parse(const char *line, size_t len, struct nbd_ctl_req *rq,
 		const uint64_t max[1] = { UINT64_MAX };
 
 		rq->op = NBD_CTL_MEM_LIMIT;
-		if (take_numbers(sp + 1, end, 1, max, v) == 0) {
+		if (read_numbers(sp + 1, end, 1, max, v) == 0) {
 			rq->bytes = v[0];
 			return 0;
 		}
@@ -193,7 +193,7 @@ int nbd_ctl_parse(const char *line, size_t len, struct nbd_ctl_req *rq,
 		const uint64_t max[3] = { UZRAM_MAX_RECOMP, UINT32_MAX, UINT32_MAX };
 
 		rq->op = NBD_CTL_RECOMPRESS;
-		if (take_numbers(sp + 1, end, 3, max, v) == 0 && v[0] > 0) {
+		if (read_numbers(sp + 1, end, 3, max, v) == 0 && v[0] > 0) {
 			rq->prio = (unsigned)v[0];
 			rq->flags = (unsigned)v[1];
 			rq->threshold = (uint32_t)v[2];

@@ -35,7 +35,7 @@ struct opt_reader {
 	uint32_t left;
 };
 
-static int take32(struct opt_reader *r, uint32_t *v)
+static int read32(struct opt_reader *r, uint32_t *v)
 {
 	if (r->left < 4)
 		return -1;
@@ -45,7 +45,7 @@ static int take32(struct opt_reader *r, uint32_t *v)
 	return 0;
 }
 
-static int take16(struct opt_reader *r, uint16_t *v)
+static int read16(struct opt_reader *r, uint16_t *v)
 {
 	if (r->left < 2)
 		return -1;
@@ -56,10 +56,10 @@ static int take16(struct opt_reader *r, uint16_t *v)
 }
 
 /* A length-prefixed string of at most NBD_MAX_STRING bytes. */
-static int take_string(struct opt_reader *r, const unsigned char **s,
+static int read_string(struct opt_reader *r, const unsigned char **s,
 		       uint32_t *len)
 {
-	if (take32(r, len) < 0 || *len > r->left || *len > NBD_MAX_STRING)
+	if (read32(r, len) < 0 || *len > r->left || *len > NBD_MAX_STRING)
 		return -1;
 	*s = r->p;
 	r->p += *len;
@@ -152,7 +152,7 @@ static int opt_info_go(struct nbd_conn *c, uint32_t opt,
 	uint32_t namelen;
 	uint16_t nreq;
 
-	if (take_string(&r, &name, &namelen) < 0 || take16(&r, &nreq) < 0 ||
+	if (read_string(&r, &name, &namelen) < 0 || read16(&r, &nreq) < 0 ||
 	    r.left != (uint32_t)NBD_INFO_TYPE_SIZE * nreq)
 		return send_reply(c, opt, NBD_REP_ERR_INVALID, NULL, 0);
 	if (!export_matches(c, name, namelen))
@@ -227,11 +227,11 @@ static int opt_meta(struct nbd_conn *c, uint32_t opt, const unsigned char *d,
 		c->meta_alloc = false; /* a failed SET selects nothing */
 	if (set && !c->structured)
 		return send_reply(c, opt, NBD_REP_ERR_INVALID, NULL, 0);
-	if (take_string(&r, &name, &namelen) < 0 || take32(&r, &nq) < 0 ||
+	if (read_string(&r, &name, &namelen) < 0 || read32(&r, &nq) < 0 ||
 	    nq > r.left / 4)
 		return send_reply(c, opt, NBD_REP_ERR_INVALID, NULL, 0);
 	for (uint32_t i = 0; i < nq; i++) {
-		if (take_string(&r, &q, &qlen) < 0)
+		if (read_string(&r, &q, &qlen) < 0)
 			return send_reply(c, opt, NBD_REP_ERR_INVALID, NULL, 0);
 		if (query_is(q, qlen, ctx) || (!set && query_is(q, qlen, "base:")))
 			match = true;

@@ -62,7 +62,7 @@
  * Locks (see struct nbd_conn): c->lock guards the leader/thread/inflight
  * state and the read job's claims; c->send_lock orders whole reply frames
  * (and chunk groups) and guards send_failed.
- * The input buffer belongs to whoever leads. Never take c->lock while
+ * The input buffer belongs to whoever leads. Never acquire c->lock while
  * holding c->send_lock.
  */
 #include <assert.h>
@@ -176,7 +176,7 @@ static void stop_reading(struct nbd_conn *c)
 }
 
 /* Called by the leader only, so a waiting leader pauses all reading. */
-static void budget_take(struct nbd_conn *c, size_t n)
+static void budget_acquire(struct nbd_conn *c, size_t n)
 {
 	pthread_mutex_lock(&c->lock);
 	while (c->inflight > 0 &&
@@ -363,7 +363,7 @@ static int read_request(struct worker *w, struct nbd_request *rq,
 	if (rq->type != NBD_CMD_WRITE && rq->type != NBD_CMD_READ)
 		return 0;
 	if (*err == 0) {
-		budget_take(c, rq->len);
+		budget_acquire(c, rq->len);
 		*held = rq->len;
 		if (buf_reserve(w, rq->len) < 0)
 			*err = NBD_ENOMEM;
