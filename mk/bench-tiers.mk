@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# tiers.mk - `make bench-tiers`: the second tier's figures (bench/tiers.sh):
+# bench-tiers.mk - `make bench-tiers`: the second tier's figures (bench/tiers.sh):
 # the mem-limit fill beside the same fill with no limit, random reads of
 # written-back data beside fio on the backing file, backing bytes after
 # churn. Writes bench/sections/tiers.md and puts it into BENCHMARKS.md.

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# dict.mk - `make bench-dict`: what a trained dictionary buys (memory) and
+# bench-dict.mk - `make bench-dict`: what a trained dictionary buys (memory) and
 # costs (training, 4K random reads) per codec and cluster size, on the
 # benchmarks' corpus (or CORPUS=DIR). Writes bench/out/dict.json and
 # bench/sections/dict.md, and puts that section into BENCHMARKS.md.

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# ublk.mk - the ublk front end's benchmark (doc/ublk.md): the kernel's zram,
+# bench-ublk.mk - the ublk front end's benchmark (doc/ublk.md): the kernel's zram,
 # `uzram serve --ublk` in both copy modes and `uzram serve` over the kernel's
 # NBD client, side by side in one 6.12 guest of the VM bench (TCG).
 #

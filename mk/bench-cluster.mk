@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# cluster.mk - `make bench-cluster`: what multi-page clusters buy (memory)
+# bench-cluster.mk - `make bench-cluster`: what multi-page clusters buy (memory)
 # and cost (MB/s, random 4 KiB read time) per codec and cluster size, on
 # the corpus `make bench` uses, against the kernel's zram and nbdkit's zstd
 # allocator in the same run. Prints a table and writes

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# image.mk - `make bench-image`: saving and opening an image (lz4 with 4 KiB
+# bench-image.mk - `make bench-image`: saving and opening an image (lz4 with 4 KiB
 # clusters, zstd with 32 KiB), beside filling the device from the raw file
 # and beside cp of the image file, and the latency of writes during a live
 # save under fio. On the benchmarks' corpus (or CORPUS=DIR; bench/image.sh

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# dedup.mk - `make bench-dedup`: what dedup saves and costs (bench/dedup.sh):
+# bench-dedup.mk - `make bench-dedup`: what dedup saves and costs (bench/dedup.sh):
 # memory for the corpus twice and alone, fill throughput of unique data with
 # 1 and 2 writers, nbdcopy of a VM-like image to two offsets through
 # `uzram serve --dedup`, each with dedup off and on, targets marked met or

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# mount.mk - `uzram mount` against tmpfs and the kernel's zram.
+# bench-mount.mk - `uzram mount` against tmpfs and the kernel's zram.
 #
 #   make bench-mount   bench/mount.sh as root: untar + sync, find | xargs
 #                      cat, rm -rf on tmpfs, uzram mount (root, and user
