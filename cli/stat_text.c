@@ -15,7 +15,7 @@
  *   memory       5.5M         ratio 1.46 to the data; peak 5.5M; no limit
  *   ...
  *
- * The JSON is the server's own (server/ctl_stats.c): one object of
+ * The JSON is the server's own (ctl/ctl_stats.c): one object of
  * "name":number and "name":"string" members, and "requests":{...}. It is
  * read as such; a figure that is missing reads as 0.
  */

@@ -2,7 +2,7 @@
 /*
  * ctl_alone.c - the control channel without the NBD server: for a device
  * that another front end serves in this process (`uzram mount --via fs`,
- * cli/mount_fs.c), so that `uzram stat` and `uzram ctl` work on it as on
+ * cli/mount/mount_fs.c), so that `uzram stat` and `uzram ctl` work on it as on
  * `uzram serve`. The same requests and replies (ctl_server.c), on a socket
  * of its own, accepted by one thread; each client is served by a thread
  * of its own, as in the server. The NBD figures stay zero.

@@ -20,7 +20,7 @@
 #include "../nbd/nbd.h"
 
 /*
- * Another front end on the same device (cli/serve.c's --ublk): start runs
+ * Another front end on the same device (cli/serve/serve.c's --ublk): start runs
  * once the sockets listen, before the banner or --run's command (0, or
  * -1 after a message: the server then stops); stop runs at the drain,
  * after the NBD clients and control requests are done and before the

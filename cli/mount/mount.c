@@ -2,7 +2,7 @@
 /*
  * mount.c - `uzram mount DIR` (a compressed RAM file system in one command)
  * and `uzram umount DIR`: options, checks, the runtime directory, and the
- * fork of the keeper that builds the stack (cli/mount_stack.c).
+ * fork of the keeper that builds the stack (cli/mount/mount_stack.c).
  *
  * Each mount has a private runtime directory, RUN = BASE/m-HASH, where
  * HASH is the FNV-1a hash of DIR's absolute path, so `uzram umount DIR`
@@ -302,7 +302,7 @@ static int check_system(struct mount_req *m)
 	if (access(fuse, R_OK | W_OK) < 0)
 		return fuse_unavailable(fuse, errno);
 	if (m->via == VIA_FS || (m->via == VIA_AUTO && geteuid() != 0)) {
-		m->via = VIA_FS; /* cli/mount_fs.c */
+		m->via = VIA_FS; /* cli/mount/mount_fs.c */
 		return need("fusermount3", "fuse3");
 	}
 	if (need("nbdfuse", "libnbd-bin") < 0 || need("mkfs.ext4", "e2fsprogs") < 0 ||

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * mount.h - what cli/mount.c (the commands, the runtime directory),
- * cli/mount_stack.c (the keeper that builds and tears down the stack) and
- * cli/mount_run.c (below both: paths in the runtime directory, mount
+ * mount.h - what cli/mount/mount.c (the commands, the runtime directory),
+ * cli/mount/mount_stack.c (the keeper that builds and tears down the stack) and
+ * cli/mount/mount_run.c (below both: paths in the runtime directory, mount
  * points) share. See the top of mount_stack.c for the design.
  */
 #ifndef UZRAM_CLI_MOUNT_H

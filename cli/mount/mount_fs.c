@@ -9,9 +9,9 @@
  *             |  in this process
  *   device   libuzram: the files' data, compressed
  *
- * RUN (cli/mount.c) holds pid (locked while the keeper lives), dir, via
+ * RUN (cli/mount/mount.c) holds pid (locked while the keeper lives), dir, via
  * ("fs"), log, and sock.ctl: the control channel of `uzram stat --mount`
- * and `uzram ctl --mount` (server/ctl_alone.c). The keeper serves until DIR is unmounted (uzram umount,
+ * and `uzram ctl --mount` (ctl/ctl_alone.c). The keeper serves until DIR is unmounted (uzram umount,
  * fusermount3 -u, umount) or it gets SIGTERM, SIGINT or SIGHUP, which
  * unmount first. Killed outright, it leaves DIR giving ENOTCONN; `uzram
  * umount DIR` then finds no live keeper and clears the mount and RUN

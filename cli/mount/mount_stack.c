@@ -12,7 +12,7 @@
  *                         |
  *   RUN/sock         `uzram serve`: the device, a child process
  *
- * RUN is the mount's private runtime directory (cli/mount.c). The keeper is
+ * RUN is the mount's private runtime directory (cli/mount/mount.c). The keeper is
  * the `uzram mount` process itself with -f, otherwise a child of it in a
  * session of its own. Until DIR is usable its messages go to the caller's
  * stderr; a failure at any step unwinds what was built, in reverse, so

@@ -11,7 +11,7 @@
 extern const struct cli_command serve_cmd;
 int cmd_serve(int argc, char **argv);  /* cli/serve/serve.c */
 
-/* cli/serve_swap.c: `uzram serve --swap`; each 0, or -1 after a message */
+/* cli/serve/serve_swap.c: `uzram serve --swap`; each 0, or -1 after a message */
 struct uzram;
 #define SWAP_RESERVE (16ull << 20) /* reserved when --swap has no --mem-limit */
 int serve_swap_begin(void);                /* before the device exists */

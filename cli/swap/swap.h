@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * swap.h - what cli/swap_transport.c (the two ways the kernel reaches the
- * server, and running the programs they need) gives cli/swap.c
+ * swap.h - what cli/swap/swap_transport.c (the two ways the kernel reaches the
+ * server, and running the programs they need) gives cli/swap/swap.c
  * (`uzram swapon`, `uzram swapoff`).
  */
 #ifndef UZRAM_CLI_SWAP_H
@@ -45,7 +45,7 @@ struct swap_transport {
 	void (*gone)(int n, const char *who);
 };
 
-/* cli/swap_transport.c */
+/* cli/swap/swap_transport.c */
 extern const struct swap_transport swap_nbd, swap_ublk;
 
 void swap_sleep_ms(int ms);

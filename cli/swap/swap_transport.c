@@ -11,7 +11,7 @@
  *          stops: no client, no socket between the kernel and the device
  *
  * The ublk device's requests come to the server's queue threads, which are
- * made after --swap's rules took hold (cli/serve_swap.c): they inherit
+ * made after --swap's rules took hold (cli/serve/serve_swap.c): they inherit
  * SCHED_RR, their memory is locked on fault, and they allocate nothing per
  * request (ublk/queue.c). The server's NBD socket stays, for `uzram stat`
  * and `uzram ctl`.
@@ -298,7 +298,7 @@ static bool log_has(const char *log, const char *want)
 
 /*
  * The server prints "uzram serve: block device /dev/ublkbN" once the
- * kernel started the device (cli/serve.c); the node may come a little
+ * kernel started the device (cli/serve/serve.c); the node may come a little
  * after, from devtmpfs or udev.
  */
 static int ublk_attach(int n, pid_t pid, const char *sock, const char *log)
