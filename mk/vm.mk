@@ -10,8 +10,7 @@
 #                           are 80 MB, and swapon/swapoff)
 #   make test-vm-ublk       what make test runs on bookworm-backports' 6.12:
 #                           the ublk tests (v40, v41) in one guest, and
-#                           swapon on ublk (v42, and v43 with a fast
-#                           codec) in a guest each:
+#                           swapon on ublk (v42) in a guest of its own:
 #                           its 256 MiB are what makes its hog swap, and
 #                           in v40's 1024 the hog would take minutes
 #   make test-vm-swap-uzram what make test runs: the swap tests' hog on
@@ -34,10 +33,9 @@
 VM_TESTS ?= $(filter-out $(VM_SWAP) $(VM_SWAP_RANDOM),$(sort $(wildcard tests/vm/v*.sh)))
 VM_QUICK := $(addprefix tests/vm/,v10-ext4.sh v12-discard.sh v13-multiconn.sh \
 	v14-reconnect.sh v15-server-killed.sh v31-swapon.sh)
-VM_UBLK := $(addprefix tests/vm/,v40-ublk.sh v41-ublk-faults.sh v42-ublk-swapon.sh \
-	v43-ublk-swapon-fast.sh)
+VM_UBLK := $(addprefix tests/vm/,v40-ublk.sh v41-ublk-faults.sh v42-ublk-swapon.sh)
 # the ones of VM_UBLK that boot alone, with their own vm-mem
-VM_UBLK_ALONE := tests/vm/v42-ublk-swapon.sh tests/vm/v43-ublk-swapon-fast.sh
+VM_UBLK_ALONE := tests/vm/v42-ublk-swapon.sh
 VM_SWAP := tests/vm/v30-swap.sh tests/vm/v32-swap-ublk.sh
 VM_SWAP_RANDOM := tests/vm/v33-swap-random-ublk.sh tests/vm/v34-swap-random.sh
 VM_REPEAT ?= 5

@@ -5,6 +5,9 @@
 # page back while the server's thread ("uzram-reenc", SCHED_RR like every
 # other) re-encodes to zstd; once the hog is done the thread has re-encoded
 # pages by itself; `uzram swapoff` leaves nothing.
+# Not in make test (make test-vm runs it): of its first two runs one passed
+# (the hog in 11 s) and one stalled, kswapd0 and a server thread blocked
+# for over 120 s, on a host at load 9 (doc/block-device.md).
 # vm-kernel: 6.12
 # vm-mem: 256
 # vm-timeout: 240
