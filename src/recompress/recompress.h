@@ -33,6 +33,15 @@ struct recomp_pass {
 	 * every 4096 slots it walks (!worked); false stops the pass there.
 	 */
 	bool (*pace)(struct uzram *dev, bool worked);
+	/*
+	 * NULL, or a buffer of a cluster's bytes: then each new object is
+	 * stored with the slot unlocked (no allocation waits for memory
+	 * while holding a lock the I/O path may need: swap,
+	 * doc/block-device.md), the old object copied here and compared
+	 * under the lock again before the swap; objects dedup shares are
+	 * skipped.
+	 */
+	void *copy;
 };
 
 /*
@@ -55,6 +64,13 @@ long recompress_run(struct uzram *dev, int prio, unsigned flags,
  */
 int reencode_start(struct uzram *dev, uint32_t age_seconds);
 void reencode_stop(struct uzram *dev);
+
+/*
+ * Make the calling thread's buffers and its codec context of priority
+ * prio now, so that a pass allocates none of them under a slot lock.
+ * 0 or a negative errno (recompress.c).
+ */
+int recompress_warm(struct uzram *dev, unsigned prio);
 
 /* dict.c: free the codecs taken out of their banks, at close */
 void dict_retired_free(struct uzram *dev);

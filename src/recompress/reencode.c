@@ -34,13 +34,17 @@
  * an age, the clock ticks.
  *
  * Memory: the new object is stored before the old one is freed, one
- * cluster at a time, so the thread holds at most one extra object; once a
- * run of passes has re-encoded everything due, it compacts the pool, as
- * the freed fast objects leave holes in their zspages; with a
- * memory limit that the pool cannot fit it in, the step fails with ENOSPC,
- * changes nothing, and the next pass tries again. It allocates nothing else
- * after its start but its per-thread buffers and codec context, made on its
- * first step.
+ * cluster at a time, so the thread holds at most one extra object. It is
+ * stored with the slot unlocked (recomp_pass.copy): a write to the
+ * cluster, which under swap may be what frees the memory the store waits
+ * for, never waits for the store (tests/vm/v43 stalled in 2 of 3 runs
+ * while the store was made under the lock); the slot is then locked again
+ * and checked to hold the same bytes before the swap. With a memory limit
+ * the pool cannot fit it in, the step fails with ENOSPC, changes nothing,
+ * and the next pass tries again. Its buffers and zstd context are made at
+ * its start, never under a lock; it allocates nothing else. Once a run of
+ * passes has re-encoded everything due, it compacts the pool, as the freed
+ * fast objects leave holes in their zspages.
  *
  * Lock rules: r->lock guards stop, asked, clean and hurry and pairs with
  * r->cond (the thread's naps and sleeps) and r->done (waiters); the thread
@@ -70,7 +74,7 @@ struct reencoder {
 	unsigned hurry;           /* waiters: no pacing meanwhile */
 	uint64_t asked;           /* the last waiter's ticket */
 	uint64_t clean;           /* the ticket of the last clean pass */
-	struct recomp_pass pass;  /* prio 1, promote, min_age */
+	struct recomp_pass pass;  /* prio 1, promote, min_age, copy */
 	uint64_t seen;            /* dev->writes at the last look (thread) */
 };
 
@@ -120,6 +124,9 @@ static void *reenc_main(void *arg)
 	uint64_t last_w = UINT64_MAX;
 	uint32_t last_tick = UINT32_MAX;
 	bool again = false, failed = false, moved = false;
+
+	/* its buffers and codec context now, not under a slot lock */
+	(void)recompress_warm(dev, r->pass.prio);
 
 	for (;;) {
 		uint64_t ticket, w;
@@ -179,7 +186,12 @@ int reencode_start(struct uzram *dev, uint32_t age_seconds)
 	r->pass = (struct recomp_pass){
 		.prio = 1, .promote = true, .pace = reenc_pace,
 		.min_age = (unsigned)(ticks > AGE_MAX ? AGE_MAX : ticks),
+		.copy = malloc(dev->csize),
 	};
+	if (!r->pass.copy) {
+		free(r);
+		return uzram_set_error(-ENOMEM, "open: out of memory");
+	}
 	dev->reenc = r;
 	ret = thread_start(&r->thread, reenc_main, dev, "uzram-reenc");
 	if (ret) {
@@ -187,6 +199,7 @@ int reencode_start(struct uzram *dev, uint32_t age_seconds)
 		pthread_cond_destroy(&r->done);
 		pthread_cond_destroy(&r->cond);
 		pthread_mutex_destroy(&r->lock);
+		free(r->pass.copy);
 		free(r);
 		return uzram_set_error(ret, "open: cannot start the "
 				       "re-encoding thread");
@@ -209,6 +222,7 @@ void reencode_stop(struct uzram *dev)
 	pthread_cond_destroy(&r->done);
 	pthread_cond_destroy(&r->cond);
 	pthread_mutex_destroy(&r->lock);
+	free(r->pass.copy);
 	free(r);
 }
 
