@@ -37,9 +37,9 @@
  * cluster at a time, so the thread holds at most one extra object. It is
  * stored with the slot unlocked (recomp_pass.copy): a write to the
  * cluster, which under swap may be what frees the memory the store waits
- * for, never waits for the store (tests/vm/v43 stalled in 2 of 3 runs
- * while the store was made under the lock); the slot is then locked again
- * and checked to hold the same bytes before the swap. With a memory limit
+ * for, never waits for the store (doc/block-device.md's rule for swap;
+ * swap with a fast codec still stalls in tests/vm/v43, an open problem);
+ * the slot is then locked again and checked to hold the same bytes before the swap. With a memory limit
  * the pool cannot fit it in, the step fails with ENOSPC, changes nothing,
  * and the next pass tries again. Its buffers and zstd context are made at
  * its start, never under a lock; it allocates nothing else. Once a run of
