@@ -39,7 +39,8 @@
  * cluster, which under swap may be what frees the memory the store waits
  * for, never waits for the store (doc/block-device.md's rule for swap;
  * swap with a fast codec still stalls in tests/vm/v43, an open problem);
- * the slot is then locked again and checked to hold the same bytes before the swap. With a memory limit
+ * the slot is then locked again and checked to hold the same bytes
+ * before the swap. With a memory limit
  * the pool cannot fit it in, the step fails with ENOSPC, changes nothing,
  * and the next pass tries again. Its buffers and zstd context are made at
  * its start, never under a lock; it allocates nothing else. Once a run of
