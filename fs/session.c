@@ -8,7 +8,21 @@
  * (nothing else reaches the device), so entries, negative entries and
  * attributes are kept an hour, and open files keep their page cache
  * (keep_cache). Writes go through to the device at once (no writeback
- * cache), so write() itself reports ENOSPC, as on tmpfs.
+ * cache), so write() itself reports ENOSPC, as on tmpfs. The writeback
+ * cache was measured (untar of /usr/include as nobody, 8,925 files, load
+ * 3 on 2 cores): it halves the WRITEs (one per file, at close) but the
+ * kernel then sends a SETATTR of the times at every close, so the round
+ * trips per file stay 6.5, and untar took 1.7 s against 2.1 s without:
+ * not worth ENOSPC turning up only at close.
+ *
+ * Where untar's time goes (same run, counted with -o debug): per file a
+ * LOOKUP (the new name), MKNOD, GETXATTR (security.capability, the
+ * kernel's check before each write), 1.9 WRITEs (tar writes 10 KiB at a
+ * time), SETATTR (utimens) and a GETATTR of the directory (the kernel
+ * drops a directory's attributes at each change, and default_permissions
+ * needs them for the next name). The keeper spent 0.30 s in user space
+ * (LZ4 the largest part) and 0.52 s in the kernel reading requests and
+ * writing replies, of 1.6 s: the rest is the round trips themselves.
  *
  * Threads: one by default. libfuse's multi-threaded loop (threads > 1)
  * was 3x slower here for small files (untar of /usr/include: 9.5 s
