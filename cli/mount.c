@@ -68,6 +68,9 @@ static const struct cli_option mount_opts[] = {
 	  "the default as root), fuse: ext4 through fuse2fs,\n"
 	  "fs: uzram's own file system (FUSE; the default\n"
 	  "without root)" },
+	{ "image", 'i', required_argument, "FILE",
+	  "(with --via fs) open the tree saved in FILE, if it\n"
+	  "exists, and save the whole tree there at umount" },
 	{ "foreground", 'f', no_argument, NULL,
 	  "stay in the foreground until DIR is unmounted" },
 	{ "help", 'h', no_argument, NULL, "this text" },
@@ -372,6 +375,7 @@ static int mount_take(void *ctx, int key, char *arg)
 			return cli_bad_value("0 (no limit) or at least 18M, for a "
 					     "file system of 16M");
 		*(key == 's' ? &m->size : &m->mem_limit) = v;
+		m->size_set |= key == 's';
 		serve_option(m, cli_find(mount_opts, key)->name, arg);
 		return 0;
 	case 'C':
@@ -402,6 +406,10 @@ static int mount_take(void *ctx, int key, char *arg)
 		if (strcmp(arg, "loop") && strcmp(arg, "fuse") && strcmp(arg, "fs"))
 			return CLI_BAD_VALUE;
 		m->via = arg[0] == 'l' ? VIA_LOOP : arg[1] == 's' ? VIA_FS : VIA_FUSE;
+		return 0;
+	case 'i':
+		if (abs_dir(arg, m->image) < 0)
+			return CLI_BAD_VALUE;
 		return 0;
 	case 'f':
 		m->foreground = true;
@@ -643,6 +651,11 @@ int cmd_mount(int argc, char **argv)
 	if (check_dir(argv[optind], &m) < 0 || check_system(&m) < 0 ||
 	    runtime_dir(&m, "uzram mount") < 0)
 		return 1;
+	if (m.image[0] && m.via != VIA_FS) {
+		fprintf(stderr, "uzram mount: --image is for --via fs (uzram's "
+			"own file system)\n");
+		return 1;
+	}
 	sizes(&m);
 	if (make_run(&m) < 0)
 		return 1;
@@ -705,6 +718,20 @@ static int umount_status(const char *dir, const char *gone, pid_t pid)
 	return 1;
 }
 
+/* Copy what is left to read of fd to stderr and close it; the bytes. */
+static long relay_log(int fd)
+{
+	char buf[4096];
+	ssize_t n;
+	long all = 0;
+
+	while ((n = read(fd, buf, sizeof buf)) > 0 &&
+	       write(STDERR_FILENO, buf, (size_t)n) == n)
+		all += n;
+	close(fd);
+	return all;
+}
+
 static const struct cli_option umount_opts[] = {
 	{ "help", 'h', no_argument, NULL, "this text" },
 	{ NULL, 0, 0, NULL, NULL },
@@ -726,7 +753,7 @@ int cmd_umount(int argc, char **argv)
 	const char *dir, *gone;
 	FILE *f;
 	pid_t pid, dead;
-	int r = cli_parse(&umount_cmd, argc, argv, NULL, NULL);
+	int log_fd, r = cli_parse(&umount_cmd, argc, argv, NULL, NULL);
 
 	if (r >= 0)
 		return r;
@@ -761,13 +788,24 @@ int cmd_umount(int argc, char **argv)
 		via[strcspn(via, "\n")] = '\0';
 		fclose(f);
 	}
-	if (mount_point_is(m.dir) && umount_dir(&m, via, gone != NULL) < 0)
+	/* What an fs keeper says from now on (a failed save of --image) is
+	 * said again here: its log goes with RUN. */
+	mount_path(&m, path, "log");
+	log_fd = strcmp(via, "fs") ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+	if (log_fd >= 0)
+		lseek(log_fd, 0, SEEK_END);
+	if (mount_point_is(m.dir) && umount_dir(&m, via, gone != NULL) < 0) {
+		if (log_fd >= 0)
+			close(log_fd);
 		return 1;
+	}
 	/* The keeper takes the rest down and removes RUN. */
 	if (wait_gone(pid, UMOUNT_WAIT_MS) < 0) {
 		fprintf(stderr, "uzram umount: the keeper (pid %d) of %s did not "
 			"end within %d s\n", (int)pid, dir, UMOUNT_WAIT_MS / 1000);
 		return 1;
 	}
+	if (log_fd >= 0 && relay_log(log_fd) > 0)
+		return 1;
 	return umount_status(dir, gone, dead);
 }

@@ -33,6 +33,8 @@ struct mount_req {
 	mode_t mode;
 	bool set_mode;
 	enum mount_via via;          /* VIA_AUTO is resolved before the keeper */
+	char image[PATH_MAX];        /* --image (--via fs), absolute, or "" */
+	bool size_set;               /* --size was given */
 	bool foreground;
 
 	/* The keeper's state: what is built, so teardown knows what to undo. */

@@ -145,6 +145,8 @@ int uzfs_mount(const struct uzfs_config *cfg, const char *dir, struct uzfs **fsp
 	}
 	if (!r)
 		r = tree_init(fs, cfg);
+	if (!r && cfg->load)
+		r = tree_load(fs, cfg->why, cfg->whylen);
 	if (!r && !(fs->se = session_new(fs)))
 		r = -EINVAL; /* libfuse said why */
 	if (!r && fuse_session_mount(fs->se, dir) != 0)
