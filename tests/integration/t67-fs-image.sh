@@ -7,12 +7,13 @@
 # compared with a tmpfs copy by rsync -naHAX --checksum and by inode
 # numbers; a second round of changes survives too; a corrupted or
 # truncated image is refused with a message, nothing is mounted, and the
-# file is untouched; a save that cannot write (nobody, a read-only
+# file is untouched, and so is a whole device image whose tree record is
+# broken or missing; a save that cannot write (nobody, a read-only
 # directory) fails at umount with a message and leaves the old image; a
 # SIGKILL of the keeper during its save leaves a whole image, the old one
 # or the new one.
 source "$(dirname "$0")/functions.sh"
-require fusermount3 tar setpriv rsync cmp
+require fusermount3 tar setpriv rsync cmp nbdcopy
 real_server || skip_all "uzram mount is a uzram command"
 
 export UZRAM_RUNTIME_DIR=$T/run
@@ -183,6 +184,41 @@ assert os.lseek(fd, 10 << 20, os.SEEK_DATA if False else os.SEEK_HOLE) >= 9 << 2
 	umount_img "$d"
 }
 
+# Device images whose bytes are fine but whose tree is not: the tree's own
+# checks (fs/tree_image.c) refuse them.
+bad_tree()
+{
+	local good=$1 d=$2 bs first
+	step "$WHO: a device image without a tree, or with a broken record, is refused"
+	cp "$good" "$T/dev.img"
+	start_server dev --image "$T/dev.img"
+	nbdcopy "${URI[dev]}" "$T/raw"
+	stop_server dev
+	read -r first bs < <(python3 -c 'import struct, sys
+sb = open(sys.argv[1], "rb").read(64)
+assert sb[:8] == b"UZFSTREE", sb[:8]
+print(struct.unpack_from("<Q", sb, 24)[0], struct.unpack_from("<I", sb, 40)[0])' "$T/raw")
+	for i in 1 2; do
+		cp "$T/raw" "$T/raw.bad"
+		case $i in
+		1) printf '\x55' | dd of="$T/raw.bad" bs=1 seek=$((first * bs + 20)) \
+			conv=notrunc status=none ;;
+		2) dd if=/dev/zero of="$T/raw.bad" bs=64 count=1 conv=notrunc status=none ;;
+		esac
+		rm -f "$T/bad.img"
+		uzram load "$T/raw.bad" --cluster "$bs" --save "$T/bad.img" >/dev/null
+		cp "$T/bad.img" "$T/bad.copy"
+		if um mount "$d" --via fs --image "$T/bad.img" 2>"$T/mount.err"; then
+			fail "an image with a broken tree ($i) was mounted"
+		fi
+		echo "$WHO: broken tree $i: $(cat "$T/mount.err")"
+		grep -q "not a file system image" "$T/mount.err" ||
+			fail "no message: $(cat "$T/mount.err")"
+		is_mounted "$d" && fail "$d mounted from a broken tree"
+		cmp -s "$T/bad.img" "$T/bad.copy" || fail "the refused image was changed"
+	done
+}
+
 # A save that cannot write: umount says so, and the old image stays.
 save_fails()
 {
@@ -210,6 +246,7 @@ TAR=$T/files.tar
 WHO=root
 mkdir "$T/fs" "$T/ref" "$T/img"
 run "$T/fs" "$T/ref" "$T/img/tree.img"
+bad_tree "$T/good.img" "$T/fs"
 
 WHO=nobody
 as_nobody "$T/nb" "$T/nb/run" "$T/nb/fs" "$T/nb/ref" "$T/nb/img"
