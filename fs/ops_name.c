@@ -154,7 +154,9 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 
 /* Only when the kernel cannot open without us: else it makes the file
  * with mknod and opens it without asking, and the file needs no release
- * either (one round trip less per file made). */
+ * either. (With create, each file made before the kernel's first plain
+ * OPEN, answered ENOSYS, had a RELEASE: all of them on a new mount that
+ * tar x fills.) */
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      mode_t mode, struct fuse_file_info *fi)
 {
