@@ -31,6 +31,12 @@
  * most reads without us. The data path needs no change for more threads:
  * the locks are in node.c.
  *
+ * Listings: always READDIRPLUS (libfuse's default lets the kernel pick
+ * plain READDIR when it saw no lookups since the last listing): grep -r
+ * over /usr/include/linux (763 files) after drop_caches made 375 LOOKUPs
+ * beside the 766 READs, and none with it; 0.43-0.49 s against 0.68-0.69
+ * s (tmpfs 0.19-0.31 s, load 9.5 on 2 cores).
+ *
  * FLUSH is not implemented (nothing to flush: writes are on the device
  * when they return), so the kernel stops sending it at the first close.
  *
@@ -62,6 +68,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* requests are small: a splice through a pipe costs two more calls */
 	conn->want &= ~(unsigned)FUSE_CAP_SPLICE_READ;
 	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+	/* every listing with the attributes: no LOOKUP after it */
+	conn->want &= ~(unsigned)FUSE_CAP_READDIRPLUS_AUTO;
 	conn->max_write = 1u << 20;
 	conn->max_readahead = 1u << 20;
 }
