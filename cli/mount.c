@@ -718,20 +718,6 @@ static int umount_status(const char *dir, const char *gone, pid_t pid)
 	return 1;
 }
 
-/* Copy what is left to read of fd to stderr and close it; the bytes. */
-static long relay_log(int fd)
-{
-	char buf[4096];
-	ssize_t n;
-	long all = 0;
-
-	while ((n = read(fd, buf, sizeof buf)) > 0 &&
-	       write(STDERR_FILENO, buf, (size_t)n) == n)
-		all += n;
-	close(fd);
-	return all;
-}
-
 static const struct cli_option umount_opts[] = {
 	{ "help", 'h', no_argument, NULL, "this text" },
 	{ NULL, 0, 0, NULL, NULL },
@@ -805,7 +791,7 @@ int cmd_umount(int argc, char **argv)
 			"end within %d s\n", (int)pid, dir, UMOUNT_WAIT_MS / 1000);
 		return 1;
 	}
-	if (log_fd >= 0 && relay_log(log_fd) > 0)
+	if (log_fd >= 0 && mount_relay_log(log_fd) > 0)
 		return 1;
 	return umount_status(dir, gone, dead);
 }

@@ -58,6 +58,10 @@ int mount_write_run(const struct mount_req *m, const char *name,
 /* mount_run.c: whether path is a mount point in this mount namespace. */
 bool mount_point_is(const char *path);
 
+/* mount_run.c: copy what is left to read of fd (the keeper's log) to
+ * stderr and close fd; the bytes copied. */
+long mount_relay_log(int fd);
+
 /* mount_run.c: remove RUN and the files the keeper makes in it. */
 void mount_remove_run(const struct mount_req *m);
 
