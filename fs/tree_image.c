@@ -370,7 +370,8 @@ static int read_node(struct uzfs *fs, struct in *in, struct node *n,
 	get_time(in, &n->btime);
 	n->size = get_le(in, 8);
 	*nlink = (uint32_t)get_le(in, 4);
-	if (n->size > UZFS_MAX_FILE || n->ino >= atomic_load(&fs->next_ino))
+	if (in->bad || n->size > UZFS_MAX_FILE ||
+	    n->ino >= atomic_load(&fs->next_ino))
 		return -EBADMSG;
 	switch (n->mode & S_IFMT) {
 	case S_IFREG:
