@@ -14,7 +14,7 @@
 # SIGKILL of the keeper during its save leaves a whole image, the old one
 # or the new one.
 source "$(dirname "$0")/functions.sh"
-require fusermount3 tar setpriv rsync cmp nbdcopy
+require fusermount3 tar setpriv rsync cmp nbdcopy cc
 real_server || skip_all "uzram mount is a uzram command"
 
 export UZRAM_RUNTIME_DIR=$T/run
