@@ -198,7 +198,8 @@ assert os.lseek(fd, 10 << 20, os.SEEK_DATA if False else os.SEEK_HOLE) >= 9 << 2
 	else
 		echo "$WHO: killed during the save: the old image"
 		as sh -c "cd '$d' && find . -type f -exec md5sum {} + | sort -k 2" >"$T/old.sums"
-		cmp -s "$T/new.sums" "$T/old.sums" || fail "the old image's files changed"
+		cmp -s "$T/new.sums" "$T/old.sums" ||
+			fail "the old image's files changed: $(diff "$T/new.sums" "$T/old.sums" | head -n 5)"
 	fi
 	umount_img "$d"
 }
