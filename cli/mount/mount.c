@@ -69,8 +69,8 @@ static const struct cli_option mount_opts[] = {
 	  "fs: uzram's own file system (FUSE; the default\n"
 	  "without root)" },
 	{ "image", 'i', required_argument, "FILE",
-	  "(with --via fs) open the tree saved in FILE, if it\n"
-	  "exists, and save the whole tree there at umount" },
+	  "open the tree saved in FILE, if it exists, and save\n"
+	  "the whole tree there at umount (implies --via fs)" },
 	{ "foreground", 'f', no_argument, NULL,
 	  "stay in the foreground until DIR is unmounted" },
 	{ "help", 'h', no_argument, NULL, "this text" },
@@ -304,7 +304,9 @@ static int check_system(struct mount_req *m)
 		ctl = "/dev/loop-control";
 	if (access(fuse, R_OK | W_OK) < 0)
 		return fuse_unavailable(fuse, errno);
-	if (m->via == VIA_FS || (m->via == VIA_AUTO && geteuid() != 0)) {
+	/* --image is uzram's own file system's: it picks it as root too */
+	if (m->via == VIA_FS ||
+	    (m->via == VIA_AUTO && (geteuid() != 0 || m->image[0]))) {
 		m->via = VIA_FS; /* cli/mount/mount_fs.c */
 		return need("fusermount3", "fuse3");
 	}

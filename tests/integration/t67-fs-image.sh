@@ -146,7 +146,12 @@ assert os.lseek(fd, 10 << 20, os.SEEK_DATA if False else os.SEEK_HOLE) >= 9 << 2
 	as rm -rf "$ref"/*
 	as rsync -aHAX "$d/" "$ref/"
 	umount_img "$d"
-	mount_img "$d" "$img"
+	# without --via: --image picks uzram's own file system, as root too
+	um mount "$d" --image "$img" 2>"$T/mount.err" ||
+		fail "uzram mount $d --image $img: $(cat "$T/mount.err")"
+	on_exit _unmount "$d"
+	grep -qx fs "$(dirname "$(grep -lxF "$d" "$UZRAM_RUNTIME_DIR"/m-*/dir)")/via" ||
+		fail "--image without --via did not pick --via fs"
 	same_tree "$ref" "$d" "after a second umount and mount"
 	as tar -xf "$TAR" -C "$d"
 	as sh -c "cd '$d' && find . -type f -exec md5sum {} + | sort -k 2" >"$T/new.sums"
