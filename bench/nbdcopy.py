@@ -32,7 +32,8 @@ NBDCOPY_TARGETS (serve-lz4 nbdkit-sparse nbdkit-zstd), NBDCOPY_PHASES
 (in overwrite out fio-1m), NBDCOPY_PERF=DIR (perf record -g of the server
 per phase, DIR/TARGET-PHASE.data, first repetition only), NBDCOPY_ARGS
 (extra nbdcopy arguments), NBDCOPY_ALT=PATH (another uzram binary as
-target serve-alt, for A/B comparisons), NBDCOPY_VERIFY=0 (skip the
+target serve-alt, for A/B comparisons; NBDCOPY_ALT_ALGO its --algorithm,
+default lz4), NBDCOPY_VERIFY=0 (skip the
 sha256 check). Standard library only.
 """
 import hashlib
@@ -57,6 +58,19 @@ TARGETS = {
     "serve-zstd": ("uzram serve, zstd",
                    ["{build}/uzram", "serve", "--size", "1G", "--algorithm",
                     "zstd", "--socket", "{sock}"]),
+    # write fast, re-encode later (issue 30): lz4 at the writer, zstd
+    # on the device's own thread once it gets to a cluster
+    "serve-zstd-only": ("uzram serve, zstd, no fast codec",
+                        ["{build}/uzram", "serve", "--size", "1G",
+                         "--algorithm", "zstd", "--fast-algorithm", "none",
+                         "--socket", "{sock}"]),
+    "serve-fast": ("uzram serve, zstd, fast lz4",
+                   ["{build}/uzram", "serve", "--size", "1G", "--algorithm",
+                    "zstd", "--fast-algorithm", "lz4", "--socket", "{sock}"]),
+    "serve-fast8": ("uzram serve, zstd, fast lz4:8",
+                    ["{build}/uzram", "serve", "--size", "1G", "--algorithm",
+                     "zstd", "--fast-algorithm", "lz4:8", "--socket",
+                     "{sock}"]),
     "nbdkit-sparse": ("nbdkit memory, sparse",
                       ["nbdkit", "-f", "-U", "{sock}", "memory", "size=1G",
                        "allocator=sparse"]),
@@ -66,9 +80,10 @@ TARGETS = {
 }
 PHASES = ["in", "overwrite", "out", "fio-1m", "change"]
 if os.environ.get("NBDCOPY_ALT"):
-    TARGETS["serve-alt"] = ("uzram serve, lz4 (alt)",
+    _alt = os.environ.get("NBDCOPY_ALT_ALGO", "lz4")
+    TARGETS["serve-alt"] = ("uzram serve, %s (alt)" % _alt,
                             [os.environ["NBDCOPY_ALT"], "serve", "--size", "1G",
-                             "--algorithm", "lz4", "--socket", "{sock}"])
+                             "--algorithm", _alt, "--socket", "{sock}"])
 TICK = os.sysconf("SC_CLK_TCK")
 
 

@@ -131,6 +131,30 @@ struct uzram_config {
 				* free, each cluster on one thread (see
 				* uzram_write()). 0: on the caller's thread
 				* only, as the kernel's zram does. */
+	/* Since 0.4: write fast, re-encode later. */
+	const char *fast_algorithm; /* NULL (the default): writes compress
+				* with `algorithm`, as before. Else writes
+				* compress with this codec at fast_level (e.g.
+				* "lz4" at a high acceleration), and a thread
+				* of the device re-encodes each stored cluster
+				* with `algorithm` at `level` once it has been
+				* neither written nor read for reencode_age
+				* seconds. `algorithm` is then the device's
+				* secondary algorithm of priority 1
+				* (uzram_algorithm(dev, 1)) and fast_algorithm
+				* its priority 0; the re-encode is
+				* uzram_recompress()'s, so a cluster is
+				* replaced only by a smaller object. The
+				* thread paces itself while writes arrive: at
+				* most one cluster per millisecond (see
+				* uzram_reencode_wait()). Not with a dict
+				* (-EINVAL); ignored with an image, as the
+				* algorithm is. */
+	int fast_level;        /* the fast codec's level; 0: its default */
+	uint32_t reencode_age; /* seconds a cluster must have been idle
+				* before it is re-encoded, counted in the
+				* device's 4-second ticks (rounded up; at most
+				* 512); 0: as soon as the thread gets to it */
 };
 
 /* The largest uzram_config.threads. */
@@ -430,6 +454,19 @@ UZRAM_API long uzram_mark_idle(struct uzram *dev);
  */
 UZRAM_API long uzram_recompress(struct uzram *dev, int prio, unsigned flags,
 				uint32_t threshold);
+
+/*
+ * On a device opened with a fast_algorithm: wait until its re-encoding
+ * thread has made a pass over the table that found nothing to re-encode
+ * (every cluster old enough is in its final algorithm, or no smaller
+ * there), started after this call and with no write in between, or
+ * until timeout_ms have passed (0: do not wait). Meanwhile the thread
+ * runs unpaced, as if no write arrived. For tests, benchmarks and a
+ * program that wants its memory at the final density now (uzram ctl).
+ * Returns 0 once so, -ETIMEDOUT, or -EINVAL (NULL device, or a device
+ * without a fast_algorithm). Thread-safe.
+ */
+UZRAM_API int uzram_reencode_wait(struct uzram *dev, uint32_t timeout_ms);
 
 /*
  * Images: a device saved to a file and opened again later, with every

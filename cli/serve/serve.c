@@ -20,7 +20,7 @@
 enum {
 	KEY_UBLK = 0x100, KEY_UBLK_ID, KEY_UBLK_QUEUES, KEY_UBLK_DEPTH,
 	KEY_UBLK_COPY, KEY_UBLK_RECOVERY, KEY_UBLK_TAKE_OVER,
-	KEY_WB_LIMIT, KEY_DRY_RUN,
+	KEY_WB_LIMIT, KEY_DRY_RUN, KEY_FAST, KEY_REENCODE_AGE,
 };
 
 static const struct cli_option serve_opts[] = {
@@ -37,6 +37,17 @@ static const struct cli_option serve_opts[] = {
 	{ "max-connections", 'c', required_argument, "N",
 	  "default buffer-limit / 8M, from 4 to 128;\n"
 	  "at most buffer-limit / 256K" },
+	{ "fast-algorithm", KEY_FAST, required_argument, "ALGO[:LEVEL]|none",
+	  "write with this codec, and re-encode each cluster\n"
+	  "with --algorithm on a thread of its own once idle\n"
+	  "(default lz4:8 when --algorithm is not lz4, but\n"
+	  "none with --swap, --mem-limit, --dict, --image or\n"
+	  "--recomp-algorithm)" },
+	{ "reencode-age", KEY_REENCODE_AGE, required_argument, "SECONDS",
+	  "with --fast-algorithm, how long a cluster must be\n"
+	  "idle before it is re-encoded (default 0: as soon\n"
+	  "as the thread gets to it, paced while writes\n"
+	  "arrive)" },
 	{ "recomp-algorithm", 'A', required_argument, "ALGO[:LEVEL][:dict=FILE]",
 	  "a secondary algorithm for `uzram ctl recompress`\n"
 	  "(priority 1, 2, 3 in the order given)" },
@@ -171,7 +182,8 @@ static const char *image_conflict(const struct uzram_config *cfg,
 {
 	if (want_size && want_size != uzram_size(dev))
 		return "size";
-	if (algo_set && strcmp(cfg->algorithm, uzram_algorithm(dev, 0)))
+	if (algo_set && strcmp(cfg->algorithm,
+			       uzram_algorithm(dev, cfg->fast_algorithm ? 1 : 0)))
 		return "algorithm";
 	if (cluster_set && cfg->cluster_size != uzram_cluster_size(dev) &&
 	    !(cfg->cluster_size == 0 && uzram_cluster_size(dev) == UZRAM_PAGE_SIZE))
@@ -245,15 +257,16 @@ static int open_device(struct uzram_config *cfg, const char *image,
 }
 
 /*
- * The --recomp-algorithm ones, at priorities 1, 2, 3, with their
+ * The --recomp-algorithm ones, at priorities 1, 2, 3 (2, 3 with a fast
+ * algorithm, whose device has --algorithm at 1), with their
  * dictionaries; a device opened from an image may have them already (then
  * they must be the same algorithms, and keep the image's dictionaries).
  */
 static int add_recomp(struct uzram *dev, const struct recomp_opt *recomp,
-		      int n)
+		      int n, int first)
 {
 	for (int i = 0; i < n; i++) {
-		const char *have = uzram_algorithm(dev, i + 1);
+		const char *have = uzram_algorithm(dev, i + first);
 		void *dict;
 		size_t dict_len;
 		int r;
@@ -263,7 +276,7 @@ static int add_recomp(struct uzram *dev, const struct recomp_opt *recomp,
 		if (have) {
 			cli_error("serve", "--recomp-algorithm %s "
 				"conflicts with the image's %s at priority "
-				"%d", recomp[i].name, have, i + 1);
+				"%d", recomp[i].name, have, i + first);
 			return 1;
 		}
 		r = uzram_add_recomp_algorithm(dev, recomp[i].name,
@@ -326,6 +339,7 @@ struct serve_args {
 	struct recomp_opt recomp[UZRAM_MAX_RECOMP];
 	int nrecomp;
 	bool max_given, size_set, algo_set, cluster_set, swap, dry_run;
+	bool fast_set;
 	uint64_t wb_limit;      /* --writeback-limit in bytes; 0: none */
 	bool ublk, ublk_extra;  /* --ublk, and one of its options */
 	bool ublk_copy_set;     /* --ublk-copy given */
@@ -450,6 +464,44 @@ static int serve_take_server(struct serve_args *a, int key, char *arg)
 }
 
 /* One option of `uzram serve` into a (cli_parse()'s take). */
+/*
+ * The algorithm the device's data ends in, for the banner and uzram stat:
+ * with a fast one, the one it re-encodes to (priority 1).
+ */
+static const char *serve_algorithm(const struct uzram_config *cfg,
+				   const struct uzram *dev)
+{
+	const char *last = uzram_algorithm(dev, 1);
+
+	return cfg->fast_algorithm && !cfg->image && last ? last :
+	       uzram_algorithm(dev, 0);
+}
+
+/* --fast-algorithm and --reencode-age */
+static int serve_take_fast(struct serve_args *a, int key, char *arg)
+{
+	unsigned long long v;
+	const char *dict = NULL;
+
+	if (key == KEY_REENCODE_AGE) {
+		if (parse_uint(arg, 512, &v) < 0)
+			return CLI_BAD_VALUE;
+		a->cfg.reencode_age = (uint32_t)v;
+		return 0;
+	}
+	a->cfg.fast_algorithm = NULL;
+	a->cfg.fast_level = 0;
+	a->fast_set = true;
+	if (!strcmp(arg, "none"))
+		return 0;
+	if (parse_algo_spec(arg, &a->cfg.fast_algorithm, &a->cfg.fast_level,
+			    &dict) < 0)
+		return CLI_BAD_VALUE;
+	if (dict)
+		return cli_bad_value("no dict= for the fast algorithm");
+	return 0;
+}
+
 static int serve_take(void *ctx, int key, char *arg)
 {
 	struct serve_args *a = ctx;
@@ -515,6 +567,9 @@ static int serve_take(void *ctx, int key, char *arg)
 			return CLI_BAD_VALUE;
 		a->wb_limit = v;
 		return 0;
+	case KEY_FAST:
+	case KEY_REENCODE_AGE:
+		return serve_take_fast(a, key, arg);
 	case 'A':
 		if (a->nrecomp == UZRAM_MAX_RECOMP) {
 			cli_error("serve", "at most %d "
@@ -530,6 +585,25 @@ static int serve_take(void *ctx, int key, char *arg)
 	default:
 		return serve_take_server(a, key, arg);
 	}
+}
+
+/*
+ * --fast-algorithm's default: lz4 at acceleration 8 (bench/nbdcopy.sh: a
+ * copy of new data in at 1.2x nbdkit sparse's time, against zstd's 3.8x,
+ * and the same memory once re-encoded; doc/benchmarks-notes.md) where
+ * --algorithm is a slower codec; none where memory is what counts while
+ * writes arrive (--swap, --mem-limit: the fast objects are larger until
+ * re-encoded), with a dictionary or an image (the algorithms are theirs),
+ * or with --recomp-algorithm (which keeps its priorities from 1).
+ */
+static void serve_fast_default(struct serve_args *a)
+{
+	if (a->fast_set || a->swap || a->cfg.mem_limit || a->dict_path ||
+	    a->sc.image || a->nrecomp ||
+	    !strcmp(a->cfg.algorithm, "lz4"))
+		return;
+	a->cfg.fast_algorithm = "lz4";
+	a->cfg.fast_level = 8;
 }
 
 /* Where to listen, once the options are all read: 0 or the exit status. */
@@ -604,11 +678,16 @@ static int serve_dry_run(struct serve_args *a)
 	r = open_device(&a->cfg, NULL, NULL, a->size_set, a->algo_set,
 			a->cluster_set, &dev);
 	if (!r)
-		r = add_recomp(dev, recomp, a->nrecomp);
+		r = add_recomp(dev, recomp, a->nrecomp,
+			       a->cfg.fast_algorithm ? 2 : 1);
 	if (!r)
-		printf("uzram serve: --dry-run: a %llu-byte %s device of %u-byte "
-		       "clusters; not served\n",
-		       (unsigned long long)uzram_size(dev), uzram_algorithm(dev, 0),
+		printf("uzram serve: --dry-run: a %llu-byte %s device%s%s%s of "
+		       "%u-byte clusters; not served\n",
+		       (unsigned long long)uzram_size(dev),
+		       serve_algorithm(&a->cfg, dev),
+		       a->cfg.fast_algorithm ? " (written with " : "",
+		       a->cfg.fast_algorithm ? uzram_algorithm(dev, 0) : "",
+		       a->cfg.fast_algorithm ? " first)" : "",
 		       uzram_cluster_size(dev));
 	uzram_close(dev);
 	return r;
@@ -679,6 +758,7 @@ int cmd_serve(int argc, char **argv)
 	r = serve_address(&a, argc, argv);
 	if (r)
 		return r;
+	serve_fast_default(&a);
 	if (a.dry_run)
 		return serve_dry_run(&a);
 	if (a.tc.mode != NBD_TLS_OFF && !(tls = nbd_tls_new(&a.tc)))
@@ -700,7 +780,8 @@ int cmd_serve(int argc, char **argv)
 	r = open_device(&a.cfg, a.sc.image, a.dict_path, a.size_set,
 			a.algo_set, a.cluster_set, &dev);
 	if (!r)
-		r = add_recomp(dev, a.recomp, a.nrecomp);
+		r = add_recomp(dev, a.recomp, a.nrecomp,
+			       a.cfg.fast_algorithm ? 2 : 1);
 	if (!r && a.wb_limit)
 		r = set_wb_limit(dev, a.wb_limit);
 	if (!r && a.swap && serve_swap_ready(dev, &a.cfg) < 0)
@@ -711,7 +792,7 @@ int cmd_serve(int argc, char **argv)
 		nbd_tls_free(tls);
 		return r;
 	}
-	a.sc.algorithm = uzram_algorithm(dev, 0);
+	a.sc.algorithm = serve_algorithm(&a.cfg, dev);
 	a.sc.export.dev = dev;
 	a.sc.export.size = uzram_size(dev);
 	snprintf(desc, sizeof desc, "uzram %s device", a.sc.algorithm);

@@ -24,8 +24,9 @@
  *
  * The device's options that serve takes (--level, --cluster, --backing
  * and its watermarks, --writeback-limit, --recomp-algorithm, --dedup,
- * --threads) are checked here for their form and passed on as given
- * (serve_argv()); what each costs under --swap is in doc/block-device.md.
+ * --threads, --fast-algorithm, --reencode-age) are checked here for their
+ * form and passed on as given (serve_argv()); what each costs under --swap
+ * is in doc/block-device.md.
  * --dry-run stops before step 1: it prints serve's command line and runs
  * it with serve's own --dry-run, which makes the device and serves
  * nothing, so that a unit's command line can be checked without root.
@@ -47,7 +48,7 @@
 #include "swap.h"
 
 /* Keys of swapon's options that have no letter of their own. */
-enum { KEY_DRY_RUN = 0x100, KEY_WB_LIMIT };
+enum { KEY_DRY_RUN = 0x100, KEY_WB_LIMIT, KEY_FAST, KEY_REENCODE_AGE };
 
 static const struct cli_option swapon_opts[] = {
 	{ "size", 's', required_argument, "SIZE",
@@ -81,6 +82,12 @@ static const struct cli_option swapon_opts[] = {
 	  "a secondary algorithm (priority 1, 2, 3 in the order\n"
 	  "given): the policy recompresses old clusters with\n"
 	  "the last one before it writes back (default: none)" },
+	{ "fast-algorithm", KEY_FAST, required_argument, "ALGO[:LEVEL]|none",
+	  "swap out with this codec, and re-encode each page\n"
+	  "with --algorithm once idle (e.g. lz4:8; default:\n"
+	  "none; not safe on swap yet: doc/block-device.md)" },
+	{ "reencode-age", KEY_REENCODE_AGE, required_argument, "SECONDS",
+	  "how long a page must be idle first (default 0)" },
 	{ "dedup", 'U', no_argument, NULL,
 	  "store clusters with equal bytes once (default: off)" },
 	{ "threads", 'j', required_argument, "N",
@@ -132,6 +139,7 @@ struct swapon_args {
 	char *algorithm;
 	/* passed on to serve as given, once checked here */
 	char *level, *cluster, *backing, *high, *low, *wb_limit, *threads;
+	char *fast, *reencode_age;
 	char *recomp[UZRAM_MAX_RECOMP];
 	int nrecomp;
 	bool dedup, dry_run;
@@ -287,6 +295,15 @@ static int swapon_take_serve(struct swapon_args *a, int key, char *val)
 	case 'U':
 		a->dedup = true;
 		return 0;
+	case KEY_FAST:
+		a->fast = val;
+		snprintf(spec, sizeof spec, "%s", val);
+		return strcmp(val, "none") &&
+		       (parse_algo_spec(spec, &name, &level, &dict) < 0 || dict) ?
+		       CLI_BAD_VALUE : 0;
+	case KEY_REENCODE_AGE:
+		a->reencode_age = val;
+		return parse_uint(val, 512, &v) < 0 ? CLI_BAD_VALUE : 0;
 	case 'A':
 		if (a->nrecomp == UZRAM_MAX_RECOMP)
 			return cli_usage_error(&swapon_cmd, "at most %d "
@@ -458,7 +475,8 @@ static int serve_argv(const struct swapon_args *a, const struct swap_transport *
 		{ "--mem-limit", a->mem_limit ? l->limit : NULL },
 		{ "--backing", a->backing }, { "--high-watermark", a->high },
 		{ "--low-watermark", a->low }, { "--writeback-limit", a->wb_limit },
-		{ "--threads", a->threads },
+		{ "--threads", a->threads }, { "--fast-algorithm", a->fast },
+		{ "--reencode-age", a->reencode_age },
 	};
 
 	push(l, &k, l->self);

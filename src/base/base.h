@@ -3,8 +3,8 @@
  * base.h - the bottom layer of the library (src/base/): what every other
  * subsystem uses and that uses none of them. The page's size, the
  * per-thread error message (error.c), the lock-wait counters
- * (lockstat.c), the spin-then-yield wait (inline) and the per-thread
- * cache key (thread_cache.c). Private to the library.
+ * (lockstat.c), the spin-then-yield wait (inline), the per-thread
+ * cache key (thread_cache.c) and the start of its threads (thread_start.c). Private to the library.
  *
  * Each block below names the file that defines it.
  */
@@ -118,6 +118,14 @@ static inline void spin_backoff(unsigned *spins, unsigned limit)
 	else
 		sched_yield();
 }
+
+/*
+ * thread_start.c: start a thread of the library running fn(arg), with
+ * every signal blocked (they are the program's), named name (NULL: not
+ * named). 0, or a negative errno from pthread_create().
+ */
+int thread_start(pthread_t *th, void *(*fn)(void *), void *arg,
+		 const char *name);
 
 /*
  * thread_cache.c: per-thread caches: an object a thread makes on its

@@ -499,6 +499,14 @@ struct uzram {
 	struct dedup *dedup;   /* the index of dedup.c, NULL when off */
 	_Atomic uint64_t index_bytes; /* what that index holds (dedup.c) */
 	struct store_hooks hooks; /* the layers above the store (above) */
+	/*
+	 * The re-encoding thread of cfg.fast_algorithm
+	 * (recompress/reencode.c), or NULL; while there is one, writes
+	 * counts uzram_write() calls, its sign that writes arrive (on a
+	 * cache line of its own, away from what readers load).
+	 */
+	struct reencoder *reenc;
+	_Alignas(64) _Atomic uint64_t writes;
 };
 
 /*

@@ -589,6 +589,8 @@ UZRAM_API int uzram_write(struct uzram *dev, const void *buf, size_t len,
 	ret = check_io(dev, "write", off, len);
 	if (ret)
 		return ret;
+	if (dev->reenc)   /* writes arrive: the re-encoder slows (reencode.c) */
+		stats_inc(&dev->writes);
 	for (struct span sp; len; src += sp.n, off += sp.n, len -= sp.n) {
 		size_t whole = len >> dev->cshift, failed;
 

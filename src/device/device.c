@@ -79,9 +79,40 @@ static int device_start(struct uzram *dev, const struct uzram_config *c)
 					       (unsigned long)c->threads,
 					       uzram_strerror(ret));
 	}
+	if (c->fast_algorithm && (ret = reencode_start(dev, c->reencode_age)))
+		return ret;
 	if (c->backing)
 		return device_tier_open(dev, c->backing, c->high_watermark,
 					c->low_watermark);
+	return 0;
+}
+
+/*
+ * With a fast algorithm, writers take it (priority 0) and the configured
+ * algorithm becomes priority 1, what reencode.c's thread re-encodes to.
+ */
+static int device_codecs(struct uzram *dev, const struct uzram_config *c)
+{
+	const char *first = c->fast_algorithm ? c->fast_algorithm : c->algorithm;
+	int level = c->fast_algorithm ? c->fast_level : c->level;
+	struct zcomp *comp = NULL;
+	int ret;
+
+	if (c->fast_algorithm && c->dict)
+		return uzram_set_error(-EINVAL, "open: a dictionary with a fast "
+				       "algorithm (%s) is not supported",
+				       c->fast_algorithm);
+	ret = zcomp_create_dict(first, level, c->dict, c->dict_size, &comp);
+	atomic_store_explicit(&dev->comp[0][0], comp, memory_order_relaxed);
+	if (ret)
+		return codec_error("open", first, level, c->dict_size, ret);
+	if (!c->fast_algorithm)
+		return 0;
+	comp = NULL;
+	ret = zcomp_create(c->algorithm, c->level, &comp);
+	atomic_store_explicit(&dev->comp[1][0], comp, memory_order_relaxed);
+	if (ret)
+		return codec_error("open", c->algorithm, c->level, 0, ret);
 	return 0;
 }
 
@@ -112,15 +143,10 @@ static struct uzram *device_alloc(const struct uzram_config *c, int shift)
  */
 static int device_layers(struct uzram *dev, const struct uzram_config *c)
 {
-	struct zcomp *comp = NULL;
-	int ret;
+	int ret = device_codecs(dev, c);
 
-	ret = zcomp_create_dict(c->algorithm, c->level, c->dict, c->dict_size,
-				&comp);
-	atomic_store_explicit(&dev->comp[0][0], comp, memory_order_relaxed);
 	if (ret)
-		return codec_error("open", c->algorithm, c->level, c->dict_size,
-				   ret);
+		return ret;
 	/*
 	 * One object per cluster, and during a save one more per cluster at
 	 * most: the old objects that writers hand over (image_save.c), each
@@ -182,6 +208,7 @@ UZRAM_API void uzram_close(struct uzram *dev)
 {
 	if (!dev)
 		return;
+	reencode_stop(dev);
 	crew_destroy(dev->crew);
 	tier_close(dev);
 	for (uint64_t i = 0; dev->dir && i < dev->nchunks; i++) {

@@ -55,6 +55,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "uzram.h"
 #include "dedup/dedup.h"
@@ -189,12 +190,13 @@ static int encode(struct uzram *dev, struct slot *s,
 		return ret;
 	/* worth it only if smaller than now, and than the raw limit */
 	cap = old_size - 1 < HUGE_LIMIT(len) ? old_size - 1 : HUGE_LIMIT(len);
-	if (p->reencode)
+	if (p->reencode || (p->promote && (f & SLOT_STATE_MASK) == SLOT_OBJ))
 		cap = HUGE_LIMIT(len);
 	*data = t->cbuf;
 	*new_state = SLOT_OBJ;
 	*clen = zcomp_compress(to, t->plain, len, t->cbuf, cap);
-	if (*clen == -E2BIG && p->reencode) {
+	if (*clen == -E2BIG && (p->reencode || (p->promote &&
+				(f & SLOT_STATE_MASK) == SLOT_OBJ))) {
 		*data = t->plain;
 		*clen = (int)len;
 		*new_state = SLOT_HUGE;
@@ -248,6 +250,58 @@ static int swap_in(struct uzram *dev, struct slot *s, uint32_t f,
 }
 
 /*
+ * For p->copy: store the new object (data, clen bytes) with slot s
+ * unlocked, and lock it again. The caller holds the lock exclusively, and
+ * holds it again on return. STEP_DONE if the slot still names old_handle
+ * with the flags f had (state, priority, bank) and the same bytes: the
+ * same data, even if the handle was freed and reused meanwhile. Else
+ * STEP_SKIPPED, the new object freed; or a negative errno.
+ */
+static int store_unlocked(struct uzram *dev, struct slot *s,
+			  const struct recomp_pass *p, uint32_t f,
+			  uint32_t old_handle, uint32_t old_size,
+			  const void *data, int clen, uint32_t *handle)
+{
+	const uint32_t keep = SLOT_STATE_MASK | SLOT_PRIO_MASK | SLOT_BANK;
+	const unsigned char *obj = zpool_map(dev->pool, old_handle);
+	bool same;
+	int ret;
+
+	memcpy(p->copy, obj, old_size);
+	zpool_unmap(dev->pool, obj);
+	slot_unlock(s);
+	ret = zpool_store(dev->pool, data, (size_t)clen, handle);
+	slot_lock(s);
+	if (ret)
+		return ret;
+	same = (slot_flags(s) & keep) == (f & keep) &&
+	       slot_handle(s) == old_handle && slot_size(s) == old_size;
+	if (same) {
+		obj = zpool_map(dev->pool, old_handle);
+		same = !memcmp(obj, p->copy, old_size);
+		zpool_unmap(dev->pool, obj);
+	}
+	if (same)
+		return STEP_DONE;
+	zpool_free(dev->pool, *handle);
+	return STEP_SKIPPED;
+}
+
+int recompress_warm(struct uzram *dev, unsigned prio)
+{
+	struct store_scratch *t = store_scratch_get(dev->csize);
+	const struct zcomp *zc = comp_at(dev, prio, NULL);
+	int n;
+
+	if (!t || !zc)
+		return -ENOMEM;
+	memset(t->plain, 0, dev->csize);
+	n = zcomp_compress(zc, t->plain, dev->csize, t->cbuf,
+			   HUGE_LIMIT(dev->csize));
+	return n < 0 && n != -E2BIG ? n : 0;
+}
+
+/*
  * Re-encode cluster idx if the pass takes it and its object's size is in
  * [lo, hi) (the band of the walk), or if it names a shared object the walk
  * has re-encoded already (*mp). Returns a step or a negative errno.
@@ -282,15 +336,21 @@ static int recompress_one(struct uzram *dev, struct slot *s, uint64_t idx,
 	    old_size < lo || old_size >= hi)
 		goto out;
 	shared = dedup_shared(dev, f, old_handle);
-	if (shared && !remap_room(mp))
+	if (shared && (p->copy || !remap_room(mp)))
 		goto out;     /* the next walk takes it */
 	ret = encode(dev, s, p, to, f, old_size, len, t, &data, &clen,
 		     &new_state, &bank);
 	if (ret != STEP_DONE)
 		goto out;
-	ret = zpool_store(dev->pool, data, (size_t)clen, &handle);
-	if (ret)
+	if (p->copy) {
+		ret = store_unlocked(dev, s, p, f, old_handle, old_size, data,
+				     clen, &handle);
+		if (ret != STEP_DONE)
+			goto out;
+	} else if ((ret = zpool_store(dev->pool, data, (size_t)clen,
+				      &handle))) {
 		goto out;
+	}
 	/* a re-encode of priority 0 is made by the codec dedup_find() uses */
 	ret = swap_in(dev, s, f, old_handle, old_size, handle, clen,
 		      new_state | p->prio << SLOT_PRIO_SHIFT | bank, shared,
@@ -316,10 +376,11 @@ out:
 
 /*
  * One walk of the table, over the objects of sizes [lo, hi); *again: its
- * map of shared objects was full.
+ * map of shared objects was full; *stop: p->pace stopped it.
  */
 static long walk(struct uzram *dev, const struct recomp_pass *p, uint32_t lo,
-		 uint32_t hi, struct store_scratch *t, int *err, bool *again)
+		 uint32_t hi, struct store_scratch *t, int *err, bool *again,
+		 bool *stop)
 {
 	uint32_t now = store_clock(dev);
 	struct remap *m = NULL;
@@ -332,12 +393,18 @@ static long walk(struct uzram *dev, const struct recomp_pass *p, uint32_t lo,
 		uint32_t f = slot_flags(s);
 		int r;
 
+		if (p->pace && !(idx & 4095) && !p->pace(dev, false))
+			*stop = true;
+		if (*stop)
+			break;
 		if (!pass_takes(p, f, UINT32_MAX, cur, now) &&
 		    !(m && m->n && slot_prio(f) < p->prio + p->reencode &&
 		      ((f & SLOT_STATE_MASK) == SLOT_OBJ ||
 		       (f & SLOT_STATE_MASK) == SLOT_HUGE)))
 			continue;
 		r = recompress_one(dev, s, idx, p, lo, hi, now, t, &m);
+		if (p->pace && r != STEP_SKIPPED && !p->pace(dev, true))
+			*stop = true;
 		if (r == STEP_DONE)
 			pages += (long)(cluster_len(dev, idx) >> PAGE_SHIFT);
 		else if (r == -EIO)
@@ -359,14 +426,14 @@ static long pass_band(struct uzram *dev, const struct recomp_pass *p,
 		      uint32_t lo, uint32_t hi, struct store_scratch *t, int *err)
 {
 	long pages = 0, n;
-	bool again;
+	bool again, stop = false;
 
 	do {
-		n = walk(dev, p, lo, hi, t, err, &again);
+		n = walk(dev, p, lo, hi, t, err, &again, &stop);
 		if (n < 0)
 			return n;
 		pages += n;
-	} while (again && n > 0);
+	} while (again && n > 0 && !stop);
 	return pages;
 }
 
@@ -374,7 +441,7 @@ long recompress_pass(struct uzram *dev, const struct recomp_pass *p)
 {
 	struct store_scratch *t = store_scratch_get(dev->csize);
 	/* a re-encode must take everything: one walk, no bands */
-	int nbands = p->reencode ? 1 : PP_BANDS, err = 0;
+	int nbands = p->reencode || p->promote ? 1 : PP_BANDS, err = 0;
 	long pages = 0;
 
 	if (!t)

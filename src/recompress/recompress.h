@@ -22,6 +22,26 @@ struct recomp_pass {
 	 * bank, kept whatever its new size (a dictionary change).
 	 */
 	bool reencode;
+	/*
+	 * Or: keep the new object even if no smaller than the old one, and
+	 * raw if it does not compress (reencode.c's passes, so that nothing
+	 * is tried again); one walk, no bands.
+	 */
+	bool promote;
+	/*
+	 * NULL, or called after each cluster the pass encoded (worked) and
+	 * every 4096 slots it walks (!worked); false stops the pass there.
+	 */
+	bool (*pace)(struct uzram *dev, bool worked);
+	/*
+	 * NULL, or a buffer of a cluster's bytes: then each new object is
+	 * stored with the slot unlocked (no allocation waits for memory
+	 * while holding a lock the I/O path may need: swap,
+	 * doc/block-device.md), the old object copied here and compared
+	 * under the lock again before the swap; objects dedup shares are
+	 * skipped.
+	 */
+	void *copy;
 };
 
 /*
@@ -36,6 +56,21 @@ long recompress_pass(struct uzram *dev, const struct recomp_pass *p);
 /* uzram_recompress() of clusters at least min_age ticks old (recompress.c). */
 long recompress_run(struct uzram *dev, int prio, unsigned flags,
 		    uint32_t threshold, unsigned min_age);
+
+/*
+ * reencode.c: start the thread that re-encodes clusters idle for at least
+ * age_seconds with the priority-1 codec, and stop it (before the device's
+ * layers go; NULL-safe).
+ */
+int reencode_start(struct uzram *dev, uint32_t age_seconds);
+void reencode_stop(struct uzram *dev);
+
+/*
+ * Make the calling thread's buffers and its codec context of priority
+ * prio now, so that a pass allocates none of them under a slot lock.
+ * 0 or a negative errno (recompress.c).
+ */
+int recompress_warm(struct uzram *dev, unsigned prio);
 
 /* dict.c: free the codecs taken out of their banks, at close */
 void dict_retired_free(struct uzram *dev);

@@ -48,7 +48,6 @@
  * uzram_writeback() does, and the slot locks one at a time.
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -252,18 +251,11 @@ int tier_policy_start(struct uzram *dev)
 	struct tier *t = dev->tier;
 	int ret;
 
-	sigset_t all, old;
-
 	t->last_aging = store_clock(dev);
-	/* the library's thread takes no signal: they are the program's */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = pthread_create(&t->thread, NULL, policy_main, dev);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	ret = thread_start(&t->thread, policy_main, dev, "uzram-tier");
 	if (ret)
-		return uzram_set_error(-ret, "backing store: cannot start the "
+		return uzram_set_error(ret, "backing store: cannot start the "
 				       "tier's thread");
-	(void)pthread_setname_np(t->thread, "uzram-tier");
 	t->running = true;
 	return 0;
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * backend_lz4.c - LZ4 (liblz4) in its default, fastest mode.
+ * backend_lz4.c - LZ4 (liblz4) in its fast mode; the level is LZ4's
+ * acceleration (1, the default, is LZ4_compress_default()'s).
  *
- * Without a dictionary, LZ4_compress_default() keeps its hash table on the
+ * Without a dictionary, LZ4_compress_fast() keeps its hash table on the
  * stack and LZ4_decompress_safe() needs no state, so there is no context
  * at all. The library works on int sizes; larger buffers are refused
  * before any cast.
@@ -28,6 +29,8 @@
 #include "zcomp_backend.h"
 
 #define LZ4_WINDOW (64 * 1024)
+/* LZ4's own cap on acceleration (LZ4_ACCELERATION_MAX in lz4.c) */
+#define LZ4_ACCEL_MAX 65537
 
 struct lz4_dict {
 	LZ4_stream_t state;     /* after LZ4_loadDict(), never changed */
@@ -74,9 +77,15 @@ static void lz4_cctx_destroy(void *ctx)
 	free(ctx);
 }
 
-static int lz4_level(void)
+static int lz4_min_level(void)
 {
 	return 1;
+}
+
+/* The level is LZ4's acceleration, as the kernel's zram takes it. */
+static int lz4_max_level(void)
+{
+	return LZ4_ACCEL_MAX;
 }
 
 static int lz4_compress(void *ctx, int level, const void *dict,
@@ -86,7 +95,6 @@ static int lz4_compress(void *ctx, int level, const void *dict,
 	const struct lz4_dict *d = dict;
 	int n;
 
-	(void)level;
 	if (src_len > LZ4_MAX_INPUT_SIZE)
 		return -E2BIG;
 	if (dst_cap > INT_MAX)
@@ -94,9 +102,10 @@ static int lz4_compress(void *ctx, int level, const void *dict,
 	if (d) {
 		memcpy(ctx, &d->state, sizeof(d->state));
 		n = LZ4_compress_fast_continue(ctx, src, dst, (int)src_len,
-					       (int)dst_cap, 1);
+					       (int)dst_cap, level);
 	} else {
-		n = LZ4_compress_default(src, dst, (int)src_len, (int)dst_cap);
+		n = LZ4_compress_fast(src, dst, (int)src_len, (int)dst_cap,
+				      level);
 	}
 	return n > 0 ? n : -E2BIG;
 }
@@ -139,12 +148,17 @@ int zcomp_lz4_decompress_prefix(void *ctx, const void *dict, const void *src,
 	return n >= (int)want ? 0 : -EIO;
 }
 
-/* One level: LZ4_compress_default() has no level to choose. */
+/*
+ * Levels 1 (the default, LZ4_compress_default()'s) to LZ4_ACCEL_MAX are
+ * LZ4's acceleration, as the kernel's zram takes its lz4 level: the higher,
+ * the faster and the larger (doc/benchmarks-notes.md has figures). A fast
+ * first codec (uzram_config.fast_algorithm) may take a higher one.
+ */
 const struct zcomp_backend zcomp_backend_lz4 = {
 	.name = "lz4",
 	.default_level = 1,
-	.min_level = lz4_level,
-	.max_level = lz4_level,
+	.min_level = lz4_min_level,
+	.max_level = lz4_max_level,
 	.cctx_create = lz4_cctx_create,
 	.cctx_destroy = lz4_cctx_destroy,
 	.cctx_dict_only = true,

@@ -217,6 +217,7 @@ static void test_lz4_levels(void **state)
 	(void)state;
 	check_level("lz4", 0);
 	check_level("lz4", 1);
+	check_level("lz4", 8);   /* an acceleration: the fast first codec's */
 }
 
 static void test_lz4hc_levels(void **state)
@@ -420,7 +421,9 @@ static void test_names_levels(void **state)
 		int level, rc, effective;
 	} cases[] = {
 		{ "lz4", 0, 0, 1 },      { "lz4", 1, 0, 1 },
-		{ "lz4", 2, -EINVAL, 0 }, { "lz4", -1, -EINVAL, 0 },
+		/* lz4's level is its acceleration, as the kernel's zram */
+		{ "lz4", 8, 0, 8 },      { "lz4", 65537, 0, 65537 },
+		{ "lz4", 65538, -EINVAL, 0 }, { "lz4", -1, -EINVAL, 0 },
 		{ "lz4hc", 0, 0, 9 },    { "lz4hc", 1, 0, 1 },
 		{ "lz4hc", 12, 0, 12 },  { "lz4hc", 13, -EINVAL, 0 },
 		{ "lz4hc", -1, -EINVAL, 0 },
