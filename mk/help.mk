@@ -38,6 +38,7 @@ Test (make test runs the first group whole)
 Measure (writes BENCHMARKS.md and bench/results.json)
   bench                  the whole benchmark suite
   bench-quick            a short subset
+  bench-callgrind        the library's instructions per page written and read (REV=rev: beside rev's)
   bench-cluster / bench-dedup / bench-dict / bench-image / bench-mount / bench-tiers / bench-ublk
                          one section each
 endef
