@@ -39,6 +39,17 @@ int serve_swap_ready(struct uzram *dev, const struct uzram_config *cfg);
 void serve_swap_end(void);                 /* before the device goes */
 
 /*
+ * cli/serve_keep.c: `uzram serve --keeper` and --keep-fd (doc/keep.md).
+ * serve_keep_args(): a copy of argv (NULL-terminated, to free) before the
+ * parse permutes it; serve_keeper(): hold a memfd and run the server on
+ * it until it stops, starting another after a death; the exit status.
+ * serve_keep_report(): print what the device found in its kept store.
+ */
+char **serve_keep_args(int argc, char **argv);
+int serve_keeper(char **args, bool ublk, int ublk_id);
+void serve_keep_report(struct uzram *dev);
+
+/*
  * The socket of the server behind `uzram mount DIR` into out (n bytes);
  * 0, or -1 with a message that starts with who ("uzram ctl") when DIR is
  * not mounted by uzram mount.

@@ -20,7 +20,7 @@
 enum {
 	KEY_UBLK = 0x100, KEY_UBLK_ID, KEY_UBLK_QUEUES, KEY_UBLK_DEPTH,
 	KEY_UBLK_COPY, KEY_UBLK_RECOVERY, KEY_UBLK_TAKE_OVER,
-	KEY_WB_LIMIT, KEY_DRY_RUN,
+	KEY_WB_LIMIT, KEY_DRY_RUN, KEY_KEEP_FD, KEY_KEEPER,
 };
 
 static const struct cli_option serve_opts[] = {
@@ -121,6 +121,17 @@ static const struct cli_option serve_opts[] = {
 	{ "ublk-take-over", KEY_UBLK_TAKE_OVER, required_argument, "N",
 	  "serve /dev/ublkbN, left by a --ublk-recovery\n"
 	  "server that died (from --image if it saved one)" },
+	{ "keep-fd", KEY_KEEP_FD, required_argument, "FD",
+	  "keep the device's store in the memfd FD (inherited):\n"
+	  "a new store if it is empty, else adopt the one a dead\n"
+	  "server left there; with --ublk, implies --ublk-recovery\n"
+	  "and the requests in flight at a death are sent again\n"
+	  "(doc/keep.md)" },
+	{ "keeper", KEY_KEEPER, no_argument, NULL,
+	  "hold a memfd, run this server with --keep-fd on it,\n"
+	  "and when the server dies of a signal, start another that\n"
+	  "adopts the store (with --ublk: --ublk-id needed; the new\n"
+	  "server takes the device over); uzram swapon's default" },
 	{ "dry-run", KEY_DRY_RUN, no_argument, NULL,
 	  "check the options and make the device they describe,\n"
 	  "then exit: nothing listens, and --image, --backing,\n"
@@ -212,6 +223,10 @@ static int open_device(struct uzram_config *cfg, const char *image,
 			return 1;
 		cfg->dict = dict;
 	}
+	/* a store to adopt has its own size: --size, if given, must match */
+	if (cfg->keep_fd >= 0 && !size_set && fstat(cfg->keep_fd, &sb) == 0 &&
+	    sb.st_size > 0)
+		cfg->size = 0;
 	r = uzram_open(cfg, dev);
 	free(dict);
 	if (r < 0) {
@@ -325,7 +340,7 @@ struct serve_args {
 	const char *dict_path;
 	struct recomp_opt recomp[UZRAM_MAX_RECOMP];
 	int nrecomp;
-	bool max_given, size_set, algo_set, cluster_set, swap, dry_run;
+	bool max_given, size_set, algo_set, cluster_set, swap, dry_run, keeper;
 	uint64_t wb_limit;      /* --writeback-limit in bytes; 0: none */
 	bool ublk, ublk_extra;  /* --ublk, and one of its options */
 	bool ublk_copy_set;     /* --ublk-copy given */
@@ -510,6 +525,14 @@ static int serve_take(void *ctx, int key, char *arg)
 	case KEY_DRY_RUN:
 		a->dry_run = true;
 		return 0;
+	case KEY_KEEP_FD:
+		if (parse_uint(arg, INT32_MAX, &v) < 0)
+			return CLI_BAD_VALUE;
+		a->cfg.keep_fd = (int)v;
+		return 0;
+	case KEY_KEEPER:
+		a->keeper = true;
+		return 0;
 	case KEY_WB_LIMIT:
 		if (parse_size(arg, &v) < 0 || v < UZRAM_PAGE_SIZE)
 			return CLI_BAD_VALUE;
@@ -668,19 +691,26 @@ int cmd_serve(int argc, char **argv)
 	};
 	char desc[256];
 	bool busy;
+	char **args = serve_keep_args(argc, argv);
 	int r;
 
 	uzram_config_init(&a.cfg);
 	a.cfg.size = 1ull << 30;
 	a.uo.dev_id = -1;
 	r = cli_parse(&serve_cmd, argc, argv, serve_take, &a);
-	if (r >= 0)
+	if (r >= 0 || (r = serve_address(&a, argc, argv)) != 0 ||
+	    (a.keeper && !a.dry_run &&
+	     (r = serve_keeper(args, a.ublk, a.uo.dev_id)) >= 0)) {
+		free(args);
 		return r;
-	r = serve_address(&a, argc, argv);
-	if (r)
-		return r;
+	}
+	free(args);
 	if (a.dry_run)
 		return serve_dry_run(&a);
+	if (a.cfg.keep_fd >= 0 && a.ublk) {
+		a.uo.recovery = true;
+		a.uo.reissue = true;
+	}
 	if (a.tc.mode != NBD_TLS_OFF && !(tls = nbd_tls_new(&a.tc)))
 		return 1;
 	a.sc.export.tls = tls;
@@ -703,6 +733,8 @@ int cmd_serve(int argc, char **argv)
 		r = add_recomp(dev, a.recomp, a.nrecomp);
 	if (!r && a.wb_limit)
 		r = set_wb_limit(dev, a.wb_limit);
+	if (!r)
+		serve_keep_report(dev);
 	if (!r && a.swap && serve_swap_ready(dev, &a.cfg) < 0)
 		r = 1;
 	if (r) {

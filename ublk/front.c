@@ -168,6 +168,9 @@ static int add(struct ublk_front *f, const struct ublk_opts *o,
 		flags |= UBLK_F_USER_COPY;
 	if (o->recovery)
 		flags |= UBLK_F_USER_RECOVERY;
+	/* without it, the requests in flight at the death fail with EIO */
+	if (o->recovery && o->reissue && (have & UBLK_F_USER_RECOVERY_REISSUE))
+		flags |= UBLK_F_USER_RECOVERY_REISSUE;
 	if (geteuid() != 0)
 		flags |= UBLK_F_UNPRIVILEGED_DEV;
 	if (o->copy == UBLK_COPY_LEAST_MEMORY && (have & UBLK_F_USER_COPY) &&

@@ -25,7 +25,8 @@
  *   end     each zspage: free list, fullness group, counters; each frame
  *           below the highest used that holds none: punched, on the free
  *           stack; handles below the highest used that name no spot: on
- *           the classes' free lists; holes punched past both; mem_used
+ *           the classes' free lists; holes punched past both; mem_used;
+ *           the pages left mapped into this process (populate())
  *
  * Adoption writes only what it recomputes from what it does not write (the
  * cells of live handles, frame.cls of used frames), so a kill during it
@@ -34,6 +35,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "zpool_impl.h"
@@ -53,6 +55,36 @@ static void punch(const struct zpool *pool, uint64_t off, uint64_t len)
 static uint64_t page_up(uint64_t n)
 {
 	return (n + PAGE - 1) & ~(uint64_t)(PAGE - 1);
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23       /* Linux 5.14 */
+#endif
+
+/*
+ * Map into this process the pages the file has in [off, off + len), which
+ * addr maps: they are locked then if the process locks what it faults in
+ * (serve --swap), and are not left to reclaim unmapped, which could write
+ * them to the very swap device this process serves.
+ */
+static void populate(const struct zpool *pool, uint64_t off, uint64_t len,
+		     void *start)
+{
+	unsigned char *addr = start;
+	off_t at = (off_t)off;
+
+	for (;;) {
+		off_t data = lseek(pool->fd, at, SEEK_DATA), hole;
+
+		if (data < 0 || (uint64_t)data >= off + len)
+			return;
+		hole = lseek(pool->fd, data, SEEK_HOLE);
+		if (hole < 0 || (uint64_t)hole > off + len)
+			hole = (off_t)(off + len);
+		madvise(addr + ((uint64_t)data - off), (size_t)(hole - data),
+			MADV_POPULATE_WRITE);
+		at = hole;
+	}
 }
 
 int zpool_adopt_begin(struct zpool *pool)
@@ -234,6 +266,10 @@ int zpool_adopt_end(struct zpool *pool)
 	      pool->ncells > cut ? (pool->ncells - cut) * sizeof(pool->cells[0]) : 0);
 	atomic_store_explicit(&pool->handle_bump, nh, memory_order_relaxed);
 
+	populate(pool, pool->cells_off, pool->ncells * sizeof(pool->cells[0]),
+		 (void *)(uintptr_t)pool->cells);
+	populate(pool, pool->region_off, pool->nframes << ZP_FRAME_SHIFT,
+		 pool->base);
 	atomic_store_explicit(&pool->mem_used, pool->meta_fixed +
 			      zp_table_bytes(nh, sizeof(pool->cells[0])) +
 			      zp_table_bytes(nf, sizeof(struct frame)) + bytes,
