@@ -79,10 +79,11 @@ static char **child_argv(char **args, char *self, char *fd, char *take_over)
 
 	while (args[n])
 		n++;
-	v = calloc(n + 6, sizeof *v);
+	v = calloc(n + 7, sizeof *v);
 	if (!v)
 		return NULL;
 	v[k++] = self;
+	v[k++] = "serve";
 	for (size_t i = 1; i < n; i++)
 		if (strcmp(args[i], "--keeper"))
 			v[k++] = args[i];
