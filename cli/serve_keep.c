@@ -24,17 +24,28 @@
  * server that dies KEEP_DEATHS times within KEEP_WINDOW_S seconds.
  *
  * The keeper allocates nothing after it starts the first server and does
- * no I/O but the wait, so that it runs when memory is short; the store's
- * pages are locked by the server that maps them (serve --swap), not by the
- * keeper, which never maps them (doc/keep.md: the window between a death
- * and the adoption).
+ * no I/O but the wait, so that it runs when memory is short.
+ *
+ * The store's pages must never go to swap: while no server runs, nobody
+ * has them mapped and locked, and reclaim would write them to the very
+ * device that waits for the new server, which needs them to adopt the
+ * store: a deadlock (seen in tests/vm/v43-swap-keeper.sh). Shmem pages are
+ * charged to the memory cgroup of the process that made them, so the
+ * keeper runs itself and its servers in a cgroup whose memory.swap.max is
+ * 0 (keep_cgroup()): its own if that is so already (the packaged unit's
+ * MemorySwapMax=0), else a new one under the root if the keeper is in the
+ * root cgroup; otherwise it says that it could not.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,6 +56,84 @@
 
 #define KEEP_DEATHS 5
 #define KEEP_WINDOW_S 10
+#define CGROOT "/sys/fs/cgroup"
+#ifndef PR_SET_IO_FLUSHER
+#define PR_SET_IO_FLUSHER 57        /* Linux 5.6 */
+#endif
+
+static int write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ok;
+
+	if (fd < 0)
+		return -1;
+	ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/* The first line of path into buf (n bytes), without its newline; 0 or -1. */
+static int read_line(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "re");
+	bool ok = f && fgets(buf, (int)n, f);
+
+	if (f)
+		fclose(f);
+	if (!ok)
+		return -1;
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/*
+ * Put the keeper (and so its servers) in a memory cgroup that never swaps;
+ * the cgroup it made, to remove at the end, into made (or ""). 0, or -1
+ * after a warning: the store's pages may then be swapped while no server
+ * runs.
+ */
+static int keep_cgroup(char *made, size_t n)
+{
+	char own[512], path[700], val[64];
+
+	made[0] = '\0';
+	if (read_line("/proc/self/cgroup", own, sizeof own) == 0 &&
+	    !strncmp(own, "0::", 3)) {
+		snprintf(path, sizeof path, CGROOT "%s/memory.swap.max", own + 3);
+		if (read_line(path, val, sizeof val) == 0 && !strcmp(val, "0"))
+			return 0;
+		if (!strcmp(own + 3, "/")) {
+			snprintf(made, n, CGROOT "/uzram-keeper-%ld", (long)getpid());
+			snprintf(val, sizeof val, "%ld", (long)getpid());
+			snprintf(path, sizeof path, "%s/cgroup.procs", made);
+			(void)write_file(CGROOT "/cgroup.subtree_control", "+memory");
+			if ((mkdir(made, 0755) == 0 || errno == EEXIST) &&
+			    write_file(strcat(strcpy(own, made), "/memory.swap.max"),
+				       "0") == 0 &&
+			    write_file(path, val) == 0)
+				return 0;
+			rmdir(made);
+			made[0] = '\0';
+		}
+	}
+	fprintf(stderr, "uzram serve --keeper: cannot keep the store's pages "
+		"out of swap (no cgroup v2 memory controller of our own with "
+		"memory.swap.max 0; a unit: MemorySwapMax=0): a death of the "
+		"server under memory pressure may then hang the device\n");
+	return -1;
+}
+
+/* Leave the cgroup keep_cgroup() made, and remove it. */
+static void keep_cgroup_end(const char *made)
+{
+	char pid[32];
+
+	if (!made[0])
+		return;
+	snprintf(pid, sizeof pid, "%ld", (long)getpid());
+	(void)write_file(CGROOT "/cgroup.procs", pid);
+	rmdir(made);
+}
 
 char **serve_keep_args(int argc, char **argv)
 {
@@ -137,20 +226,58 @@ static void give_up(int ublk_id)
 		(void)ublk_del_device(ublk_id, "uzram serve --keeper");
 }
 
-static void keeper_setup(void)
+/*
+ * Lock the whole of the program's file and of each library under
+ * LOCK_LIB_MAX in memory: a new server runs them, and where they live on
+ * a tmpfs (an initramfs, the VM bench) their pages could otherwise be
+ * swapped out to the device, whose I/O waits for that very server. The big
+ * libraries (ICU's data, for libnbd's libxml2) are left out, as
+ * serve_swap.c leaves them: the server does not run them.
+ */
+#define LOCK_LIB_MAX (8u << 20)
+static void lock_program(void)
 {
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[4096 + 128];
+
+	while (f && fgets(line, sizeof line, f)) {
+		unsigned long lo, hi;
+		char *path = strchr(line, '/');
+
+		if (!path || sscanf(line, "%lx-%lx", &lo, &hi) != 2 ||
+		    hi - lo > LOCK_LIB_MAX)
+			continue;
+		(void)mlock((void *)lo, hi - lo);
+	}
+	if (f)
+		fclose(f);
+}
+
+/*
+ * As serve --swap holds the server (serve_swap.c): the keeper's own
+ * allocations (the fork of a new server) must not wait for I/O to the
+ * device that waits for that server (PR_SET_IO_FLUSHER), it may dip into
+ * the reserves (SCHED_RR), the OOM killer passes it by, and its pages stay.
+ */
+static void keeper_setup(char *made, size_t n)
+{
+	struct sched_param sp = { .sched_priority = 1 };
 	FILE *f = fopen("/proc/self/oom_score_adj", "w");
 
 	if (f) {
 		fputs("-1000", f);
 		fclose(f);
 	}
+	(void)prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0);
+	(void)sched_setscheduler(0, SCHED_RR, &sp);
+	lock_program();
 	(void)mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT);
+	(void)keep_cgroup(made, n);
 }
 
 int serve_keeper(char **args, bool ublk, int ublk_id)
 {
-	char self[4096], fdbuf[16], idbuf[16];
+	char self[4096], fdbuf[16], idbuf[16], made[300];
 	char **first = NULL, **again = NULL;
 	time_t window = 0;
 	int fd, deaths = 0, stopping = 0, ws, rc = 1;
@@ -177,7 +304,7 @@ int serve_keeper(char **args, bool ublk, int ublk_id)
 	again = child_argv(args, self, fdbuf, ublk ? idbuf : NULL);
 	if (!first || !again)
 		goto out;
-	keeper_setup();
+	keeper_setup(made, sizeof made);
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	sigaddset(&set, SIGTERM);
@@ -185,12 +312,14 @@ int serve_keeper(char **args, bool ublk, int ublk_id)
 	sigaddset(&set, SIGHUP);
 	sigprocmask(SIG_BLOCK, &set, &old);
 	for (pid = start(first, &old); pid > 0; pid = start(again, &old)) {
+		fprintf(stderr, "uzram serve --keeper: the server is pid %ld\n",
+			(long)pid);
 		ws = wait_server(pid, &set, &stopping);
 		if (stopping || WIFEXITED(ws)) {
 			rc = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
 			if (!stopping && rc && deaths)
 				give_up(ublk ? ublk_id : -1);
-			goto out;
+			goto done;
 		}
 		if (time(NULL) - window > KEEP_WINDOW_S) {
 			window = time(NULL);
@@ -201,12 +330,14 @@ int serve_keeper(char **args, bool ublk, int ublk_id)
 				"%d times in %d s: giving up\n", deaths,
 				KEEP_WINDOW_S);
 			give_up(ublk ? ublk_id : -1);
-			goto out;
+			goto done;
 		}
 		fprintf(stderr, "uzram serve --keeper: the server (pid %ld) "
 			"died of signal %d; starting one that adopts the "
 			"store\n", (long)pid, WTERMSIG(ws));
 	}
+done:
+	keep_cgroup_end(made);
 out:
 	free(first);
 	free(again);

@@ -18,6 +18,8 @@
 source /guest-lib.sh
 
 sysctl -q -w vm.min_free_kbytes=16384
+# as on any systemd machine: the keeper keeps its cgroup out of swap
+grep -q cgroup2 /proc/mounts || mount -t cgroup2 none /sys/fs/cgroup
 vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
 
 ram_kib=$(awk '/MemTotal/ { print $2 }' /proc/meminfo)
@@ -26,11 +28,14 @@ check swapon bounded 120 uzram swapon --size $((ram_kib / 1024))M --algorithm lz
 dev=$(awk '$1 ~ /^\/dev\/ublkb[0-9]+$/ { print $1 }' /proc/swaps)
 f=/run/uzram/swap/${dev#/dev/}
 keeper=$(cat "$f.pid")
-server() { awk '{ print $1 }' "/proc/$keeper/task/$keeper/children" 2>/dev/null; }
+server() { sed -n 's/^uzram serve --keeper: the server is pid //p' "$f.log" | tail -n 1; }
 info "device $dev, keeper $keeper, server $(server)"
 check keeper-runs-server test -n "$(server)"
 check store-kept grep -q "the device's store is kept" "$f.log"
 check keeper-oom-protected test "$(cat /proc/$keeper/oom_score_adj)" = -1000
+cg=$(sed -n 's/^0:://p' /proc/$keeper/cgroup)
+info "keeper's cgroup $cg: memory.swap.max $(cat /sys/fs/cgroup$cg/memory.swap.max)"
+check keeper-cgroup-no-swap test "$(cat /sys/fs/cgroup$cg/memory.swap.max)" = 0
 adopted() { grep -c 'adopted the kept store' "$f.log"; }
 
 # the next server once $1 is gone: its pid, or nothing after 60 s
@@ -71,6 +76,7 @@ for k in 1 2 3; do
 		n=$(successor "$n")
 	fi
 	info "new server: ${n:-none}"
+	[ -n "$n" ] || { info "$(tail -5 "$f.log")"; break; }
 done
 
 (sleep 300; kill -KILL "$hog") 2>/dev/null & watchdog=$!
