@@ -47,6 +47,12 @@ void serve_swap_end(void);                 /* before the device goes */
  */
 char **serve_keep_args(int argc, char **argv);
 int serve_keeper(char **args, bool ublk, int ublk_id);
+/*
+ * serve --keep-standby FD: run the adoption's code once on a scratch
+ * store, lock what the process holds, and wait for a byte on fd; 0 then,
+ * or -1 (EOF: the keeper wants no more of this standby).
+ */
+int serve_keep_standby(int fd, const struct uzram_config *cfg);
 void serve_keep_report(struct uzram *dev);
 
 /*

@@ -20,7 +20,7 @@
 enum {
 	KEY_UBLK = 0x100, KEY_UBLK_ID, KEY_UBLK_QUEUES, KEY_UBLK_DEPTH,
 	KEY_UBLK_COPY, KEY_UBLK_RECOVERY, KEY_UBLK_TAKE_OVER,
-	KEY_WB_LIMIT, KEY_DRY_RUN, KEY_KEEP_FD, KEY_KEEPER,
+	KEY_WB_LIMIT, KEY_DRY_RUN, KEY_KEEP_FD, KEY_KEEPER, KEY_KEEP_STANDBY,
 };
 
 static const struct cli_option serve_opts[] = {
@@ -132,6 +132,10 @@ static const struct cli_option serve_opts[] = {
 	  "and when the server dies of a signal, start another that\n"
 	  "adopts the store (with --ublk: --ublk-id needed; the new\n"
 	  "server takes the device over); uzram swapon's default" },
+	{ "keep-standby", KEY_KEEP_STANDBY, required_argument, "FD",
+	  "(for --keeper) start up, then wait for a byte on FD\n"
+	  "before opening the device (adopting the store); EOF:\n"
+	  "exit" },
 	{ "dry-run", KEY_DRY_RUN, no_argument, NULL,
 	  "check the options and make the device they describe,\n"
 	  "then exit: nothing listens, and --image, --backing,\n"
@@ -341,6 +345,7 @@ struct serve_args {
 	struct recomp_opt recomp[UZRAM_MAX_RECOMP];
 	int nrecomp;
 	bool max_given, size_set, algo_set, cluster_set, swap, dry_run, keeper;
+	int standby_fd;         /* --keep-standby; -1: none */
 	uint64_t wb_limit;      /* --writeback-limit in bytes; 0: none */
 	bool ublk, ublk_extra;  /* --ublk, and one of its options */
 	bool ublk_copy_set;     /* --ublk-copy given */
@@ -533,6 +538,11 @@ static int serve_take(void *ctx, int key, char *arg)
 	case KEY_KEEPER:
 		a->keeper = true;
 		return 0;
+	case KEY_KEEP_STANDBY:
+		if (parse_uint(arg, INT32_MAX, &v) < 0)
+			return CLI_BAD_VALUE;
+		a->standby_fd = (int)v;
+		return 0;
 	case KEY_WB_LIMIT:
 		if (parse_size(arg, &v) < 0 || v < UZRAM_PAGE_SIZE)
 			return CLI_BAD_VALUE;
@@ -697,6 +707,7 @@ int cmd_serve(int argc, char **argv)
 	uzram_config_init(&a.cfg);
 	a.cfg.size = 1ull << 30;
 	a.uo.dev_id = -1;
+	a.standby_fd = -1;
 	r = cli_parse(&serve_cmd, argc, argv, serve_take, &a);
 	if (r >= 0 || (r = serve_address(&a, argc, argv)) != 0 ||
 	    (a.keeper && !a.dry_run &&
@@ -726,6 +737,11 @@ int cmd_serve(int argc, char **argv)
 	if (a.swap && serve_swap_begin() < 0) {
 		nbd_tls_free(tls);
 		return 1;
+	}
+	if (a.standby_fd >= 0 && serve_keep_standby(a.standby_fd, &a.cfg) < 0) {
+		serve_swap_end();
+		nbd_tls_free(tls);
+		return 0;       /* the keeper needs this standby no more */
 	}
 	r = open_device(&a.cfg, a.sc.image, a.dict_path, a.size_set,
 			a.algo_set, a.cluster_set, &dev);

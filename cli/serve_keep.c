@@ -54,6 +54,8 @@
 #include "cli.h"
 #include "../ublk/ublk.h"
 
+static void lock_program(void);
+
 #define KEEP_DEATHS 5
 #define KEEP_WINDOW_S 10
 #define CGROOT "/sys/fs/cgroup"
@@ -160,15 +162,82 @@ void serve_keep_report(struct uzram *dev)
 	fflush(stdout);
 }
 
-/* The server's command line: args without --keeper, and the fd (and id). */
-static char **child_argv(char **args, char *self, char *fd, char *take_over)
+/*
+ * The adoption's path run once, so that its code is in memory (and locked
+ * by the mlockall that follows) before it is needed: a store of a few
+ * pages in a scratch memfd, made, closed and adopted.
+ */
+static void standby_warm_up(const struct uzram_config *cfg)
+{
+	struct uzram_config c;
+	struct uzram *dev = NULL;
+	unsigned char page[UZRAM_PAGE_SIZE];
+	int fd = memfd_create("uzram-warm-up", MFD_CLOEXEC);
+
+	uzram_config_init(&c);
+	c.size = 8 * UZRAM_PAGE_SIZE;
+	c.algorithm = cfg->algorithm;
+	c.level = cfg->level;
+	c.keep_fd = fd;
+	memset(page, 'k', sizeof page);
+	if (fd >= 0 && !uzram_open(&c, &dev)) {
+		(void)uzram_write(dev, page, sizeof page, 0);
+		uzram_close(dev);
+		if (!uzram_open(&c, &dev)) {
+			(void)uzram_read(dev, page, sizeof page, 0);
+			uzram_close(dev);
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+/*
+ * What a standby holds until it adopts the store, and gives back the
+ * moment before: the first allocations of the adoption then find free
+ * pages although memory is short and swap waits (the device's server is
+ * dead).
+ */
+#define STANDBY_BALLOON (8u << 20)
+
+int serve_keep_standby(int fd, const struct uzram_config *cfg)
+{
+	void *balloon;
+	char c;
+	ssize_t n;
+
+	standby_warm_up(cfg);
+	balloon = mmap(NULL, STANDBY_BALLOON, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	lock_program();
+	(void)mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT);
+	if (balloon != MAP_FAILED)
+		(void)mlock(balloon, STANDBY_BALLOON);
+	do
+		n = read(fd, &c, 1);
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	if (balloon != MAP_FAILED)
+		munmap(balloon, STANDBY_BALLOON);
+	if (n == 1)
+		fprintf(stderr, "uzram serve: the standby (pid %ld) adopts the "
+			"store\n", (long)getpid());
+	return n == 1 ? 0 : -1;
+}
+
+/*
+ * A server's command line: args without --keeper, the store's fd, and for
+ * a standby its pipe and the device to take over.
+ */
+static char **child_argv(char **args, char *self, char *fd, char *take_over,
+			 char *standby)
 {
 	size_t n = 0, k = 0;
 	char **v;
 
 	while (args[n])
 		n++;
-	v = calloc(n + 7, sizeof *v);
+	v = calloc(n + 9, sizeof *v);
 	if (!v)
 		return NULL;
 	v[k++] = self;
@@ -182,15 +251,22 @@ static char **child_argv(char **args, char *self, char *fd, char *take_over)
 		v[k++] = "--ublk-take-over";
 		v[k++] = take_over;
 	}
+	if (standby) {
+		v[k++] = "--keep-standby";
+		v[k++] = standby;
+	}
 	return v;
 }
 
-static pid_t start(char **argv, const sigset_t *old)
+/* Fork and exec argv, with fd (-1: none) inherited. The pid, or -1. */
+static pid_t start(char **argv, const sigset_t *old, int fd)
 {
 	pid_t pid = fork();
 
 	if (pid == 0) {
 		sigprocmask(SIG_SETMASK, old, NULL);
+		if (fd >= 0)
+			fcntl(fd, F_SETFD, 0);
 		execv(argv[0], argv);
 		fprintf(stderr, "uzram serve --keeper: cannot run %s: %s\n",
 			argv[0], strerror(errno));
@@ -201,22 +277,58 @@ static pid_t start(char **argv, const sigset_t *old)
 	return pid;
 }
 
-/* Wait for the server; a stop signal is passed on. Its wait status. */
-static int wait_server(pid_t pid, const sigset_t *set, int *stopping)
+static void announce(pid_t pid)
 {
-	int ws;
+	fprintf(stderr, "uzram serve --keeper: the server is pid %ld\n",
+		(long)pid);
+}
 
-	for (;;) {
-		siginfo_t si;
-		int sig = sigwaitinfo(set, &si);
+/* The next server, started ahead: it waits for a byte on wfd. */
+struct standby {
+	pid_t pid;      /* 0: none */
+	int wfd;
+};
 
-		if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
-			*stopping = 1;
-			kill(pid, sig);
-		}
-		if (waitpid(pid, &ws, WNOHANG) == pid)
-			return ws;
+struct keeper {
+	char **args;            /* serve's, with --keeper */
+	char *self, *fdbuf, *idbuf;
+	bool ublk;
+	int ublk_id;
+	struct standby sb;
+	pid_t active;
+	int deaths, stopping;
+	time_t window;
+};
+
+static void standby_start(struct keeper *k, const sigset_t *old)
+{
+	int p[2];
+	char rbuf[16];
+	char **v;
+
+	k->sb.pid = 0;
+	k->sb.wfd = -1;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return;
+	snprintf(rbuf, sizeof rbuf, "%d", p[0]);
+	v = child_argv(k->args, k->self, k->fdbuf,
+		       k->ublk ? k->idbuf : NULL, rbuf);
+	k->sb.pid = v ? start(v, old, p[0]) : -1;
+	free(v);
+	close(p[0]);
+	if (k->sb.pid > 0) {
+		k->sb.wfd = p[1];
+	} else {
+		k->sb.pid = 0;
+		close(p[1]);
 	}
+}
+
+static void standby_drop(struct keeper *k)
+{
+	if (k->sb.wfd >= 0)
+		close(k->sb.wfd);   /* EOF: the standby exits */
+	k->sb.wfd = -1;
 }
 
 /* A server that will not come back: the device fails its I/O. */
@@ -275,15 +387,101 @@ static void keeper_setup(char *made, size_t n)
 	(void)keep_cgroup(made, n);
 }
 
+/*
+ * The active server ended with wait status ws: after a death, hand over to
+ * the standby (or start a server). 1 when the keeper is done, with *rc.
+ */
+static int server_ended(struct keeper *k, int ws, const sigset_t *old, int *rc)
+{
+	if (k->stopping || WIFEXITED(ws)) {
+		*rc = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+		if (!k->stopping && *rc && k->deaths)
+			give_up(k->ublk ? k->ublk_id : -1);
+		return 1;
+	}
+	if (time(NULL) - k->window > KEEP_WINDOW_S) {
+		k->window = time(NULL);
+		k->deaths = 0;
+	}
+	if (++k->deaths > KEEP_DEATHS) {
+		fprintf(stderr, "uzram serve --keeper: the server died %d times "
+			"in %d s: giving up\n", k->deaths, KEEP_WINDOW_S);
+		give_up(k->ublk ? k->ublk_id : -1);
+		return 1;
+	}
+	fprintf(stderr, "uzram serve --keeper: the server (pid %ld) died of "
+		"signal %d; the next one adopts the store\n", (long)k->active,
+		WTERMSIG(ws));
+	if (k->sb.pid > 0 && write(k->sb.wfd, "a", 1) == 1) {
+		k->active = k->sb.pid;
+		standby_drop(k);
+	} else {
+		char **v = child_argv(k->args, k->self, k->fdbuf,
+				      k->ublk ? k->idbuf : NULL, NULL);
+
+		if (k->sb.pid > 0)
+			kill(k->sb.pid, SIGKILL);
+		standby_drop(k);
+		k->active = v ? start(v, old, -1) : -1;
+		free(v);
+		if (k->active < 0)
+			return 1;
+	}
+	k->sb.pid = 0;
+	announce(k->active);
+	standby_start(k, old);
+	return 0;
+}
+
+/* Serve until the active server stops; the exit status. */
+static int keeper_run(struct keeper *k, char **first, const sigset_t *set,
+		      const sigset_t *old)
+{
+	int rc = 1, ws;
+	pid_t pid;
+
+	k->active = start(first, old, -1);
+	if (k->active < 0)
+		return 1;
+	announce(k->active);
+	standby_start(k, old);
+	for (;;) {
+		siginfo_t si;
+		int sig = sigwaitinfo(set, &si);
+
+		if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
+			k->stopping = 1;
+			kill(k->active, sig);
+			standby_drop(k);
+		}
+		while ((pid = waitpid(-1, &ws, WNOHANG)) > 0) {
+			if (pid == k->active && server_ended(k, ws, old, &rc)) {
+				standby_drop(k);
+				if (k->sb.pid > 0)
+					(void)waitpid(k->sb.pid, NULL, 0);
+				return rc;
+			}
+			if (pid == k->sb.pid) {  /* a standby died: another */
+				standby_drop(k);
+				k->sb.pid = 0;
+				if (!k->stopping && ++k->deaths <= KEEP_DEATHS)
+					standby_start(k, old);
+			}
+		}
+	}
+}
+
 int serve_keeper(char **args, bool ublk, int ublk_id)
 {
 	char self[4096], fdbuf[16], idbuf[16], made[300];
-	char **first = NULL, **again = NULL;
-	time_t window = 0;
-	int fd, deaths = 0, stopping = 0, ws, rc = 1;
+	struct keeper k = {
+		.args = args, .self = self, .fdbuf = fdbuf, .idbuf = idbuf,
+		.ublk = ublk, .ublk_id = ublk_id, .sb = { 0, -1 },
+	};
+	char **first = NULL;
+	int fd, rc = 1;
 	sigset_t set, old;
 	ssize_t len;
-	pid_t pid;
 
 	if (ublk && ublk_id < 0) {
 		fprintf(stderr, "uzram serve: --keeper --ublk needs --ublk-id\n");
@@ -300,47 +498,19 @@ int serve_keeper(char **args, bool ublk, int ublk_id)
 	self[len] = '\0';
 	snprintf(fdbuf, sizeof fdbuf, "%d", fd);
 	snprintf(idbuf, sizeof idbuf, "%d", ublk_id);
-	first = child_argv(args, self, fdbuf, NULL);
-	again = child_argv(args, self, fdbuf, ublk ? idbuf : NULL);
-	if (!first || !again)
-		goto out;
-	keeper_setup(made, sizeof made);
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	sigprocmask(SIG_BLOCK, &set, &old);
-	for (pid = start(first, &old); pid > 0; pid = start(again, &old)) {
-		fprintf(stderr, "uzram serve --keeper: the server is pid %ld\n",
-			(long)pid);
-		ws = wait_server(pid, &set, &stopping);
-		if (stopping || WIFEXITED(ws)) {
-			rc = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-			if (!stopping && rc && deaths)
-				give_up(ublk ? ublk_id : -1);
-			goto done;
-		}
-		if (time(NULL) - window > KEEP_WINDOW_S) {
-			window = time(NULL);
-			deaths = 0;
-		}
-		if (++deaths > KEEP_DEATHS) {
-			fprintf(stderr, "uzram serve --keeper: the server died "
-				"%d times in %d s: giving up\n", deaths,
-				KEEP_WINDOW_S);
-			give_up(ublk ? ublk_id : -1);
-			goto done;
-		}
-		fprintf(stderr, "uzram serve --keeper: the server (pid %ld) "
-			"died of signal %d; starting one that adopts the "
-			"store\n", (long)pid, WTERMSIG(ws));
+	first = child_argv(args, self, fdbuf, NULL, NULL);
+	if (first) {
+		keeper_setup(made, sizeof made);
+		sigemptyset(&set);
+		sigaddset(&set, SIGCHLD);
+		sigaddset(&set, SIGTERM);
+		sigaddset(&set, SIGINT);
+		sigaddset(&set, SIGHUP);
+		sigprocmask(SIG_BLOCK, &set, &old);
+		rc = keeper_run(&k, first, &set, &old);
+		keep_cgroup_end(made);
 	}
-done:
-	keep_cgroup_end(made);
-out:
 	free(first);
-	free(again);
 	close(fd);
 	return rc;
 }
