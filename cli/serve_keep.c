@@ -17,11 +17,12 @@
  *   SIGTERM, SIGINT, SIGHUP to the keeper: passed on to the server; the
  *   keeper exits with the server's status once it has stopped.
  *
- * A server that exits by itself (an error: a store it refuses, a take-over
- * that fails) ends the keeper: with ublk, the keeper then deletes the
- * device, so that the I/O waiting on it fails instead of waiting for ever
- * (serving data the store cannot vouch for would be worse). So does a
- * server that dies KEEP_DEATHS times within KEEP_WINDOW_S seconds.
+ * A server that exits by itself after a death (an error: a store it
+ * refuses, a take-over that fails) is tried again like a death; after
+ * KEEP_DEATHS deaths within KEEP_WINDOW_S seconds the keeper gives up: with
+ * ublk it deletes the device, so that the I/O waiting on it fails instead
+ * of waiting for ever (serving data the store cannot vouch for would be
+ * worse). The first server's failure ends the keeper with its status.
  *
  * The keeper allocates nothing after it starts the first server and does
  * no I/O but the wait, so that it runs when memory is short.
@@ -213,6 +214,8 @@ int serve_keep_standby(int fd, const struct uzram_config *cfg)
 	(void)mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT);
 	if (balloon != MAP_FAILED)
 		(void)mlock(balloon, STANDBY_BALLOON);
+	fprintf(stderr, "uzram serve: the standby (pid %ld) is ready\n",
+		(long)getpid());
 	do
 		n = read(fd, &c, 1);
 	while (n < 0 && errno == EINTR);
@@ -393,10 +396,13 @@ static void keeper_setup(char *made, size_t n)
  */
 static int server_ended(struct keeper *k, int ws, const sigset_t *old, int *rc)
 {
-	if (k->stopping || WIFEXITED(ws)) {
+	/*
+	 * A clean stop, or the first server's failure, ends the keeper; a
+	 * server after a death that fails (a take-over that timed out, say)
+	 * counts as a death: the next one tries, up to KEEP_DEATHS.
+	 */
+	if (k->stopping || (WIFEXITED(ws) && (!k->deaths || !WEXITSTATUS(ws)))) {
 		*rc = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-		if (!k->stopping && *rc && k->deaths)
-			give_up(k->ublk ? k->ublk_id : -1);
 		return 1;
 	}
 	if (time(NULL) - k->window > KEEP_WINDOW_S) {
@@ -409,9 +415,14 @@ static int server_ended(struct keeper *k, int ws, const sigset_t *old, int *rc)
 		give_up(k->ublk ? k->ublk_id : -1);
 		return 1;
 	}
-	fprintf(stderr, "uzram serve --keeper: the server (pid %ld) died of "
-		"signal %d; the next one adopts the store\n", (long)k->active,
-		WTERMSIG(ws));
+	if (WIFEXITED(ws))
+		fprintf(stderr, "uzram serve --keeper: the server (pid %ld) "
+			"exited with status %d; the next one adopts the store\n",
+			(long)k->active, WEXITSTATUS(ws));
+	else
+		fprintf(stderr, "uzram serve --keeper: the server (pid %ld) "
+			"died of signal %d; the next one adopts the store\n",
+			(long)k->active, WTERMSIG(ws));
 	if (k->sb.pid > 0 && write(k->sb.wfd, "a", 1) == 1) {
 		k->active = k->sb.pid;
 		standby_drop(k);

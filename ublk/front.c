@@ -40,7 +40,9 @@
 #define UBLK_MAX_DISCARD (1u << 30)  /* bytes per discard: one call holds
 				      * its queue that long */
 #define CDEV_WAIT_MS    5000         /* for udev to make /dev/ublkcN */
-#define TAKE_OVER_WAIT_MS 5000       /* for a dead server to be gone */
+#define TAKE_OVER_WAIT_MS 30000      /* for a dead server to be gone: a
+				      * big one exits slowly under memory
+				      * pressure (tests/vm/v43) */
 
 struct ublk_front {
 	struct ublk_ctrl ctrl;

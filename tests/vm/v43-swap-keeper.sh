@@ -28,6 +28,9 @@ check swapon bounded 120 uzram swapon --size $((ram_kib / 1024))M --algorithm lz
 dev=$(awk '$1 ~ /^\/dev\/ublkb[0-9]+$/ { print $1 }' /proc/swaps)
 f=/run/uzram/swap/${dev#/dev/}
 keeper=$(cat "$f.pid")
+# the servers' and the keeper's messages on the console as they come
+tail -n +1 -f "$f.log" | sed -u 's/^/# log: /' &
+tailer=$!
 server() { sed -n 's/^uzram serve --keeper: the server is pid //p' "$f.log" | tail -n 1; }
 info "device $dev, keeper $keeper, server $(server)"
 check keeper-runs-server test -n "$(server)"
@@ -37,6 +40,16 @@ cg=$(sed -n 's/^0:://p' /proc/$keeper/cgroup)
 info "keeper's cgroup $cg: memory.swap.max $(cat /sys/fs/cgroup$cg/memory.swap.max)"
 check keeper-cgroup-no-swap test "$(cat /sys/fs/cgroup$cg/memory.swap.max)" = 0
 adopted() { grep -c 'adopted the kept store' "$f.log"; }
+ready() { grep -c 'the standby (pid [0-9]*) is ready' "$f.log"; }
+# until $1 standbys have been ready, at most 120 s
+wait_ready()
+{
+	for _ in $(seq 1200); do
+		[ "$(ready)" -ge "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
 
 # the next server once $1 is gone: its pid, or nothing after 60 s
 successor()
@@ -64,7 +77,9 @@ hog=$!
 # three kills at random moments, the last one's successor killed at once
 kills=0
 for k in 1 2 3; do
-	sleep $((3 + RANDOM % 8))
+	# a standby ready (it starts up while the device serves), then a while
+	wait_ready "$k" || info "no standby ready"
+	sleep $((1 + RANDOM % 6))
 	kill -0 "$hog" 2>/dev/null || break
 	s=$(server)
 	info "kill $k: server $s, $(elapsed "$t0") s in, pswpout $(($(vmstat pswpout) - out0)), pswpin $(($(vmstat pswpin) - in0))"
@@ -98,6 +113,7 @@ check server-locked bash -c "grep -q 'VmLck:[[:space:]]*[1-9]' /proc/$s/status"
 info "server: $(grep -E 'VmRSS|RssShmem|VmLck' /proc/$s/status | tr -s ' \t\n' ' ')"
 info "stat: $(uzram stat --socket "$f.sock" --all | awk '$1 ~ /^(pages_stored|mem_used_total|failed_writes|failed_reads)$/' | tr -s ' \n' ' ')"
 
+kill "$tailer" 2>/dev/null
 check swapoff bounded 300 uzram swapoff
 check no-swap-left test "$(tail -n +2 /proc/swaps | wc -l)" -eq 0
 check no-keeper-left bash -c "! kill -0 $keeper 2>/dev/null"
