@@ -18,6 +18,9 @@
 source /guest-lib.sh
 
 sysctl -q -w vm.min_free_kbytes=16384
+# the stacks of hung tasks too, should a server wait on the dead device
+echo 7 > /proc/sys/kernel/printk
+sysctl -q -w kernel.hung_task_timeout_secs=30 2>/dev/null
 # as on any systemd machine: the keeper keeps its cgroup out of swap
 grep -q cgroup2 /proc/mounts || mount -t cgroup2 none /sys/fs/cgroup
 vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
@@ -29,7 +32,7 @@ dev=$(awk '$1 ~ /^\/dev\/ublkb[0-9]+$/ { print $1 }' /proc/swaps)
 f=/run/uzram/swap/${dev#/dev/}
 keeper=$(cat "$f.pid")
 # the servers' and the keeper's messages on the console as they come
-tail -n +1 -f "$f.log" | sed -u 's/^/# log: /' &
+tail -n +1 -f "$f.log" &
 tailer=$!
 server() { sed -n 's/^uzram serve --keeper: the server is pid //p' "$f.log" | tail -n 1; }
 info "device $dev, keeper $keeper, server $(server)"
