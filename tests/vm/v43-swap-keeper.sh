@@ -34,7 +34,7 @@ keeper=$(cat "$f.pid")
 # the servers' and the keeper's messages on the console as they come
 tail -n +1 -f "$f.log" &
 tailer=$!
-server() { sed -n 's/^uzram serve --keeper: the server is pid //p' "$f.log" | tail -n 1; }
+server() { sed -n 's/^uzram serve: --keeper: the server is pid //p' "$f.log" | tail -n 1; }
 info "device $dev, keeper $keeper, server $(server)"
 check keeper-runs-server test -n "$(server)"
 check store-kept grep -q "the device's store is kept" "$f.log"
