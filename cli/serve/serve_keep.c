@@ -301,7 +301,42 @@ struct keeper {
 	pid_t active;
 	int deaths, stopping;
 	time_t window;
+	void *balloon;          /* KEEPER_BALLOON bytes, or NULL */
+	time_t last_death;
 };
+
+/*
+ * The keeper's own balloon: memory it holds, locked, while all is well and
+ * gives back at a death, so that the next server finds free pages although
+ * memory is short and swap waits for it. A standby starts up while the
+ * device serves and needs none of it; but after a kill during an adoption
+ * the next standby starts (fork, exec, start-up) while the device waits
+ * (tests/vm/v43: without it, its exec blocked in a page fault). Held again
+ * once no server has died for KEEPER_CALM_S seconds.
+ */
+#define KEEPER_BALLOON (8u << 20)
+#define KEEPER_CALM_S 10
+
+static void balloon_fill(struct keeper *k)
+{
+	void *p;
+
+	if (k->balloon)
+		return;
+	p = mmap(NULL, KEEPER_BALLOON, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (p == MAP_FAILED)
+		return;
+	(void)mlock(p, KEEPER_BALLOON);
+	k->balloon = p;
+}
+
+static void balloon_pop(struct keeper *k)
+{
+	if (k->balloon)
+		munmap(k->balloon, KEEPER_BALLOON);
+	k->balloon = NULL;
+}
 
 static void standby_start(struct keeper *k, const sigset_t *old)
 {
@@ -415,6 +450,8 @@ static int server_ended(struct keeper *k, int ws, const sigset_t *old, int *rc)
 		give_up(k->ublk ? k->ublk_id : -1);
 		return 1;
 	}
+	balloon_pop(k);
+	k->last_death = time(NULL);
 	if (WIFEXITED(ws))
 		cli_error("serve", "--keeper: the server (pid %ld) "
 			"exited with status %d; the next one adopts the store",
@@ -456,9 +493,15 @@ static int keeper_run(struct keeper *k, char **first, const sigset_t *set,
 		return 1;
 	announce(k->active);
 	standby_start(k, old);
+	balloon_fill(k);
 	for (;;) {
+		const struct timespec calm = { .tv_sec = KEEPER_CALM_S };
 		siginfo_t si;
-		int sig = sigwaitinfo(set, &si);
+		int sig = sigtimedwait(set, &si, &calm);
+
+		if (sig < 0 && !k->balloon &&
+		    time(NULL) - k->last_death >= KEEPER_CALM_S)
+			balloon_fill(k);
 
 		if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
 			k->stopping = 1;
