@@ -385,19 +385,48 @@ static void give_up(int ublk_id)
  * serve_swap.c leaves them: the server does not run them.
  */
 #define LOCK_LIB_MAX (8u << 20)
+
+/*
+ * The file's pages themselves, mapped read-only and locked: the process's
+ * own mapping of a library's data is private, and once written, its pages
+ * are copies, while a new process starts from the file's (run 7 of
+ * tests/vm/v43 hung on one, swapped out of the VM's tmpfs root).
+ */
+static void lock_file(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	void *p;
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+	    (uint64_t)st.st_size <= LOCK_LIB_MAX) {
+		p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+		if (p != MAP_FAILED)
+			(void)mlock(p, (size_t)st.st_size); /* kept for life */
+	}
+	close(fd);
+}
+
 static void lock_program(void)
 {
 	FILE *f = fopen("/proc/self/maps", "re");
-	char line[4096 + 128];
+	char line[4096 + 128], last[4096] = "";
 
 	while (f && fgets(line, sizeof line, f)) {
 		unsigned long lo, hi;
 		char *path = strchr(line, '/');
 
-		if (!path || sscanf(line, "%lx-%lx", &lo, &hi) != 2 ||
-		    hi - lo > LOCK_LIB_MAX)
+		if (!path || sscanf(line, "%lx-%lx", &lo, &hi) != 2)
 			continue;
-		(void)mlock((void *)lo, hi - lo);
+		path[strcspn(path, "\n")] = '\0';
+		if (hi - lo <= LOCK_LIB_MAX)
+			(void)mlock((void *)lo, hi - lo);
+		if (strcmp(path, last)) {
+			snprintf(last, sizeof last, "%s", path);
+			lock_file(path);
+		}
 	}
 	if (f)
 		fclose(f);
