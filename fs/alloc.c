@@ -7,6 +7,9 @@
  * else from a rotor that goes round the device. All under alloc_lock; the
  * scan reads 64 bits at a time.
  *
+ * Block 0 is never handed out: it holds a saved tree's superblock
+ * (tree_image.c).
+ *
  * Every free block is a hole on the device: alloc_free_run() discards the
  * blocks before it marks them free, so their memory goes back at once and
  * a block handed out again reads as zeros (a partial write into it needs
@@ -29,8 +32,10 @@ int alloc_init(struct uzfs *fs)
 	/* the bits past the last block are used for good */
 	if (fs->nblocks % 64)
 		fs->bitmap[words - 1] = ~0ull << (fs->nblocks % 64);
-	fs->nfree = fs->nblocks;
-	fs->rotor = 0;
+	/* block 0 is the superblock of a saved tree (tree_image.c) */
+	fs->bitmap[0] |= 1;
+	fs->nfree = fs->nblocks ? fs->nblocks - 1 : 0;
+	fs->rotor = 1;
 	return pthread_mutex_init(&fs->alloc_lock, NULL) ? -ENOMEM : 0;
 }
 

@@ -37,7 +37,7 @@ uint64_t bmap_get(const struct node *n, uint64_t fblk)
 }
 
 /* The entry of fblk, its chunk made if missing; NULL when out of memory. */
-static uint32_t *slot(struct node *n, uint64_t fblk)
+uint32_t *bmap_slot(struct node *n, uint64_t fblk)
 {
 	uint64_t c = fblk / BMAP_CHUNK;
 
@@ -61,7 +61,7 @@ static uint32_t *slot(struct node *n, uint64_t fblk)
 
 int bmap_map(struct uzfs *fs, struct node *n, uint64_t fblk, uint64_t *blk)
 {
-	uint32_t *s = slot(n, fblk);
+	uint32_t *s = bmap_slot(n, fblk);
 	uint64_t hint = fblk ? bmap_get(n, fblk - 1) : 0;
 	int r;
 

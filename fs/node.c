@@ -16,6 +16,9 @@
  *                                            |
  *                                     uzram_read/write/discard (libuzram)
  *
+ *   tree_image.c: --image: the tree's record into the device, the device
+ *   into a file (uzram_save()), and back at mount.
+ *
  * Data. The device is cut into blocks of its cluster size. A regular file
  * owns a set of blocks, found through its block map (bmap.c): file block i
  * in device block map[i], or a hole. Blocks are handed out by alloc.c,
@@ -23,7 +26,8 @@
  * order lie in long runs and I/O goes to the device in runs. A freed block
  * (the last name and handle of a file gone, truncate, hole punch) is
  * discarded on the device before anyone can take it again, so its memory
- * is given back at once and a new block reads as zeros. A background
+ * is given back at once and a new block reads as zeros. Block 0 is never
+ * a file's: it holds a saved tree's superblock (tree_image.c). A background
  * thread (session.c) compacts the device's allocator after frees.
  *
  * Nodes. The kernel's node id of a node is its address (FUSE_ROOT_ID for

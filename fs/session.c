@@ -8,7 +8,21 @@
  * (nothing else reaches the device), so entries, negative entries and
  * attributes are kept an hour, and open files keep their page cache
  * (keep_cache). Writes go through to the device at once (no writeback
- * cache), so write() itself reports ENOSPC, as on tmpfs.
+ * cache), so write() itself reports ENOSPC, as on tmpfs. The writeback
+ * cache was measured (untar of /usr/include as nobody, 8,925 files, load
+ * 3 on 2 cores): it halves the WRITEs (one per file, at close) but the
+ * kernel then sends a SETATTR of the times at every close, so the round
+ * trips per file stay 6.5, and untar took 1.7 s against 2.1 s without:
+ * not worth ENOSPC turning up only at close.
+ *
+ * Where untar's time goes (same run, counted with -o debug): per file a
+ * LOOKUP (the new name), MKNOD, GETXATTR (security.capability, the
+ * kernel's check before each write), 1.9 WRITEs (tar writes 10 KiB at a
+ * time), SETATTR (utimens) and a GETATTR of the directory (the kernel
+ * drops a directory's attributes at each change, and default_permissions
+ * needs them for the next name). The keeper spent 0.30 s in user space
+ * (LZ4 the largest part) and 0.52 s in the kernel reading requests and
+ * writing replies, of 1.6 s: the rest is the round trips themselves.
  *
  * Threads: one by default. libfuse's multi-threaded loop (threads > 1)
  * was 3x slower here for small files (untar of /usr/include: 9.5 s
@@ -16,6 +30,12 @@
  * wakes a worker on another CPU, and the kernel page cache already serves
  * most reads without us. The data path needs no change for more threads:
  * the locks are in node.c.
+ *
+ * Listings: always READDIRPLUS (libfuse's default lets the kernel pick
+ * plain READDIR when it saw no lookups since the last listing): grep -r
+ * over /usr/include/linux (763 files) after drop_caches made 375 LOOKUPs
+ * beside the 766 READs, and none with it; 0.43-0.49 s against 0.68-0.69
+ * s (tmpfs 0.19-0.31 s, load 9.5 on 2 cores).
  *
  * FLUSH is not implemented (nothing to flush: writes are on the device
  * when they return), so the kernel stops sending it at the first close.
@@ -48,6 +68,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* requests are small: a splice through a pipe costs two more calls */
 	conn->want &= ~(unsigned)FUSE_CAP_SPLICE_READ;
 	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+	/* every listing with the attributes: no LOOKUP after it */
+	conn->want &= ~(unsigned)FUSE_CAP_READDIRPLUS_AUTO;
 	conn->max_write = 1u << 20;
 	conn->max_readahead = 1u << 20;
 }
@@ -131,6 +153,8 @@ int uzfs_mount(const struct uzfs_config *cfg, const char *dir, struct uzfs **fsp
 	}
 	if (!r)
 		r = tree_init(fs, cfg);
+	if (!r && cfg->load)
+		r = tree_load(fs, cfg->why, cfg->whylen);
 	if (!r && !(fs->se = session_new(fs)))
 		r = -EINVAL; /* libfuse said why */
 	if (!r && fuse_session_mount(fs->se, dir) != 0)

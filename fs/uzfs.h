@@ -21,11 +21,16 @@ struct uzfs_config {
 	bool allow_other;      /* FUSE's allow_other (root only) */
 	bool debug;            /* libfuse's debug output */
 	unsigned threads;      /* > 1: libfuse's multi-threaded loop; else one */
+	bool load;             /* dev came from an image of uzfs_save(): mount
+				* the tree it holds, not an empty one */
+	char *why;             /* a buffer for what was wrong with the loaded */
+	size_t whylen;         /* tree, or NULL and 0 */
 };
 
 /*
- * Mount a new, empty file system at dir. Returns 0 and *fsp, or a negative
- * errno (and a message on stderr). The caller keeps cfg->dev open until
+ * Mount a new, empty file system at dir, or with cfg->load the tree saved
+ * in the device. Returns 0 and *fsp, or a negative errno (and a message on
+ * stderr; for a bad saved tree -EBADMSG and the message in cfg->why). The caller keeps cfg->dev open until
  * uzfs_free().
  */
 int uzfs_mount(const struct uzfs_config *cfg, const char *dir, struct uzfs **fsp);
@@ -35,6 +40,16 @@ int uzfs_mount(const struct uzfs_config *cfg, const char *dir, struct uzfs **fsp
  * (or uzfs_exit()). Returns 0, or a negative errno.
  */
 int uzfs_loop(struct uzfs *fs);
+
+/*
+ * Save the tree and its data into the image file path, after uzfs_loop()
+ * returned (the directory is unmounted): the tree's record goes into the
+ * device (fs/tree_image.c has its format) and the device into path with
+ * uzram_save(), which writes aside, flushes and renames, so path is the
+ * old image or the new one, whole. Returns 0, or a negative errno with a
+ * message in why (whylen bytes).
+ */
+int uzfs_save(struct uzfs *fs, const char *path, char *why, size_t whylen);
 
 /* Make uzfs_loop() return (from a signal handler too). */
 void uzfs_exit(struct uzfs *fs);

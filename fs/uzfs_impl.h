@@ -60,6 +60,7 @@ struct node {
 	uint64_t blocks;              /* mapped blocks */
 	char *target;                 /* a symlink's */
 	struct xattr *xattrs;
+	uint64_t save_idx;            /* its place in a tree record (tree_image.c) */
 };
 
 struct uzfs {
@@ -102,6 +103,7 @@ void alloc_free_run(struct uzfs *fs, uint64_t blk, uint64_t n);
 /* bmap.c: a regular file's blocks; the caller holds n->lock for writing
  * (for reading where it says so). */
 uint64_t bmap_get(const struct node *n, uint64_t fblk);     /* read lock */
+uint32_t *bmap_slot(struct node *n, uint64_t fblk);
 int bmap_map(struct uzfs *fs, struct node *n, uint64_t fblk, uint64_t *blk);
 void bmap_free_range(struct uzfs *fs, struct node *n, uint64_t first,
 		     uint64_t end);
@@ -129,6 +131,10 @@ int dent_add(struct uzfs *fs, struct node *dir, const char *name,
 void dent_remove(struct uzfs *fs, struct dent *d);
 size_t dent_first(const struct node *dir, uint64_t cookie);
 void time_now(struct timespec *ts);
+
+/* tree_image.c: the tree from the record in the device (cfg.load);
+ * 0, -ENOMEM, or -EBADMSG with a message in why. */
+int tree_load(struct uzfs *fs, char *why, size_t whylen);
 
 /* ops_name.c: the operations on names */
 void ops_name_init(struct fuse_lowlevel_ops *ops);

@@ -8,7 +8,9 @@
 #                      corpus's files.tar).
 #   make bench-fs      bench/fs.sh as root: uzram's own file system as user
 #                      nobody beside tmpfs: untar, grep -r, rm -rf of
-#                      /usr/include, 1 GiB dd write and read, memory.
+#                      /usr/include, a C build (uzram's library), 2 GiB
+#                      dd write and read, memory and what rm -rf gives
+#                      back; the ratios against issue 32's targets.
 
 .PHONY: bench-mount bench-fs
 

@@ -68,6 +68,9 @@ static const struct cli_option mount_opts[] = {
 	  "the default as root), fuse: ext4 through fuse2fs,\n"
 	  "fs: uzram's own file system (FUSE; the default\n"
 	  "without root)" },
+	{ "image", 'i', required_argument, "FILE",
+	  "open the tree saved in FILE, if it exists, and save\n"
+	  "the whole tree there at umount (implies --via fs)" },
 	{ "foreground", 'f', no_argument, NULL,
 	  "stay in the foreground until DIR is unmounted" },
 	{ "help", 'h', no_argument, NULL, "this text" },
@@ -301,7 +304,9 @@ static int check_system(struct mount_req *m)
 		ctl = "/dev/loop-control";
 	if (access(fuse, R_OK | W_OK) < 0)
 		return fuse_unavailable(fuse, errno);
-	if (m->via == VIA_FS || (m->via == VIA_AUTO && geteuid() != 0)) {
+	/* --image is uzram's own file system's: it picks it as root too */
+	if (m->via == VIA_FS ||
+	    (m->via == VIA_AUTO && (geteuid() != 0 || m->image[0]))) {
 		m->via = VIA_FS; /* cli/mount/mount_fs.c */
 		return need("fusermount3", "fuse3");
 	}
@@ -372,6 +377,7 @@ static int mount_take(void *ctx, int key, char *arg)
 			return cli_bad_value("0 (no limit) or at least 18M, for a "
 					     "file system of 16M");
 		*(key == 's' ? &m->size : &m->mem_limit) = v;
+		m->size_set |= key == 's';
 		serve_option(m, cli_find(mount_opts, key)->name, arg);
 		return 0;
 	case 'C':
@@ -402,6 +408,10 @@ static int mount_take(void *ctx, int key, char *arg)
 		if (strcmp(arg, "loop") && strcmp(arg, "fuse") && strcmp(arg, "fs"))
 			return CLI_BAD_VALUE;
 		m->via = arg[0] == 'l' ? VIA_LOOP : arg[1] == 's' ? VIA_FS : VIA_FUSE;
+		return 0;
+	case 'i':
+		if (abs_dir(arg, m->image) < 0)
+			return CLI_BAD_VALUE;
 		return 0;
 	case 'f':
 		m->foreground = true;
@@ -643,6 +653,11 @@ int cmd_mount(int argc, char **argv)
 	if (check_dir(argv[optind], &m) < 0 || check_system(&m) < 0 ||
 	    runtime_dir(&m, "uzram mount") < 0)
 		return 1;
+	if (m.image[0] && m.via != VIA_FS) {
+		cli_error("mount", "--image is for --via fs (uzram's own file "
+			  "system)");
+		return 1;
+	}
 	sizes(&m);
 	if (make_run(&m) < 0)
 		return 1;
@@ -726,7 +741,7 @@ int cmd_umount(int argc, char **argv)
 	const char *dir, *gone;
 	FILE *f;
 	pid_t pid, dead;
-	int r = cli_parse(&umount_cmd, argc, argv, NULL, NULL);
+	int log_fd, r = cli_parse(&umount_cmd, argc, argv, NULL, NULL);
 
 	if (r >= 0)
 		return r;
@@ -761,13 +776,24 @@ int cmd_umount(int argc, char **argv)
 		via[strcspn(via, "\n")] = '\0';
 		fclose(f);
 	}
-	if (mount_point_is(m.dir) && umount_dir(&m, via, gone != NULL) < 0)
+	/* What an fs keeper says from now on (a failed save of --image) is
+	 * said again here: its log goes with RUN. */
+	mount_path(&m, path, "log");
+	log_fd = strcmp(via, "fs") ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+	if (log_fd >= 0)
+		lseek(log_fd, 0, SEEK_END);
+	if (mount_point_is(m.dir) && umount_dir(&m, via, gone != NULL) < 0) {
+		if (log_fd >= 0)
+			close(log_fd);
 		return 1;
+	}
 	/* The keeper takes the rest down and removes RUN. */
 	if (wait_gone(pid, UMOUNT_WAIT_MS) < 0) {
 		cli_error("umount", "the keeper (pid %d) of %s did not "
 			"end within %d s", (int)pid, dir, UMOUNT_WAIT_MS / 1000);
 		return 1;
 	}
+	if (log_fd >= 0 && mount_relay_log(log_fd) > 0)
+		return 1;
 	return umount_status(dir, gone, dead);
 }

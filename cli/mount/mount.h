@@ -35,6 +35,8 @@ struct mount_req {
 	mode_t mode;
 	bool set_mode;
 	enum mount_via via;          /* VIA_AUTO is resolved before the keeper */
+	char image[PATH_MAX];        /* --image (--via fs), absolute, or "" */
+	bool size_set;               /* --size was given */
 	bool foreground;
 
 	/* The keeper's state: what is built, so teardown knows what to undo. */
@@ -57,6 +59,10 @@ int mount_write_run(const struct mount_req *m, const char *name,
 
 /* mount_run.c: whether path is a mount point in this mount namespace. */
 bool mount_point_is(const char *path);
+
+/* mount_run.c: copy what is left to read of fd (the keeper's log) to
+ * stderr and close fd; the bytes copied. */
+long mount_relay_log(int fd);
 
 /* mount_run.c: remove RUN and the files the keeper makes in it. */
 void mount_remove_run(const struct mount_req *m);

@@ -16,9 +16,16 @@
  * unmount first. Killed outright, it leaves DIR giving ENOTCONN; `uzram
  * umount DIR` then finds no live keeper and clears the mount and RUN
  * (mount.c's clear_dead()).
+ *
+ * With --image FILE the device opens from FILE when it exists (uzram_open()
+ * checks it whole) and the file system mounts the tree saved in it
+ * (fs/tree_image.c); at the end, once DIR is unmounted, the tree is saved
+ * there (uzfs_save(): aside, fsync, rename). A keeper killed outright saves
+ * nothing: FILE keeps the tree of the last clean umount.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +46,11 @@ static int device_config(const struct mount_req *m, struct uzram_config *cfg)
 
 	uzram_config_init(cfg);
 	cfg->size = m->size;
+	if (m->image[0] && access(m->image, F_OK) == 0) {
+		cfg->image = m->image; /* its size, unless --size says one */
+		if (!m->size_set)
+			cfg->size = 0;
+	}
 	cfg->mem_limit = m->mem_limit;
 	/* a large write's clusters are compressed on every core (the NBD
 	 * server leaves this to --threads; here the fs is the only user) */
@@ -65,10 +77,26 @@ bad:
 	return 0;
 }
 
+/* The temporary files of saves to image killed midway (uzram_save()
+ * writes image.tmp.XXXXXX): we hold the image's lock, so no save runs. */
+static void remove_stale(const char *image)
+{
+	char pat[PATH_MAX + 16];
+	glob_t g;
+
+	if (snprintf(pat, sizeof pat, "%s.tmp.??????", image) >= (int)sizeof pat ||
+	    glob(pat, GLOB_NOSORT, NULL, &g) != 0)
+		return;
+	for (size_t i = 0; i < g.gl_pathc; i++)
+		unlink(g.gl_pathv[i]);
+	globfree(&g);
+}
+
 /* The device and the file system on DIR; -1 with a message. */
 static int build_fs(struct mount_req *m, struct uzram **dev, struct uzfs **fs)
 {
 	struct uzram_config cfg;
+	char why[256] = "";
 	struct uzfs_config fc = {
 		.uid = m->uid, .gid = m->gid,
 		.mode = m->set_mode ? m->mode : 0755,
@@ -87,15 +115,29 @@ static int build_fs(struct mount_req *m, struct uzram **dev, struct uzfs **fs)
 		return -1;
 	r = uzram_open(&cfg, dev);
 	if (r < 0) {
-		cli_error("mount", "cannot make the device: %s",
-			uzram_last_error());
+		cli_error("mount", "cannot %s: %s", cfg.image ? "open the image" :
+			  "make the device", uzram_last_error());
 		return -1;
 	}
+	/* a new image: no other device may take it until we save it */
+	if (m->image[0] && !cfg.image && (r = uzram_image_claim(*dev, m->image)) < 0) {
+		cli_error("mount", "%s: %s", m->image, uzram_last_error());
+		uzram_close(*dev);
+		return -1;
+	}
+	if (m->image[0])
+		remove_stale(m->image);
 	fc.dev = *dev;
+	fc.load = cfg.image != NULL;
+	fc.why = why;
+	fc.whylen = sizeof why;
 	r = uzfs_mount(&fc, m->dir, fs);
+	if (r == -EBADMSG)
+		cli_error("mount", "%s is not a file system image uzram can open: %s",
+			  m->image, why);
+	else if (r < 0)
+		cli_error("mount", "cannot mount %s: %s", m->dir, strerror(-r));
 	if (r < 0) {
-		cli_error("mount", "cannot mount %s: %s", m->dir,
-			strerror(-r));
 		uzram_close(*dev);
 		return -1;
 	}
@@ -132,6 +174,16 @@ int mount_fs_keep(struct mount_req *m)
 	ctl_chan = nbd_ctl_alone_start(dev, uzram_algorithm(dev, 0), ctl);
 	r = uzfs_loop(fs);
 	nbd_ctl_alone_stop(ctl_chan);
+	if (m->image[0]) {
+		char why[512];
+
+		if (uzfs_save(fs, m->image, why, sizeof why) < 0) {
+			cli_error("mount", "cannot save the tree of %s into %s "
+				  "(the image there is unchanged): %s", m->dir,
+				  m->image, why);
+			r = -1;
+		}
+	}
 	uzfs_free(fs);
 	uzram_close(dev);
 	mount_remove_run(m);

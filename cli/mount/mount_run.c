@@ -97,3 +97,16 @@ void mount_remove_run(const struct mount_req *m)
 		cli_error("mount", "rmdir %s: %s", m->run,
 			strerror(errno));
 }
+
+long mount_relay_log(int fd)
+{
+	char buf[4096];
+	ssize_t n;
+	long all = 0;
+
+	while ((n = read(fd, buf, sizeof buf)) > 0 &&
+	       write(STDERR_FILENO, buf, (size_t)n) == n)
+		all += n;
+	close(fd);
+	return all;
+}

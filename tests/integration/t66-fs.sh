@@ -7,7 +7,8 @@
 # 32; real programs: tar x and diff -r, git, sqlite3, rsync -aHAX in and
 # out, stress-ng's file-system stressors; mmap, flock and fcntl locks, SEEK_DATA/SEEK_HOLE, xattrs; memory
 # given back after rm -rf; ENOSPC at --size with nothing lost; the keeper
-# killed (ENOTCONN), uzram umount, and DIR mounted again.
+# killed (ENOTCONN), uzram umount, and DIR mounted again; no RELEASE for a
+# file tar makes (the requests of tar x counted).
 source "$(dirname "$0")/functions.sh"
 require fusermount3 tar setpriv git sqlite3 rsync flock diff stress-ng
 real_server || skip_all "uzram mount is a uzram command"
@@ -244,6 +245,31 @@ both()
 	full_fs "$d"
 }
 
+# The requests tar x makes on a new mount, counted in libfuse's debug
+# log: no RELEASE for the files it makes, where the kernel opens files
+# without asking (no_open: it made them with MKNOD; fs/ops_name.c's
+# create). Before, each file made before the first plain open had one.
+round_trips()
+{
+	local d=$1 log files releases
+	step "$WHO: the requests of tar x, counted"
+	UZRAM_FS_DEBUG=1 mount_fs "$d" --size 512M
+	log=$(dirname "$(grep -lxF "$d" "$UZRAM_RUNTIME_DIR"/m-*/dir)")/log
+	as tar -xf "$TAR" -C "$d"
+	files=$(find "$d" -type f | wc -l)
+	as sh -c "echo x >'$d/last' && cat '$d/last' >/dev/null" # an OPEN
+	sleep 1 # RELEASE comes after close, in the background
+	echo "$WHO: tar x of $files files: $(grep -oE 'opcode: [A-Z_]+' "$log" |
+		sort | uniq -c | sort -rn | awk '{ printf "%s %s, ", $3, $1 }')"
+	if grep -A1 'opcode: OPEN ' "$log" | grep -q 'error: -38'; then
+		releases=$(grep -c 'opcode: RELEASE' "$log" || true)
+		((releases == 0)) || fail "$releases RELEASEs for $files new files"
+	else
+		echo "$WHO: this kernel asks before each open: RELEASEs not counted"
+	fi
+	um umount "$d" || fail "uzram umount $d"
+}
+
 RANDOM_SALT=${FS_MODEL_SALT:-}
 members=$(complete_members "$TAR" "$T/files.tar")
 ((members > 0)) || fail "no complete regular file in $TAR"
@@ -254,6 +280,7 @@ export UZRAM_FS_THREADS=4
 mkdir "$T/fs" "$T/ref"
 mount -t tmpfs -o size=2G tmpfs "$T/ref"
 on_exit umount "$T/ref"
+round_trips "$T/fs"
 both "$T/fs" "$T/ref"
 
 WHO=nobody
