@@ -227,10 +227,17 @@ static int open_device(struct uzram_config *cfg, const char *image,
 			return 1;
 		cfg->dict = dict;
 	}
-	/* a store to adopt has its own size: --size, if given, must match */
+	/*
+	 * A store to adopt has its own size: --size, if given, must match.
+	 * (A file whose header is still zeros is made anew, at this size.)
+	 */
 	if (cfg->keep_fd >= 0 && !size_set && fstat(cfg->keep_fd, &sb) == 0 &&
-	    sb.st_size > 0)
-		cfg->size = 0;
+	    sb.st_size > 0) {
+		char magic = 0;
+
+		if (pread(cfg->keep_fd, &magic, 1, 0) == 1 && magic)
+			cfg->size = 0;
+	}
 	r = uzram_open(cfg, dev);
 	free(dict);
 	if (r < 0) {

@@ -29,6 +29,7 @@
  * refuses the whole store (-EUCLEAN): better no device than wrong data.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,6 +134,22 @@ static int header_read(int fd, uint64_t file_bytes, struct keep_header *h)
 				       "%llu bytes)",
 				       (unsigned long long)file_bytes);
 	return 0;
+}
+
+/*
+ * Whether the file is one whose maker died before it wrote the header (the
+ * file sized, its first page still zeros): no device was made on it, so
+ * nothing was ever served from it.
+ */
+static bool never_served(int fd)
+{
+	unsigned char first[sizeof(struct keep_header)];
+	ssize_t n = pread(fd, first, sizeof first, 0);
+
+	for (ssize_t i = 0; i < n; i++)
+		if (first[i])
+			return false;
+	return n >= 0;
 }
 
 /* Map the slot table of the store into a device just made. */
@@ -301,8 +318,11 @@ int keep_open(const struct uzram_config *c, struct uzram **devp)
 	if (fstat(fd, &st) < 0)
 		return uzram_set_error(-errno, "keep: fd %d: %s", fd,
 				       uzram_strerror(-errno));
-	if (st.st_size == 0) {
-		/* new: the header first, so that a kill leaves a store */
+	if (st.st_size == 0 || never_served(fd)) {
+		/*
+		 * New: sized, then the header, then the device. A file left by
+		 * a kill before its header was whole served nothing: new too.
+		 */
 		ret = layout(c->size, c->algorithm ? c->algorithm : "lz4",
 			     c->level, &h);
 		if (ret || !c->size)
