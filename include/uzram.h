@@ -155,6 +155,23 @@ struct uzram_config {
 				* before it is re-encoded, counted in the
 				* device's 4-second ticks (rounded up; at most
 				* 512); 0: as soon as the thread gets to it */
+	/* Since 0.5: */
+	int keep_fd;           /* -1 (the default): the device's memory is
+				* this process's. Else a memfd
+				* (memfd_create(2)) that holds the device's
+				* store, so that it outlives the process: an
+				* empty one gets a new store of this config;
+				* one that holds a store, left by a process
+				* that may have died at any instant, is
+				* adopted: its size (a non-zero size must be
+				* the same), algorithm and level are the
+				* store's. The caller keeps the fd (a keeper
+				* process holds it between servers). A kept
+				* store has one-page clusters, and no dedup,
+				* backing store, dictionary or image
+				* (-EOPNOTSUPP); a store that does not check
+				* out is refused with -EUCLEAN, and nothing is
+				* served. doc/keep.md has the design. */
 };
 
 /* The largest uzram_config.threads. */
@@ -183,6 +200,21 @@ UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp);
 
 /* Free the device and all memory it holds. NULL is accepted. */
 UZRAM_API void uzram_close(struct uzram *dev);
+
+/* What uzram_open() found in a kept store (uzram_config.keep_fd). */
+struct uzram_keep_info {
+	int kept;        /* 1: the device's store is in keep_fd */
+	int adopted;     /* 1: it was adopted from a store already there */
+	uint64_t slots;  /* adopted: clusters holding data */
+	uint64_t torn;   /* adopted: clusters whose write the old process
+			  * left half done (kept if whole, else a hole);
+			  * a front end that resends requests in flight
+			  * (ublk's RECOVERY_REISSUE) writes them again */
+};
+
+/* Fill *info; 0, or -EINVAL for NULL. Thread-safe. */
+UZRAM_API int uzram_keep_info(const struct uzram *dev,
+			      struct uzram_keep_info *info);
 
 /* The device size in bytes, as rounded up by uzram_open(). */
 UZRAM_API uint64_t uzram_size(const struct uzram *dev);

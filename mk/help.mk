@@ -33,6 +33,7 @@ Test (make test runs the first group whole)
   test-vm                the VM bench's tests (qemu TCG; VM_TESTS=tests/vm/vNN-x.sh one)
   test-vm-swap           the swap tests once, zram and uzram in each guest
   test-vm-swap-repeat    the same VM_REPEAT times (default 5)
+  test-vm-keeper         swap that survives SIGKILLs of its server (v43, 6.12)
   test-system            a Debian guest with systemd booting the packages (about 9 min)
   soak                   the long randomized run (tests/soak.sh)
 Measure (writes BENCHMARKS.md and bench/results.json)

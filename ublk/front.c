@@ -40,7 +40,9 @@
 #define UBLK_MAX_DISCARD (1u << 30)  /* bytes per discard: one call holds
 				      * its queue that long */
 #define CDEV_WAIT_MS    5000         /* for udev to make /dev/ublkcN */
-#define RECOVER_WAIT_MS 5000       /* for a dead server to be gone */
+#define RECOVER_WAIT_MS 30000      /* for a dead server to be gone: a big
+				    * one exits slowly under memory
+				    * pressure (tests/vm/v43) */
 
 struct ublk_front {
 	struct ublk_ctrl ctrl;
@@ -168,6 +170,9 @@ static int add(struct ublk_front *f, const struct ublk_opts *o,
 		flags |= UBLK_F_USER_COPY;
 	if (o->recovery)
 		flags |= UBLK_F_USER_RECOVERY;
+	/* without it, the requests in flight at the death fail with EIO */
+	if (o->recovery && o->reissue && (have & UBLK_F_USER_RECOVERY_REISSUE))
+		flags |= UBLK_F_USER_RECOVERY_REISSUE;
 	if (geteuid() != 0)
 		flags |= UBLK_F_UNPRIVILEGED_DEV;
 	if (o->copy == UBLK_COPY_LEAST_MEMORY && (have & UBLK_F_USER_COPY) &&

@@ -43,6 +43,10 @@ struct ublk_opts {
 	unsigned depth;       /* requests in flight per queue; 0: UBLK_DEFAULT_DEPTH */
 	enum ublk_copy copy;
 	bool recovery;        /* UBLK_F_USER_RECOVERY: I/O waits for a new server */
+	bool reissue;         /* with recovery, and where the kernel has it:
+			       * UBLK_F_USER_RECOVERY_REISSUE, the requests
+			       * the dead server had are sent to the new one
+			       * (for a store that outlives the server) */
 	bool recover;         /* recover dev_id, left by a killed server */
 	bool read_only;
 };

@@ -21,6 +21,7 @@ enum {
 	KEY_UBLK = 0x100, KEY_UBLK_ID, KEY_UBLK_QUEUES, KEY_UBLK_DEPTH,
 	KEY_UBLK_COPY, KEY_UBLK_RECOVERY, KEY_UBLK_TAKE_OVER,
 	KEY_WB_LIMIT, KEY_DRY_RUN, KEY_FAST, KEY_REENCODE_AGE,
+	KEY_KEEP_FD, KEY_KEEPER, KEY_KEEP_STANDBY,
 };
 
 static const struct cli_option serve_opts[] = {
@@ -132,6 +133,21 @@ static const struct cli_option serve_opts[] = {
 	{ "ublk-take-over", KEY_UBLK_TAKE_OVER, required_argument, "N",
 	  "serve /dev/ublkbN, left by a --ublk-recovery\n"
 	  "server that died (from --image if it saved one)" },
+	{ "keep-fd", KEY_KEEP_FD, required_argument, "FD",
+	  "keep the device's store in the memfd FD (inherited):\n"
+	  "a new store if it is empty, else adopt the one a dead\n"
+	  "server left there; with --ublk, implies --ublk-recovery\n"
+	  "and the requests in flight at a death are sent again\n"
+	  "(doc/keep.md)" },
+	{ "keeper", KEY_KEEPER, no_argument, NULL,
+	  "hold a memfd, run this server with --keep-fd on it,\n"
+	  "and when the server dies of a signal, start another that\n"
+	  "adopts the store (with --ublk: --ublk-id needed; the new\n"
+	  "server takes the device over); uzram swapon's default" },
+	{ "keep-standby", KEY_KEEP_STANDBY, required_argument, "FD",
+	  "(for --keeper) start up, then wait for a byte on FD\n"
+	  "before opening the device (adopting the store); EOF:\n"
+	  "exit" },
 	{ "dry-run", KEY_DRY_RUN, no_argument, NULL,
 	  "check the options and make the device they describe,\n"
 	  "then exit: nothing listens, and --image, --backing,\n"
@@ -223,6 +239,17 @@ static int open_device(struct uzram_config *cfg, const char *image,
 		if (read_dict("serve", dict_path, &dict, &cfg->dict_size))
 			return 1;
 		cfg->dict = dict;
+	}
+	/*
+	 * A store to adopt has its own size: --size, if given, must match.
+	 * (A file whose header is still zeros is made anew, at this size.)
+	 */
+	if (cfg->keep_fd >= 0 && !size_set && fstat(cfg->keep_fd, &sb) == 0 &&
+	    sb.st_size > 0) {
+		char magic = 0;
+
+		if (pread(cfg->keep_fd, &magic, 1, 0) == 1 && magic)
+			cfg->size = 0;
 	}
 	r = uzram_open(cfg, dev);
 	free(dict);
@@ -338,8 +365,9 @@ struct serve_args {
 	const char *dict_path;
 	struct recomp_opt recomp[UZRAM_MAX_RECOMP];
 	int nrecomp;
-	bool max_given, size_set, algo_set, cluster_set, swap, dry_run;
+	bool max_given, size_set, algo_set, cluster_set, swap, dry_run, keeper;
 	bool fast_set;
+	int standby_fd;         /* --keep-standby; -1: none */
 	uint64_t wb_limit;      /* --writeback-limit in bytes; 0: none */
 	bool ublk, ublk_extra;  /* --ublk, and one of its options */
 	bool ublk_copy_set;     /* --ublk-copy given */
@@ -562,6 +590,19 @@ static int serve_take(void *ctx, int key, char *arg)
 	case KEY_DRY_RUN:
 		a->dry_run = true;
 		return 0;
+	case KEY_KEEP_FD:
+		if (parse_uint(arg, INT32_MAX, &v) < 0)
+			return CLI_BAD_VALUE;
+		a->cfg.keep_fd = (int)v;
+		return 0;
+	case KEY_KEEPER:
+		a->keeper = true;
+		return 0;
+	case KEY_KEEP_STANDBY:
+		if (parse_uint(arg, INT32_MAX, &v) < 0)
+			return CLI_BAD_VALUE;
+		a->standby_fd = (int)v;
+		return 0;
 	case KEY_WB_LIMIT:
 		if (parse_size(arg, &v) < 0 || v < UZRAM_PAGE_SIZE)
 			return CLI_BAD_VALUE;
@@ -599,7 +640,7 @@ static int serve_take(void *ctx, int key, char *arg)
 static void serve_fast_default(struct serve_args *a)
 {
 	if (a->fast_set || a->swap || a->cfg.mem_limit || a->dict_path ||
-	    a->sc.image || a->nrecomp ||
+	    a->sc.image || a->nrecomp || a->cfg.keep_fd >= 0 || a->keeper ||
 	    !strcmp(a->cfg.algorithm, "lz4"))
 		return;
 	a->cfg.fast_algorithm = "lz4";
@@ -747,20 +788,28 @@ int cmd_serve(int argc, char **argv)
 	};
 	char desc[256];
 	bool busy;
+	char **args = serve_keep_args(argc, argv);
 	int r;
 
 	uzram_config_init(&a.cfg);
 	a.cfg.size = 1ull << 30;
 	a.uo.dev_id = -1;
+	a.standby_fd = -1;
 	r = cli_parse(&serve_cmd, argc, argv, serve_take, &a);
-	if (r >= 0)
+	if (r >= 0 || (r = serve_address(&a, argc, argv)) != 0 ||
+	    (a.keeper && !a.dry_run &&
+	     (r = serve_keeper(args, a.ublk, a.uo.dev_id)) >= 0)) {
+		free(args);
 		return r;
-	r = serve_address(&a, argc, argv);
-	if (r)
-		return r;
+	}
+	free(args);
 	serve_fast_default(&a);
 	if (a.dry_run)
 		return serve_dry_run(&a);
+	if (a.cfg.keep_fd >= 0 && a.ublk) {
+		a.uo.recovery = true;
+		a.uo.reissue = true;
+	}
 	if (a.tc.mode != NBD_TLS_OFF && !(tls = nbd_tls_new(&a.tc)))
 		return 1;
 	a.sc.export.tls = tls;
@@ -777,6 +826,11 @@ int cmd_serve(int argc, char **argv)
 		nbd_tls_free(tls);
 		return 1;
 	}
+	if (a.standby_fd >= 0 && serve_keep_standby(a.standby_fd, &a.cfg) < 0) {
+		serve_swap_end();
+		nbd_tls_free(tls);
+		return 0;       /* the keeper needs this standby no more */
+	}
 	r = open_device(&a.cfg, a.sc.image, a.dict_path, a.size_set,
 			a.algo_set, a.cluster_set, &dev);
 	if (!r)
@@ -784,6 +838,8 @@ int cmd_serve(int argc, char **argv)
 			       a.cfg.fast_algorithm ? 2 : 1);
 	if (!r && a.wb_limit)
 		r = set_wb_limit(dev, a.wb_limit);
+	if (!r)
+		serve_keep_report(dev);
 	if (!r && a.swap && serve_swap_ready(dev, &a.cfg) < 0)
 		r = 1;
 	if (r) {

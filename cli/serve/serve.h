@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * serve.h - `uzram serve` (cli/serve/): an NBD server, and a ublk device
- * beside it, on one uzram device; serve_swap.c: its --swap.
+ * beside it, on one uzram device; serve_swap.c: its --swap; serve_keep.c:
+ * its --keeper, a store that outlives the server.
  */
 #ifndef UZRAM_CLI_SERVE_H
 #define UZRAM_CLI_SERVE_H
@@ -19,5 +20,21 @@ struct uzram_config;
 /* after: reserves of the allocator what cfg's mem_limit leaves room for */
 int serve_swap_ready(struct uzram *dev, const struct uzram_config *cfg);
 void serve_swap_end(void);                 /* before the device goes */
+
+/*
+ * cli/serve/serve_keep.c: `uzram serve --keeper`, --keep-fd and
+ * --keep-standby (doc/keep.md). serve_keep_args(): a copy of argv
+ * (NULL-terminated, to free) before the parse permutes it; serve_keeper():
+ * hold a memfd and run the server on it until it stops, starting another
+ * after a death; the exit status. serve_keep_standby(): run the adoption's
+ * code once on a scratch store, lock what the process holds, and wait for a
+ * byte on fd; 0 then, or -1 (EOF: the keeper wants no more of this
+ * standby). serve_keep_report(): print what the device found in its kept
+ * store.
+ */
+char **serve_keep_args(int argc, char **argv);
+int serve_keeper(char **args, bool ublk, int ublk_id);
+int serve_keep_standby(int fd, const struct uzram_config *cfg);
+void serve_keep_report(struct uzram *dev);
 
 #endif /* UZRAM_CLI_SERVE_H */

@@ -260,8 +260,18 @@ static uint64_t swap_reserve(struct uzram *dev, const struct uzram_config *cfg)
 int serve_swap_ready(struct uzram *dev, const struct uzram_config *cfg)
 {
 	uint64_t reserve = swap_reserve(dev, cfg);
-	int r = uzram_reserve(dev, reserve);
+	struct uzram_keep_info keep = { 0 };
 	sigset_t all, old;
+	int r;
+
+	/*
+	 * An adopted store (serve --keeper, doc/keep.md) comes while the
+	 * device waits for us and memory may be short: no more than it has.
+	 */
+	(void)uzram_keep_info(dev, &keep);
+	if (keep.adopted)
+		reserve = 0;
+	r = reserve ? uzram_reserve(dev, reserve) : 0;
 
 	if (r < 0 && r != -ENOSPC) {
 		fprintf(stderr, "uzram serve --swap: %s\n", cli_lib_error());

@@ -7,7 +7,9 @@
  *               --device names, or (auto) ublk where the kernel has it,
  *               else nbd; a clear refusal when it has neither
  *            2. `uzram serve --swap` (serve_swap.c says what --swap holds)
- *               on /run/uzram/swap/DEV.sock, in a session of its own, its
+ *               on /run/uzram/swap/DEV.sock, on ublk under a keeper
+ *               (serve --keeper: a new server adopts the store if one
+ *               dies, doc/keep.md; DEV.pid is then the keeper's), in a session of its own, its
  *               output in DEV.log, its pid in DEV.pid, DEV being nbdN or
  *               ublkbN (the first free one, or --device); for ublk with
  *               --ublk --ublk-id N: the server makes /dev/ublkbN
@@ -453,6 +455,23 @@ static void push(struct serve_line *l, int *k, char *arg)
 	l->argv[*k] = NULL;
 }
 
+/*
+ * Whether the server runs under a keeper (serve --keeper, doc/keep.md): on
+ * ublk, whose device waits for a new server after a death, for the devices
+ * a kept store can hold (one-page clusters, no dedup, backing store,
+ * recompression or fast algorithm).
+ */
+static bool keeps_store(const struct swapon_args *a, const struct swap_transport *t)
+{
+	unsigned long long cluster = UZRAM_PAGE_SIZE;
+
+	if (a->cluster && parse_size(a->cluster, &cluster) < 0)
+		return false;
+	return t == &swap_ublk && !a->dedup && !a->backing && !a->nrecomp &&
+	       (!a->fast || !strcmp(a->fast, "none")) &&
+	       cluster == UZRAM_PAGE_SIZE;
+}
+
 /* `uzram serve --swap ...` for device n of t, into l. 0, or 1 after a message. */
 static int serve_argv(const struct swapon_args *a, const struct swap_transport *t,
 		      int n, struct serve_line *l)
@@ -494,6 +513,8 @@ static int serve_argv(const struct swapon_args *a, const struct swap_transport *
 	}
 	if (a->dedup)
 		push(l, &k, "--dedup");
+	if (keeps_store(a, t))
+		push(l, &k, "--keeper");
 	t->serve_args(n, extra, l->idbuf);
 	for (int i = 0; extra[i]; i++)
 		push(l, &k, extra[i]);

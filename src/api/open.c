@@ -22,14 +22,15 @@ UZRAM_API void uzram_config_init(struct uzram_config *cfg)
 	cfg->struct_size = sizeof *cfg;
 	cfg->algorithm = "lz4";
 	cfg->cluster_size = PAGE;
+	cfg->keep_fd = -1;
 }
 
 /*
  * The layouts published so far: the first ended with mem_limit, the
  * second adds cluster_size, the third the dictionary, the tier's backing
- * store and watermarks, and the image, the fourth dedup and
- * the worker threads, the fifth (the current one) the fast algorithm and
- * the re-encode age.
+ * store and watermarks, and the image, the fourth dedup and the worker
+ * threads, the fifth the fast algorithm and the re-encode age, the sixth
+ * (the current one) the kept store's fd.
  * Only these sizes are known.
  */
 #define CONFIG_V1_SIZE \
@@ -38,7 +39,8 @@ UZRAM_API void uzram_config_init(struct uzram_config *cfg)
 #define CONFIG_V3_SIZE offsetof(struct uzram_config, dedup)
 #define CONFIG_V4_SIZE \
 	(offsetof(struct uzram_config, threads) + sizeof(uint32_t))
-#define CONFIG_V5_SIZE sizeof(struct uzram_config)
+#define CONFIG_V5_SIZE offsetof(struct uzram_config, keep_fd)
+#define CONFIG_V6_SIZE sizeof(struct uzram_config)
 
 UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 {
@@ -51,13 +53,16 @@ UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 	    cfg->struct_size != CONFIG_V2_SIZE &&
 	    cfg->struct_size != CONFIG_V3_SIZE &&
 	    cfg->struct_size != CONFIG_V4_SIZE &&
-	    cfg->struct_size != CONFIG_V5_SIZE)
+	    cfg->struct_size != CONFIG_V5_SIZE &&
+	    cfg->struct_size != CONFIG_V6_SIZE)
 		return uzram_set_error(-EINVAL,
 			"open: config struct_size %zu is not one this library "
 			"knows (use uzram_config_init)", cfg->struct_size);
 	/* Fields past an older caller's struct_size keep their defaults. */
 	uzram_config_init(&c);
 	memcpy(&c, cfg, cfg->struct_size);
+	if (c.keep_fd >= 0)
+		return keep_open(&c, devp);
 	if (c.image) {
 		struct image_lock *lock;
 		int ret = image_lock_take(c.image, "open", &lock);

@@ -456,6 +456,13 @@ struct save_hooks {
 
 struct uzram {
 	struct slot *_Atomic *dir;
+	/*
+	 * A kept store's slot table (device/keep.c), mapped from its file:
+	 * chunk i is at table_map + i * CHUNK_SLOTS, and slot_get() publishes
+	 * that address in dir instead of mapping a chunk. NULL otherwise.
+	 */
+	struct slot *table_map;
+	struct uzram_keep_info keep;   /* device/keep.c, then only read */
 	uint64_t nchunks;
 	_Atomic uint64_t chunks_used;
 	/* bytes of chunks being made: held out of the allocator (store.c) */

@@ -87,10 +87,17 @@ struct slot *slot_get(struct uzram *dev, uint64_t idx, int *err)
 	if (__builtin_expect(chunk != NULL, 1))
 		return &chunk[idx & (CHUNK_SLOTS - 1)];
 	room = chunk_room(dev, idx >> CHUNK_SHIFT);
-	/* Anonymous memory is zeroed, and a zero slot is an unlocked hole. */
-	chunk = !room ? MAP_FAILED : mmap(NULL, CHUNK_BYTES,
-					  PROT_READ | PROT_WRITE,
-					  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/*
+	 * Anonymous memory is zeroed, and a zero slot is an unlocked hole;
+	 * so is a kept store's file where no chunk was made.
+	 */
+	if (!room)
+		chunk = MAP_FAILED;
+	else if (dev->table_map)
+		chunk = dev->table_map + (idx >> CHUNK_SHIFT) * CHUNK_SLOTS;
+	else
+		chunk = mmap(NULL, CHUNK_BYTES, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (chunk == MAP_FAILED) {
 		chunk_room_done(dev, idx >> CHUNK_SHIFT);
 		*err = room ? -ENOMEM : -ENOSPC;
@@ -102,7 +109,8 @@ struct slot *slot_get(struct uzram *dev, uint64_t idx, int *err)
 		atomic_fetch_add_explicit(&dev->chunks_used, 1,
 					  memory_order_relaxed);
 	} else {
-		munmap(chunk, CHUNK_BYTES);
+		if (!dev->table_map)
+			munmap(chunk, CHUNK_BYTES);
 		chunk = expected;
 	}
 	chunk_room_done(dev, idx >> CHUNK_SHIFT);

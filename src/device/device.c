@@ -141,7 +141,8 @@ static struct uzram *device_alloc(const struct uzram_config *c, int shift)
  * dedup index (and its hooks), the slot directory. On an error the caller
  * closes the device, which undoes what was made.
  */
-static int device_layers(struct uzram *dev, const struct uzram_config *c)
+static int device_layers(struct uzram *dev, const struct uzram_config *c,
+			 const struct zpool_file *file)
 {
 	int ret = device_codecs(dev, c);
 
@@ -154,7 +155,9 @@ static int device_layers(struct uzram *dev, const struct uzram_config *c)
 	 * space (not memory) for twice as many. A rewrite in flight holds one
 	 * more until it frees the old one, which the pool's spares cover.
 	 */
-	ret = zpool_create(2 * dev->nclusters, dev->csize, &dev->pool);
+	ret = file ? zpool_create_file(2 * dev->nclusters, dev->csize, file,
+				       &dev->pool) :
+		     zpool_create(2 * dev->nclusters, dev->csize, &dev->pool);
 	if (ret)
 		return uzram_set_error(ret, "open: cannot create the allocator: %s",
 				       uzram_strerror(ret));
@@ -177,6 +180,12 @@ static int device_layers(struct uzram *dev, const struct uzram_config *c)
 
 int device_create(const struct uzram_config *cfg, struct uzram **devp)
 {
+	return device_create_file(cfg, NULL, devp);
+}
+
+int device_create_file(const struct uzram_config *cfg,
+		       const struct zpool_file *file, struct uzram **devp)
+{
 	struct uzram_config c = *cfg;
 	struct uzram *dev;
 	int ret, shift;
@@ -193,7 +202,7 @@ int device_create(const struct uzram_config *cfg, struct uzram **devp)
 	dev = device_alloc(&c, shift);
 	if (!dev)
 		return uzram_set_error(-ENOMEM, "open: out of memory");
-	ret = device_layers(dev, &c);
+	ret = device_layers(dev, &c, file);
 	if (!ret)
 		ret = device_start(dev, &c);
 	if (ret) {
@@ -211,7 +220,9 @@ UZRAM_API void uzram_close(struct uzram *dev)
 	reencode_stop(dev);
 	crew_destroy(dev->crew);
 	tier_close(dev);
-	for (uint64_t i = 0; dev->dir && i < dev->nchunks; i++) {
+	if (dev->table_map)
+		munmap(dev->table_map, dev->nchunks * CHUNK_BYTES);
+	for (uint64_t i = 0; !dev->table_map && dev->dir && i < dev->nchunks; i++) {
 		struct slot *chunk = atomic_load_explicit(&dev->dir[i],
 							  memory_order_relaxed);
 		if (chunk)
@@ -233,6 +244,15 @@ UZRAM_API void uzram_close(struct uzram *dev)
 UZRAM_API uint64_t uzram_size(const struct uzram *dev)
 {
 	return dev ? dev->size : 0;
+}
+
+UZRAM_API int uzram_keep_info(const struct uzram *dev,
+			      struct uzram_keep_info *info)
+{
+	if (!dev || !info)
+		return uzram_set_error(-EINVAL, "keep_info: NULL argument");
+	*info = dev->keep;
+	return 0;
 }
 
 UZRAM_API uint32_t uzram_cluster_size(const struct uzram *dev)

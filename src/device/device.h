@@ -19,6 +19,24 @@
 int device_create(const struct uzram_config *c, struct uzram **devp);
 
 /*
+ * device.c: the same, with the allocator over a file (zpool_create_file()):
+ * the kept store's (keep.c), which maps the slot table itself.
+ */
+struct zpool_file;
+int device_create_file(const struct uzram_config *c,
+		       const struct zpool_file *file, struct uzram **devp);
+
+/*
+ * keep.c: open a device whose store is kept in the memfd c->keep_fd
+ * (doc/keep.md): a new store if the file is empty, else adopt the one it
+ * holds, with its geometry and codec (a non-zero c->size must match).
+ * Returns 0, or -EOPNOTSUPP (a feature a kept store cannot have), -EUCLEAN
+ * (the file is not a store this library can trust: nothing is served),
+ * -EINVAL, -ENOMEM, with the error set. Fills dev->keep.
+ */
+int keep_open(const struct uzram_config *c, struct uzram **devp);
+
+/*
  * device.c: open the tier of dev on target (tier_open()), install its
  * hooks in dev->hooks, and start its policy thread; uzram_open() with a
  * backing store, and the image loader once the image is in. 0, or a

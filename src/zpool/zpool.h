@@ -39,6 +39,46 @@ struct zpool;
 int zpool_create(uint64_t max_objects, size_t max_object, struct zpool **out);
 void zpool_destroy(struct zpool *pool);          /* NULL is accepted */
 
+/*
+ * A pool over a file (a kept store's memfd, src/device/keep.c) instead of
+ * private memory: its frame table, cells and region are mapped MAP_SHARED
+ * from fd at off and on, in that order, each part starting on a multiple of
+ * ZPOOL_FILE_ALIGN; zpool_file_bytes() is how many bytes of the file past off
+ * the pool uses. The address space is never halved as zpool_create()'s is,
+ * so that the same arguments always give the same layout. Freed pages are
+ * given back by punching holes in the file. What the file holds is read only
+ * by zpool_adopt_*() (zpool_adopt.c). Returns 0, -EINVAL or -ENOMEM.
+ */
+#define ZPOOL_FILE_ALIGN (UINT64_C(2) << 20)
+struct zpool_file {
+	int fd;
+	uint64_t off;
+};
+uint64_t zpool_file_bytes(uint64_t max_objects, size_t max_object);
+int zpool_create_file(uint64_t max_objects, size_t max_object,
+		      const struct zpool_file *file, struct zpool **out);
+
+/*
+ * zpool_adopt.c: take over the objects of a pool made by another process on
+ * the same file (zpool_create_file() with the same arguments), which may
+ * have been killed at any instant. A pool just created on the file calls
+ * zpool_adopt_begin(), zpool_adopt_object() once for each object still
+ * named (by the slots), and then zpool_adopt_end(), which rebuilds what lived in the old process
+ * only (descriptors, lists, free handles, counters) and frees every object
+ * that was not claimed. No store, free or map may run before the end.
+ *
+ * zpool_adopt_object(): claim handle h, whose object must be `size` bytes.
+ * Returns 0, or -EUCLEAN (and claims nothing) if the cell does not hold a
+ * valid object of that size: the handle is out of range, the offset outside
+ * the region, the frame's class unknown, the object not on a spot of its
+ * class, or the spot already claimed.
+ * zpool_adopt_begin(), zpool_adopt_end(): 0 or -ENOMEM. All three are
+ * single-threaded.
+ */
+int zpool_adopt_begin(struct zpool *pool);
+int zpool_adopt_object(struct zpool *pool, uint32_t h, uint32_t size);
+int zpool_adopt_end(struct zpool *pool);
+
 /* Limit the memory the pool holds (mem_used below); 0 removes the limit. */
 void zpool_set_limit(struct zpool *pool, uint64_t bytes);
 

@@ -38,10 +38,14 @@
  * for up to 64 frames. Kernels that refuse MADV_DONTNEED there get one
  * madvise() per frame. zpool_compact() releases the cache and the slack.
  *
+ * In a pool over a file (a kept store), pages are given back by punching
+ * holes in the file (zp_file_punch()), one call per frame.
+ *
  * mem_used counts every resident page, whether it holds objects, is slack
  * or is cached, so it stays what RSS sees.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -93,6 +97,12 @@ static void stack_push(struct zpool *pool, unsigned r, uint32_t f)
 			memory_order_release, memory_order_relaxed));
 }
 
+/* Frame f, with nothing resident, is free (zpool_adopt.c). */
+void zp_frame_free_push(struct zpool *pool, uint32_t f)
+{
+	stack_push(pool, 0, f);
+}
+
 /* A frame with nothing resident: a released one, else a new one; or -1. */
 static int64_t frame_new(struct zpool *pool)
 {
@@ -137,6 +147,18 @@ static int pages_populate(struct zpool *pool, uint32_t f, uint32_t from,
 }
 
 /*
+ * Give `len` bytes of the region at `off` back, in a pool over a file
+ * (zpool_create_file()): MADV_DONTNEED on a shared mapping only unmaps the
+ * pages, the file keeps them; a hole frees them, whatever maps them, locked
+ * or not.
+ */
+void zp_file_punch(struct zpool *pool, uint64_t off, uint64_t len)
+{
+	fallocate(pool->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		  (off_t)(pool->region_off + off), (off_t)len);
+}
+
+/*
  * Give pages [from, to) of frame f back. The kernel refuses MADV_DONTNEED
  * on locked memory (EINVAL), and a program may have locked ours. It can
  * only have locked it on fault (mlockall(MCL_ONFAULT), as `uzram serve
@@ -154,6 +176,10 @@ static void pages_release(struct zpool *pool, uint32_t f, uint32_t from,
 	unsigned char *p = frame_addr(pool, f) + ((size_t)from << PAGE_SHIFT);
 	size_t len = (size_t)(to - from) << PAGE_SHIFT;
 
+	if (pool->fd >= 0) {
+		zp_file_punch(pool, (uint64_t)(p - pool->base), len);
+		return;
+	}
 	if (!madvise(p, len, MADV_DONTNEED) || errno != EINVAL)
 		return;
 	if (munlock(p, len) < 0)
@@ -180,7 +206,7 @@ static void frames_release(struct zpool *pool, const uint32_t *fr,
 		iov[i].iov_len = (size_t)pages[i] << PAGE_SHIFT;
 		total += iov[i].iov_len;
 	}
-	if (pidfd >= 0 && getpid() == pool->pid) {
+	if (pidfd >= 0 && getpid() == pool->pid && pool->fd < 0) {
 		long done = syscall(SYS_process_madvise, pidfd, iov, (size_t)n,
 				    MADV_DONTNEED, 0u);
 

@@ -4,8 +4,10 @@
  *   zpool.c          objects: store, free, map, handles
  *   zpool_compact.c  compaction
  *   zpool_zspage.c   making and retiring zspages, borrowing between classes
+ *   zpool_adopt.c    taking over a pool a killed process left in a file
  *   zpool_frame.c    frames: the free stack, the cache of resident frames,
  *                    populating and releasing pages
+ *   zpool_adopt.c    taking over a pool a killed process left in a file
  *   zpool_region.c   the address space, size classes, create/destroy
  *   zpool_mem.c      accounting of mem_used against the limit
  * Each file uses only those below it in this list.
@@ -123,6 +125,13 @@ struct zpool {
 	_Atomic uint64_t frame_bump;
 	_Atomic uint64_t handle_bump;
 	_Atomic int pidfd;          /* for batched releases; -1: none */
+	int fd;                     /* zpool_create_file()'s file, or -1 */
+	uint64_t frames_off;        /* where the frame table, */
+	uint64_t cells_off;         /* the cells */
+	uint64_t region_off;        /* and the region are in it */
+	uint64_t adopt_frames;      /* adoption: frames below the highest
+				     * claimed, + 1 (zpool_adopt.c) */
+	uint64_t adopt_handles;     /* the same for handles */
 	int pid;                    /* the process that opened pidfd */
 
 	_Atomic uint64_t mem_used __attribute__((aligned(64)));
@@ -160,6 +169,8 @@ uint64_t zp_cache_cap(struct zpool *pool);
 uint32_t zp_frame_shrink(struct zpool *pool, uint32_t frame, uint32_t pages,
 			 uint32_t resident);
 void zp_frames_init(struct zpool *pool);
+void zp_file_punch(struct zpool *pool, uint64_t off, uint64_t len);
+void zp_frame_free_push(struct zpool *pool, uint32_t frame);
 void zp_frames_fini(struct zpool *pool);
 
 /* zpool_zspage.c: zspages and borrowing (class lock held) */

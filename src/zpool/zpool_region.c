@@ -14,6 +14,10 @@
  * refuses. Frames are handed out by zpool_frame.c; the region never
  * fragments because every frame is alike.
  *
+ * With zpool_create_file() the three parts are mapped from a file
+ * instead (a kept store, src/device/keep.c): same sizes, never halved,
+ * MAP_SHARED, one after the other at ZPOOL_FILE_ALIGN.
+ *
  * Size classes: see pick_pages() and classes_init().
  */
 #include <assert.h>
@@ -169,11 +173,79 @@ static int classes_init(struct zpool *pool)
 	return 0;
 }
 
-int zpool_create(uint64_t max_objects, size_t max_object, struct zpool **out)
+/* Frames for max_objects objects: the worst case, see pool_new(). */
+static uint64_t frames_for(uint64_t max_objects, unsigned nclasses)
+{
+	uint64_t nframes = max_objects + 2ull * nclasses + ZP_SPARE_FRAMES;
+
+	return nframes > ZP_MAX_FRAMES ? ZP_MAX_FRAMES : nframes;
+}
+
+static uint64_t cells_for(uint64_t max_objects)
+{
+	uint64_t ncells = max_objects + ZP_MIN_HANDLES;
+
+	return ncells > ZP_MAX_HANDLES ? ZP_MAX_HANDLES : ncells;
+}
+
+static uint64_t file_align(uint64_t n)
+{
+	return (n + ZPOOL_FILE_ALIGN - 1) & ~(ZPOOL_FILE_ALIGN - 1);
+}
+
+/* Map `len` bytes of the file at *off, shared, and move *off past them. */
+static void *map_file(const struct zpool_file *file, uint64_t *off, uint64_t len)
+{
+	void *p = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_NORESERVE, file->fd, (off_t)*off);
+
+	*off += file_align(len);
+	if (p == MAP_FAILED)
+		return NULL;
+	madvise(p, (size_t)len, MADV_NOHUGEPAGE);
+	return p;
+}
+
+/*
+ * The three parts: private reservations (halved while mmap refuses), or
+ * the file's parts, whose sizes never change.
+ */
+static int pool_map(struct zpool *pool, uint64_t nframes, uint64_t ncells,
+		    const struct zpool_file *file)
+{
+	uint64_t off = file ? file->off : 0;
+
+	if (file) {
+		pool->fd = file->fd;
+		pool->frames_off = off;
+		pool->frames = map_file(file, &off, nframes * sizeof(struct frame));
+		pool->cells_off = off;
+		pool->cells = map_file(file, &off, ncells * sizeof(pool->cells[0]));
+		pool->region_off = off;
+		pool->base = map_file(file, &off, nframes << ZP_FRAME_SHIFT);
+		pool->nframes = nframes;
+		pool->ncells = ncells;
+		return pool->frames && pool->cells && pool->base ? 0 : -ENOMEM;
+	}
+	pool->base = reserve(&nframes, ZP_MIN_FRAMES, ZP_FRAME);
+	if (!pool->base)
+		return -ENOMEM;
+	pool->nframes = nframes;
+	pool->frames = reserve(&nframes, nframes, sizeof(struct frame));
+	if (!pool->frames)
+		return -ENOMEM;
+	pool->cells = reserve(&ncells, ZP_MIN_HANDLES, sizeof(pool->cells[0]));
+	if (!pool->cells)
+		return -ENOMEM;
+	pool->ncells = ncells;
+	return 0;
+}
+
+static int pool_new(uint64_t max_objects, size_t max_object,
+		    const struct zpool_file *file, struct zpool **out)
 {
 	struct zpool *pool;
-	uint64_t nframes, ncells;
-	int err = -ENOMEM;
+	int err;
 
 	if (!out || !max_objects || !max_object || max_object % ZP_ALIGN ||
 	    max_object > ZP_MAX_OBJECT)
@@ -183,38 +255,24 @@ int zpool_create(uint64_t max_objects, size_t max_object, struct zpool **out)
 		return -ENOMEM;
 	memset(pool, 0, sizeof(*pool));
 	pool->pidfd = -1;
+	pool->fd = -1;
 	pool->max_object = max_object;
 	pool->meta_fixed = sizeof(*pool);
 	err = classes_init(pool);
 	if (err)
 		goto fail;
-	err = -ENOMEM;
 
 	/*
 	 * Worst case without compaction: every object alone in its zspage;
 	 * plus a partial zspage per class and ZP_SPARE_FRAMES cached frames
 	 * (which zp_frame_take() gives back when frames run out).
 	 */
-	nframes = max_objects + 2ull * pool->nclasses + ZP_SPARE_FRAMES;
-	if (nframes > ZP_MAX_FRAMES)
-		nframes = ZP_MAX_FRAMES;
-	pool->base = reserve(&nframes, ZP_MIN_FRAMES, ZP_FRAME);
-	if (!pool->base)
-		goto fail;
-	pool->nframes = nframes;
-	pool->frames = reserve(&nframes, nframes, sizeof(struct frame));
-	if (!pool->frames)
+	err = pool_map(pool, frames_for(max_objects, pool->nclasses),
+		       cells_for(max_objects), file);
+	if (err)
 		goto fail;
 	for (unsigned i = 0; i < pool->nclasses; i++)
 		pool->classes[i].frames = pool->frames;
-
-	ncells = max_objects + ZP_MIN_HANDLES;
-	if (ncells > ZP_MAX_HANDLES)
-		ncells = ZP_MAX_HANDLES;
-	pool->cells = reserve(&ncells, ZP_MIN_HANDLES, sizeof(pool->cells[0]));
-	if (!pool->cells)
-		goto fail;
-	pool->ncells = ncells;
 	pool->handle_bump = 1;       /* handle 0 is never valid */
 
 	zp_frames_init(pool);
@@ -227,6 +285,38 @@ fail:
 	return err;
 }
 
+int zpool_create(uint64_t max_objects, size_t max_object, struct zpool **out)
+{
+	return pool_new(max_objects, max_object, NULL, out);
+}
+
+int zpool_create_file(uint64_t max_objects, size_t max_object,
+		      const struct zpool_file *file, struct zpool **out)
+{
+	if (!file || file->fd < 0 || file->off % ZPOOL_FILE_ALIGN)
+		return -EINVAL;
+	return pool_new(max_objects, max_object, file, out);
+}
+
+uint64_t zpool_file_bytes(uint64_t max_objects, size_t max_object)
+{
+	struct zpool probe = { .max_object = max_object };
+	uint64_t nframes;
+
+	/* the number of classes follows from max_object alone */
+	if (!max_object || max_object % ZP_ALIGN || max_object > ZP_MAX_OBJECT ||
+	    classes_init(&probe))
+		return 0;
+	for (unsigned i = 0; i < probe.nclasses; i++)
+		pthread_mutex_destroy(&probe.classes[i].lock);
+	free(probe.classes);
+	free(probe.size_index);
+	nframes = frames_for(max_objects, probe.nclasses);
+	return file_align(nframes * sizeof(struct frame)) +
+	       file_align(cells_for(max_objects) * 8) +
+	       file_align(nframes << ZP_FRAME_SHIFT);
+}
+
 void zpool_destroy(struct zpool *pool)
 {
 	if (!pool)
@@ -235,7 +325,7 @@ void zpool_destroy(struct zpool *pool)
 		struct size_class *c = &pool->classes[i];
 
 		pthread_mutex_destroy(&c->lock);
-		if (c->desc_off)
+		if (c->desc_off || !pool->frames)
 			continue;    /* descriptors went with the region */
 		for (unsigned g = 0; g <= ZS_DRAINING; g++) {
 			while (c->group[g]) {

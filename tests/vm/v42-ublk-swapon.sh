@@ -34,6 +34,9 @@ check algorithm-zstd test "$(stat_field "$f.sock" algorithm)" = zstd
 check no-nbd-client bash -c '! ls /sys/block/nbd*/pid 2>/dev/null | grep -q .'
 check runtime-dir-private test "$(stat -c %a /run/uzram)" = 700
 pid=$(cat "$f.pid")
+# under its keeper (serve --keeper, doc/keep.md), which DEV.pid names
+check under-keeper grep -q '^uzram serve: --keeper: the server is pid ' "$f.log"
+pid=$(sed -n 's/^uzram serve: --keeper: the server is pid //p' "$f.log" | tail -n 1)
 check server-oom-protected test "$(cat /proc/$pid/oom_score_adj)" = -1000
 check server-locked bash -c "grep -q 'VmLck:[[:space:]]*[1-9]' /proc/$pid/status"
 # field 41 of stat: the policy, 2 = SCHED_RR, for every thread (serve_swap.c)

@@ -1,0 +1,125 @@
+# SPDX-License-Identifier: MIT
+# v44-swap-keeper.sh - swap that survives its server (issue 31, doc/keep.md):
+# `uzram swapon` on ublk runs the server under a keeper that holds the
+# store's memfd; a hog of twice the memory available swaps to it while the
+# server is SIGKILLed three times at random moments (during swap-out and
+# swap-in) and once more as soon as its successor starts (during the
+# adoption); each time a new server adopts the store and takes the device
+# over, the requests that waited and those in flight (RECOVERY_REISSUE) are
+# served from the same data, and the hog completes with every page as it
+# wrote it. Before the keeper, one kill failed every swap I/O and
+# panicked the guest ("Attempted to kill init").
+# vm-kernel: 6.12
+# vm-mem: 256
+# vm-timeout: 420
+# vm-modules: ublk_drv
+# vm-programs: hog
+# vm-data: heap-python.core:64:8
+source /guest-lib.sh
+
+sysctl -q -w vm.min_free_kbytes=16384
+# the stacks of hung tasks too, should a server wait on the dead device
+echo 7 > /proc/sys/kernel/printk
+sysctl -q -w kernel.hung_task_timeout_secs=30 2>/dev/null
+# as on any systemd machine: the keeper keeps its cgroup out of swap
+grep -q cgroup2 /proc/mounts || mount -t cgroup2 none /sys/fs/cgroup
+vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
+
+ram_kib=$(awk '/MemTotal/ { print $2 }' /proc/meminfo)
+# as big as the RAM: the hog's excess fits whatever the data's ratio
+check swapon bounded 120 uzram swapon --size $((ram_kib / 1024))M --algorithm lz4
+dev=$(awk '$1 ~ /^\/dev\/ublkb[0-9]+$/ { print $1 }' /proc/swaps)
+f=/run/uzram/swap/${dev#/dev/}
+keeper=$(cat "$f.pid")
+# the servers' and the keeper's messages on the console as they come
+tail -n +1 -f "$f.log" &
+tailer=$!
+server() { sed -n 's/^uzram serve: --keeper: the server is pid //p' "$f.log" | tail -n 1; }
+info "device $dev, keeper $keeper, server $(server)"
+check keeper-runs-server test -n "$(server)"
+check store-kept grep -q "the device's store is kept" "$f.log"
+check keeper-oom-protected test "$(cat /proc/$keeper/oom_score_adj)" = -1000
+cg=$(sed -n 's/^0:://p' /proc/$keeper/cgroup)
+info "keeper's cgroup $cg: memory.swap.max $(cat /sys/fs/cgroup$cg/memory.swap.max)"
+check keeper-cgroup-no-swap test "$(cat /sys/fs/cgroup$cg/memory.swap.max)" = 0
+adopted() { grep -c 'adopted the kept store' "$f.log"; }
+ready() { grep -c 'the standby (pid [0-9]*) is ready' "$f.log"; }
+# until $1 standbys have been ready, at most 120 s
+wait_ready()
+{
+	for _ in $(seq 1200); do
+		[ "$(ready)" -ge "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# the next server once $1 is gone: its pid, or nothing after 60 s
+successor()
+{
+	local s
+	for _ in $(seq 600); do
+		s=$(server)
+		if [ -n "$s" ] && [ "$s" != "$1" ]; then
+			echo "$s"
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+avail_mib=$(($(awk '/MemAvailable/ { print $2 }' /proc/meminfo) / 1024))
+hog_mib=$((avail_mib * 2))
+info "MemTotal $((ram_kib / 1024)) MiB, MemAvailable $avail_mib MiB: hog of $hog_mib MiB, 2 passes"
+out0=$(vmstat pswpout); in0=$(vmstat pswpin)
+t0=$(now)
+hog $hog_mib /data/heap-python.core 2 > /tmp/hog.out 2>&1 &
+hog=$!
+
+# three kills at random moments, the last one's successor killed at once
+kills=0
+for k in 1 2 3; do
+	# a standby ready (it starts up while the device serves), then a while
+	wait_ready "$k" || info "no standby ready"
+	sleep $((1 + RANDOM % 6))
+	kill -0 "$hog" 2>/dev/null || break
+	s=$(server)
+	info "kill $k: server $s, $(elapsed "$t0") s in, pswpout $(($(vmstat pswpout) - out0)), pswpin $(($(vmstat pswpin) - in0))"
+	kill -KILL "$s" && kills=$((kills + 1))
+	n=$(successor "$s")
+	if [ "$k" = 3 ] && [ -n "$n" ]; then
+		kill -KILL "$n" && kills=$((kills + 1))
+		info "kill 4: its successor $n, at once (during its adoption)"
+		n=$(successor "$n")
+	fi
+	info "new server: ${n:-none}"
+	[ -n "$n" ] || { info "$(tail -5 "$f.log")"; break; }
+done
+
+(sleep 300; kill -KILL "$hog") 2>/dev/null & watchdog=$!
+wait "$hog"
+rc=$?
+kill "$watchdog" 2>/dev/null
+cat /tmp/hog.out
+out=$(($(vmstat pswpout) - out0)); in=$(($(vmstat pswpin) - in0))
+info "hog: status $rc in $(elapsed "$t0") s, pswpout $out, pswpin $in"
+check four-kills test "$kills" = 4
+check hog-completes test "$rc" = 0
+check hog-swapped test "$out" -gt 1000
+check swapped-in test "$in" -gt 1000
+check adopted-each-time test "$(adopted)" -ge 4
+info "$(grep -E 'adopted|keeper' "$f.log" | tr '\n' ';')"
+check no-io-errors bash -c "! dmesg | grep -E 'ublkb|swap' | grep -qiE 'error|fail'"
+s=$(server)
+check server-locked bash -c "grep -q 'VmLck:[[:space:]]*[1-9]' /proc/$s/status"
+info "server: $(grep -E 'VmRSS|RssShmem|VmLck' /proc/$s/status | tr -s ' \t\n' ' ')"
+info "stat: $(uzram stat --socket "$f.sock" --all | awk '$1 ~ /^(pages_stored|mem_used_total|failed_writes|failed_reads)$/' | tr -s ' \n' ' ')"
+
+kill "$tailer" 2>/dev/null
+check swapoff bounded 300 uzram swapoff
+check no-swap-left test "$(tail -n +2 /proc/swaps | wc -l)" -eq 0
+check no-keeper-left bash -c "! kill -0 $keeper 2>/dev/null"
+check no-server-left bash -c '! pidof uzram'
+check no-ublk-device-left test -z "$(ls /sys/class/ublk-char/ 2>/dev/null)"
+finish
