@@ -321,7 +321,7 @@ static int train_request(int argc, char **argv, char *req, size_t n)
 			 size <= (1u << 20))
 			;
 		else {
-			cli_error("ctl", "bad train-dict argument "
+			report_error("ctl", "bad train-dict argument "
 				"'%s'", a);
 			return -1;
 		}
@@ -341,14 +341,14 @@ static int save_request(int argc, char **argv, char *req, size_t n)
 		return 0;
 	}
 	if (argv[1][0] != '/' && !getcwd(cwd, sizeof cwd)) {
-		perror("uzram ctl: getcwd");
+		report_error("ctl", "getcwd: %s", strerror(errno));
 		return 1;
 	}
 	if ((size_t)snprintf(req, n, "save %s%s%s\n",
 			     argv[1][0] == '/' ? "" : cwd,
 			     argv[1][0] == '/' ? "" : "/", argv[1]) >= n ||
 	    strchr(argv[1], '\n')) {
-		cli_error("ctl", "bad path '%s'", argv[1]);
+		report_error("ctl", "bad path '%s'", argv[1]);
 		return 2;
 	}
 	return 0;
@@ -386,7 +386,7 @@ static int ctl_request(int argc, char **argv, char *req, size_t n)
 		snprintf(req, n, "%s\n", cmd);
 	} else if (argc == 2 && !strcmp(cmd, "idle")) {
 		if (parse_uint(argv[1], UINT32_MAX, &v) < 0) {
-			cli_error("ctl", "bad seconds '%s'", argv[1]);
+			report_error("ctl", "bad seconds '%s'", argv[1]);
 			return 2;
 		}
 		snprintf(req, n, "idle %llu\n", v);
@@ -400,7 +400,7 @@ static int ctl_request(int argc, char **argv, char *req, size_t n)
 		else if (!parse_uint(argv[1], UINT32_MAX, &v))
 			snprintf(req, n, "writeback-limit 1 %llu\n", v);
 		else {
-			cli_error("ctl", "bad page count '%s'", argv[1]);
+			report_error("ctl", "bad page count '%s'", argv[1]);
 			return 2;
 		}
 	} else if (argc >= 1 && !strcmp(cmd, "train-dict")) {
@@ -415,7 +415,7 @@ static int ctl_request(int argc, char **argv, char *req, size_t n)
 		return save_request(argc, argv, req, n);
 	} else if (argc == 2 && !strcmp(cmd, "mem-limit")) {
 		if (parse_size(argv[1], &v) < 0) {
-			cli_error("ctl", "bad size '%s'", argv[1]);
+			report_error("ctl", "bad size '%s'", argv[1]);
 			return 2;
 		}
 		snprintf(req, n, "mem-limit %llu\n", v);

@@ -152,7 +152,7 @@ int stat_summary(const char *json, bool bytes, FILE *f)
 	char export[512], algo[64];
 
 	if (json[0] != '{') {
-		cli_error("stat", "the server's reply is not JSON: %.60s",
+		report_error("stat", "the server's reply is not JSON: %.60s",
 			json);
 		return 1;
 	}

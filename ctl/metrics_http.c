@@ -19,6 +19,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "../common/report.h"
 #include "ctl.h"
 
 
@@ -107,7 +108,7 @@ int metrics_listen(struct server *srv)
 	if (cfg->metrics_path) {
 		if (abs_path(cfg->metrics_path, srv->metrics_path,
 			     sizeof srv->metrics_path) < 0) {
-			fprintf(stderr, "uzram serve: --metrics: path too long\n");
+			report_error("serve", "--metrics: path too long");
 			return -1;
 		}
 		srv->mfd = listen_unix(srv->metrics_path);

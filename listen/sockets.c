@@ -16,6 +16,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "../common/report.h"
 #include "listen.h"
 
 /* 1 if a server answers on a Unix socket at path, else 0. */
@@ -41,17 +42,17 @@ int listen_unix(const char *path)
 	int fd, r;
 
 	if (strlen(path) >= sizeof sa.sun_path) {
-		fprintf(stderr, "uzram serve: socket path too long: %s\n", path);
+		report_error("serve", "socket path too long: %s", path);
 		return -1;
 	}
 	if (lstat(path, &sb) == 0) {
 		if (!S_ISSOCK(sb.st_mode)) {
-			fprintf(stderr, "uzram serve: %s exists and is not a socket\n",
+			report_error("serve", "%s exists and is not a socket",
 				path);
 			return -1;
 		}
 		if (unix_alive(path)) {
-			fprintf(stderr, "uzram serve: a server is already running on %s\n",
+			report_error("serve", "a server is already running on %s",
 				path);
 			return -1;
 		}
@@ -68,7 +69,7 @@ int listen_unix(const char *path)
 		goto fail;
 	return fd;
 fail:
-	fprintf(stderr, "uzram serve: cannot listen on %s: %s\n", path,
+	report_error("serve", "cannot listen on %s: %s", path,
 		strerror(errno));
 	if (fd >= 0)
 		close(fd);
@@ -101,7 +102,7 @@ int listen_tcp(const char *host, const char *port, bool plaintext,
 
 	r = getaddrinfo(host, port, &hints, &ai);
 	if (r) {
-		fprintf(stderr, "uzram serve: cannot resolve %s:%s: %s\n", host,
+		report_error("serve", "cannot resolve %s:%s: %s", host,
 			port, gai_strerror(r));
 		return -1;
 	}
@@ -129,12 +130,12 @@ int listen_tcp(const char *host, const char *port, bool plaintext,
 		snprintf(port_out, 6, "%u", bound);
 	}
 	if (fd >= 0 && plaintext && !loopback(a->ai_addr))
-		fprintf(stderr, "uzram serve: warning: serving %s:%s without "
+		report_error("serve", "warning: serving %s:%s without "
 			"--tls=require: anyone who can reach it can read and "
-			"write the device\n", host, port);
+			"write the device", host, port);
 	freeaddrinfo(ai);
 	if (fd < 0)
-		fprintf(stderr, "uzram serve: cannot listen on %s:%s: %s\n",
+		report_error("serve", "cannot listen on %s:%s: %s",
 			host, port, strerror(errno));
 	return fd;
 }

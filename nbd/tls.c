@@ -45,6 +45,7 @@
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 
+#include "../common/report.h"
 #include "nbd.h"
 
 #define TLS_FLUSH (64u << 10)
@@ -61,7 +62,7 @@ struct nbd_tls {
 
 static int tls_fail(const char *what, const char *path, int err)
 {
-	fprintf(stderr, "uzram serve: %s%s%s: %s\n", what, path ? " " : "",
+	report_error("serve", "%s%s%s: %s", what, path ? " " : "",
 		path ? path : "", gnutls_strerror(err));
 	return -1;
 }
@@ -72,7 +73,7 @@ static int load_psk(struct nbd_tls *t, const char *file)
 
 	/* GnuTLS opens the file only at the first handshake: fail now. */
 	if (access(file, R_OK) < 0) {
-		fprintf(stderr, "uzram serve: --tls-psk %s: %s\n", file,
+		report_error("serve", "--tls-psk %s: %s", file,
 			strerror(errno));
 		return -1;
 	}
@@ -96,7 +97,7 @@ static int load_x509(struct nbd_tls *t, const char *dir)
 	    snprintf(cert, sizeof cert, "%s/server-cert.pem", dir) >= (int)sizeof cert ||
 	    snprintf(key, sizeof key, "%s/server-key.pem", dir) >= (int)sizeof key ||
 	    snprintf(crl, sizeof crl, "%s/ca-crl.pem", dir) >= (int)sizeof crl) {
-		fprintf(stderr, "uzram serve: --tls-certificates: path too long\n");
+		report_error("serve", "--tls-certificates: path too long");
 		return -1;
 	}
 	r = gnutls_certificate_allocate_credentials(&t->x509);
@@ -116,7 +117,7 @@ static int load_x509(struct nbd_tls *t, const char *dir)
 	r = gnutls_certificate_set_x509_key_file(t->x509, cert, key,
 						 GNUTLS_X509_FMT_PEM);
 	if (r < 0) {
-		fprintf(stderr, "uzram serve: cannot load %s and %s: %s\n",
+		report_error("serve", "cannot load %s and %s: %s",
 			cert, key, gnutls_strerror(r));
 		return -1;
 	}
@@ -131,7 +132,7 @@ struct nbd_tls *nbd_tls_new(const struct nbd_tls_config *cfg)
 	int r;
 
 	if (!t) {
-		perror("uzram serve: tls");
+		report_error("serve", "tls: %s", strerror(errno));
 		return NULL;
 	}
 	t->mode = cfg->mode;
@@ -193,7 +194,7 @@ static void conn_tls_fail(const struct nbd_conn *c, const char *what, int err)
 	char host[NI_MAXHOST] = "a client", port[NI_MAXSERV] = "";
 
 	if (c->peer[0]) {
-		fprintf(stderr, "uzram serve: %s with %s: %s\n", what, c->peer,
+		report_error("serve", "%s with %s: %s", what, c->peer,
 			gnutls_strerror(err));
 		return;
 	}
@@ -204,7 +205,7 @@ static void conn_tls_fail(const struct nbd_conn *c, const char *what, int err)
 				  NI_NUMERICHOST | NI_NUMERICSERV);
 	else if (len && ss.ss_family == AF_UNIX)
 		snprintf(host, sizeof host, "a Unix socket client");
-	fprintf(stderr, "uzram serve: %s with %s%s%s: %s\n", what, host,
+	report_error("serve", "%s with %s%s%s: %s", what, host,
 		port[0] ? " port " : "", port, gnutls_strerror(err));
 }
 

@@ -29,6 +29,7 @@
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
 
+#include "../common/report.h"
 #include "internal.h"
 
 bool nbd_socket_activated(void)
@@ -62,15 +63,15 @@ static int activated_address(struct server *srv, int fd)
 	int r;
 
 	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
-		fprintf(stderr, "uzram serve: passed socket %d: %s\n", fd,
+		report_error("serve", "passed socket %d: %s", fd,
 			strerror(errno));
 		return -1;
 	}
 	if (ss.ss_family == AF_UNIX) {
 		if (unix_path(fd, srv->sock_path, sizeof srv->sock_path) < 0) {
-			fprintf(stderr, "uzram serve: passed Unix socket %d has "
+			report_error("serve", "passed Unix socket %d has "
 				"no path name (abstract or unbound): clients "
-				"need one\n", fd);
+				"need one", fd);
 			return -1;
 		}
 		srv->tcp = false;
@@ -80,7 +81,7 @@ static int activated_address(struct server *srv, int fd)
 			sizeof srv->tcp_host, srv->tcp_port, sizeof srv->tcp_port,
 			NI_NUMERICHOST | NI_NUMERICSERV);
 	if (r) {
-		fprintf(stderr, "uzram serve: passed socket %d: %s\n", fd,
+		report_error("serve", "passed socket %d: %s", fd,
 			gai_strerror(r));
 		return -1;
 	}
@@ -88,7 +89,7 @@ static int activated_address(struct server *srv, int fd)
 	return 0;
 }
 
-int activation_adopt(struct server *srv)
+int activation_receive(struct server *srv)
 {
 	char **names = NULL;
 	int n, r = -1;
@@ -96,7 +97,7 @@ int activation_adopt(struct server *srv)
 	n = sd_listen_fds_with_names(1, &names);
 	if (n <= 0) {
 		if (n < 0)
-			fprintf(stderr, "uzram serve: LISTEN_FDS: %s\n",
+			report_error("serve", "LISTEN_FDS: %s",
 				strerror(-n));
 		return n;
 	}
@@ -108,19 +109,19 @@ int activation_adopt(struct server *srv)
 		(void)fcntl(fd, F_SETFD, FD_CLOEXEC); /* not for --run's command */
 		if ((ctl ? sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0)
 			 : sd_is_socket(fd, AF_UNSPEC, SOCK_STREAM, 1)) <= 0) {
-			fprintf(stderr, "uzram serve: passed file descriptor %d "
-				"(%s) is not a listening stream socket%s\n", fd,
+			report_error("serve", "passed file descriptor %d "
+				"(%s) is not a listening stream socket%s", fd,
 				name, ctl ? " of the Unix family" : "");
 			goto out;
 		}
 		if (ctl && srv->cfd >= 0) {
-			fprintf(stderr, "uzram serve: two sockets named ctl "
-				"were passed (%d and %d)\n", srv->cfd, fd);
+			report_error("serve", "two sockets named ctl "
+				"were passed (%d and %d)", srv->cfd, fd);
 			goto out;
 		}
 		if (!ctl && srv->nlfd == NBD_MAX_LISTEN) {
-			fprintf(stderr, "uzram serve: more than %d NBD sockets "
-				"were passed\n", NBD_MAX_LISTEN);
+			report_error("serve", "more than %d NBD sockets "
+				"were passed", NBD_MAX_LISTEN);
 			goto out;
 		}
 		if (ctl)
@@ -129,14 +130,14 @@ int activation_adopt(struct server *srv)
 			srv->lfd[srv->nlfd++] = fd;
 	}
 	if (!srv->nlfd) {
-		fprintf(stderr, "uzram serve: systemd passed only the control "
-			"socket (ctl), no socket for NBD\n");
+		report_error("serve", "systemd passed only the control "
+			"socket (ctl), no socket for NBD");
 		goto out;
 	}
 	if (srv->cfd >= 0 &&
 	    unix_path(srv->cfd, srv->ctl_path, sizeof srv->ctl_path) < 0) {
-		fprintf(stderr, "uzram serve: the passed control socket %d has "
-			"no path name: uzram stat and ctl need one\n", srv->cfd);
+		report_error("serve", "the passed control socket %d has "
+			"no path name: uzram stat and ctl need one", srv->cfd);
 		goto out;
 	}
 	srv->activated = true;

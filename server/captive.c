@@ -6,6 +6,7 @@
  * with its exit status.
  */
 #include <signal.h>
+#include <errno.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../common/report.h"
 #include "internal.h"
 
 /*
@@ -30,7 +32,7 @@ int start_command(struct server *srv)
 	int err;
 
 	if (!cmd) {
-		perror("uzram serve: --run");
+		report_error("serve", "--run: %s", strerror(errno));
 		return -1;
 	}
 
@@ -38,7 +40,7 @@ int start_command(struct server *srv)
 	    setenv("exportname", cfg->export.name, 1) ||
 	    (!srv->tcp ? setenv("unixsocket", srv->sock_path, 1)
 		       : setenv("port", srv->tcp_port, 1))) {
-		perror("uzram serve: setenv");
+		report_error("serve", "setenv: %s", strerror(errno));
 		free(cmd);
 		return -1;
 	}
@@ -54,7 +56,7 @@ int start_command(struct server *srv)
 	posix_spawnattr_destroy(&attr);
 	free(cmd);
 	if (err) {
-		fprintf(stderr, "uzram serve: cannot run '%s': %s\n", cfg->run,
+		report_error("serve", "cannot run '%s': %s", cfg->run,
 			strerror(err));
 		srv->child = 0;
 		return -1;

@@ -17,10 +17,10 @@
 #include "../listen/listen.h"
 
 /*
- * activation.c: adopt the sockets systemd passed into srv (lfd, nlfd, cfd,
- * the address), once; the number adopted, 0 if none, or -1 after a message.
+ * activation.c: receive the sockets systemd passed into srv (lfd, nlfd, cfd,
+ * the address), once; the number received, 0 if none, or -1 after a message.
  */
-int activation_adopt(struct server *srv);
+int activation_receive(struct server *srv);
 /* activation.c: tell systemd the server is ready (Type=notify). */
 void notify_ready(const struct server *srv);
 

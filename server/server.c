@@ -49,6 +49,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/report.h"
 #include "internal.h"
 
 struct client {
@@ -193,16 +194,16 @@ static int server_init(struct server *srv)
 
 	if (nbd_shared_init(&srv->shared, cfg->buffer_limit,
 			    cfg->handshake_secs, cfg->idle_secs) < 0) {
-		fprintf(stderr, "uzram serve: bad buffer limit %zu\n",
+		report_error("serve", "bad buffer limit %zu",
 			cfg->buffer_limit);
 		return 1;
 	}
 	if (!cfg->max_connections ||
 	    cfg->max_connections > nbd_max_connections_for(cfg->buffer_limit)) {
-		fprintf(stderr, "uzram serve: a buffer limit of %zu bytes serves "
+		report_error("serve", "a buffer limit of %zu bytes serves "
 			"at most %u connections (%u KiB each, for what an idle "
 			"one keeps, in half the budget): lower --max-connections "
-			"or raise --buffer-limit\n", cfg->buffer_limit,
+			"or raise --buffer-limit", cfg->buffer_limit,
 			nbd_max_connections_for(cfg->buffer_limit),
 			2 * NBD_IDLE_BUF >> 10);
 		nbd_shared_destroy(&srv->shared);
@@ -225,7 +226,7 @@ static int server_init(struct server *srv)
 	pthread_sigmask(SIG_BLOCK, &mask, NULL); /* inherited by every thread */
 	srv->sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (srv->sfd < 0) {
-		perror("uzram serve: signalfd");
+		report_error("serve", "signalfd: %s", strerror(errno));
 		nbd_shared_destroy(&srv->shared);
 		return 1;
 	}
@@ -249,7 +250,7 @@ static void close_listeners(struct server *srv)
 static int server_listen(struct server *srv)
 {
 	const struct nbd_server_config *cfg = srv->cfg;
-	int n = activation_adopt(srv);
+	int n = activation_receive(srv);
 
 	if (n < 0)
 		return -1;
@@ -262,7 +263,7 @@ static int server_listen(struct server *srv)
 				 cfg->tcp_port);
 		} else if (abs_path(cfg->socket_path, srv->sock_path,
 				    sizeof srv->sock_path) < 0) {
-			fprintf(stderr, "uzram serve: socket path too long\n");
+			report_error("serve", "socket path too long");
 			return -1;
 		}
 	}
@@ -342,7 +343,7 @@ static void server_loop(struct server *srv, int *run_status)
 		if (poll(pf, npf, -1) < 0) {
 			if (errno == EINTR)
 				continue;
-			perror("uzram serve: poll");
+			report_error("serve", "poll: %s", strerror(errno));
 			break;
 		}
 		for (unsigned i = 0; i < srv->nlfd; i++)
@@ -365,8 +366,8 @@ static void server_loop(struct server *srv, int *run_status)
 				break;
 			continue;
 		}
-		fprintf(stderr, "uzram serve: got SIG%s, finishing requests "
-			"in flight\n", sigabbrev_np((int)si.ssi_signo));
+		report_error("serve", "got SIG%s, finishing requests "
+			"in flight", sigabbrev_np((int)si.ssi_signo));
 		break;
 	}
 }
@@ -399,7 +400,7 @@ static int server_drain(struct server *srv, int run_status, bool *busy)
 	pthread_mutex_unlock(&srv->lock);
 	status = *busy ? 1 : 0;
 	if (status)
-		fprintf(stderr, "uzram serve: %s did not finish in time\n",
+		report_error("serve", "%s did not finish in time",
 			srv->nclients ? "clients" : "control requests");
 	else if (cfg->run)
 		status = run_status;

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../../common/report.h"
+
 /* options.c */
 
 /*
@@ -110,14 +112,6 @@ struct cli_command {
  * Returns CLI_BAD_VALUE.
  */
 int cli_bad_value(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/*
- * The one way a subcommand reports an error: "uzram CMD: " (cmd is the
- * subcommand's name, "mount"), the message made from fmt as printf()
- * does, and a newline, on stderr. The caller then returns its exit
- * status; scripts/cli-error.py turns hand-typed prefixes into this call.
- */
-void cli_error(const char *cmd, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
 /*
  * A device's size for a take function: SIZE as parse_size() reads it, at
  * least min bytes, never 0, in whole 4 KiB pages. 0, or CLI_BAD_VALUE with

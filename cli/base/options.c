@@ -243,17 +243,6 @@ void cli_usage(const struct cli_command *cmd, FILE *f)
 
 const char *cli_prog = "uzram";
 
-void cli_error(const char *cmd, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "uzram %s: ", cmd);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
 int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
 {
 	va_list ap;

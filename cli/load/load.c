@@ -91,7 +91,7 @@ static int load_size(const char *v, const char *name, unsigned long long max,
 		     unsigned long long *out)
 {
 	if (!*v || parse_size(v, out) || *out > max) {
-		cli_error("load", "bad size '%s' for --%s", v, name);
+		report_error("load", "bad size '%s' for --%s", v, name);
 		return CLI_USAGE;
 	}
 	return 0;
@@ -112,7 +112,7 @@ static int load_take(void *ctx, int key, char *v)
 		return *v ? 0 : CLI_USAGE;
 	case 'l':
 		if (parse_level(v, &o->level) < 0) {
-			cli_error("load", "bad level '%s'", v);
+			report_error("load", "bad level '%s'", v);
 			return CLI_USAGE;
 		}
 		return 0;
@@ -124,7 +124,7 @@ static int load_take(void *ctx, int key, char *v)
 		errno = 0;
 		o->randread = strtoull(v, &end, 10);
 		if (!*v || *end || errno || *v == '-') {
-			cli_error("load", "bad count '%s' for "
+			report_error("load", "bad count '%s' for "
 				"--randread", v);
 			return CLI_USAGE;
 		}
@@ -132,7 +132,7 @@ static int load_take(void *ctx, int key, char *v)
 	case 'r':
 		if (!*v || parse_algo_spec(v, &o->recomp, &o->recomp_level,
 					   &o->recomp_dict)) {
-			cli_error("load", "bad value '%s' for "
+			report_error("load", "bad value '%s' for "
 				"--recompress, want ALGO[:LEVEL][:dict=FILE]",
 				v);
 			return CLI_USAGE;
@@ -141,7 +141,7 @@ static int load_take(void *ctx, int key, char *v)
 	case 't':
 		o->train = UZRAM_DICT_DEFAULT_SIZE;
 		if (v && (parse_size(v, &o->train) || !o->train)) {
-			cli_error("load", "bad size '%s' for "
+			report_error("load", "bad size '%s' for "
 				"--train-dict", v);
 			return CLI_USAGE;
 		}
@@ -160,7 +160,7 @@ static int load_take(void *ctx, int key, char *v)
 		o->threads = strtoull(v, &end, 10);
 		if (!*v || *end || errno || *v == '-' ||
 		    o->threads > UZRAM_MAX_THREADS) {
-			cli_error("load", "bad count '%s' for "
+			report_error("load", "bad count '%s' for "
 				"--threads (0 to %d)", v, UZRAM_MAX_THREADS);
 			return CLI_USAGE;
 		}
@@ -184,10 +184,10 @@ static int parse_args(int argc, char **argv, struct load_opts *o)
 	if (r >= 0)
 		return r;
 	if (optind + 1 < argc)
-		cli_error("load", "more than one file ('%s', "
+		report_error("load", "more than one file ('%s', "
 			"'%s')", argv[optind], argv[optind + 1]);
 	else if (optind == argc)
-		cli_error("load", "no file given");
+		report_error("load", "no file given");
 	else
 		o->file = argv[optind];
 	if (o->file)
@@ -217,10 +217,10 @@ static double cpu_now(void)
 static void fail_io(const char *what, const char *file, uint64_t off, int ret)
 {
 	if (*cli_lib_error())
-		cli_error("load", "cannot %s %s: %s", what, file,
+		report_error("load", "cannot %s %s: %s", what, file,
 			cli_lib_error());
 	else
-		cli_error("load", "cannot %s %s: %s at offset %llu",
+		report_error("load", "cannot %s %s: %s at offset %llu",
 			what, file, uzram_strerror(ret),
 			(unsigned long long)off);
 }
@@ -325,7 +325,7 @@ static int save_and_reopen(const struct load_opts *o, struct uzram *dev,
 
 	r->save_s = now() - t;
 	if (ret) {
-		cli_error("load", "--save: %s", cli_lib_error());
+		report_error("load", "--save: %s", cli_lib_error());
 		return ret;
 	}
 	if (stat(o->save, &sb) == 0)
@@ -337,7 +337,7 @@ static int save_and_reopen(const struct load_opts *o, struct uzram *dev,
 	ret = uzram_open(&cfg, &back);
 	r->open_s = now() - t;
 	if (ret) {
-		cli_error("load", "cannot open the image: %s",
+		report_error("load", "cannot open the image: %s",
 			cli_lib_error());
 		return ret;
 	}
@@ -383,7 +383,7 @@ static int recompress(const struct load_opts *o, struct uzram *dev,
 			prio = ret;
 	}
 	if (prio < 0) {
-		cli_error("load", "--recompress: %s",
+		report_error("load", "--recompress: %s",
 			cli_lib_error());
 		return prio;
 	}
@@ -393,7 +393,7 @@ static int recompress(const struct load_opts *o, struct uzram *dev,
 		n = uzram_compact(dev);
 	r->recomp_s = now() - t;
 	if (n < 0) {
-		cli_error("load", "recompress: %s",
+		report_error("load", "recompress: %s",
 			cli_lib_error());
 		return (int)n;
 	}
@@ -418,12 +418,12 @@ static int train(const struct load_opts *o, struct uzram *dev,
 	n = ret < 0 ? ret : uzram_compact(dev);
 	r->train_s = now() - t;
 	if (n < 0) {
-		cli_error("load", "--train-dict: %s",
+		report_error("load", "--train-dict: %s",
 			cli_lib_error());
 		return (int)n;
 	}
 	if (!r->train.kept)
-		cli_error("load", "--train-dict: %s",
+		report_error("load", "--train-dict: %s",
 			cli_lib_error());
 	return 0;
 }
@@ -455,7 +455,7 @@ static int open_device(const struct load_opts *o, uint64_t len,
 	ret = uzram_open(&cfg, dev);
 	free(dict);
 	if (ret)
-		cli_error("load", "cannot open a device for %s: %s",
+		report_error("load", "cannot open a device for %s: %s",
 			o->file, cli_lib_error());
 	return ret;
 }
@@ -489,7 +489,7 @@ static int write_back(struct uzram *dev, struct load_result *r)
 
 	r->wb_s = now() - t;
 	if (n < 0) {
-		cli_error("load", "writeback: %s",
+		report_error("load", "writeback: %s",
 			cli_lib_error());
 		return (int)n;
 	}
@@ -505,7 +505,7 @@ static int load(const struct load_opts *o, const unsigned char *map,
 
 	buf = malloc(CHUNK);
 	if (!buf) {
-		cli_error("load", "out of memory");
+		report_error("load", "out of memory");
 		return -ENOMEM;
 	}
 	ret = open_device(o, len, &dev);
@@ -530,7 +530,7 @@ static int load(const struct load_opts *o, const unsigned char *map,
 		goto out;
 	ret = uzram_stats(dev, &r->st, sizeof(r->st));
 	if (ret) {
-		cli_error("load", "cannot read the counters: %s",
+		report_error("load", "cannot read the counters: %s",
 			cli_lib_error());
 		goto out;
 	}
@@ -557,23 +557,23 @@ int cmd_load(int argc, char **argv)
 	 * check below refuses it */
 	fd = open(o.file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
-		cli_error("load", "cannot open %s: %s", o.file,
+		report_error("load", "cannot open %s: %s", o.file,
 			strerror(errno));
 		return 1;
 	}
 	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
-		cli_error("load", "%s is not a regular file",
+		report_error("load", "%s is not a regular file",
 			o.file);
 		close(fd);
 		return 1;
 	}
 	if (sb.st_size == 0) {
-		cli_error("load", "%s is empty", o.file);
+		report_error("load", "%s is empty", o.file);
 		close(fd);
 		return 1;
 	}
 	if ((uint64_t)sb.st_size > SIZE_MAX) {
-		cli_error("load", "%s is too large to map", o.file);
+		report_error("load", "%s is too large to map", o.file);
 		close(fd);
 		return 1;
 	}
@@ -581,7 +581,7 @@ int cmd_load(int argc, char **argv)
 		   MAP_PRIVATE | MAP_POPULATE, fd, 0);
 	close(fd);
 	if (map == MAP_FAILED) {
-		cli_error("load", "cannot map %s: %s", o.file,
+		report_error("load", "cannot map %s: %s", o.file,
 			strerror(errno));
 		return 1;
 	}
@@ -596,7 +596,7 @@ int cmd_load(int argc, char **argv)
 	else
 		print_table(&o, &r);
 	if (!r.match) {
-		cli_error("load", "%s: data read back differs at "
+		report_error("load", "%s: data read back differs at "
 			"byte %llu", o.file,
 			(unsigned long long)r.mismatch_at);
 		return 1;

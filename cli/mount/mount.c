@@ -202,7 +202,7 @@ static int need(const char *program, const char *package)
 			return 0;
 		p += n + (p[n] == ':');
 	}
-	cli_error("mount", "%s not found: install the Debian package %s "
+	report_error("mount", "%s not found: install the Debian package %s "
 		"(scripts/deps.sh run)", program, package);
 	return -1;
 }
@@ -216,11 +216,11 @@ static int check_dir(const char *arg, struct mount_req *m)
 	int n = 0;
 
 	if (stat(arg, &sb) < 0 || !realpath(arg, m->dir)) {
-		cli_error("mount", "%s: %s", arg, strerror(errno));
+		report_error("mount", "%s: %s", arg, strerror(errno));
 		return -1;
 	}
 	if (!S_ISDIR(sb.st_mode)) {
-		cli_error("mount", "%s: not a directory", arg);
+		report_error("mount", "%s: not a directory", arg);
 		return -1;
 	}
 	/* before the empty check: a mounted file system is never empty */
@@ -233,11 +233,11 @@ static int check_dir(const char *arg, struct mount_req *m)
 		ours = runtime_dir(&t, "uzram mount") == 0 &&
 		       (mount_path(&t, sock, "sock"), access(sock, F_OK) == 0);
 		if (ours)
-			cli_error("mount", "%s: already mounted by "
+			report_error("mount", "%s: already mounted by "
 				"uzram mount (%s umount %s first)", arg,
 				cli_prog, arg);
 		else
-			cli_error("mount", "%s: already a mount "
+			report_error("mount", "%s: already a mount "
 				"point", arg);
 		return -1;
 	}
@@ -247,7 +247,7 @@ static int check_dir(const char *arg, struct mount_req *m)
 	if (d)
 		closedir(d);
 	if (!d || n) {
-		cli_error("mount", "%s: %s", arg,
+		report_error("mount", "%s: %s", arg,
 			d ? "directory not empty" : strerror(errno));
 		return -1;
 	}
@@ -265,13 +265,13 @@ static int fuse_unavailable(const char *fuse, int err)
 	char gname[64];
 
 	if (err != EACCES && err != EPERM) {
-		cli_error("mount", "FUSE is unavailable: %s: %s "
+		report_error("mount", "FUSE is unavailable: %s: %s "
 			"(as root: modprobe fuse; apt-get install fuse3)",
 			fuse, strerror(err));
 		return -1;
 	}
 	if (stat(fuse, &sb) < 0) {
-		cli_error("mount", "FUSE is unavailable: %s: %s",
+		report_error("mount", "FUSE is unavailable: %s: %s",
 			fuse, strerror(err));
 		return -1;
 	}
@@ -317,7 +317,7 @@ static int check_system(struct mount_req *m)
 		if (geteuid() != 0) {
 			m->via = VIA_FUSE;
 		} else if (access(ctl, R_OK | W_OK) < 0) {
-			cli_error("mount", "no loop device (%s: %s): "
+			report_error("mount", "no loop device (%s: %s): "
 				"using fuse2fs", ctl, strerror(errno));
 			m->via = VIA_FUSE;
 		} else {
@@ -325,7 +325,7 @@ static int check_system(struct mount_req *m)
 		}
 	}
 	if (m->via == VIA_LOOP && geteuid() != 0) {
-		cli_error("mount", "--via loop needs root");
+		report_error("mount", "--via loop needs root");
 		return -1;
 	}
 	return m->via == VIA_FUSE ? need("fuse2fs", "fuse2fs") : 0;
@@ -459,7 +459,7 @@ static void sizes(struct mount_req *m)
 	if (m->via != VIA_FS && m->mem_limit && /* fs: the device says ENOSPC */
 	    m->mem_limit - m->mem_limit / 16 < m->fs_bytes) {
 		m->fs_bytes = m->mem_limit - m->mem_limit / 16;
-		cli_error("mount", "the file system holds at most %llu "
+		report_error("mount", "the file system holds at most %llu "
 			"MiB, within --mem-limit", m->fs_bytes >> 20);
 	}
 	m->fs_bytes &= ~4095ull;
@@ -601,7 +601,7 @@ static int lock_run(struct mount_req *m)
 	mount_path(m, path, "pid");
 	m->pid_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (m->pid_fd < 0 || flock(m->pid_fd, LOCK_EX | LOCK_NB) < 0) {
-		cli_error("mount", "%s: %s", path, strerror(errno));
+		report_error("mount", "%s: %s", path, strerror(errno));
 		if (m->pid_fd >= 0)
 			close(m->pid_fd);
 		unlink(path);
@@ -619,20 +619,20 @@ static int make_run(struct mount_req *m)
 	if (mkdir(m->run, 0700) == 0)
 		return lock_run(m);
 	if (errno != EEXIST) {
-		cli_error("mount", "mkdir %s: %s", m->run,
+		report_error("mount", "mkdir %s: %s", m->run,
 			strerror(errno));
 		return -1;
 	}
 	if (keeper_alive(m)) {
 		pid = read_pid(m, "pid");
-		cli_error("mount", "%s is mounted already (keeper pid %d)",
+		report_error("mount", "%s is mounted already (keeper pid %d)",
 			m->dir, (int)pid);
 		return -1;
 	}
 	clear_dead(m);
 	if (mkdir(m->run, 0700) == 0)
 		return lock_run(m);
-	cli_error("mount", "mkdir %s: %s", m->run, strerror(errno));
+	report_error("mount", "mkdir %s: %s", m->run, strerror(errno));
 	return -1;
 }
 
@@ -647,14 +647,14 @@ int cmd_mount(int argc, char **argv)
 	if (r >= 0)
 		return r;
 	if (readlink("/proc/self/exe", m.self, sizeof m.self - 1) < 0) {
-		perror("uzram mount: /proc/self/exe");
+		report_error("mount", "/proc/self/exe: %s", strerror(errno));
 		return 1;
 	}
 	if (check_dir(argv[optind], &m) < 0 || check_system(&m) < 0 ||
 	    runtime_dir(&m, "uzram mount") < 0)
 		return 1;
 	if (m.image[0] && m.via != VIA_FS) {
-		cli_error("mount", "--image is for --via fs (uzram's own file "
+		report_error("mount", "--image is for --via fs (uzram's own file "
 			  "system)");
 		return 1;
 	}
@@ -664,7 +664,7 @@ int cmd_mount(int argc, char **argv)
 	if (m.foreground)
 		return m.via == VIA_FS ? mount_fs_keep(&m) : mount_keep(&m);
 	if (pipe2(p, O_CLOEXEC) < 0 || (pid = fork()) < 0) {
-		perror("uzram mount");
+		report_error("mount", "%s", strerror(errno));
 		mount_remove_run(&m);
 		return 1;
 	}
@@ -696,11 +696,11 @@ static int umount_dir(const struct mount_req *m, const char *via, bool gone)
 		if (umount2(m->dir, 0) == 0 ||
 		    (gone && umount2(m->dir, MNT_DETACH) == 0))
 			return 0;
-		cli_error("umount", "%s: %s", m->dir, strerror(errno));
+		report_error("umount", "%s: %s", m->dir, strerror(errno));
 		return -1;
 	}
 	if (strcmp(via, "fuse") && strcmp(via, "fs")) {
-		cli_error("umount", "%s: only root can unmount it",
+		report_error("umount", "%s: only root can unmount it",
 			m->dir);
 		return -1;
 	}
@@ -713,7 +713,7 @@ static int umount_status(const char *dir, const char *gone, pid_t pid)
 {
 	if (!gone)
 		return 0;
-	cli_error("umount", "%s: its device had gone (%s, pid %d, "
+	report_error("umount", "%s: its device had gone (%s, pid %d, "
 		"had ended): writes to %s since then were lost; cleaned up, "
 		"uzram mount %s may make it again", dir, gone, (int)pid, dir,
 		dir);
@@ -764,7 +764,7 @@ int cmd_umount(int argc, char **argv)
 			clear_dead(&m);
 			return umount_status(dir, gone, dead);
 		}
-		cli_error("umount", "%s is not mounted by uzram mount",
+		report_error("umount", "%s is not mounted by uzram mount",
 			dir);
 		return 1;
 	}
@@ -789,7 +789,7 @@ int cmd_umount(int argc, char **argv)
 	}
 	/* The keeper takes the rest down and removes RUN. */
 	if (wait_gone(pid, UMOUNT_WAIT_MS) < 0) {
-		cli_error("umount", "the keeper (pid %d) of %s did not "
+		report_error("umount", "the keeper (pid %d) of %s did not "
 			"end within %d s", (int)pid, dir, UMOUNT_WAIT_MS / 1000);
 		return 1;
 	}

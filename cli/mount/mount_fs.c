@@ -71,7 +71,7 @@ static int device_config(const struct mount_req *m, struct uzram_config *cfg)
 		}
 		continue;
 bad:
-		cli_error("mount", "bad value '%s' for %s", arg, name);
+		report_error("mount", "bad value '%s' for %s", arg, name);
 		return -1;
 	}
 	return 0;
@@ -115,13 +115,13 @@ static int build_fs(struct mount_req *m, struct uzram **dev, struct uzfs **fs)
 		return -1;
 	r = uzram_open(&cfg, dev);
 	if (r < 0) {
-		cli_error("mount", "cannot %s: %s", cfg.image ? "open the image" :
+		report_error("mount", "cannot %s: %s", cfg.image ? "open the image" :
 			  "make the device", uzram_last_error());
 		return -1;
 	}
 	/* a new image: no other device may take it until we save it */
 	if (m->image[0] && !cfg.image && (r = uzram_image_claim(*dev, m->image)) < 0) {
-		cli_error("mount", "%s: %s", m->image, uzram_last_error());
+		report_error("mount", "%s: %s", m->image, uzram_last_error());
 		uzram_close(*dev);
 		return -1;
 	}
@@ -133,10 +133,10 @@ static int build_fs(struct mount_req *m, struct uzram **dev, struct uzfs **fs)
 	fc.whylen = sizeof why;
 	r = uzfs_mount(&fc, m->dir, fs);
 	if (r == -EBADMSG)
-		cli_error("mount", "%s is not a file system image uzram can open: %s",
+		report_error("mount", "%s is not a file system image uzram can open: %s",
 			  m->image, why);
 	else if (r < 0)
-		cli_error("mount", "cannot mount %s: %s", m->dir, strerror(-r));
+		report_error("mount", "cannot mount %s: %s", m->dir, strerror(-r));
 	if (r < 0) {
 		uzram_close(*dev);
 		return -1;
@@ -157,7 +157,7 @@ int mount_fs_keep(struct mount_req *m)
 	m->log_fd = open(log, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (m->log_fd < 0 || build_fs(m, &dev, &fs) < 0) {
 		if (m->log_fd < 0)
-			perror("uzram mount: keeper");
+			report_error("mount", "keeper: %s", strerror(errno));
 		mount_remove_run(m);
 		return 1;
 	}
@@ -178,7 +178,7 @@ int mount_fs_keep(struct mount_req *m)
 		char why[512];
 
 		if (uzfs_save(fs, m->image, why, sizeof why) < 0) {
-			cli_error("mount", "cannot save the tree of %s into %s "
+			report_error("mount", "cannot save the tree of %s into %s "
 				  "(the image there is unchanged): %s", m->dir,
 				  m->image, why);
 			r = -1;

@@ -28,7 +28,7 @@ int mount_write_run(const struct mount_req *m, const char *name,
 	mount_path(m, path, name);
 	f = fopen(path, "we");
 	if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
-		cli_error("mount", "cannot write %s", path);
+		report_error("mount", "cannot write %s", path);
 		return -1;
 	}
 	return 0;
@@ -94,7 +94,7 @@ void mount_remove_run(const struct mount_req *m)
 	if (d)
 		closedir(d);
 	if (rmdir(m->run) < 0)
-		cli_error("mount", "rmdir %s: %s", m->run,
+		report_error("mount", "rmdir %s: %s", m->run,
 			strerror(errno));
 }
 

@@ -92,7 +92,7 @@ static pid_t spawn(struct mount_req *m, char *const argv[], int out_fd)
 	posix_spawnattr_destroy(&attr);
 	posix_spawn_file_actions_destroy(&fa);
 	if (err) {
-		cli_error("mount", "cannot run %s: %s", argv[0],
+		report_error("mount", "cannot run %s: %s", argv[0],
 			strerror(err));
 		return 0;
 	}
@@ -146,7 +146,7 @@ static int run(struct mount_req *m, char *const argv[])
 		;
 	if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0)
 		return 0;
-	cli_error("mount", "%s failed (%s %d)", argv[0],
+	report_error("mount", "%s failed (%s %d)", argv[0],
 		WIFEXITED(ws) ? "exit status" : "signal",
 		WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws));
 	return -1;
@@ -182,7 +182,7 @@ static int start_server(struct mount_req *m)
 	for (int i = 0; i < m->serve_argc; i++)
 		argv[n++] = m->serve_argv[i];
 	if (pipe2(p, O_CLOEXEC) < 0) {
-		perror("uzram mount: pipe");
+		report_error("mount", "pipe: %s", strerror(errno));
 		return -1;
 	}
 	m->server = spawn(m, argv, p[1]);
@@ -204,7 +204,7 @@ static int start_server(struct mount_req *m)
 		}
 	}
 	close(p[0]);
-	cli_error("mount", "uzram serve did not start");
+	report_error("mount", "uzram serve did not start");
 	if (m->server && reap(m->server, 0, &ws))
 		m->server = 0;
 	return -1;
@@ -223,7 +223,7 @@ static int start_nbdfuse(struct mount_req *m)
 	mount_path(m, sock, "sock");
 	mount_path(m, pidf, "nbdfuse.pid");
 	if (mkdir(fuse, 0700) < 0) {
-		cli_error("mount", "mkdir %s: %s", fuse, strerror(errno));
+		report_error("mount", "mkdir %s: %s", fuse, strerror(errno));
 		return -1;
 	}
 	m->nbdfuse = spawn(m, argv, -1);
@@ -236,7 +236,7 @@ static int start_nbdfuse(struct mount_req *m)
 		}
 		msleep(20);
 	}
-	cli_error("mount", "nbdfuse did not mount %s", fuse);
+	report_error("mount", "nbdfuse did not mount %s", fuse);
 	return -1;
 }
 
@@ -276,13 +276,13 @@ static int loop_attach(struct mount_req *m)
 	mount_path(m, disk, "fuse/disk");
 	ctl = open(ctl_path, O_RDWR | O_CLOEXEC);
 	if (ctl < 0) {
-		cli_error("mount", "no loop device: %s: %s", ctl_path,
+		report_error("mount", "no loop device: %s: %s", ctl_path,
 			strerror(errno));
 		return -1;
 	}
 	file = open(disk, O_RDWR | O_CLOEXEC);
 	if (file < 0) {
-		cli_error("mount", "%s: %s", disk, strerror(errno));
+		report_error("mount", "%s: %s", disk, strerror(errno));
 		close(ctl);
 		return -1;
 	}
@@ -317,7 +317,7 @@ static int loop_attach(struct mount_req *m)
 	close(ctl);
 	if (m->loop_fd >= 0)
 		return 0;
-	cli_error("mount", "no loop device: %s: %s", m->loop_dev,
+	report_error("mount", "no loop device: %s: %s", m->loop_dev,
 		strerror(err));
 	m->loop_dev[0] = '\0';
 	return -1;
@@ -401,7 +401,7 @@ static int build_fuse(struct mount_req *m)
 		}
 		msleep(20);
 	}
-	cli_error("mount", "fuse2fs did not mount %s", m->dir);
+	report_error("mount", "fuse2fs did not mount %s", m->dir);
 	return -1;
 }
 
@@ -413,7 +413,7 @@ static int unmount_dir(struct mount_req *m, bool lazy)
 	if (geteuid() == 0) {
 		if (umount2(m->dir, lazy ? MNT_DETACH : 0) == 0)
 			return 0;
-		cli_error("mount", "umount %s: %s", m->dir,
+		report_error("mount", "umount %s: %s", m->dir,
 			strerror(errno));
 		return -1;
 	}
@@ -436,7 +436,7 @@ static void child_ended(struct mount_req *m, pid_t pid, int ws)
 		m->mounted = false;
 		return;
 	}
-	cli_error("mount", "%s ended (status %#x) while %s is mounted; "
+	report_error("mount", "%s ended (status %#x) while %s is mounted; "
 		"its files are lost, unmount it", who, ws, m->dir);
 	m->lost = true;
 	*(pid == m->server ? &m->server : &m->nbdfuse) = 0;
@@ -460,7 +460,7 @@ static void wait_unmount(struct mount_req *m, int sfd)
 		if ((pf[0].revents & POLLIN) &&
 		    read(sfd, &si, sizeof si) == sizeof si &&
 		    si.ssi_signo != SIGCHLD && unmount_dir(m, false) < 0)
-			cli_error("mount", "%s stays mounted", m->dir);
+			report_error("mount", "%s stays mounted", m->dir);
 		while ((pid = waitpid(-1, &ws, WNOHANG)) > 0)
 			child_ended(m, pid, ws);
 		if (pf[1].revents & (POLLPRI | POLLERR)) {
@@ -497,7 +497,7 @@ static int teardown(struct mount_req *m)
 	}
 	for (int t = 0; m->loop_dev[0] && loop_bound(m); t += 20) {
 		if (t >= STOP_MS) {
-			cli_error("mount", "%s is still bound",
+			report_error("mount", "%s is still bound",
 				m->loop_dev);
 			break;
 		}
@@ -514,7 +514,7 @@ static int teardown(struct mount_req *m)
 		kill(m->server, SIGTERM);
 	r = stop_child(&m->server, STOP_MS);
 	if (r < 0)
-		cli_error("mount", "uzram serve did not end cleanly");
+		report_error("mount", "uzram serve did not end cleanly");
 	mount_remove_run(m);
 	return r;
 }
@@ -537,7 +537,7 @@ static int build(struct mount_req *m)
 	if (m->via == VIA_LOOP ? build_loop(m) < 0 : build_fuse(m) < 0)
 		return -1;
 	if (m->set_mode && chmod(m->dir, m->mode) < 0) {
-		cli_error("mount", "chmod %s: %s", m->dir,
+		report_error("mount", "chmod %s: %s", m->dir,
 			strerror(errno));
 		return -1;
 	}
@@ -545,7 +545,7 @@ static int build(struct mount_req *m)
 	if (geteuid() == 0 &&
 	    snprintf(path, sizeof path, "%s/lost+found", m->dir) < PATH_MAX &&
 	    chown(path, m->uid, m->gid) < 0 && errno != ENOENT) {
-		cli_error("mount", "chown %s: %s", path,
+		report_error("mount", "chown %s: %s", path,
 			strerror(errno));
 		return -1;
 	}
@@ -578,7 +578,7 @@ int mount_keep(struct mount_req *m)
 	mount_path(m, log, "log");
 	m->log_fd = open(log, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (sfd < 0 || m->log_fd < 0) {
-		perror("uzram mount: keeper");
+		report_error("mount", "keeper: %s", strerror(errno));
 		free(notify);
 		return 1;
 	}
@@ -591,7 +591,7 @@ int mount_keep(struct mount_req *m)
 	if (notify && setenv("NOTIFY_SOCKET", notify, 1) == 0)
 		(void)sd_notifyf(1, "READY=1\nSTATUS=mounted %s", m->dir);
 	free(notify);
-	cli_error("mount", "%s: %s", m->dir, m->via == VIA_LOOP ?
+	report_error("mount", "%s: %s", m->dir, m->via == VIA_LOOP ?
 		"the kernel's ext4 on a loop device (direct I/O) on nbdfuse" :
 		"ext4 through fuse2fs (FUSE, no root needed) on nbdfuse");
 	if (!m->foreground) {

@@ -228,11 +228,11 @@ static int open_device(struct uzram_config *cfg, const char *image,
 		want_size = size_set ? cfg->size : 0;
 		cfg->size = 0;
 		if (dict_path)
-			cli_error("serve", "--dict: the dictionaries "
+			report_error("serve", "--dict: the dictionaries "
 				"of image %s are used", image);
 	} else if (image && !dir_writable(image)) {
 		/* better now than at the end, with the data */
-		cli_error("serve", "--image %s: cannot write in its "
+		report_error("serve", "--image %s: cannot write in its "
 			"directory: %s", image, strerror(errno));
 		return 1;
 	} else if (dict_path) {
@@ -256,14 +256,14 @@ static int open_device(struct uzram_config *cfg, const char *image,
 	if (r < 0) {
 		const char *why = cli_lib_error();
 
-		cli_error("serve", "cannot %s the device: %s",
+		report_error("serve", "cannot %s the device: %s",
 			cfg->image ? "open" : "create",
 			*why ? why : uzram_strerror(r));
 		return 1;
 	}
 	/* one device per image: hold a new one's path from the start */
 	if (image && !cfg->image && (r = uzram_image_claim(*dev, image)) < 0) {
-		cli_error("serve", "--image %s: %s", image,
+		report_error("serve", "--image %s: %s", image,
 			cli_lib_error());
 		uzram_close(*dev);
 		*dev = NULL;
@@ -272,7 +272,7 @@ static int open_device(struct uzram_config *cfg, const char *image,
 	clash = cfg->image ? image_conflict(cfg, *dev, want_size, algo_set,
 					    cluster_set) : NULL;
 	if (clash) {
-		cli_error("serve", "--%s conflicts with image %s "
+		report_error("serve", "--%s conflicts with image %s "
 			"(%llu bytes, %s, %u-byte clusters); leave it out",
 			clash, image, (unsigned long long)uzram_size(*dev),
 			uzram_algorithm(*dev, 0), uzram_cluster_size(*dev));
@@ -301,7 +301,7 @@ static int add_recomp(struct uzram *dev, const struct recomp_opt *recomp,
 		if (have && !strcmp(have, recomp[i].name))
 			continue;
 		if (have) {
-			cli_error("serve", "--recomp-algorithm %s "
+			report_error("serve", "--recomp-algorithm %s "
 				"conflicts with the image's %s at priority "
 				"%d", recomp[i].name, have, i + first);
 			return 1;
@@ -316,7 +316,7 @@ static int add_recomp(struct uzram *dev, const struct recomp_opt *recomp,
 			free(dict);
 		}
 		if (r < 0) {
-			cli_error("serve", "--recomp-algorithm: %s",
+			report_error("serve", "--recomp-algorithm: %s",
 				cli_lib_error());
 			return 1;
 		}
@@ -352,7 +352,7 @@ static int check_tls_options(const struct nbd_tls_config *tc)
 		msg = "--tls-verify-peer checks X.509 client certificates "
 		      "(--tls-certificates); a PSK authenticates the client itself";
 	if (msg)
-		cli_error("serve", "%s", msg);
+		report_error("serve", "%s", msg);
 	return msg ? -1 : 0;
 }
 
@@ -433,7 +433,7 @@ static int serve_take_server(struct serve_args *a, int key, char *arg)
 		return 0;
 	case 'e':
 		if (strlen(arg) > NBD_MAX_STRING) {
-			cli_error("serve", "export name too long");
+			report_error("serve", "export name too long");
 			return 2;
 		}
 		a->sc.export.name = arg;
@@ -613,7 +613,7 @@ static int serve_take(void *ctx, int key, char *arg)
 		return serve_take_fast(a, key, arg);
 	case 'A':
 		if (a->nrecomp == UZRAM_MAX_RECOMP) {
-			cli_error("serve", "at most %d "
+			report_error("serve", "at most %d "
 				"--recomp-algorithm", UZRAM_MAX_RECOMP);
 			return 2;
 		}
@@ -653,11 +653,11 @@ static int serve_address(struct serve_args *a, int argc, char **argv)
 	if (check_tls_options(&a->tc) < 0)
 		return 2;
 	if (a->wb_limit && !a->cfg.backing) {
-		cli_error("serve", "--writeback-limit needs --backing");
+		report_error("serve", "--writeback-limit needs --backing");
 		return 2;
 	}
 	if (a->ublk_extra && !a->ublk) {
-		cli_error("serve", "the --ublk-* options need --ublk");
+		report_error("serve", "the --ublk-* options need --ublk");
 		return 2;
 	}
 	if (optind != argc) {
@@ -665,12 +665,12 @@ static int serve_address(struct serve_args *a, int argc, char **argv)
 				       "'%s'", argv[optind]);
 	}
 	if (a->tcp && a->sc.socket_path) {
-		cli_error("serve", "--socket and --tcp are exclusive");
+		report_error("serve", "--socket and --tcp are exclusive");
 		return 2;
 	}
 	if (nbd_socket_activated()) {
 		if (a->tcp || a->sc.socket_path) {
-			cli_error("serve", "systemd passed the sockets "
+			report_error("serve", "systemd passed the sockets "
 				"(LISTEN_FDS): --socket and --tcp cannot be used "
 				"with them, the .socket unit says where to listen");
 			return 2;
@@ -679,7 +679,7 @@ static int serve_address(struct serve_args *a, int argc, char **argv)
 	}
 	if (a->tcp) {
 		if (split_hostport(a->tcp, &a->sc.tcp_host, &a->sc.tcp_port) < 0) {
-			cli_error("serve", "bad --tcp '%s', want "
+			report_error("serve", "bad --tcp '%s', want "
 				"[HOST:]PORT with PORT 1-65535, or 0 for a free "
 				"one", a->tcp);
 			return 2;
@@ -707,7 +707,7 @@ static int serve_dry_run(struct serve_args *a)
 	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
 		if (files[i] && strncmp(files[i], "nbd", 3) &&
 		    stat(files[i], &sb) < 0 && !dir_writable(files[i])) {
-			cli_error("serve", "%s: cannot write in its "
+			report_error("serve", "%s: cannot write in its "
 				"directory: %s", files[i], strerror(errno));
 			return 1;
 		}
@@ -740,7 +740,7 @@ static int set_wb_limit(struct uzram *dev, uint64_t bytes)
 	int r = uzram_set_writeback_limit(dev, 1, bytes / UZRAM_PAGE_SIZE);
 
 	if (r < 0)
-		cli_error("serve", "--writeback-limit: %s",
+		report_error("serve", "--writeback-limit: %s",
 			uzram_strerror(r));
 	return r < 0;
 }

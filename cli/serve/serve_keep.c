@@ -119,7 +119,7 @@ static int keep_cgroup(char *made, size_t n)
 			made[0] = '\0';
 		}
 	}
-	cli_error("serve", "--keeper: cannot keep the store's pages "
+	report_error("serve", "--keeper: cannot keep the store's pages "
 		"out of swap (no cgroup v2 memory controller of our own with "
 		"memory.swap.max 0; a unit: MemorySwapMax=0): a death of the "
 		"server under memory pressure may then hang the device");
@@ -214,7 +214,7 @@ int serve_keep_standby(int fd, const struct uzram_config *cfg)
 	(void)mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT);
 	if (balloon != MAP_FAILED)
 		(void)mlock(balloon, STANDBY_BALLOON);
-	cli_error("serve", "the standby (pid %ld) is ready",
+	report_error("serve", "the standby (pid %ld) is ready",
 		(long)getpid());
 	do
 		n = read(fd, &c, 1);
@@ -223,7 +223,7 @@ int serve_keep_standby(int fd, const struct uzram_config *cfg)
 	if (balloon != MAP_FAILED)
 		munmap(balloon, STANDBY_BALLOON);
 	if (n == 1)
-		cli_error("serve", "the standby (pid %ld) adopts the "
+		report_error("serve", "the standby (pid %ld) adopts the "
 			"store", (long)getpid());
 	return n == 1 ? 0 : -1;
 }
@@ -271,18 +271,18 @@ static pid_t start(char **argv, const sigset_t *old, int fd)
 		if (fd >= 0)
 			fcntl(fd, F_SETFD, 0);
 		execv(argv[0], argv);
-		cli_error("serve", "--keeper: cannot run %s: %s",
+		report_error("serve", "--keeper: cannot run %s: %s",
 			argv[0], strerror(errno));
 		_exit(127);
 	}
 	if (pid < 0)
-		cli_error("serve", "--keeper: fork: %s", strerror(errno));
+		report_error("serve", "--keeper: fork: %s", strerror(errno));
 	return pid;
 }
 
 static void announce(pid_t pid)
 {
-	cli_error("serve", "--keeper: the server is pid %ld",
+	report_error("serve", "--keeper: the server is pid %ld",
 		(long)pid);
 }
 
@@ -474,7 +474,7 @@ static int server_ended(struct keeper *k, int ws, const sigset_t *old, int *rc)
 		k->deaths = 0;
 	}
 	if (++k->deaths > KEEP_DEATHS) {
-		cli_error("serve", "--keeper: the server died %d times "
+		report_error("serve", "--keeper: the server died %d times "
 			"in %d s: giving up", k->deaths, KEEP_WINDOW_S);
 		give_up(k->ublk ? k->ublk_id : -1);
 		return 1;
@@ -482,11 +482,11 @@ static int server_ended(struct keeper *k, int ws, const sigset_t *old, int *rc)
 	balloon_pop(k);
 	k->last_death = time(NULL);
 	if (WIFEXITED(ws))
-		cli_error("serve", "--keeper: the server (pid %ld) "
+		report_error("serve", "--keeper: the server (pid %ld) "
 			"exited with status %d; the next one adopts the store",
 			(long)k->active, WEXITSTATUS(ws));
 	else
-		cli_error("serve", "--keeper: the server (pid %ld) "
+		report_error("serve", "--keeper: the server (pid %ld) "
 			"died of signal %d; the next one adopts the store",
 			(long)k->active, WTERMSIG(ws));
 	if (k->sb.pid > 0 && write(k->sb.wfd, "a", 1) == 1) {
@@ -567,13 +567,13 @@ int serve_keeper(char **args, bool ublk, int ublk_id)
 	ssize_t len;
 
 	if (ublk && ublk_id < 0) {
-		cli_error("serve", "--keeper --ublk needs --ublk-id");
+		report_error("serve", "--keeper --ublk needs --ublk-id");
 		return 2;
 	}
 	len = readlink("/proc/self/exe", self, sizeof self - 1);
 	fd = memfd_create("uzram-store", 0);
 	if (len < 0 || fd < 0 || !args) {
-		cli_error("serve", "--keeper: %s: %s",
+		report_error("serve", "--keeper: %s: %s",
 			fd < 0 ? "memfd_create" : "/proc/self/exe",
 			strerror(errno));
 		return 1;

@@ -297,7 +297,7 @@ int serve_swap_ready(struct uzram *dev, const struct uzram_config *cfg)
 	compactor.running = true;
 	if (realtime_all() < 0)
 		return -1;
-	cli_error("serve", "--swap: memory locked, %llu MiB reserved%s, SCHED_RR",
+	report_error("serve", "--swap: memory locked, %llu MiB reserved%s, SCHED_RR",
 		(unsigned long long)(reserve >> 20),
 		r == -ENOSPC ? " (less: the memory limit came first)" : "");
 	return 0;

@@ -408,12 +408,12 @@ static int choose_transport(struct swapon_args *a, const struct swap_transport *
 
 		*n = parse_device(a->device, &dt);
 		if (*n < 0) {
-			cli_error("swapon", "bad --device '%s', want "
+			report_error("swapon", "bad --device '%s', want "
 				"/dev/nbdN or /dev/ublkbN", a->device);
 			return 1;
 		}
 		if (t && t != dt) {
-			cli_error("swapon", "--device %s is %s's, not "
+			report_error("swapon", "--device %s is %s's, not "
 				"--transport %s's", a->device, dt->name, t->name);
 			return 1;
 		}
@@ -421,7 +421,7 @@ static int choose_transport(struct swapon_args *a, const struct swap_transport *
 	}
 	if (t) {
 		if (!t->available()) {
-			cli_error("swapon", "--transport %s: this kernel has "
+			report_error("swapon", "--transport %s: this kernel has "
 				"%s; or use the kernel's own zram "
 				"(systemd-zram-generator)", t->name, swap_missing(t));
 			return 1;
@@ -431,7 +431,7 @@ static int choose_transport(struct swapon_args *a, const struct swap_transport *
 	} else if (swap_nbd.available()) {
 		t = &swap_nbd;
 	} else {
-		cli_error("swapon", "this kernel has neither ublk nor an "
+		report_error("swapon", "this kernel has neither ublk nor an "
 			"NBD client: %s; and %s; install the kernel's modules, or "
 			"use the kernel's own zram (systemd-zram-generator)",
 			swap_missing(&swap_ublk), swap_missing(&swap_nbd));
@@ -480,7 +480,7 @@ static int serve_argv(const struct swapon_args *a, const struct swap_transport *
 	int r = (int)readlink("/proc/self/exe", l->self, sizeof l->self - 1), k = 0;
 
 	if (r < 0) {
-		perror("uzram swapon: /proc/self/exe");
+		report_error("swapon", "/proc/self/exe: %s", strerror(errno));
 		return 1;
 	}
 	l->self[r] = '\0';
@@ -534,7 +534,7 @@ static int swapon_dry_run(const struct swapon_args *a)
 	int n = 0, k;
 
 	if (a->device && (n = parse_device(a->device, &t)) < 0) {
-		cli_error("swapon", "bad --device '%s', want "
+		report_error("swapon", "bad --device '%s', want "
 			"/dev/nbdN or /dev/ublkbN", a->device);
 		return 1;
 	}
@@ -587,7 +587,7 @@ static pid_t start_server(const struct swapon_args *a, const struct swap_transpo
 	unlink(l.sock);
 	fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
-		cli_error("swapon", "cannot create %s: %s", log, strerror(errno));
+		report_error("swapon", "cannot create %s: %s", log, strerror(errno));
 		return -1;
 	}
 	pid = swap_run(l.argv, fd, 0, true);
@@ -596,7 +596,7 @@ static pid_t start_server(const struct swapon_args *a, const struct swap_transpo
 		return -1;
 	f = fopen(pidf, "w");
 	if (!f || fprintf(f, "%ld\n", (long)pid) < 0 || fclose(f) != 0) {
-		cli_error("swapon", "cannot write %s", pidf);
+		report_error("swapon", "cannot write %s", pidf);
 		kill(pid, SIGTERM);
 		return -1;
 	}
@@ -627,7 +627,7 @@ int cmd_swapon(int argc, char **argv)
 	if (a.dry_run)
 		return swapon_dry_run(&a);
 	if (geteuid() != 0) {
-		cli_error("swapon", "needs root (mlockall, the block "
+		report_error("swapon", "needs root (mlockall, the block "
 			"device, swapon)");
 		return 1;
 	}
@@ -640,7 +640,7 @@ int cmd_swapon(int argc, char **argv)
 	snprintf(dev, sizeof dev, "/dev/%s%d", t->node, n);
 	pid = read_pid(t, n);
 	if (pid > 0 && kill(pid, 0) == 0) {
-		cli_error("swapon", "%s is uzram's swap already "
+		report_error("swapon", "%s is uzram's swap already "
 			"(uzram swapoff --device %s)", dev, dev);
 		return 1;
 	}
@@ -649,7 +649,7 @@ int cmd_swapon(int argc, char **argv)
 	 * by side, and whichever comes first makes it for both */
 	if ((mkdir("/run/uzram", 0700) < 0 && errno != EEXIST) ||
 	    (mkdir(SWAP_DIR, 0700) < 0 && errno != EEXIST)) {
-		cli_error("swapon", "cannot create %s: %s", SWAP_DIR,
+		report_error("swapon", "cannot create %s: %s", SWAP_DIR,
 			strerror(errno));
 		return 1;
 	}
@@ -663,7 +663,7 @@ int cmd_swapon(int argc, char **argv)
 	 * keeps every stale page until the device is full */
 	char *on[] = { "swapon", "--discard=pages", "-p", prio, dev, NULL };
 	if (swap_run(mkswap, -1, 120, false) != 0 || swap_run(on, -1, 120, false) != 0) {
-		cli_error("swapon", "mkswap or swapon on %s failed", dev);
+		report_error("swapon", "mkswap or swapon on %s failed", dev);
 		swap_down(t, n, "uzram swapon");
 		return 1;
 	}
@@ -724,12 +724,12 @@ int cmd_swapoff(int argc, char **argv)
 	if (device) {
 		n = parse_device(device, &t);
 		if (n < 0) {
-			cli_error("swapoff", "bad --device '%s', want "
+			report_error("swapoff", "bad --device '%s', want "
 				"/dev/nbdN or /dev/ublkbN", device);
 			return 1;
 		}
 		if (read_pid(t, n) <= 0) {
-			cli_error("swapoff", "%s is not uzram's swap "
+			report_error("swapoff", "%s is not uzram's swap "
 				  "(no " SWAP_DIR "/%s%d.pid)", device, t->node, n);
 			return 1;
 		}
@@ -737,6 +737,6 @@ int cmd_swapoff(int argc, char **argv)
 	}
 	rc = swapoff_all(&found);
 	if (!found)
-		cli_error("swapoff", "no swap of uzram swapon is set up");
+		report_error("swapoff", "no swap of uzram swapon is set up");
 	return found ? rc : 1;
 }

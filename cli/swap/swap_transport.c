@@ -156,7 +156,7 @@ static int nbd_free_device(void)
 		if (access(path, F_OK) != 0)
 			return n;
 	}
-	cli_error("swapon", "no free /dev/nbdN (nbd.ko's nbds_max)");
+	report_error("swapon", "no free /dev/nbdN (nbd.ko's nbds_max)");
 	return -1;
 }
 
@@ -184,14 +184,14 @@ static int nbd_attach(int n, pid_t pid, const char *sock, const char *log)
 			swap_sleep_ms(20);
 	}
 	if (t >= 1500) {
-		cli_error("swapon", "uzram serve --swap did not start; "
+		report_error("swapon", "uzram serve --swap did not start; "
 			"its output is in %s", log);
 		return -1;
 	}
 	snprintf(dev, sizeof dev, "/dev/nbd%d", n);
 	snprintf(path, sizeof path, "%s", sock);
 	if (swap_run(attach, -1, 60, false) != 0) {
-		cli_error("swapon", "nbd-client could not attach %s", dev);
+		report_error("swapon", "nbd-client could not attach %s", dev);
 		return -1;
 	}
 	return 0;
@@ -261,7 +261,7 @@ static int ublk_free_device(void)
 	for (int n = 0; n < 1024; n++)
 		if (!ublk_exists(n))
 			return n;
-	cli_error("swapon", "no free ublk device number below 1024 "
+	report_error("swapon", "no free ublk device number below 1024 "
 		"(uzram ublk list)");
 	return -1;
 }
@@ -317,7 +317,7 @@ static int ublk_attach(int n, pid_t pid, const char *sock, const char *log)
 			swap_sleep_ms(20);
 	}
 	if (t >= 3000) {
-		cli_error("swapon", "uzram serve --swap --ublk did not "
+		report_error("swapon", "uzram serve --swap --ublk did not "
 			"make %s; its output is in %s", dev, log);
 		return -1;
 	}
@@ -326,7 +326,7 @@ static int ublk_attach(int n, pid_t pid, const char *sock, const char *log)
 			return 0;
 		swap_sleep_ms(20);
 	}
-	cli_error("swapon", "no block device node %s after 5 s", dev);
+	report_error("swapon", "no block device node %s after 5 s", dev);
 	return -1;
 }
 

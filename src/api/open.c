@@ -65,7 +65,7 @@ UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 		return keep_open(&c, devp);
 	if (c.image) {
 		struct image_lock *lock;
-		int ret = image_lock_take(c.image, "open", &lock);
+		int ret = image_lock_acquire(c.image, "open", &lock);
 
 		if (!ret)
 			ret = image_open(&c, devp);

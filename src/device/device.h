@@ -59,8 +59,8 @@ struct image_lock;
  * *lockp is NULL after a success only where the lock cannot be taken as
  * nobody can write path's directory (then nobody can replace the image).
  */
-int image_lock_take(const char *path, const char *what,
-		    struct image_lock **lockp);
+int image_lock_acquire(const char *path, const char *what,
+		       struct image_lock **lockp);
 
 /* Whether lock (NULL: none) is the lock of the image at path. */
 bool image_lock_covers(const struct image_lock *lock, const char *path);

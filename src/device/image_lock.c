@@ -93,8 +93,8 @@ static int held(int fd, const char *path, const char *what)
 			       "this process, pid" : "pid", pid, path);
 }
 
-int image_lock_take(const char *path, const char *what,
-		    struct image_lock **lockp)
+int image_lock_acquire(const char *path, const char *what,
+		       struct image_lock **lockp)
 {
 	char lp[PATH_MAX];
 	int ret = lock_path(lp, sizeof lp, path);
@@ -196,7 +196,7 @@ UZRAM_API int uzram_image_claim(struct uzram *dev, const char *path)
 	if (atomic_load(&dev->image_lock))
 		return uzram_set_error(-EEXIST, "claim: the device holds "
 				       "another image already, not %s", path);
-	ret = image_lock_take(path, "claim", &lock);
+	ret = image_lock_acquire(path, "claim", &lock);
 	if (ret || !lock)
 		return ret;
 	if (!atomic_compare_exchange_strong(&dev->image_lock, &none, lock)) {

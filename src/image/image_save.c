@@ -550,7 +550,7 @@ UZRAM_API int uzram_save(struct uzram *dev, const char *path, unsigned flags)
 				       "%s", path);
 	/* The device's own image, or a path no other device holds. */
 	if (!image_lock_covers(atomic_load(&dev->image_lock), path)) {
-		ret = image_lock_take(path, "save", &lock);
+		ret = image_lock_acquire(path, "save", &lock);
 		if (ret)
 			return ret;
 	}

@@ -313,7 +313,7 @@ static uint64_t now_us(void)
  * Take the two samples: stored clusters spread evenly over the table,
  * one to train on, the next to test with, and so on.
  */
-static void take_samples(struct uzram *dev, struct samples *train,
+static void draw_samples(struct uzram *dev, struct samples *train,
 			 struct samples *test)
 {
 	uint64_t stored = 0, stride, k = 0, taken = 0;
@@ -426,7 +426,7 @@ UZRAM_API int uzram_train_dictionary(struct uzram *dev, int prio,
 		ret = uzram_set_error(-ENOMEM, "train_dictionary: out of memory");
 		goto out;
 	}
-	take_samples(dev, &train, &test);
+	draw_samples(dev, &train, &test);
 	r.train_bytes = train.bytes;
 	r.test_bytes = test.bytes;
 	ret = dict_train(cur, &train, &test, dict_size, dev->csize, &r, &zc);

@@ -74,8 +74,8 @@ enum step { STEP_SKIPPED, STEP_DONE, STEP_NO_GAIN };
  * made without the lock to skip clusters fast (size unknown: pass
  * UINT32_MAX) and again under it.
  */
-static bool pass_takes(const struct recomp_pass *p, uint32_t f, uint32_t size,
-		       unsigned cur, uint32_t now)
+static bool pass_selects(const struct recomp_pass *p, uint32_t f,
+			 uint32_t size, unsigned cur, uint32_t now)
 {
 	enum slot_state state = (enum slot_state)(f & SLOT_STATE_MASK);
 
@@ -332,7 +332,7 @@ static int recompress_one(struct uzram *dev, struct slot *s, uint64_t idx,
 		ret = remap_slot(dev, s, f, e, &o);
 		goto out;
 	}
-	if (!pass_takes(p, f, old_size, bank ? 1 : 0, now) ||
+	if (!pass_selects(p, f, old_size, bank ? 1 : 0, now) ||
 	    old_size < lo || old_size >= hi)
 		goto out;
 	shared = dedup_shared(dev, f, old_handle);
@@ -397,7 +397,7 @@ static long walk(struct uzram *dev, const struct recomp_pass *p, uint32_t lo,
 			*stop = true;
 		if (*stop)
 			break;
-		if (!pass_takes(p, f, UINT32_MAX, cur, now) &&
+		if (!pass_selects(p, f, UINT32_MAX, cur, now) &&
 		    !(m && m->n && slot_prio(f) < p->prio + p->reencode &&
 		      ((f & SLOT_STATE_MASK) == SLOT_OBJ ||
 		       (f & SLOT_STATE_MASK) == SLOT_HUGE)))

@@ -28,7 +28,7 @@
 #include "zcomp/zcomp.h"
 
 /* The lowest free segment, made OPEN; -ENOSPC if none. Under sp->lock. */
-static int seg_take(struct space *sp, uint64_t *seg)
+static int seg_alloc(struct space *sp, uint64_t *seg)
 {
 	for (uint64_t i = 0; i < sp->nsegs; i++) {
 		if (sp->state[i] == SEG_FREE) {
@@ -49,7 +49,7 @@ int space_alloc(struct space *sp, unsigned head, uint32_t len, uint64_t *off)
 	if (!sp->open[head] || sp->fill[head] + len > SEG_BYTES) {
 		uint64_t seg;
 
-		ret = seg_take(sp, &seg);
+		ret = seg_alloc(sp, &seg);
 		if (ret)
 			goto out;
 		if (sp->open[head]) {

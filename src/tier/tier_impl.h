@@ -118,8 +118,8 @@ uint32_t share_add(struct share_map *m, uint64_t key, uint32_t flags,
 /* The walk is over (drained): let go of what it held, empty the map. */
 void share_map_release(struct batch *b);
 
-/* The writeback limit (uzram_set_writeback_limit()): take or give pages. */
-bool wb_limit_take(struct tier *t, uint64_t pages);
+/* The writeback limit (uzram_set_writeback_limit()): charge pages, or give them back. */
+bool wb_limit_charge(struct tier *t, uint64_t pages);
 void wb_limit_give(struct tier *t, uint64_t pages);
 
 #endif

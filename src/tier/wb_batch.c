@@ -149,7 +149,7 @@ void batch_free(struct batch *b)
 	free(b);
 }
 
-bool wb_limit_take(struct tier *t, uint64_t pages)
+bool wb_limit_charge(struct tier *t, uint64_t pages)
 {
 	uint64_t left;
 

@@ -97,7 +97,7 @@ static int wb_walk(struct batch *b, const struct wb_params *p, uint32_t lo,
 			zpool_unmap(dev->pool, obj);
 		}
 		slot_unlock_shared(s);
-		if (!wb_limit_take(dev->tier, pages))
+		if (!wb_limit_charge(dev->tier, pages))
 			return 1;
 		ret = alias ? batch_alias(b, s, f, val, size, pages, share) :
 		      batch_add(b, s, f, val, size, pages, share);

@@ -19,7 +19,7 @@
  * size needs new ones. The cache lets any class take a frame another one
  * emptied, with no system call when it has enough pages resident:
  *
- *   zp_frame_take(p):  stack[p]       the pages are there
+ *   zp_frame_get(p):   stack[p]       the pages are there
  *                      stack[p+1..16] a frame with r > p keeps its r - p
  *                                    pages as "slack" (resident, counted,
  *                                    unused) while all slack stays within
@@ -306,8 +306,8 @@ uint64_t zp_cache_trim(struct zpool *pool, uint64_t target)
  * counted in mem_used; *resident gets how many are. Returns 0, -ENOSPC (the
  * limit, or the region is full, even after emptying the cache) or -ENOMEM.
  */
-int zp_frame_take(struct zpool *pool, uint32_t pages, uint32_t *frame,
-		  uint32_t *resident)
+int zp_frame_get(struct zpool *pool, uint32_t pages, uint32_t *frame,
+		 uint32_t *resident)
 {
 	uint64_t bytes;
 	int64_t f;

@@ -159,8 +159,8 @@ bool zp_mem_reserve(struct zpool *pool, uint64_t n);
 uint64_t zp_table_bytes(uint64_t count, size_t unit);
 
 /* zpool_frame.c: frames and their pages; lock-free */
-int zp_frame_take(struct zpool *pool, uint32_t pages, uint32_t *frame,
-		  uint32_t *resident);
+int zp_frame_get(struct zpool *pool, uint32_t pages, uint32_t *frame,
+		 uint32_t *resident);
 void zp_frame_give(struct zpool *pool, uint32_t frame, uint32_t pages,
 		   uint32_t resident);
 uint64_t zp_cache_trim(struct zpool *pool, uint64_t target);

@@ -265,7 +265,7 @@ static int pool_new(uint64_t max_objects, size_t max_object,
 	/*
 	 * Worst case without compaction: every object alone in its zspage;
 	 * plus a partial zspage per class and ZP_SPARE_FRAMES cached frames
-	 * (which zp_frame_take() gives back when frames run out).
+	 * (which zp_frame_get() gives back when frames run out).
 	 */
 	err = pool_map(pool, frames_for(max_objects, pool->nclasses),
 		       cells_for(max_objects), file);

@@ -5,7 +5,7 @@
  *
  * The reserve is frames populated here and pushed on the cache's stacks,
  * and a floor under the cache's cap (zp_cache_cap()) so that frees never
- * trim the cache below it. A store takes a cached frame (zp_frame_take()):
+ * trim the cache below it. A store takes a cached frame (zp_frame_get()):
  * one of its own zspage length without a system call; a longer one keeps
  * the rest as slack. Which lengths the data will need is not known here,
  * so every zspage length the size classes use gets an equal share of the
@@ -71,7 +71,7 @@ int zpool_reserve(struct zpool *pool, uint64_t bytes)
 		if (!used[p])
 			continue;
 		for (uint64_t got = 0; got < share && !err; got += p) {
-			err = zp_frame_take(pool, p, &fr[n], &res);
+			err = zp_frame_get(pool, p, &fr[n], &res);
 			if (err)
 				break;
 			len[n++] = (uint8_t)res;

@@ -30,7 +30,7 @@ int zp_zspage_new(struct zpool *pool, struct size_class *c,
 			return -ENOMEM;
 		}
 	}
-	err = zp_frame_take(pool, c->pages, &f, &resident);
+	err = zp_frame_get(pool, c->pages, &f, &resident);
 	if (err) {
 		if (zs) {
 			free(zs);

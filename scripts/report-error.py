@@ -1,23 +1,26 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""cli-error.py [FILE...]: turn the program's hand-typed error prefixes
-into cli_error() calls (cli/base/base.h), in place.
+"""report-error.py [FILE...]: turn the program's hand-typed error prefixes
+into report_error() calls (common/report.h), in place.
 
     fprintf(stderr, "uzram mount: bad size '%s'\\n", arg);
- -> cli_error("mount", "bad size '%s'", arg);
+ -> report_error("mount", "bad size '%s'", arg);
 
-cli_error() prints "uzram CMD: ", the message and a newline, so the output
+report_error() prints "uzram CMD: ", the message and a newline, so the output
 is the same byte for byte. A call is rewritten only when its format is
 string literals alone, the first starting with "uzram CMD: " and the last
 ending with "\\n" (a message finished by that call); any other (a message
 that later fprintf()s continue) is left as it is and named on stderr.
 Re-run it on code merged later: it changes nothing already converted.
-With no FILE, every .c file under cli/.
+With no FILE, every .c file of the programs' folders. A file that gets
+its first call needs #include of common/report.h (cli/ has it through
+cli/base/base.h).
 """
 import glob
 import re
 import sys
 
+PROGRAM_DIRS = ('cli', 'server', 'nbd', 'ctl', 'listen', 'ublk', 'fs', 'common')
 START = re.compile(r'fprintf\(\s*stderr,\s*"uzram ([a-z-]+): ')
 
 
@@ -50,7 +53,7 @@ def convert(text, path):
         last_i, last_j = lits[-1]
         if after not in ',)' or not text[last_i:last_j].endswith('\\n"'):
             line = text.count('\n', 0, m.start()) + 1
-            print(f'cli-error.py: {path}:{line}: left as it is', file=sys.stderr)
+            print(f'report-error.py: {path}:{line}: left as it is', file=sys.stderr)
             continue
         first_i = lits[0][0]
         prefix_len = len('"uzram ') + len(m.group(1)) + 2
@@ -59,7 +62,7 @@ def convert(text, path):
         fmt = '"' + fmt[prefix_len:]
         fmt = fmt[:-3] + '"'
         out.append(text[pos:m.start()])
-        out.append(f'cli_error("{m.group(1)}", {fmt}')
+        out.append(f'report_error("{m.group(1)}", {fmt}')
         pos = last_j
         n += 1
     out.append(text[pos:])
@@ -67,7 +70,8 @@ def convert(text, path):
 
 
 def main():
-    files = sys.argv[1:] or sorted(glob.glob('cli/**/*.c', recursive=True))
+    files = sys.argv[1:] or sorted(
+        p for d in PROGRAM_DIRS for p in glob.glob(f'{d}/**/*.c', recursive=True))
     total = 0
     for path in files:
         with open(path) as f:
@@ -78,7 +82,7 @@ def main():
             with open(path, 'w') as f:
                 f.write(new)
             total += n
-    print(f'cli-error.py: {total} calls converted', file=sys.stderr)
+    print(f'report-error.py: {total} calls converted', file=sys.stderr)
 
 
 if __name__ == '__main__':
