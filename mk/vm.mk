@@ -12,7 +12,11 @@
 #                           the ublk tests (v40, v41) in one guest, and
 #                           swapon on ublk (v42) in a guest of its own:
 #                           its 256 MiB are what makes its hog swap, and
-#                           in v40's 1024 the hog would take minutes
+#                           in v40's 1024 the hog would take minutes; then
+#                           v50, swap on trixie-backports' kernel (7.3)
+#                           beside its zram, in a guest of its own
+#   make test-vm VM_KERNEL=trixie-backports VM_TESTS=tests/vm/v40-ublk.sh
+#                           a test on another kernel than its header's
 #   make test-vm-swap-uzram what make test runs: the swap tests' hog on
 #                           uzram alone, on NBD (v30, 6.1) and on ublk
 #                           (v32, 6.12), a guest each, no zram run
@@ -32,14 +36,16 @@
 
 VM_TESTS ?= $(filter-out $(VM_SWAP) $(VM_SWAP_RANDOM),$(sort $(wildcard tests/vm/v*.sh)))
 VM_QUICK := $(addprefix tests/vm/,v10-ext4.sh v12-discard.sh v13-multiconn.sh \
-	v14-reconnect.sh v15-server-killed.sh v31-swapon.sh)
-VM_UBLK := $(addprefix tests/vm/,v40-ublk.sh v41-ublk-faults.sh v42-ublk-swapon.sh)
-# the ones of VM_UBLK that boot alone, with their own vm-mem
-VM_UBLK_ALONE := tests/vm/v42-ublk-swapon.sh
+	v14-reconnect.sh v15-server-killed.sh v16-hang-report.sh v31-swapon.sh)
+VM_UBLK := $(addprefix tests/vm/,v40-ublk.sh v41-ublk-faults.sh v42-ublk-swapon.sh \
+	v50-newest-swap.sh)
+# the ones of VM_UBLK that boot alone, with their own vm-mem or kernel
+VM_UBLK_ALONE := tests/vm/v42-ublk-swapon.sh tests/vm/v50-newest-swap.sh
 VM_SWAP := tests/vm/v30-swap.sh tests/vm/v32-swap-ublk.sh
 VM_SWAP_RANDOM := tests/vm/v33-swap-random-ublk.sh tests/vm/v34-swap-random.sh
 VM_REPEAT ?= 5
 VM_RUN = UZRAM=$(abspath $(BUILD)/uzram) UZRAM_TEST_CORPUS=$(CORPUS_DIR) \
+	$(if $(VM_KERNEL),VM_KERNEL=$(VM_KERNEL)) \
 	bash tests/vm/run.sh
 
 .PHONY: deps-vm test-vm test-vm-quick test-vm-ublk test-vm-swap test-vm-swap-repeat \
