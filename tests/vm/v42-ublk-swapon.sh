@@ -38,7 +38,7 @@ check server-oom-protected test "$(cat /proc/$pid/oom_score_adj)" = -1000
 check server-locked bash -c "grep -q 'VmLck:[[:space:]]*[1-9]' /proc/$pid/status"
 # field 41 of stat: the policy, 2 = SCHED_RR, for every thread (serve_swap.c)
 check server-realtime bash -c "! awk '{ sub(/.*\\) /, \"\"); if (\$39 != 2) print }' /proc/$pid/task/*/stat | grep -q ."
-info "server threads: $(ls /proc/$pid/task | wc -l)"
+info "server threads: $(ls /proc/$pid/task | wc -l); $(grep -h 'memory locked' "$f.log")"
 
 # a hog of 1.5x the memory available: it must swap, and fit beside the
 # device (RAM / 2; 1.5x the guest's RAM would not: its RAM is 210 MiB, of

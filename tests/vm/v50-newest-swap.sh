@@ -58,8 +58,9 @@ fi
 check swapon bounded 120 uzram swapon
 dev=$(awk '$1 ~ /^\/dev\/ublkb[0-9]+$/ { print $1 }' /proc/swaps)
 check on-ublk test -n "$dev"
-check uzram-hog run_hog uzram
 f=/run/uzram/swap/${dev#/dev/}
+info "server: $(grep -h 'memory locked' "$f.log") $(grep VmLck /proc/$(cat "$f.pid")/status)"
+check uzram-hog run_hog uzram
 figure uzram-mem_used_max "$(stat_field "$f.sock" mem_used_max)" bytes
 check swapoff bounded 300 uzram swapoff
 check no-swap-left test "$(tail -n +2 /proc/swaps | wc -l)" -eq 0
