@@ -39,12 +39,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/klog.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #ifndef PR_SET_IO_FLUSHER
 #define PR_SET_IO_FLUSHER 57
 #endif
+#define SYSLOG_ACTION_CONSOLE_LEVEL 8
 
 enum { MAX_REPORTS = 4 };
 
@@ -61,17 +63,21 @@ static const char *const triggers[] = {
 
 static char rec[8192];
 static char line[8448];
-static int con = -1;
+static int con = -1, sysrq = -1;
+static int level = 4;  /* the console's log level at start */
 
-static void put(const char *path, const char *text)
+/* A line on the console, through no buffer of stdio's. */
+static void say(const char *text)
 {
-	int fd = open(path, O_WRONLY);
+	if (write(con, text, strlen(text)) < 0)
+		return;
+}
 
-	if (fd >= 0) {
-		if (write(fd, text, strlen(text)) < 0)
-			perror("hungwatch: write");
-		close(fd);
-	}
+/* sysrq c on the descriptor opened at start: nothing to allocate */
+static void ask(char c)
+{
+	if (write(sysrq, &c, 1) < 0)
+		say("HUNGWATCH sysrq failed\n");
 }
 
 /* One /dev/kmsg record ("prio,seq,usec,flags;text\n KEY=VALUE..."), the
@@ -124,39 +130,40 @@ static ssize_t next(int fd, int ms)
 	}
 }
 
+/*
+ * The report. Nothing here opens a file or allocates: a hang under memory
+ * pressure may be one where no allocation returns (v51's first hang
+ * stopped this program in an open() of /proc/sys/kernel/printk). The
+ * console's level is set with syslog(2), the sysrq descriptor was opened
+ * at start.
+ */
 static void report(int fd, int first)
 {
-	char level[64] = "4";
-	int fdl, n;
-
 	mirror(rec);
 	/* the rest of the kernel's report: what came within a second */
 	while (next(fd, 1000) > 0)
 		mirror(rec);
-	fdl = open("/proc/sys/kernel/printk", O_RDONLY);
-	if (fdl >= 0) {
-		n = read(fdl, level, sizeof level - 1);
-		level[n > 0 ? n : 1] = 0;
-		close(fdl);
-	}
-	dprintf(con, "HUNGWATCH the blocked tasks, the CPUs%s:\n", first ? ", every task" : "");
-	put("/proc/sys/kernel/printk", "7");
-	put("/proc/sysrq-trigger", "w");
-	put("/proc/sysrq-trigger", "l");
+	say(first ? "HUNGWATCH the blocked tasks, the CPUs, every task:\n" :
+		    "HUNGWATCH the blocked tasks, the CPUs:\n");
+	klogctl(SYSLOG_ACTION_CONSOLE_LEVEL, NULL, 7);
+	ask('w');
+	ask('l');
 	if (first)
-		put("/proc/sysrq-trigger", "t");
+		ask('t');
 	sleep(5);
-	put("/proc/sys/kernel/printk", level);
+	klogctl(SYSLOG_ACTION_CONSOLE_LEVEL, NULL, level);
 	/* what sysrq printed went to the console by itself */
 	while (next(fd, 0) > 0)
 		;
-	dprintf(con, "HUNGWATCH end of report\n");
+	say("HUNGWATCH end of report\n");
 }
 
 int main(void)
 {
 	struct sched_param sp = { .sched_priority = 60 };
 	int fd, count, reports = 0;
+	char counts[16];
+	FILE *f;
 
 	memset(rec, 0, sizeof rec);
 	memset(line, 0, sizeof line);
@@ -165,11 +172,18 @@ int main(void)
 		perror("hungwatch: mlockall");
 	if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
 		perror("hungwatch: SCHED_FIFO");
+	f = fopen("/proc/sys/kernel/printk", "r");
+	if (f) {
+		if (fscanf(f, "%d", &level) != 1)
+			level = 4;
+		fclose(f);
+	}
 	con = open("/dev/console", O_WRONLY | O_NOCTTY);
+	sysrq = open("/proc/sysrq-trigger", O_WRONLY);
 	fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
 	count = open("/run/hungwatch.reports", O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
-	if (con < 0 || fd < 0 || count < 0) {
-		perror("hungwatch: /dev/console, /dev/kmsg or /run/hungwatch.reports");
+	if (con < 0 || sysrq < 0 || fd < 0 || count < 0) {
+		perror("hungwatch: /dev/console, /proc/sysrq-trigger, /dev/kmsg or /run/hungwatch.reports");
 		return 1;
 	}
 	while (reports < MAX_REPORTS) {
@@ -177,7 +191,9 @@ int main(void)
 			return 1;
 		if (triggered(rec)) {
 			report(fd, reports++ == 0);
-			dprintf(count, "%d\n", reports);
+			snprintf(counts, sizeof counts, "%d\n", reports);
+			if (write(count, counts, strlen(counts)) < 0)
+				say("HUNGWATCH cannot count\n");
 		}
 	}
 	return 0;
