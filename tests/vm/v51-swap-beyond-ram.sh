@@ -26,7 +26,7 @@
 # vm-kernel: 6.12
 # vm-mem: 256
 # vm-cpus: 2
-# vm-disk: 1024
+# vm-disk: 2048
 # vm-timeout: 1200
 # vm-modules: ublk_drv zram virtio_blk ext4
 # vm-programs: hog swapwatch mkfs.ext4
