@@ -58,8 +58,8 @@ DEPS_PKGS := liblz4 libzstd libdeflate libnbd
 DEPS_CFLAGS = $(shell pkg-config --cflags $(DEPS_PKGS) 2>/dev/null)
 DEPS_LIBS = $(shell pkg-config --libs $(DEPS_PKGS) 2>/dev/null)
 
-# The NBD server's TLS (server/tls.c) and systemd's socket activation and
-# readiness (server/activation.c, cli/mount_stack.c); only the uzram
+# The NBD server's TLS (nbd/tls.c) and systemd's socket activation and
+# readiness (server/activation.c, cli/mount/mount_stack.c); only the uzram
 # program links them.
 SERVER_PKGS := gnutls libsystemd
 SERVER_CFLAGS = $(shell pkg-config --cflags $(SERVER_PKGS) 2>/dev/null)
@@ -73,11 +73,16 @@ LINK = $(CC) $(SAN_FLAGS) $(LDFLAGS)
 
 LIB_SRCS := $(sort $(wildcard src/*/*.c))
 LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
-# The CLI (cli/), the NBD server (server/) and the ublk front end (ublk/)
-# and uzram's own file system (fs/) use only include/uzram.h; common/ is
-# what cli/ and server/ share
-# (src/LAYERS).
-CLI_SRCS := $(sort $(wildcard cli/*.c) $(wildcard server/*.c) $(wildcard ublk/*.c) \
+# The programs use only include/uzram.h (src/LAYERS): the CLI (cli/, and
+# a folder per command under it: cli/base, cli/mount, cli/swap, cli/load,
+# cli/serve), the NBD connection engine (nbd/), the listening side's
+# ground (listen/), the control channel (ctl/), the server's top
+# (server/), the ublk front end (ublk/) and uzram's own file system (fs/);
+# common/ is what cli/ and the server's folders share. cli/gen/ is the
+# documentation generator (mk/man.mk), not part of the program.
+CLI_SRCS := $(sort $(wildcard cli/*.c) $(filter-out cli/gen/%,$(wildcard cli/*/*.c)) \
+	$(wildcard nbd/*.c) $(wildcard listen/*.c) $(wildcard ctl/*.c) \
+	$(wildcard server/*.c) $(wildcard ublk/*.c) \
 	$(wildcard common/*.c) $(wildcard fs/*.c))
 CLI_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS))
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
@@ -125,6 +130,18 @@ $(BUILD)/obj/common/%.o: common/%.c
 $(BUILD)/obj/server/%.o: server/%.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(SERVER_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/obj/nbd/%.o: nbd/%.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(SERVER_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/obj/listen/%.o: listen/%.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/obj/ctl/%.o: ctl/%.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -MMD -MP -c -o $@ $<
 
 # The ublk front end's io_uring (ublk/); only the uzram program links it.
 UBLK_PKGS := liburing

@@ -13,8 +13,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
-int cmd_load(int argc, char **argv);   /* cli/load.c */
-int cmd_serve(int argc, char **argv);  /* cli/serve.c */
+#include "base/base.h"
+#include "load/load.h"
+#include "mount/mount.h"
+#include "serve/serve.h"
+#include "swap/swap.h"
+
 int cmd_stat(int argc, char **argv);   /* cli/client.c: ask a running server */
 /*
  * cli/stat_text.c: `uzram stat`'s summary for people from the server's
@@ -22,106 +26,7 @@ int cmd_stat(int argc, char **argv);   /* cli/client.c: ask a running server */
  */
 int stat_summary(const char *json, bool bytes, FILE *f);
 int cmd_ctl(int argc, char **argv);    /* cli/client.c: control a running server */
-int cmd_mount(int argc, char **argv);  /* cli/mount.c: a file system at DIR */
-int cmd_umount(int argc, char **argv); /* cli/mount.c: take it down */
 int cmd_ublk(int argc, char **argv);   /* cli/ublk.c: ublk devices */
-
-int cmd_swapon(int argc, char **argv);  /* cli/swap.c: swap on uzram */
-int cmd_swapoff(int argc, char **argv); /* cli/swap.c: and off again */
-
-/* cli/serve_swap.c: `uzram serve --swap`; each 0, or -1 after a message */
-struct uzram;
-#define SWAP_RESERVE (16ull << 20) /* reserved when --swap has no --mem-limit */
-int serve_swap_begin(void);                /* before the device exists */
-struct uzram_config;
-/* after: reserves of the allocator what cfg's mem_limit leaves room for */
-int serve_swap_ready(struct uzram *dev, const struct uzram_config *cfg);
-void serve_swap_end(void);                 /* before the device goes */
-
-/*
- * The socket of the server behind `uzram mount DIR` into out (n bytes);
- * 0, or -1 with a message that starts with who ("uzram ctl") when DIR is
- * not mounted by uzram mount.
- */
-int mount_socket_path(const char *who, const char *dir, char *out, size_t n);
-
-/* options.c */
-
-/*
- * uzram_last_error() without the library call's name it starts with
- * (common/lib_message.h): what a command prints after its own words.
- */
-const char *cli_lib_error(void);
-
-/* Parse "123", "4K", "1.5G" (powers of 1024) into bytes; 0 or -EINVAL. */
-int parse_size(const char *s, unsigned long long *out);
-
-/* "PORT", "HOST:PORT" or "[V6ADDR]:PORT" in place; host defaults to
- * 127.0.0.1, PORT is 0 to 65535 (0: the server picks one). 0 or -1. */
-int split_hostport(char *arg, const char **host, const char **port);
-/* A decimal number, digits only, at most max; 0 or -1. */
-int parse_uint(const char *s, unsigned long long max, unsigned long long *out);
-
-/*
- * A compression level: decimal, from -UZRAM_CLI_MAX_LEVEL to
- * UZRAM_CLI_MAX_LEVEL (each codec then checks its own range). 0 or -EINVAL.
- */
-#define UZRAM_CLI_MAX_LEVEL 1000
-int parse_level(const char *s, int *level);
-
-/*
- * Parse "NAME" or "NAME:LEVEL" (an algorithm and its level, 0 if none) in
- * place: *name points into s afterwards. 0 or -EINVAL.
- */
-int parse_algo_level(char *s, const char **name, int *level);
-
-/*
- * The same for "NAME[:LEVEL][:dict=PATH]": *dict points at PATH in s, or
- * is NULL. 0 or -EINVAL.
- */
-int parse_algo_spec(char *s, const char **name, int *level, const char **dict);
-
-/*
- * Read the dictionary file at path into a new buffer (*buf, *len; the
- * caller frees it), up to one byte more than the library takes, so that
- * its own check names a file too large. Says what failed on stderr,
- * prefixed by "uzram CMD:". 0 or a negative errno.
- */
-int read_dict(const char *cmd, const char *path, void **buf, size_t *len);
-
-/*
- * One option of a subcommand, for the parser and for --help alike. key is
- * what the parser hands over: a letter, which is also the short option
- * when it is in the command's shorts. The table ends with an all-zero
- * entry.
- */
-struct cli_option {
-	const char *name;  /* long name without "--"; NULL: short only */
-	int key;
-	int has_arg;       /* getopt's no_argument or required_argument */
-	const char *arg;   /* the value's name for --help, or NULL */
-	const char *help;  /* --help's text; lines separated by "\n" */
-};
-
-/* A COMMAND operand of a subcommand (`uzram ctl compact`). */
-struct cli_word {
-	const char *name;  /* "idle" */
-	const char *args;  /* "[SECONDS]", or NULL */
-	const char *help;  /* lines separated by "\n" */
-};
-
-struct cli_command {
-	const char *name;              /* "serve": messages say "uzram serve: " */
-	const char *operands;          /* after the options in the usage: "DIR" */
-	const char *summary;           /* lines after the usage line, or NULL */
-	const char *shorts;            /* getopt's short options: "o:fh" */
-	const struct cli_option *opts;
-	void (*footer)(FILE *f);       /* prints after the options, or NULL */
-	const char *brief;             /* what it does, in a few lowercase words:
-					* the top-level usage, the man page's NAME */
-	const struct cli_word *words;  /* the COMMANDs it takes as operands,
-					* ending with an all-NULL entry; or NULL */
-};
 
 /*
  * Every subcommand's table, in the order the top-level usage lists them
@@ -135,8 +40,7 @@ struct cli_entry {
 };
 extern const struct cli_entry cli_commands[];
 extern const size_t cli_ncommands;
-extern const struct cli_command load_cmd, serve_cmd, mount_cmd, umount_cmd,
-	stat_cmd, ctl_cmd, swapon_cmd, swapoff_cmd, ublk_cmd;
+extern const struct cli_command stat_cmd, ctl_cmd, ublk_cmd;
 /* The top-level usage: each command with all its options, from the tables. */
 void cli_top_usage(FILE *f);
 /* Its part that lists each command's options and COMMANDs (briefs: and
@@ -144,66 +48,5 @@ void cli_top_usage(FILE *f);
 void cli_commands_usage(FILE *f, bool briefs);
 /* "--name ARG" (or "-o ARG" when o has no long name) into out; its length. */
 int cli_option_synopsis(const struct cli_option *o, char *out, size_t n);
-
-/* The codec's options, the same in every subcommand that makes a device. */
-#define CLI_CODEC_OPTIONS \
-	{ "algorithm", 'a', required_argument, "ALGO", \
-	  "the compression algorithm (default lz4)" }, \
-	{ "level", 'l', required_argument, "N", \
-	  "its level (default: its own)" }, \
-	{ "cluster", 'C', required_argument, "4K..64K", \
-	  "pages compressed together (default 4K)" }
-
-#define CLI_BAD_VALUE (-1)
-#define CLI_USAGE     (-2)
-
-/*
- * For a take function (below): the value is bad, and fmt says what a good
- * one is ("at most 64"), in place of what the option's kind suggests.
- * Returns CLI_BAD_VALUE.
- */
-int cli_bad_value(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/*
- * A device's size for a take function: SIZE as parse_size() reads it, at
- * least min bytes, never 0, in whole 4 KiB pages. 0, or CLI_BAD_VALUE with
- * the reason (cli_bad_value()).
- */
-int cli_take_size(const char *arg, unsigned long long min,
-		  unsigned long long *out);
-
-/* --cluster: a power of two from 4K to 64K; 0 or CLI_BAD_VALUE. */
-int cli_take_cluster(const char *arg, unsigned long long *out);
-
-/*
- * Parse argv's options with cmd's table: take(ctx, key, value) gets each
- * (NULL: the table has only 'h')
- * and returns 0, CLI_BAD_VALUE (the parser says "uzram CMD: bad value 'V'
- * for --NAME" and returns 2), CLI_USAGE (take said what is wrong, if
- * anything; the parser prints the usage on stderr and returns 2) or an
- * exit status to stop with. 'h' prints the usage on stdout and returns 0;
- * an unknown option or a missing value is named ("uzram CMD: unknown
- * option '--x'", "uzram CMD: --x needs a value"), then the usage goes to
- * stderr and the status is 2. Returns -1 once all options are taken
- * (optind is then at the first operand), else the exit status.
- */
-int cli_parse(const struct cli_command *cmd, int argc, char **argv,
-	      int (*take)(void *ctx, int key, char *arg), void *ctx);
-/* The entry of opts for key, or NULL. */
-const struct cli_option *cli_find(const struct cli_option *opts, int key);
-/*
- * The program as the user ran it, when that was a path (build/uzram), so
- * that the commands printed for them to copy run as printed; else "uzram".
- */
-extern const char *cli_prog;
-
-/* The usage and every option's help, from cmd's table. */
-void cli_usage(const struct cli_command *cmd, FILE *f);
-/*
- * A bad command line: "uzram NAME: MESSAGE" and where the help is, on
- * stderr (git's way: the error, not the whole help, which scrolls it
- * away). Returns 2, the exit status of a usage error.
- */
-int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
 
 #endif

@@ -13,7 +13,7 @@
 
 #include "uzram.h"
 #include "cli.h"
-#include "../server/server.h"
+#include "../ctl/ctl.h"
 
 /* Where the server is: the options of `uzram stat` and `uzram ctl`. */
 #define CLIENT_OPTIONS \
@@ -321,8 +321,8 @@ static int train_request(int argc, char **argv, char *req, size_t n)
 			 size <= (1u << 20))
 			;
 		else {
-			fprintf(stderr, "uzram ctl: bad train-dict argument "
-				"'%s'\n", a);
+			cli_error("ctl", "bad train-dict argument "
+				"'%s'", a);
 			return -1;
 		}
 	}
@@ -348,7 +348,7 @@ static int save_request(int argc, char **argv, char *req, size_t n)
 			     argv[1][0] == '/' ? "" : cwd,
 			     argv[1][0] == '/' ? "" : "/", argv[1]) >= n ||
 	    strchr(argv[1], '\n')) {
-		fprintf(stderr, "uzram ctl: bad path '%s'\n", argv[1]);
+		cli_error("ctl", "bad path '%s'", argv[1]);
 		return 2;
 	}
 	return 0;
@@ -386,7 +386,7 @@ static int ctl_request(int argc, char **argv, char *req, size_t n)
 		snprintf(req, n, "%s\n", cmd);
 	} else if (argc == 2 && !strcmp(cmd, "idle")) {
 		if (parse_uint(argv[1], UINT32_MAX, &v) < 0) {
-			fprintf(stderr, "uzram ctl: bad seconds '%s'\n", argv[1]);
+			cli_error("ctl", "bad seconds '%s'", argv[1]);
 			return 2;
 		}
 		snprintf(req, n, "idle %llu\n", v);
@@ -400,7 +400,7 @@ static int ctl_request(int argc, char **argv, char *req, size_t n)
 		else if (!parse_uint(argv[1], UINT32_MAX, &v))
 			snprintf(req, n, "writeback-limit 1 %llu\n", v);
 		else {
-			fprintf(stderr, "uzram ctl: bad page count '%s'\n", argv[1]);
+			cli_error("ctl", "bad page count '%s'", argv[1]);
 			return 2;
 		}
 	} else if (argc >= 1 && !strcmp(cmd, "train-dict")) {
@@ -415,7 +415,7 @@ static int ctl_request(int argc, char **argv, char *req, size_t n)
 		return save_request(argc, argv, req, n);
 	} else if (argc == 2 && !strcmp(cmd, "mem-limit")) {
 		if (parse_size(argv[1], &v) < 0) {
-			fprintf(stderr, "uzram ctl: bad size '%s'\n", argv[1]);
+			cli_error("ctl", "bad size '%s'", argv[1]);
 			return 2;
 		}
 		snprintf(req, n, "mem-limit %llu\n", v);

@@ -15,7 +15,7 @@
  *   memory       5.5M         ratio 1.46 to the data; peak 5.5M; no limit
  *   ...
  *
- * The JSON is the server's own (server/ctl_stats.c): one object of
+ * The JSON is the server's own (ctl/ctl_stats.c): one object of
  * "name":number and "name":"string" members, and "requests":{...}. It is
  * read as such; a figure that is missing reads as 0.
  */
@@ -152,7 +152,7 @@ int stat_summary(const char *json, bool bytes, FILE *f)
 	char export[512], algo[64];
 
 	if (json[0] != '{') {
-		fprintf(stderr, "uzram stat: the server's reply is not JSON: %.60s\n",
+		cli_error("stat", "the server's reply is not JSON: %.60s",
 			json);
 		return 1;
 	}

@@ -55,7 +55,7 @@ int cmd_ublk(int argc, char **argv)
 		char **args = calloc((size_t)argc + 1, sizeof *args);
 
 		if (!args) {
-			fprintf(stderr, "uzram ublk: out of memory\n");
+			cli_error("ublk", "out of memory");
 			return 1;
 		}
 		args[0] = (char *)"serve";
@@ -74,17 +74,17 @@ int cmd_ublk(int argc, char **argv)
 		return ublk_list_devices("uzram ublk");
 	if (argc == 2 && !strcmp(argv[0], "del")) {
 		if (parse_uint(argv[1], (1u << 20) - 1, &id) < 0) {
-			fprintf(stderr, "uzram ublk: bad device number '%s'\n",
+			cli_error("ublk", "bad device number '%s'",
 				argv[1]);
 			return 2;
 		}
 		return ublk_del_device((int)id, "uzram ublk");
 	}
 	if (argc == 0)
-		fprintf(stderr, "uzram ublk: which command? (add, list, del)\n");
+		cli_error("ublk", "which command? (add, list, del)");
 	else
-		fprintf(stderr, "uzram ublk: unknown or incomplete command "
-			"'%s'\n", argv[0]);
+		cli_error("ublk", "unknown or incomplete command "
+			"'%s'", argv[0]);
 	cli_usage(&ublk_cmd, stderr);
 	return 2;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * uzfs.h - uzram's own file system (fs/): what a program (cli/mount_fs.c)
+ * uzfs.h - uzram's own file system (fs/): what a program (cli/mount/mount_fs.c)
  * calls to serve a directory. The design is at the top of fs/node.c.
  */
 #ifndef UZRAM_FS_UZFS_H

@@ -26,15 +26,16 @@ FUZZ_IMAGE_SMOKE_TIME ?= 20
 FUZZ_SEEDS := tests/fuzz/corpus/nbd
 FUZZ_IMAGE_SEEDS := tests/fuzz/corpus/image
 FUZZ_IMAGE_SRCS := $(sort $(wildcard src/*/*.c)) tests/fuzz/fuzz_image.c
-FUZZ_SRCS := $(sort $(wildcard src/*/*.c) $(wildcard server/*.c) $(wildcard common/*.c)) \
+FUZZ_SRCS := $(sort $(wildcard src/*/*.c) $(wildcard nbd/*.c) $(wildcard listen/*.c) \
+	$(wildcard ctl/*.c) $(wildcard server/*.c) $(wildcard common/*.c)) \
 	tests/fuzz/fuzz_nbd.c
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	-Wall -Wextra -Iinclude -Isrc -Iserver -DUZRAM_BUILDING
+	-Wall -Wextra -Iinclude -Isrc -Ictl -DUZRAM_BUILDING
 # Sanitizer runtimes here need address randomisation off (see Makefile).
 FUZZ_RUN := setarch $(shell uname -m) -R
 
-$(FUZZ_DIR)/fuzz_nbd: $(FUZZ_SRCS) $(wildcard src/*/*.h server/*.h common/*.h) include/uzram.h
+$(FUZZ_DIR)/fuzz_nbd: $(FUZZ_SRCS) $(wildcard src/*/*.h nbd/*.h listen/*.h ctl/*.h server/*.h common/*.h) include/uzram.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(DEPS_CFLAGS) $(SERVER_CFLAGS) -o $@ $(FUZZ_SRCS) \
 		$(DEPS_LIBS) $(SERVER_LIBS) -lpthread -lm

@@ -7,7 +7,8 @@
 # (build/obj/src/core/store.o, build/obj/cli/main.o, ...; the Makefile
 # passes those of the current sources, so a stale object does not count).
 # A unit is a folder: src/NAME is the library's
-# subsystem NAME, any other folder the program folder of its name. For
+# subsystem NAME, any other folder the program unit of its path, nested
+# or not (cli is the program's top, cli/mount its mount command). For
 # every object, the symbols it leaves undefined that another unit's object
 # defines are calls from its unit into that one. The script fails, saying
 # which symbols make the edge, on:
@@ -18,9 +19,11 @@
 #   - a loop in the graph LAYERS declares, of any length (tsort);
 #   - a loop of any length between the files of one folder;
 #   - two source files of the same name, in any folders;
-#   - an #include "UNIT/..." or "../UNIT/..." in a unit's .c or .h file
-#     (read from the source folder of each object, relative to the top of
-#     the tree) of a unit that its line does not list. An include is a
+#   - an #include "PATH/..." in a unit's .c or .h file (read from the
+#     source folder of each object; PATH resolved next to the includer,
+#     else under src/, else from the top of the tree: "../base/base.h",
+#     "core/core.h", "../../ctl/ctl.h") of a unit that its line does not
+#     list. An include is a
 #     dependency even where no call follows it: a header of a layer above
 #     is a loop in waiting, and a program folder that lists `lib` includes
 #     only uzram.h of the library.
@@ -40,10 +43,26 @@ declare -A allowed=()
 while IFS= read -r line; do
 	line=${line%%#*}
 	[[ $line =~ ^[[:space:]]*$ ]] && continue
-	[[ $line =~ ^([a-z0-9_]+):(.*)$ ]] ||
+	[[ $line =~ ^([a-z0-9_/]+):(.*)$ ]] ||
 		{ echo "check-layers: $layers: cannot read line '$line' (want 'unit: units')" >&2; exit 2; }
 	allowed[${BASH_REMATCH[1]}]=" $(echo ${BASH_REMATCH[2]}) "
 done < "$layers"
+
+# The unit of a source folder: src/NAME is the library's NAME; any other
+# folder, nested or not (cli, cli/mount), is the program unit of its path.
+unit_of() {
+	case $1 in src/*) local u=${1#src/}; echo "${u%%/*}" ;; *) echo "$1" ;; esac
+}
+
+# The file an #include "H" in folder DIR names, relative to the top: H
+# next to the includer, else under src/ (the library's -Isrc), else from
+# the top; nothing if none exists (a system or generated header).
+include_target() {
+	local c
+	for c in "$1/$2" "src/$2" "$2"; do
+		if [[ -f $c ]]; then realpath -m --relative-to=. "$c"; return; fi
+	done
+}
 
 # Each object's unit, its defined and its undefined symbols.
 : > "$tmp/defs"
@@ -51,8 +70,8 @@ objs=()
 for o in "$@"; do
 	rel=${o#"$root"/}
 	dir=$(dirname "$rel")
-	case $dir in src/*) unit=${dir#src/} ;; *) unit=$dir ;; esac
-	[[ $unit == */* ]] && { echo "check-layers: $o: folders nest deeper than one unit" >&2; exit 2; }
+	unit=$(unit_of "$dir")
+	[[ $dir == src/*/* ]] && { echo "check-layers: $o: the library's folders nest deeper than one unit" >&2; exit 2; }
 	objs+=("$unit:$o")
 	"$NM" --defined-only -g "$o" | awk -v u="$unit" -v f="$(basename "$o" .o)" \
 		'NF == 3 { print $3, u, f }' >> "$tmp/defs"
@@ -115,16 +134,18 @@ for uo in "${objs[@]}"; do
 	deps=${allowed[$unit]:- }
 	for src in "$dir"/*.c "$dir"/*.h; do
 		[[ -f $src ]] || continue
-		while read -r lineno to header; do
+		while read -r lineno header; do
+			target=$(include_target "$dir" "$header")
+			[[ -n $target ]] || continue
+			to=$(unit_of "$(dirname "$target")")
 			[[ $to == "$unit" || $deps == *" $to "* ]] && continue
 			if [[ -n ${allowed[$to]+set} ]]; then
 				echo "check-layers: $src:$lineno includes $header: $unit -> $to is not in $layers"
 				bad=1
 			fi
-		done < <(awk 'match($0, /^[ \t]*#[ \t]*include[ \t]*"(\.\.\/)?[a-z0-9_]+\/[^"]*"/) {
+		done < <(awk 'match($0, /^[ \t]*#[ \t]*include[ \t]*"[^"]*\/[^"]*"/) {
 			h = $0; sub(/^[^"]*"/, "", h); sub(/".*$/, "", h)
-			u = h; sub(/^\.\.\//, "", u); sub(/\/.*$/, "", u)
-			print FNR, u, h }' "$src")
+			print FNR, h }' "$src")
 	done
 done
 

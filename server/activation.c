@@ -15,7 +15,7 @@
  *
  * Readiness: once the server listens, READY=1 (and the URI as STATUS=)
  * goes to $NOTIFY_SOCKET, for Type=notify units, and NOTIFY_SOCKET is
- * taken out of the environment so that --run's command does not inherit
+ * removed from the environment so that --run's command does not inherit
  * it.
  */
 #include <errno.h>
@@ -88,7 +88,7 @@ static int activated_address(struct server *srv, int fd)
 	return 0;
 }
 
-int activation_take(struct server *srv)
+int activation_adopt(struct server *srv)
 {
 	char **names = NULL;
 	int n, r = -1;

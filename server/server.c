@@ -30,7 +30,7 @@
  * for clients before it lets go of the device.
  *
  * Lock rule: srv->lock guards the client list and the count of control
- * threads, and is taken only when a client or control thread comes or
+ * threads, and is acquired only when a client or control thread comes or
  * goes and at shutdown, never on the request path and never while a
  * control request runs; the counters are atomics (struct nbd_counters).
  */
@@ -249,7 +249,7 @@ static void close_listeners(struct server *srv)
 static int server_listen(struct server *srv)
 {
 	const struct nbd_server_config *cfg = srv->cfg;
-	int n = activation_take(srv);
+	int n = activation_adopt(srv);
 
 	if (n < 0)
 		return -1;

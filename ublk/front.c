@@ -8,7 +8,7 @@
  *          cluster, max_sectors a whole number of clusters, discard
  *          granularity one cluster) -> open /dev/ublkcN -> a thread per
  *          queue fetches every tag -> START_DEV: /dev/ublkbN appears
- *   take over (recover): GET_DEV_INFO must say quiesced (the old server
+ *   recover: GET_DEV_INFO must say quiesced (the old server
  *          died with UBLK_F_USER_RECOVERY) and GET_PARAMS the same size
  *          -> START_USER_RECOVERY -> queues as above -> END_USER_RECOVERY:
  *          the requests that waited run
@@ -40,7 +40,7 @@
 #define UBLK_MAX_DISCARD (1u << 30)  /* bytes per discard: one call holds
 				      * its queue that long */
 #define CDEV_WAIT_MS    5000         /* for udev to make /dev/ublkcN */
-#define TAKE_OVER_WAIT_MS 5000       /* for a dead server to be gone */
+#define RECOVER_WAIT_MS 5000       /* for a dead server to be gone */
 
 struct ublk_front {
 	struct ublk_ctrl ctrl;
@@ -99,7 +99,7 @@ static int set_params(struct ublk_front *f, bool read_only)
 }
 
 /* The device for o->dev_id, left by a server that died; 0 or -1. */
-static int take_over(struct ublk_front *f, const char *who)
+static int recover_device(struct ublk_front *f, const char *who)
 {
 	struct ublk_params p;
 	int r;
@@ -108,7 +108,7 @@ static int take_over(struct ublk_front *f, const char *who)
 	for (int waited = 0;; waited += 50) {
 		r = ctrl_dev_info(&f->ctrl, (uint32_t)f->id, &f->info);
 		if (r < 0 || f->info.state != UBLK_S_DEV_LIVE ||
-		    waited >= TAKE_OVER_WAIT_MS)
+		    waited >= RECOVER_WAIT_MS)
 			break;
 		(void)poll(NULL, 0, 50);
 	}
@@ -143,7 +143,7 @@ static int take_over(struct ublk_front *f, const char *who)
 	/* -EBUSY while the old server's /dev/ublkcN is still open */
 	for (int waited = 0; r >= 0; waited += 50) {
 		r = cmd(f, UBLK_CMD_START_USER_RECOVERY, NULL, 0, 0);
-		if (r != -EBUSY || waited >= TAKE_OVER_WAIT_MS)
+		if (r != -EBUSY || waited >= RECOVER_WAIT_MS)
 			break;
 		(void)poll(NULL, 0, 50);
 	}
@@ -288,7 +288,7 @@ int ublk_front_start(struct uzram *dev, const struct ublk_opts *o,
 		free(f);
 		return -1;
 	}
-	if (o->recover ? take_over(f, who) : add(f, o, who)) {
+	if (o->recover ? recover_device(f, who) : add(f, o, who)) {
 		front_free(f); /* add() deleted what it added */
 		return -1;
 	}

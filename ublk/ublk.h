@@ -9,7 +9,7 @@
  *   queue.c   one thread and one io_uring per hardware queue: fetch a
  *             request, run it on the device, commit the result and fetch
  *             the next in one command
- *   front.c   one device's life: add (or take over), queues, start; stop,
+ *   front.c   one device's life: add (or recover), queues, start; stop,
  *             and delete
  *
  *   kernel blk-mq queue q  --(descriptor mmap + uring_cmd CQE)-->  queue
@@ -17,7 +17,7 @@
  *   --(COMMIT_AND_FETCH uring_cmd)--> the kernel completes the request
  *
  * A killed server's requests fail with EIO (or, with recovery, wait for a
- * new server: ublk_front_start() with recover set takes the device over).
+ * new server: ublk_front_start() with recover set recovers the device).
  */
 #ifndef UZRAM_UBLK_H
 #define UZRAM_UBLK_H
@@ -43,7 +43,7 @@ struct ublk_opts {
 	unsigned depth;       /* requests in flight per queue; 0: UBLK_DEFAULT_DEPTH */
 	enum ublk_copy copy;
 	bool recovery;        /* UBLK_F_USER_RECOVERY: I/O waits for a new server */
-	bool recover;         /* take over dev_id, left by a killed server */
+	bool recover;         /* recover dev_id, left by a killed server */
 	bool read_only;
 };
 

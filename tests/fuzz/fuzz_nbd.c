@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "uzram.h"
-#include "internal.h"
+#include "ctl.h"
 
 #define FUZZ_DEV_SIZE (1u << 20)
 

@@ -3,7 +3,7 @@
 """nbd_split_reads.py SOCKET IMAGE - large reads with structured replies.
 
 The server may answer a large read with several data chunks sent as they
-are decoded (server/transmission.c). With structured replies negotiated,
+are decoded (nbd/transmission.c). With structured replies negotiated,
 checks that:
   - random large reads (256 KiB to 4 MiB, unaligned ends, past the written
     data into zeros) cover every byte exactly, with the bytes of IMAGE,

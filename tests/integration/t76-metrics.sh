@@ -52,7 +52,7 @@ for fam in families:
     if not re.fullmatch(r'uzram_[a-z0-9_]+', fam.name):
         fail(f"bad metric name {fam.name}")
     if fam.type not in ('gauge', 'counter'):
-        fail(f"{fam.name} is {fam.type}: name it in server/metrics.c")
+        fail(f"{fam.name} is {fam.type}: name it in ctl/metrics.c")
     m = re.search(r'\(stat: ([a-z_, ]+)\)$', fam.documentation)
     if not m:
         fail(f"{fam.name}'s HELP names no figure: {fam.documentation!r}")

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * test_ctl.c - the control channel's request parser (server/ctl_proto.c,
+ * test_ctl.c - the control channel's request parser (ctl/ctl_proto.c,
  * nbd_ctl_parse()), alone: what each request line parses to, and that
  * every line the grammar refuses is refused with a message, not read
  * loosely (strtoull() would take " -1" as 2^64-1 and "+5" as 5).
@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "testutil.h"
-#include "server/internal.h"
+#include "ctl/ctl.h"
 
 static int parse(const char *line, struct nbd_ctl_req *rq, char *err,
 		 size_t n)

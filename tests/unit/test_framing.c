@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_framing.c - the NBD server's framing helpers, alone: the
- * big-endian field accessors of server/nbd-proto.h, and a connection's
- * buffered input and whole-frame output (server/transport.c) over a real
+ * big-endian field accessors of nbd/nbd-proto.h, and a connection's
+ * buffered input and whole-frame output (nbd/transport.c) over a real
  * socket pair, with frames split across reads, payloads on the direct
  * path (16 KiB or more), skips, end of file, the input deadline and
  * conn_wait_input().
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "server/conn.h"
+#include "nbd/nbd.h"
 
 static void test_fields(void **state)
 {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_options.c - the command line's value parsers and option parser
- * (cli/options.c), alone: sizes, numbers, levels, algorithm specs,
+ * (cli/base/options.c), alone: sizes, numbers, levels, algorithm specs,
  * HOST:PORT, and cli_parse() over a table, with the values each accepts
  * and the spellings each must refuse (strtoull() and strtod() alone take
  * " -1", "+5", "0x10", "1e3" and "nan").

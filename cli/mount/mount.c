@@ -1,0 +1,773 @@
+// SPDX-License-Identifier: MIT
+/*
+ * mount.c - `uzram mount DIR` (a compressed RAM file system in one command)
+ * and `uzram umount DIR`: options, checks, the runtime directory, and the
+ * fork of the keeper that builds the stack (cli/mount/mount_stack.c).
+ *
+ * Each mount has a private runtime directory, RUN = BASE/m-HASH, where
+ * HASH is the FNV-1a hash of DIR's absolute path, so `uzram umount DIR`
+ * and `uzram stat --mount DIR` find it from DIR alone. BASE is
+ * $UZRAM_RUNTIME_DIR, else /run/uzram as root, else
+ * $XDG_RUNTIME_DIR/uzram, else /tmp/uzram-UID; it must be a directory of
+ * ours that nobody else can enter (0700). RUN holds:
+ *
+ *   sock, sock.ctl   the server's sockets      fuse/disk  nbdfuse's file
+ *   pid              the keeper's pid          dir        DIR
+ *   via              "loop" or "fuse"          log        children's stderr
+ *
+ * Test hooks (see mount.h): UZRAM_DEV_FUSE replaces /dev/fuse and
+ * UZRAM_LOOP_CONTROL replaces /dev/loop-control, so a test can take FUSE
+ * or the loop devices away without unloading a module.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "uzram.h"
+#include "../base/base.h"
+#include "mount.h"
+
+#define UMOUNT_WAIT_MS 30000  /* how long umount waits for the keeper */
+
+static const struct cli_option mount_opts[] = {
+	{ "size", 's', required_argument, "SIZE",
+	  "the device and file system (default: half of RAM,\n"
+	  "as tmpfs)" },
+	CLI_CODEC_OPTIONS,
+	{ "mem-limit", 'm', required_argument, "SIZE",
+	  "the file system is made no larger than about SIZE,\n"
+	  "so that it, not the device, reports ENOSPC" },
+	{ "fs", 'F', required_argument, "ext4", "the file system (ext4 only)" },
+	{ NULL, 'o', required_argument, "OPTIONS",
+	  "mount options (the kernel's ext4 with --via loop,\n"
+	  "fuse2fs's)" },
+	{ "uid", 'u', required_argument, "UID",
+	  "owner of DIR's root (default: the caller)" },
+	{ "gid", 'g', required_argument, "GID",
+	  "group of DIR's root (default: the caller's)" },
+	{ "mode", 'M', required_argument, "MODE",
+	  "mode of DIR's root, octal (default 0755; 1777\n"
+	  "for a /tmp)" },
+	{ "via", 'v', required_argument, "loop|fuse|fs",
+	  "loop: the kernel's ext4 on a loop device (root;\n"
+	  "the default as root), fuse: ext4 through fuse2fs,\n"
+	  "fs: uzram's own file system (FUSE; the default\n"
+	  "without root)" },
+	{ "foreground", 'f', no_argument, NULL,
+	  "stay in the foreground until DIR is unmounted" },
+	{ "help", 'h', no_argument, NULL, "this text" },
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+const struct cli_command mount_cmd = {
+	.name = "mount",
+	.operands = "DIR",
+	.summary = "A compressed RAM file system at DIR (an empty directory); returns once\n"
+		   "DIR is usable. uzram umount DIR (or umount / fusermount3 -u) undoes it all.\n",
+	.shorts = "o:fh",
+	.opts = mount_opts,
+	.brief = "mount a compressed RAM file system",
+};
+
+/* DIR as an absolute path without resolving it (it may be a dead mount). */
+static int abs_dir(const char *dir, char *out)
+{
+	char cwd[PATH_MAX], *r = realpath(dir, out);
+	size_t n;
+
+	if (r)
+		return 0;
+	if (dir[0] == '/')
+		n = (size_t)snprintf(out, PATH_MAX, "%s", dir);
+	else if (getcwd(cwd, sizeof cwd))
+		n = (size_t)snprintf(out, PATH_MAX, "%s/%s", cwd, dir);
+	else
+		return -1;
+	while (n > 1 && out[n - 1] == '/')
+		out[--n] = '\0';
+	return n < PATH_MAX ? 0 : -1;
+}
+
+/* BASE (see the top), created 0700 if missing, checked to be private. */
+static int runtime_base(char *out, const char *who)
+{
+	const char *env = getenv(ENV_RUNTIME_DIR), *xdg = getenv("XDG_RUNTIME_DIR");
+	struct stat sb;
+
+	if (env && *env)
+		snprintf(out, PATH_MAX, "%s", env);
+	else if (geteuid() == 0)
+		snprintf(out, PATH_MAX, "/run/uzram");
+	else if (xdg && *xdg)
+		snprintf(out, PATH_MAX, "%s/uzram", xdg);
+	else
+		snprintf(out, PATH_MAX, "/tmp/uzram-%u", (unsigned)geteuid());
+	if (mkdir(out, 0700) < 0 && errno != EEXIST) {
+		fprintf(stderr, "%s: mkdir %s: %s\n", who, out, strerror(errno));
+		return -1;
+	}
+	if (lstat(out, &sb) < 0 || !S_ISDIR(sb.st_mode) ||
+	    sb.st_uid != geteuid() || (sb.st_mode & 077)) {
+		fprintf(stderr, "%s: %s is not a private directory of ours (0700)\n",
+			who, out);
+		return -1;
+	}
+	return 0;
+}
+
+/* m->run for m->dir; -1 with a message when the sockets would not fit. */
+static int runtime_dir(struct mount_req *m, const char *who)
+{
+	char base[PATH_MAX];
+	uint64_t h = 0xcbf29ce484222325ull;
+	struct sockaddr_un sa;
+
+	if (runtime_base(base, who) < 0)
+		return -1;
+	for (const unsigned char *p = (const unsigned char *)m->dir; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ull;
+	if (snprintf(m->run, sizeof m->run, "%s/m-%016llx", base,
+		     (unsigned long long)h) < 0 ||
+	    strlen(m->run) + sizeof "/nbdfuse.pid" > sizeof sa.sun_path) {
+		fprintf(stderr, "%s: runtime directory %s too long for a socket\n",
+			who, m->run);
+		return -1;
+	}
+	return 0;
+}
+
+int mount_socket_path(const char *who, const char *dir, char *out, size_t n)
+{
+	struct mount_req m = { 0 };
+	char sock[PATH_MAX], ctl[PATH_MAX];
+
+	if (abs_dir(dir, m.dir) < 0 || runtime_dir(&m, who) < 0)
+		return -1;
+	mount_path(&m, sock, "sock");
+	mount_path(&m, ctl, "sock.ctl"); /* --via fs has only this one */
+	if (access(sock, F_OK) < 0 && access(ctl, F_OK) < 0) {
+		fprintf(stderr, "%s: %s is not mounted by uzram mount\n", who, dir);
+		return -1;
+	}
+	snprintf(out, n, "%s", sock);
+	return 0;
+}
+
+/* The pid in RUN/NAME, 0 if there is none. */
+static pid_t read_pid(const struct mount_req *m, const char *name)
+{
+	char path[PATH_MAX];
+	FILE *f;
+	int pid = 0;
+
+	mount_path(m, path, name);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%d", &pid) != 1)
+		pid = 0;
+	fclose(f);
+	return pid;
+}
+
+/* program in PATH, or a message naming the Debian package that has it. */
+static int need(const char *program, const char *package)
+{
+	const char *path = getenv("PATH");
+	char file[PATH_MAX];
+
+	for (const char *p = path ? path : "/usr/bin:/bin"; *p;) {
+		size_t n = strcspn(p, ":");
+
+		snprintf(file, sizeof file, "%.*s/%s", (int)n, p, program);
+		if (access(file, X_OK) == 0)
+			return 0;
+		p += n + (p[n] == ':');
+	}
+	cli_error("mount", "%s not found: install the Debian package %s "
+		"(scripts/deps.sh run)", program, package);
+	return -1;
+}
+
+/* DIR must be an empty directory that is not a mount point already. */
+static int check_dir(const char *arg, struct mount_req *m)
+{
+	struct stat sb;
+	struct dirent *e;
+	DIR *d;
+	int n = 0;
+
+	if (stat(arg, &sb) < 0 || !realpath(arg, m->dir)) {
+		cli_error("mount", "%s: %s", arg, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(sb.st_mode)) {
+		cli_error("mount", "%s: not a directory", arg);
+		return -1;
+	}
+	/* before the empty check: a mounted file system is never empty */
+	if (mount_point_is(m->dir)) {
+		struct mount_req t = { 0 };
+		char sock[PATH_MAX];
+		bool ours;
+
+		snprintf(t.dir, sizeof t.dir, "%s", m->dir);
+		ours = runtime_dir(&t, "uzram mount") == 0 &&
+		       (mount_path(&t, sock, "sock"), access(sock, F_OK) == 0);
+		if (ours)
+			cli_error("mount", "%s: already mounted by "
+				"uzram mount (%s umount %s first)", arg,
+				cli_prog, arg);
+		else
+			cli_error("mount", "%s: already a mount "
+				"point", arg);
+		return -1;
+	}
+	d = opendir(m->dir);
+	while (d && (e = readdir(d)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	if (d)
+		closedir(d);
+	if (!d || n) {
+		cli_error("mount", "%s: %s", arg,
+			d ? "directory not empty" : strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Why fuse cannot be opened read-write, and what would fix it: the module
+ * when the device is missing, else its mode, owner and group against ours.
+ */
+static int fuse_unavailable(const char *fuse, int err)
+{
+	struct stat sb;
+	struct group *g;
+	char gname[64];
+
+	if (err != EACCES && err != EPERM) {
+		cli_error("mount", "FUSE is unavailable: %s: %s "
+			"(as root: modprobe fuse; apt-get install fuse3)",
+			fuse, strerror(err));
+		return -1;
+	}
+	if (stat(fuse, &sb) < 0) {
+		cli_error("mount", "FUSE is unavailable: %s: %s",
+			fuse, strerror(err));
+		return -1;
+	}
+	g = getgrgid(sb.st_gid);
+	if (g)
+		snprintf(gname, sizeof gname, "%s", g->gr_name);
+	else
+		snprintf(gname, sizeof gname, "%u", (unsigned)sb.st_gid);
+	fprintf(stderr, "uzram mount: cannot open %s read-write: it has mode "
+		"%04o, owner uid %u, group %s, and this process has uid %u; ",
+		fuse, (unsigned)(sb.st_mode & 07777), (unsigned)sb.st_uid,
+		gname, (unsigned)geteuid());
+	if ((sb.st_mode & 060) == 060)
+		fprintf(stderr, "join group %s (as root: adduser USER %s, then "
+			"log in again)\n", gname, gname);
+	else
+		fprintf(stderr, "as root, chmod 666 %s (what Debian's udev rule "
+			"sets)\n", fuse);
+	return -1;
+}
+
+/* FUSE, the programs, and which path: loop as root when there is one. */
+static int check_system(struct mount_req *m)
+{
+	const char *fuse = getenv(ENV_DEV_FUSE), *ctl = getenv(ENV_LOOP_CONTROL);
+
+	if (!fuse)
+		fuse = "/dev/fuse";
+	if (!ctl)
+		ctl = "/dev/loop-control";
+	if (access(fuse, R_OK | W_OK) < 0)
+		return fuse_unavailable(fuse, errno);
+	if (m->via == VIA_FS || (m->via == VIA_AUTO && geteuid() != 0)) {
+		m->via = VIA_FS; /* cli/mount/mount_fs.c */
+		return need("fusermount3", "fuse3");
+	}
+	if (need("nbdfuse", "libnbd-bin") < 0 || need("mkfs.ext4", "e2fsprogs") < 0 ||
+	    need("fusermount3", "fuse3") < 0)
+		return -1;
+	if (m->via == VIA_AUTO) {
+		if (geteuid() != 0) {
+			m->via = VIA_FUSE;
+		} else if (access(ctl, R_OK | W_OK) < 0) {
+			cli_error("mount", "no loop device (%s: %s): "
+				"using fuse2fs", ctl, strerror(errno));
+			m->via = VIA_FUSE;
+		} else {
+			m->via = VIA_LOOP;
+		}
+	}
+	if (m->via == VIA_LOOP && geteuid() != 0) {
+		cli_error("mount", "--via loop needs root");
+		return -1;
+	}
+	return m->via == VIA_FUSE ? need("fuse2fs", "fuse2fs") : 0;
+}
+
+static int parse_id(const char *s, int base, unsigned max, unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, base);
+	if (errno || end == s || *end || v > max || s[0] == '-')
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
+/* Pass --NAME VALUE on to uzram serve (NAME is one of mount_opts[]). */
+static void serve_option(struct mount_req *m, const char *name, char *value)
+{
+	static char names[8][24];
+	int i = m->serve_argc / 2;
+
+	if (i >= 8)
+		return; /* each option once: getopt gave a later one again */
+	snprintf(names[i], sizeof names[i], "--%s", name);
+	m->serve_argv[m->serve_argc++] = names[i];
+	m->serve_argv[m->serve_argc++] = value;
+}
+
+/* One option of `uzram mount` into the mount_req ctx (cli_parse()'s take). */
+static int mount_take(void *ctx, int key, char *arg)
+{
+	struct mount_req *m = ctx;
+	unsigned long long v;
+	unsigned id;
+	int r;
+
+	switch (key) {
+	case 's': case 'm':
+		if (key == 's' && (r = cli_take_size(arg, 16 << 20, &v)))
+			return r;
+		if (key == 'm' && parse_size(arg, &v) < 0)
+			return CLI_BAD_VALUE;
+		/* the file system is the limit less 1/16 (sizes()), at least
+		 * the 16M of --size: 0 is no limit */
+		if (key == 'm' && v && v - v / 16 < (16 << 20))
+			return cli_bad_value("0 (no limit) or at least 18M, for a "
+					     "file system of 16M");
+		*(key == 's' ? &m->size : &m->mem_limit) = v;
+		serve_option(m, cli_find(mount_opts, key)->name, arg);
+		return 0;
+	case 'C':
+		if (cli_take_cluster(arg, &v))
+			return CLI_BAD_VALUE;
+		serve_option(m, "cluster", arg);
+		return 0;
+	case 'a': case 'l': /* uzram serve checks them */
+		serve_option(m, cli_find(mount_opts, key)->name, arg);
+		return 0;
+	case 'F':
+		return strcmp(arg, "ext4") ? CLI_BAD_VALUE : 0;
+	case 'o':
+		m->opts = arg;
+		return 0;
+	case 'u': case 'g':
+		if (parse_id(arg, 10, UINT32_MAX - 1, &id) < 0)
+			return CLI_BAD_VALUE;
+		*(key == 'u' ? &m->uid : &m->gid) = id;
+		return 0;
+	case 'M':
+		if (parse_id(arg, 8, 07777, &id) < 0)
+			return CLI_BAD_VALUE;
+		m->mode = (mode_t)id;
+		m->set_mode = true;
+		return 0;
+	case 'v':
+		if (strcmp(arg, "loop") && strcmp(arg, "fuse") && strcmp(arg, "fs"))
+			return CLI_BAD_VALUE;
+		m->via = arg[0] == 'l' ? VIA_LOOP : arg[1] == 's' ? VIA_FS : VIA_FUSE;
+		return 0;
+	case 'f':
+		m->foreground = true;
+		return 0;
+	default:
+		return 2; /* not in mount_opts */
+	}
+}
+
+/* Options into m; -1 to go on, or the exit status. */
+static int mount_options(int argc, char **argv, struct mount_req *m)
+{
+	int r = cli_parse(&mount_cmd, argc, argv, mount_take, m);
+
+	if (r >= 0)
+		return r;
+	if (optind == argc)
+		return cli_usage_error(&mount_cmd, "no directory given");
+	if (optind != argc - 1)
+		return cli_usage_error(&mount_cmd, "one directory only, not "
+				       "'%s' and '%s'", argv[optind],
+				       argv[optind + 1]);
+	return -1;
+}
+
+/* The size of device and fs; with a memory limit, the fs fits in it. */
+static void sizes(struct mount_req *m)
+{
+	static char size[32];
+
+	if (!m->size) {
+		m->size = (unsigned long long)sysconf(_SC_PHYS_PAGES) *
+			  (unsigned long long)sysconf(_SC_PAGESIZE) / 2;
+		snprintf(size, sizeof size, "%llu", m->size);
+		m->serve_argv[m->serve_argc++] = "--size";
+		m->serve_argv[m->serve_argc++] = size;
+	}
+	m->fs_bytes = m->size;
+	/*
+	 * A device out of memory fails writes under ext4, which takes them for
+	 * I/O errors. A file system no larger than the limit (less 1/16 for
+	 * the allocator's overhead on incompressible data) runs out of blocks
+	 * first and says ENOSPC, consistently.
+	 */
+	if (m->via != VIA_FS && m->mem_limit && /* fs: the device says ENOSPC */
+	    m->mem_limit - m->mem_limit / 16 < m->fs_bytes) {
+		m->fs_bytes = m->mem_limit - m->mem_limit / 16;
+		cli_error("mount", "the file system holds at most %llu "
+			"MiB, within --mem-limit", m->fs_bytes >> 20);
+	}
+	m->fs_bytes &= ~4095ull;
+}
+
+/* fusermount3 ARG DIR; 0 if it succeeded (else it said why). */
+static int fusermount(const char *arg, const char *dir)
+{
+	pid_t pid = fork();
+	int ws;
+
+	if (pid == 0) {
+		execlp("fusermount3", "fusermount3", arg, dir, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &ws, 0) < 0 || !WIFEXITED(ws) ||
+	    WEXITSTATUS(ws))
+		return -1;
+	return 0;
+}
+
+static void unmount_lazy(const char *dir)
+{
+	if (geteuid() == 0)
+		umount2(dir, MNT_DETACH);
+	else
+		fusermount("-uz", dir);
+}
+
+/* Wait for a process that is not our child to end; 0, or -1 at timeout. */
+static int wait_gone(pid_t pid, int ms)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+	if (fd >= 0) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		int r = poll(&pf, 1, ms);
+
+		close(fd);
+		return r == 1 ? 0 : -1;
+	}
+	return errno == ESRCH ? 0 : -1;
+}
+
+/*
+ * Whether the keeper of RUN lives: it holds a lock on RUN/pid from before
+ * it starts until RUN is gone, which no reuse of its pid can fake.
+ */
+static bool keeper_alive(const struct mount_req *m)
+{
+	char path[PATH_MAX];
+	bool alive;
+	int fd;
+
+	mount_path(m, path, "pid");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	alive = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+	close(fd);
+	return alive;
+}
+
+/* Whether pid runs (a zombie does not) with RUN in its command line. */
+static bool runs_in(const struct mount_req *m, pid_t pid)
+{
+	char path[64], buf[4096] = "", state = 'Z';
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
+			state = 'Z';
+		fclose(f);
+	}
+	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+	f = pid > 0 && state != 'Z' ? fopen(path, "re") : NULL;
+	if (f) {
+		n = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!buf[i])
+			buf[i] = ' ';
+	buf[n] = '\0';
+	return strstr(buf, m->run) != NULL;
+}
+
+/*
+ * The keeper died (killed, say): unmount what it left lazily, stop its
+ * children, remove RUN.
+ */
+static void clear_dead(struct mount_req *m)
+{
+	char fuse[PATH_MAX];
+	pid_t pid;
+
+	mount_path(m, fuse, "fuse");
+	if (mount_point_is(m->dir))
+		unmount_lazy(m->dir);
+	if (mount_point_is(fuse))
+		unmount_lazy(fuse); /* nbdfuse ends with it */
+	for (int i = 0; i < 2; i++) {
+		pid = read_pid(m, i ? "server.pid" : "nbdfuse.pid");
+		if (runs_in(m, pid) && kill(pid, SIGTERM) == 0 &&
+		    wait_gone(pid, 10000) < 0)
+			fprintf(stderr, "uzram: pid %d does not end\n", (int)pid);
+	}
+	mount_remove_run(m);
+	fprintf(stderr, "uzram: %s: its keeper had died; cleared what it left\n",
+		m->dir);
+}
+
+/*
+ * Which part of the stack under DIR has died, or NULL: the server or
+ * nbdfuse that the keeper started (the OOM killer's choice). The kernel
+ * logged the writes since as "lost async page write" and told the writer
+ * they succeeded; only umount can still say so.
+ */
+static const char *stack_gone(const struct mount_req *m, pid_t *pid)
+{
+	static const char *const who[] = { "uzram serve", "nbdfuse" };
+
+	for (int i = 0; i < 2; i++) {
+		*pid = read_pid(m, i ? "nbdfuse.pid" : "server.pid");
+		if (*pid > 0 && !runs_in(m, *pid))
+			return who[i];
+	}
+	return NULL;
+}
+
+/* Create RUN/pid and lock it for the keeper (it inherits the lock). */
+static int lock_run(struct mount_req *m)
+{
+	char path[PATH_MAX];
+
+	mount_path(m, path, "pid");
+	m->pid_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (m->pid_fd < 0 || flock(m->pid_fd, LOCK_EX | LOCK_NB) < 0) {
+		cli_error("mount", "%s: %s", path, strerror(errno));
+		if (m->pid_fd >= 0)
+			close(m->pid_fd);
+		unlink(path);
+		rmdir(m->run);
+		return -1;
+	}
+	return 0;
+}
+
+/* RUN, fresh: clear what a dead keeper left; refuse a live one. */
+static int make_run(struct mount_req *m)
+{
+	pid_t pid;
+
+	if (mkdir(m->run, 0700) == 0)
+		return lock_run(m);
+	if (errno != EEXIST) {
+		cli_error("mount", "mkdir %s: %s", m->run,
+			strerror(errno));
+		return -1;
+	}
+	if (keeper_alive(m)) {
+		pid = read_pid(m, "pid");
+		cli_error("mount", "%s is mounted already (keeper pid %d)",
+			m->dir, (int)pid);
+		return -1;
+	}
+	clear_dead(m);
+	if (mkdir(m->run, 0700) == 0)
+		return lock_run(m);
+	cli_error("mount", "mkdir %s: %s", m->run, strerror(errno));
+	return -1;
+}
+
+int cmd_mount(int argc, char **argv)
+{
+	struct mount_req m = { .uid = getuid(), .gid = getgid(), .notify_fd = -1 };
+	char c;
+	pid_t pid;
+	int p[2], r, ws;
+
+	r = mount_options(argc, argv, &m);
+	if (r >= 0)
+		return r;
+	if (readlink("/proc/self/exe", m.self, sizeof m.self - 1) < 0) {
+		perror("uzram mount: /proc/self/exe");
+		return 1;
+	}
+	if (check_dir(argv[optind], &m) < 0 || check_system(&m) < 0 ||
+	    runtime_dir(&m, "uzram mount") < 0)
+		return 1;
+	sizes(&m);
+	if (make_run(&m) < 0)
+		return 1;
+	if (m.foreground)
+		return m.via == VIA_FS ? mount_fs_keep(&m) : mount_keep(&m);
+	if (pipe2(p, O_CLOEXEC) < 0 || (pid = fork()) < 0) {
+		perror("uzram mount");
+		mount_remove_run(&m);
+		return 1;
+	}
+	if (pid == 0) {
+		close(p[0]);
+		m.notify_fd = p[1];
+		setsid();
+		if (chdir("/") < 0)
+			_exit(1);
+		_exit(m.via == VIA_FS ? mount_fs_keep(&m) : mount_keep(&m));
+	}
+	close(p[1]);
+	close(m.pid_fd); /* the keeper's copy holds the lock */
+	while ((r = (int)read(p[0], &c, 1)) < 0 && errno == EINTR)
+		;
+	close(p[0]);
+	if (r == 1)
+		return 0;
+	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(ws) && WEXITSTATUS(ws) ? WEXITSTATUS(ws) : 1;
+}
+
+
+/* Unmount DIR; lazily if that fails and the device under it has gone. */
+static int umount_dir(const struct mount_req *m, const char *via, bool gone)
+{
+	if (geteuid() == 0) {
+		if (umount2(m->dir, 0) == 0 ||
+		    (gone && umount2(m->dir, MNT_DETACH) == 0))
+			return 0;
+		cli_error("umount", "%s: %s", m->dir, strerror(errno));
+		return -1;
+	}
+	if (strcmp(via, "fuse") && strcmp(via, "fs")) {
+		cli_error("umount", "%s: only root can unmount it",
+			m->dir);
+		return -1;
+	}
+	return fusermount("-u", m->dir) == 0 ||
+	       (gone && fusermount("-uz", m->dir) == 0) ? 0 : -1;
+}
+
+/* After the clean-up: the exit status, and what was lost if anything. */
+static int umount_status(const char *dir, const char *gone, pid_t pid)
+{
+	if (!gone)
+		return 0;
+	cli_error("umount", "%s: its device had gone (%s, pid %d, "
+		"had ended): writes to %s since then were lost; cleaned up, "
+		"uzram mount %s may make it again", dir, gone, (int)pid, dir,
+		dir);
+	return 1;
+}
+
+static const struct cli_option umount_opts[] = {
+	{ "help", 'h', no_argument, NULL, "this text" },
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+const struct cli_command umount_cmd = {
+	.name = "umount",
+	.operands = "DIR",
+	.summary = "Take down what `uzram mount DIR` built.\n",
+	.shorts = "h",
+	.opts = umount_opts,
+	.brief = "take down a uzram mount",
+};
+
+int cmd_umount(int argc, char **argv)
+{
+	struct mount_req m = { 0 };
+	char via[8] = "", path[PATH_MAX];
+	const char *dir, *gone;
+	FILE *f;
+	pid_t pid, dead;
+	int r = cli_parse(&umount_cmd, argc, argv, NULL, NULL);
+
+	if (r >= 0)
+		return r;
+	if (optind == argc)
+		return cli_usage_error(&umount_cmd, "no directory given");
+	if (optind != argc - 1)
+		return cli_usage_error(&umount_cmd, "one directory only, not "
+				       "'%s' and '%s'", argv[optind],
+				       argv[optind + 1]);
+	if (abs_dir(argv[optind], m.dir) < 0)
+		return cli_usage_error(&umount_cmd, "bad directory '%s'",
+				       argv[optind]);
+	dir = argv[optind];
+	if (runtime_dir(&m, "uzram umount") < 0)
+		return 1;
+	pid = read_pid(&m, "pid");
+	gone = stack_gone(&m, &dead);
+	if (!keeper_alive(&m)) {
+		if (access(m.run, F_OK) == 0) {
+			clear_dead(&m);
+			return umount_status(dir, gone, dead);
+		}
+		cli_error("umount", "%s is not mounted by uzram mount",
+			dir);
+		return 1;
+	}
+	mount_path(&m, path, "via");
+	f = fopen(path, "re");
+	if (f) {
+		if (!fgets(via, sizeof via, f))
+			via[0] = '\0';
+		via[strcspn(via, "\n")] = '\0';
+		fclose(f);
+	}
+	if (mount_point_is(m.dir) && umount_dir(&m, via, gone != NULL) < 0)
+		return 1;
+	/* The keeper takes the rest down and removes RUN. */
+	if (wait_gone(pid, UMOUNT_WAIT_MS) < 0) {
+		cli_error("umount", "the keeper (pid %d) of %s did not "
+			"end within %d s", (int)pid, dir, UMOUNT_WAIT_MS / 1000);
+		return 1;
+	}
+	return umount_status(dir, gone, dead);
+}

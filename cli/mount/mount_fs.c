@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+/*
+ * mount_fs.c - the keeper of `uzram mount DIR --via fs` (the default
+ * without root): one process that holds the device and serves DIR with
+ * uzram's own file system (fs/), instead of the ext4 stack of
+ * mount_stack.c.
+ *
+ *   DIR      uzram's file system (FUSE, libfuse3's low-level API)
+ *             |  in this process
+ *   device   libuzram: the files' data, compressed
+ *
+ * RUN (cli/mount/mount.c) holds pid (locked while the keeper lives), dir, via
+ * ("fs"), log, and sock.ctl: the control channel of `uzram stat --mount`
+ * and `uzram ctl --mount` (ctl/ctl_alone.c). The keeper serves until DIR is unmounted (uzram umount,
+ * fusermount3 -u, umount) or it gets SIGTERM, SIGINT or SIGHUP, which
+ * unmount first. Killed outright, it leaves DIR giving ENOTCONN; `uzram
+ * umount DIR` then finds no live keeper and clears the mount and RUN
+ * (mount.c's clear_dead()).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "uzram.h"
+#include "../base/base.h"
+#include "mount.h"
+#include "../../fs/uzfs.h"
+#include "../../ctl/ctl.h"
+
+/* The device's config from the options mount.c kept for uzram serve. */
+static int device_config(const struct mount_req *m, struct uzram_config *cfg)
+{
+	unsigned long long v;
+	long ncpu;
+
+	uzram_config_init(cfg);
+	cfg->size = m->size;
+	cfg->mem_limit = m->mem_limit;
+	/* a large write's clusters are compressed on every core (the NBD
+	 * server leaves this to --threads; here the fs is the only user) */
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	cfg->threads = ncpu > 1 ? (uint32_t)(ncpu - 1 < 7 ? ncpu - 1 : 7) : 0;
+	for (int i = 0; i + 1 < m->serve_argc; i += 2) {
+		const char *name = m->serve_argv[i], *arg = m->serve_argv[i + 1];
+
+		if (!strcmp(name, "--algorithm")) {
+			cfg->algorithm = arg;
+		} else if (!strcmp(name, "--level")) {
+			if (parse_level(arg, &cfg->level) < 0)
+				goto bad;
+		} else if (!strcmp(name, "--cluster")) {
+			if (parse_size(arg, &v) < 0 || v > UINT32_MAX)
+				goto bad;
+			cfg->cluster_size = (uint32_t)v;
+		}
+		continue;
+bad:
+		cli_error("mount", "bad value '%s' for %s", arg, name);
+		return -1;
+	}
+	return 0;
+}
+
+/* The device and the file system on DIR; -1 with a message. */
+static int build_fs(struct mount_req *m, struct uzram **dev, struct uzfs **fs)
+{
+	struct uzram_config cfg;
+	struct uzfs_config fc = {
+		.uid = m->uid, .gid = m->gid,
+		.mode = m->set_mode ? m->mode : 0755,
+		.allow_other = geteuid() == 0,
+		.debug = getenv("UZRAM_FS_DEBUG") != NULL,
+		/* a tuning knob for measurements; see fs/session.c */
+		.threads = getenv("UZRAM_FS_THREADS") ?
+			   (unsigned)atoi(getenv("UZRAM_FS_THREADS")) : 1,
+	};
+	int r;
+
+	if (dprintf(m->pid_fd, "%d\n", (int)getpid()) < 0 ||
+	    mount_write_run(m, "dir", m->dir) < 0 ||
+	    mount_write_run(m, "via", "fs\n") < 0 ||
+	    device_config(m, &cfg) < 0)
+		return -1;
+	r = uzram_open(&cfg, dev);
+	if (r < 0) {
+		cli_error("mount", "cannot make the device: %s",
+			uzram_last_error());
+		return -1;
+	}
+	fc.dev = *dev;
+	r = uzfs_mount(&fc, m->dir, fs);
+	if (r < 0) {
+		cli_error("mount", "cannot mount %s: %s", m->dir,
+			strerror(-r));
+		uzram_close(*dev);
+		return -1;
+	}
+	return 0;
+}
+
+int mount_fs_keep(struct mount_req *m)
+{
+	struct uzram *dev = NULL;
+	struct uzfs *fs = NULL;
+	struct nbd_ctl_alone *ctl_chan;
+	char log[PATH_MAX], ctl[PATH_MAX];
+	int r;
+
+	signal(SIGPIPE, SIG_IGN);
+	mount_path(m, log, "log");
+	m->log_fd = open(log, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (m->log_fd < 0 || build_fs(m, &dev, &fs) < 0) {
+		if (m->log_fd < 0)
+			perror("uzram mount: keeper");
+		mount_remove_run(m);
+		return 1;
+	}
+	if (!m->foreground) {
+		dup2(m->log_fd, 1);
+		dup2(m->log_fd, 2);
+	}
+	if (m->notify_fd >= 0) {
+		if (write(m->notify_fd, "k", 1) != 1)
+			uzfs_exit(fs); /* the caller is gone: do not stay */
+		close(m->notify_fd);
+	}
+	mount_path(m, ctl, "sock.ctl");
+	ctl_chan = nbd_ctl_alone_start(dev, uzram_algorithm(dev, 0), ctl);
+	r = uzfs_loop(fs);
+	nbd_ctl_alone_stop(ctl_chan);
+	uzfs_free(fs);
+	uzram_close(dev);
+	mount_remove_run(m);
+	return r < 0 ? 1 : 0;
+}

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+/*
+ * mount_run.c - the runtime directory of one `uzram mount` (see mount.c
+ * for what it holds) and whether a path is a mount point: what mount.c and
+ * the keeper in mount_stack.c both use.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mount.h"
+
+void mount_path(const struct mount_req *m, char *out, const char *name)
+{
+	/* runtime_dir() left room for every name */
+	if (snprintf(out, PATH_MAX, "%s/%s", m->run, name) >= PATH_MAX)
+		out[0] = '\0';
+}
+
+int mount_write_run(const struct mount_req *m, const char *name,
+		    const char *text)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	mount_path(m, path, name);
+	f = fopen(path, "we");
+	if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+		cli_error("mount", "cannot write %s", path);
+		return -1;
+	}
+	return 0;
+}
+
+/* Undo mountinfo's octal escapes (\040 for a space) in place. */
+static void unescape(char *s)
+{
+	char *d = s;
+
+	for (; *s; s++, d++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
+		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*d = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + s[3] - '0');
+			s += 3;
+		} else {
+			*d = *s;
+		}
+	}
+	*d = '\0';
+}
+
+bool mount_point_is(const char *path)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[8192];
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof line, f)) {
+		char *save, *field = strtok_r(line, " ", &save);
+
+		for (int i = 1; field && i < 5; i++)
+			field = strtok_r(NULL, " ", &save);
+		if (field) {
+			unescape(field);
+			found = !strcmp(field, path);
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+void mount_remove_run(const struct mount_req *m)
+{
+	char path[PATH_MAX];
+	struct dirent *e;
+	DIR *d = opendir(m->run);
+
+	/*
+	 * Every name in RUN is ours: the files the keeper wrote, and the
+	 * sockets a server killed with SIGKILL could not remove.
+	 */
+	mount_path(m, path, "fuse");
+	rmdir(path);
+	while (d && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+		    strcmp(e->d_name, "fuse")) {
+			mount_path(m, path, e->d_name);
+			unlink(path);
+		}
+	if (d)
+		closedir(d);
+	if (rmdir(m->run) < 0)
+		cli_error("mount", "rmdir %s: %s", m->run,
+			strerror(errno));
+}

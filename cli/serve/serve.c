@@ -1,0 +1,733 @@
+// SPDX-License-Identifier: MIT
+/*
+ * serve.c - `uzram serve`: export a new device over NBD. Its options and
+ * the device; the server itself is in server/.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "uzram.h"
+#include "serve.h"
+#include "../../server/server.h"
+#include "../../ublk/ublk.h"
+
+/* Keys of the --ublk options, past every letter. */
+enum {
+	KEY_UBLK = 0x100, KEY_UBLK_ID, KEY_UBLK_QUEUES, KEY_UBLK_DEPTH,
+	KEY_UBLK_COPY, KEY_UBLK_RECOVERY, KEY_UBLK_TAKE_OVER,
+	KEY_WB_LIMIT, KEY_DRY_RUN,
+};
+
+static const struct cli_option serve_opts[] = {
+	{ "size", 's', required_argument, "SIZE", "the device's size (default 1G)" },
+	CLI_CODEC_OPTIONS,
+	{ "mem-limit", 'm', required_argument, "SIZE",
+	  "the most memory the device may take (mem_limit)" },
+	{ "socket", 'S', required_argument, "PATH",
+	  "serve on this Unix socket (default ./uzram.sock)" },
+	{ "tcp", 't', required_argument, "[HOST:]PORT",
+	  "serve on TCP instead (HOST: 127.0.0.1 by default)" },
+	{ "export", 'e', required_argument, "NAME", "the export's name" },
+	{ "read-only", 'r', no_argument, NULL, "refuse writes" },
+	{ "max-connections", 'c', required_argument, "N",
+	  "default buffer-limit / 8M, from 4 to 128;\n"
+	  "at most buffer-limit / 256K" },
+	{ "recomp-algorithm", 'A', required_argument, "ALGO[:LEVEL][:dict=FILE]",
+	  "a secondary algorithm for `uzram ctl recompress`\n"
+	  "(priority 1, 2, 3 in the order given)" },
+	{ "dict", 'D', required_argument, "FILE",
+	  "a dictionary for the algorithm (lz4, zstd), as\n"
+	  "zram's algorithm_params dict=" },
+	{ "run", 'R', required_argument, "'COMMAND'",
+	  "run COMMAND with sh -c once the server listens,\n"
+	  "with $uri set; stop when it exits, with its exit\n"
+	  "status" },
+	{ "backing", 'b', required_argument, "FILE|DEVICE|NBD-URI",
+	  "a second tier for `uzram ctl writeback`; with\n"
+	  "--mem-limit, cold clusters move there by themselves\n"
+	  "past the high watermark (90% of the limit) down to\n"
+	  "the low one (80%), and writes that find memory full\n"
+	  "go there" },
+	{ "high-watermark", 'W', required_argument, "PCT",
+	  "of --mem-limit, where moving to --backing starts" },
+	{ "low-watermark", 'w', required_argument, "PCT", "and where it stops" },
+	{ "writeback-limit", KEY_WB_LIMIT, required_argument, "SIZE",
+	  "write at most this much to --backing, by hand and\n"
+	  "by the policy, as zram's writeback_limit (default:\n"
+	  "no limit; `uzram ctl writeback-limit` changes it)" },
+	{ "ctl-socket", 'X', required_argument, "PATH",
+	  "the control socket for `uzram stat` and `uzram ctl`\n"
+	  "(default: SOCKET.ctl, or\n"
+	  "$XDG_RUNTIME_DIR/uzram/tcp-PORT.ctl)" },
+	{ "image", 'i', required_argument, "FILE",
+	  "open the device from FILE if it exists (its size,\n"
+	  "cluster, algorithms win; options that differ are an\n"
+	  "error), else create it; save it to FILE on SIGTERM,\n"
+	  "SIGINT or the end of --run" },
+	{ "tls", 'T', required_argument, "off|on|require",
+	  "on offers TLS (NBD_OPT_STARTTLS), require refuses\n"
+	  "clients without it; keys from --tls-psk or\n"
+	  "--tls-certificates" },
+	{ "tls-psk", 'P', required_argument, "FILE", "psktool's format" },
+	{ "tls-certificates", 'K', required_argument, "DIR",
+	  "ca-cert.pem, server-cert.pem, server-key.pem" },
+	{ "tls-verify-peer", 'V', no_argument, NULL,
+	  "require a client certificate (X.509 only)" },
+	{ "buffer-limit", 'B', required_argument, "SIZE",
+	  "request and reply buffers of all clients together\n"
+	  "(default 1/16 of RAM, 64M to 1G); requests wait\n"
+	  "for room" },
+	{ "timeout", 'I', required_argument, "SECONDS",
+	  "drop a client idle this long (default: never)" },
+	{ "handshake-timeout", 'H', required_argument, "SECONDS",
+	  "the whole handshake (default 30)" },
+	{ "metrics", 'E', required_argument, "unix:PATH|[HOST:]PORT",
+	  "answer HTTP GET /metrics there with the figures\n"
+	  "in Prometheus's text format (uzram-stat(1)); PORT 0:\n"
+	  "a free port, which the banner and stat print" },
+	{ "threads", 'j', required_argument, "N",
+	  "worker threads that compress a large write's\n"
+	  "clusters beside the connection's thread (default 0:\n"
+	  "none)" },
+	{ "dedup", 'U', no_argument, NULL,
+	  "store clusters with equal bytes once (see README)" },
+	{ "swap", 'w' + 256, no_argument, NULL,
+	  "serve as the kernel's swap: lock memory, reserve\n"
+	  "--mem-limit (else 16M) of the allocator, PR_SET_IO_FLUSHER,\n"
+	  "oom_score_adj -1000, SCHED_RR; needs root\n"
+	  "(doc/block-device.md)" },
+	{ "ublk", KEY_UBLK, no_argument, NULL,
+	  "also be the block device /dev/ublkbN (Linux 6.0+,\n"
+	  "ublk_drv; --run sees it as $ublk_dev)" },
+	{ "ublk-id", KEY_UBLK_ID, required_argument, "N",
+	  "that N (default: the kernel's choice)" },
+	{ "ublk-queues", KEY_UBLK_QUEUES, required_argument, "N",
+	  "hardware queues, a thread each (default: one per\n"
+	  "CPU, up to 4)" },
+	{ "ublk-depth", KEY_UBLK_DEPTH, required_argument, "N",
+	  "requests in flight per queue (default 64)" },
+	{ "ublk-copy", KEY_UBLK_COPY, required_argument, "kernel|user",
+	  "who copies the data: the driver (default), or\n"
+	  "we, through /dev/ublkcN (UBLK_F_USER_COPY; the\n"
+	  "default with --swap where the kernel has it)" },
+	{ "ublk-recovery", KEY_UBLK_RECOVERY, no_argument, NULL,
+	  "if this server dies, I/O waits for another\n"
+	  "(UBLK_F_USER_RECOVERY) instead of failing" },
+	{ "ublk-take-over", KEY_UBLK_TAKE_OVER, required_argument, "N",
+	  "serve /dev/ublkbN, left by a --ublk-recovery\n"
+	  "server that died (from --image if it saved one)" },
+	{ "dry-run", KEY_DRY_RUN, no_argument, NULL,
+	  "check the options and make the device they describe,\n"
+	  "then exit: nothing listens, and --image, --backing,\n"
+	  "--dict and the TLS keys are not read (uzram swapon\n"
+	  "--dry-run)" },
+	{ "help", 'h', no_argument, NULL, "this text" },
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+const struct cli_command serve_cmd = {
+	.name = "serve",
+	.summary = "Export a new device (or --image) over NBD until SIGINT or SIGTERM.\n",
+	.shorts = "h",
+	.opts = serve_opts,
+	.brief = "export a compressed RAM device over NBD",
+};
+
+struct recomp_opt {
+	const char *name, *dict;
+	int level;
+};
+
+/* Whether a file could be created beside path (errno says why not). */
+static bool dir_writable(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	size_t n = slash ? (size_t)(slash - path) : 0;
+
+	if (!slash)
+		return access(".", W_OK) == 0;
+	if (n >= sizeof dir) {
+		errno = ENAMETOOLONG;
+		return false;
+	}
+	memcpy(dir, path, n);
+	dir[n] = '\0';
+	return access(n ? dir : "/", W_OK) == 0;
+}
+
+/*
+ * The option given explicitly that the device opened from an image
+ * disagrees with, or NULL. want_size: --size's value (0: not given).
+ */
+static const char *image_conflict(const struct uzram_config *cfg,
+				  const struct uzram *dev, uint64_t want_size,
+				  bool algo_set, bool cluster_set)
+{
+	if (want_size && want_size != uzram_size(dev))
+		return "size";
+	if (algo_set && strcmp(cfg->algorithm, uzram_algorithm(dev, 0)))
+		return "algorithm";
+	if (cluster_set && cfg->cluster_size != uzram_cluster_size(dev) &&
+	    !(cfg->cluster_size == 0 && uzram_cluster_size(dev) == UZRAM_PAGE_SIZE))
+		return "cluster";
+	return NULL;
+}
+
+/*
+ * The device: from the image if there is one at `image` (then options
+ * given explicitly must agree with it, and --dict is the image's), else a
+ * new one with the dictionary at dict_path, if any. 0 or the exit status.
+ */
+static int open_device(struct uzram_config *cfg, const char *image,
+		       const char *dict_path, bool size_set, bool algo_set,
+		       bool cluster_set, struct uzram **dev)
+{
+	struct stat sb;
+	void *dict = NULL;
+	const char *clash;
+	uint64_t want_size = 0;
+	int r;
+
+	if (image && stat(image, &sb) == 0) {
+		cfg->image = image;
+		/* the image's size, compared below as the other options are */
+		want_size = size_set ? cfg->size : 0;
+		cfg->size = 0;
+		if (dict_path)
+			cli_error("serve", "--dict: the dictionaries "
+				"of image %s are used", image);
+	} else if (image && !dir_writable(image)) {
+		/* better now than at the end, with the data */
+		cli_error("serve", "--image %s: cannot write in its "
+			"directory: %s", image, strerror(errno));
+		return 1;
+	} else if (dict_path) {
+		if (read_dict("serve", dict_path, &dict, &cfg->dict_size))
+			return 1;
+		cfg->dict = dict;
+	}
+	r = uzram_open(cfg, dev);
+	free(dict);
+	if (r < 0) {
+		const char *why = cli_lib_error();
+
+		cli_error("serve", "cannot %s the device: %s",
+			cfg->image ? "open" : "create",
+			*why ? why : uzram_strerror(r));
+		return 1;
+	}
+	/* one device per image: hold a new one's path from the start */
+	if (image && !cfg->image && (r = uzram_image_claim(*dev, image)) < 0) {
+		cli_error("serve", "--image %s: %s", image,
+			cli_lib_error());
+		uzram_close(*dev);
+		*dev = NULL;
+		return 1;
+	}
+	clash = cfg->image ? image_conflict(cfg, *dev, want_size, algo_set,
+					    cluster_set) : NULL;
+	if (clash) {
+		cli_error("serve", "--%s conflicts with image %s "
+			"(%llu bytes, %s, %u-byte clusters); leave it out",
+			clash, image, (unsigned long long)uzram_size(*dev),
+			uzram_algorithm(*dev, 0), uzram_cluster_size(*dev));
+		uzram_close(*dev);
+		*dev = NULL;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * The --recomp-algorithm ones, at priorities 1, 2, 3, with their
+ * dictionaries; a device opened from an image may have them already (then
+ * they must be the same algorithms, and keep the image's dictionaries).
+ */
+static int add_recomp(struct uzram *dev, const struct recomp_opt *recomp,
+		      int n)
+{
+	for (int i = 0; i < n; i++) {
+		const char *have = uzram_algorithm(dev, i + 1);
+		void *dict;
+		size_t dict_len;
+		int r;
+
+		if (have && !strcmp(have, recomp[i].name))
+			continue;
+		if (have) {
+			cli_error("serve", "--recomp-algorithm %s "
+				"conflicts with the image's %s at priority "
+				"%d", recomp[i].name, have, i + 1);
+			return 1;
+		}
+		r = uzram_add_recomp_algorithm(dev, recomp[i].name,
+					       recomp[i].level);
+		if (r > 0 && recomp[i].dict) {
+			if (read_dict("serve", recomp[i].dict, &dict,
+				      &dict_len))
+				return 1;
+			r = uzram_set_dictionary(dev, r, dict, dict_len, 0);
+			free(dict);
+		}
+		if (r < 0) {
+			cli_error("serve", "--recomp-algorithm: %s",
+				cli_lib_error());
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int parse_tls_mode(const char *s, enum nbd_tls_mode *mode)
+{
+	static const char *const names[] = { "off", "on", "require" };
+
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(s, names[i])) {
+			*mode = (enum nbd_tls_mode)i;
+			return 0;
+		}
+	return -1;
+}
+
+/* The --tls options fit together; 0, or -1 after a message. */
+static int check_tls_options(const struct nbd_tls_config *tc)
+{
+	const char *msg = NULL;
+
+	if (tc->mode == NBD_TLS_OFF &&
+	    (tc->certificates || tc->psk_file || tc->verify_peer))
+		msg = "--tls-certificates, --tls-psk and --tls-verify-peer need "
+		      "--tls=on or --tls=require";
+	else if (tc->mode != NBD_TLS_OFF && !tc->certificates == !tc->psk_file)
+		msg = "--tls needs exactly one of --tls-certificates DIR and "
+		      "--tls-psk FILE";
+	else if (tc->verify_peer && !tc->certificates)
+		msg = "--tls-verify-peer checks X.509 client certificates "
+		      "(--tls-certificates); a PSK authenticates the client itself";
+	if (msg)
+		cli_error("serve", "%s", msg);
+	return msg ? -1 : 0;
+}
+
+/* What `uzram serve`'s options say, as cmd_serve() gathers it. */
+struct serve_args {
+	struct uzram_config cfg;
+	struct nbd_server_config sc;
+	struct nbd_tls_config tc;
+	char *tcp;
+	const char *dict_path;
+	struct recomp_opt recomp[UZRAM_MAX_RECOMP];
+	int nrecomp;
+	bool max_given, size_set, algo_set, cluster_set, swap, dry_run;
+	uint64_t wb_limit;      /* --writeback-limit in bytes; 0: none */
+	bool ublk, ublk_extra;  /* --ublk, and one of its options */
+	bool ublk_copy_set;     /* --ublk-copy given */
+	struct ublk_opts uo;
+};
+
+/* The --ublk options (serve_take_server()). */
+static int serve_take_ublk(struct serve_args *a, int key, char *arg)
+{
+	unsigned long long v;
+
+	if (key == KEY_UBLK) {
+		a->ublk = true;
+		return 0;
+	}
+	a->ublk_extra = true;
+	switch (key) {
+	case KEY_UBLK_ID:
+	case KEY_UBLK_TAKE_OVER:
+		if (parse_uint(arg, (1u << 20) - 1, &v) < 0)
+			return CLI_BAD_VALUE;
+		a->uo.dev_id = (int)v;
+		a->uo.recover = key == KEY_UBLK_TAKE_OVER;
+		return 0;
+	case KEY_UBLK_QUEUES:
+		if (parse_uint(arg, UBLK_MAX_QUEUES, &v) < 0 || v == 0)
+			return CLI_BAD_VALUE;
+		a->uo.queues = (unsigned)v;
+		return 0;
+	case KEY_UBLK_DEPTH:
+		if (parse_uint(arg, UBLK_MAX_DEPTH, &v) < 0 || v == 0)
+			return CLI_BAD_VALUE;
+		a->uo.depth = (unsigned)v;
+		return 0;
+	case KEY_UBLK_COPY:
+		if (!strcmp(arg, "kernel"))
+			a->uo.copy = UBLK_COPY_KERNEL;
+		else if (!strcmp(arg, "user"))
+			a->uo.copy = UBLK_COPY_USER;
+		else
+			return CLI_BAD_VALUE;
+		a->ublk_copy_set = true;
+		return 0;
+	case KEY_UBLK_RECOVERY:
+		a->uo.recovery = true;
+		return 0;
+	default:
+		return 2; /* not in serve_opts */
+	}
+}
+
+/* The options of the server rather than of the device (serve_take()). */
+static int serve_take_server(struct serve_args *a, int key, char *arg)
+{
+	unsigned long long v;
+
+	switch (key) {
+	case 'S':
+		a->sc.socket_path = arg;
+		return 0;
+	case 't':
+		a->tcp = arg;
+		return 0;
+	case 'e':
+		if (strlen(arg) > NBD_MAX_STRING) {
+			cli_error("serve", "export name too long");
+			return 2;
+		}
+		a->sc.export.name = arg;
+		return 0;
+	case 'r':
+		a->sc.export.read_only = true;
+		return 0;
+	case 'c':
+		if (parse_uint(arg, 1u << 20, &v) < 0)
+			return CLI_BAD_VALUE;
+		a->sc.max_connections = (unsigned)v;
+		a->max_given = true;
+		return 0;
+	case 'B':
+		if (parse_size(arg, &v) < 0 || v < (1u << 20) || v > SIZE_MAX / 2)
+			return CLI_BAD_VALUE;
+		a->sc.buffer_limit = (size_t)v;
+		return 0;
+	case 'I':
+	case 'H':
+		if (parse_uint(arg, 1u << 30, &v) < 0 || (key == 'H' && v == 0))
+			return CLI_BAD_VALUE;
+		*(key == 'I' ? &a->sc.idle_secs : &a->sc.handshake_secs) =
+			(unsigned)v;
+		return 0;
+	case 'i':
+		a->sc.image = arg;
+		return 0;
+	case 'E':
+		if (!strncmp(arg, "unix:", 5)) {
+			a->sc.metrics_path = arg + 5;
+			return arg[5] ? 0 : CLI_BAD_VALUE;
+		}
+		return split_hostport(arg, &a->sc.metrics_host,
+				      &a->sc.metrics_port) < 0 ? CLI_BAD_VALUE : 0;
+	case 'R':
+		a->sc.run = arg;
+		return 0;
+	case 'X':
+		a->sc.ctl_socket = arg;
+		return 0;
+	case 'T':
+		return parse_tls_mode(arg, &a->tc.mode) < 0 ? CLI_BAD_VALUE : 0;
+	case 'K':
+		a->tc.certificates = arg;
+		return 0;
+	case 'P':
+		a->tc.psk_file = arg;
+		return 0;
+	case 'V':
+		a->tc.verify_peer = true;
+		return 0;
+	default:
+		return serve_take_ublk(a, key, arg);
+	}
+}
+
+/* One option of `uzram serve` into a (cli_parse()'s take). */
+static int serve_take(void *ctx, int key, char *arg)
+{
+	struct serve_args *a = ctx;
+	unsigned long long v;
+	int r;
+
+	switch (key) {
+	case 's':
+		r = cli_take_size(arg, 4096, &v);
+		if (r)
+			return r;
+		a->cfg.size = v;
+		a->size_set = true;
+		return 0;
+	case 'a':
+		a->cfg.algorithm = arg;
+		a->algo_set = true;
+		return 0;
+	case 'l':
+		return parse_level(arg, &a->cfg.level) < 0 ? CLI_BAD_VALUE : 0;
+	case 'm':
+		if (parse_size(arg, &v) < 0)
+			return CLI_BAD_VALUE;
+		a->cfg.mem_limit = v;
+		return 0;
+	case 'C':
+		if (cli_take_cluster(arg, &v))
+			return CLI_BAD_VALUE;
+		a->cfg.cluster_size = (uint32_t)v;
+		a->cluster_set = true;
+		return 0;
+	case 'D':
+		a->dict_path = arg;
+		return 0;
+	case 'b':
+		a->cfg.backing = arg;
+		return 0;
+	case 'W':
+	case 'w':
+		if (parse_uint(arg, 100, &v) < 0 || v == 0)
+			return CLI_BAD_VALUE;
+		*(key == 'W' ? &a->cfg.high_watermark : &a->cfg.low_watermark) =
+			(uint32_t)v;
+		return 0;
+	case 'j':
+		if (parse_uint(arg, UINT32_MAX, &v) < 0)
+			return CLI_BAD_VALUE;
+		if (v > UZRAM_MAX_THREADS)
+			return cli_bad_value("at most %d", UZRAM_MAX_THREADS);
+		a->cfg.threads = (uint32_t)v;
+		return 0;
+	case 'U':
+		a->cfg.dedup = 1;
+		return 0;
+	case 'w' + 256:
+		a->swap = true;
+		return 0;
+	case KEY_DRY_RUN:
+		a->dry_run = true;
+		return 0;
+	case KEY_WB_LIMIT:
+		if (parse_size(arg, &v) < 0 || v < UZRAM_PAGE_SIZE)
+			return CLI_BAD_VALUE;
+		a->wb_limit = v;
+		return 0;
+	case 'A':
+		if (a->nrecomp == UZRAM_MAX_RECOMP) {
+			cli_error("serve", "at most %d "
+				"--recomp-algorithm", UZRAM_MAX_RECOMP);
+			return 2;
+		}
+		if (parse_algo_spec(arg, &a->recomp[a->nrecomp].name,
+				    &a->recomp[a->nrecomp].level,
+				    &a->recomp[a->nrecomp].dict) < 0)
+			return CLI_BAD_VALUE;
+		a->nrecomp++;
+		return 0;
+	default:
+		return serve_take_server(a, key, arg);
+	}
+}
+
+/* Where to listen, once the options are all read: 0 or the exit status. */
+static int serve_address(struct serve_args *a, int argc, char **argv)
+{
+	if (check_tls_options(&a->tc) < 0)
+		return 2;
+	if (a->wb_limit && !a->cfg.backing) {
+		cli_error("serve", "--writeback-limit needs --backing");
+		return 2;
+	}
+	if (a->ublk_extra && !a->ublk) {
+		cli_error("serve", "the --ublk-* options need --ublk");
+		return 2;
+	}
+	if (optind != argc) {
+		return cli_usage_error(&serve_cmd, "unexpected argument "
+				       "'%s'", argv[optind]);
+	}
+	if (a->tcp && a->sc.socket_path) {
+		cli_error("serve", "--socket and --tcp are exclusive");
+		return 2;
+	}
+	if (nbd_socket_activated()) {
+		if (a->tcp || a->sc.socket_path) {
+			cli_error("serve", "systemd passed the sockets "
+				"(LISTEN_FDS): --socket and --tcp cannot be used "
+				"with them, the .socket unit says where to listen");
+			return 2;
+		}
+		return 0;
+	}
+	if (a->tcp) {
+		if (split_hostport(a->tcp, &a->sc.tcp_host, &a->sc.tcp_port) < 0) {
+			cli_error("serve", "bad --tcp '%s', want "
+				"[HOST:]PORT with PORT 1-65535, or 0 for a free "
+				"one", a->tcp);
+			return 2;
+		}
+	} else if (!a->sc.socket_path) {
+		a->sc.socket_path = "uzram.sock";
+	}
+	return 0;
+}
+
+/*
+ * --dry-run: the device the options describe, made and closed, without
+ * the files (image, backing store, dictionaries: their directories must
+ * be writable or they must exist) and without listening. 0, or the exit
+ * status after a message.
+ */
+static int serve_dry_run(struct serve_args *a)
+{
+	const char *files[] = { a->sc.image, a->cfg.backing };
+	struct recomp_opt recomp[UZRAM_MAX_RECOMP];
+	struct uzram *dev = NULL;
+	struct stat sb;
+	int r;
+
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		if (files[i] && strncmp(files[i], "nbd", 3) &&
+		    stat(files[i], &sb) < 0 && !dir_writable(files[i])) {
+			cli_error("serve", "%s: cannot write in its "
+				"directory: %s", files[i], strerror(errno));
+			return 1;
+		}
+	}
+	a->cfg.backing = NULL;
+	memcpy(recomp, a->recomp, sizeof recomp);
+	for (int i = 0; i < a->nrecomp; i++)
+		recomp[i].dict = NULL;
+	r = open_device(&a->cfg, NULL, NULL, a->size_set, a->algo_set,
+			a->cluster_set, &dev);
+	if (!r)
+		r = add_recomp(dev, recomp, a->nrecomp);
+	if (!r)
+		printf("uzram serve: --dry-run: a %llu-byte %s device of %u-byte "
+		       "clusters; not served\n",
+		       (unsigned long long)uzram_size(dev), uzram_algorithm(dev, 0),
+		       uzram_cluster_size(dev));
+	uzram_close(dev);
+	return r;
+}
+
+/* --writeback-limit on the new device: 0, or 1 after a message. */
+static int set_wb_limit(struct uzram *dev, uint64_t bytes)
+{
+	int r = uzram_set_writeback_limit(dev, 1, bytes / UZRAM_PAGE_SIZE);
+
+	if (r < 0)
+		cli_error("serve", "--writeback-limit: %s",
+			uzram_strerror(r));
+	return r < 0;
+}
+
+/* cmd_serve()'s --ublk, as the server's other front end. */
+struct serve_ublk {
+	struct uzram *dev;
+	const struct ublk_opts *opts;
+	struct ublk_front *front;
+};
+
+static int serve_ublk_start(void *arg)
+{
+	struct serve_ublk *u = arg;
+	char path[32];
+
+	if (ublk_front_start(u->dev, u->opts, "uzram serve", &u->front) < 0)
+		return -1;
+	snprintf(path, sizeof path, "/dev/ublkb%d", ublk_front_id(u->front));
+	setenv("ublk_dev", path, 1); /* for --run's command */
+	printf("uzram serve: block device %s\n", path);
+	fflush(stdout);
+	return 0;
+}
+
+static void serve_ublk_stop(void *arg)
+{
+	struct serve_ublk *u = arg;
+
+	(void)ublk_front_stop(u->front, "uzram serve");
+	u->front = NULL;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	struct serve_args a = {
+		.sc = { .export = { .name = "" } },
+		.tc = { .mode = NBD_TLS_OFF },
+	};
+	struct nbd_tls *tls = NULL;
+	struct uzram *dev = NULL;
+	struct serve_ublk ublk = { .opts = &a.uo };
+	const struct nbd_frontend ublk_frontend = {
+		serve_ublk_start, serve_ublk_stop, &ublk,
+	};
+	char desc[256];
+	bool busy;
+	int r;
+
+	uzram_config_init(&a.cfg);
+	a.cfg.size = 1ull << 30;
+	a.uo.dev_id = -1;
+	r = cli_parse(&serve_cmd, argc, argv, serve_take, &a);
+	if (r >= 0)
+		return r;
+	r = serve_address(&a, argc, argv);
+	if (r)
+		return r;
+	if (a.dry_run)
+		return serve_dry_run(&a);
+	if (a.tc.mode != NBD_TLS_OFF && !(tls = nbd_tls_new(&a.tc)))
+		return 1;
+	a.sc.export.tls = tls;
+	if (!a.sc.buffer_limit)
+		a.sc.buffer_limit = nbd_default_buffer_limit();
+	if (!a.max_given) /* from the buffer limit unless given */
+		a.sc.max_connections =
+			nbd_default_max_connections(a.sc.buffer_limit);
+
+	/* swap: one buffer per queue, not per tag, where the kernel can */
+	if (a.swap && !a.ublk_copy_set)
+		a.uo.copy = UBLK_COPY_LEAST_MEMORY;
+	if (a.swap && serve_swap_begin() < 0) {
+		nbd_tls_free(tls);
+		return 1;
+	}
+	r = open_device(&a.cfg, a.sc.image, a.dict_path, a.size_set,
+			a.algo_set, a.cluster_set, &dev);
+	if (!r)
+		r = add_recomp(dev, a.recomp, a.nrecomp);
+	if (!r && a.wb_limit)
+		r = set_wb_limit(dev, a.wb_limit);
+	if (!r && a.swap && serve_swap_ready(dev, &a.cfg) < 0)
+		r = 1;
+	if (r) {
+		serve_swap_end();
+		uzram_close(dev);
+		nbd_tls_free(tls);
+		return r;
+	}
+	a.sc.algorithm = uzram_algorithm(dev, 0);
+	a.sc.export.dev = dev;
+	a.sc.export.size = uzram_size(dev);
+	snprintf(desc, sizeof desc, "uzram %s device", a.sc.algorithm);
+	a.sc.export.description = desc;
+	a.sc.image_opened = a.cfg.image != NULL;
+	a.sc.prog = cli_prog;
+	if (a.ublk) {
+		ublk.dev = dev;
+		a.uo.read_only = a.sc.export.read_only;
+		a.sc.frontend = &ublk_frontend;
+	}
+	r = nbd_server_run(&a.sc, &busy);
+	serve_swap_end();
+	if (!busy) { /* else a stuck client thread may still use them */
+		uzram_close(dev);
+		nbd_tls_free(tls);
+	}
+	return r;
+}

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: MIT
+/*
+ * serve_swap.c - `uzram serve --swap`: a server that the kernel may swap
+ * to, even when it swaps to reclaim the very memory the server needs.
+ *
+ * The deadlock: the kernel, short of memory, writes pages out to our
+ * device; if serving that write needs a page of ours that was swapped out,
+ * a page of memory the kernel must first reclaim, or an allocation that
+ * reclaims by writing to our device, nothing moves. What --swap does, in
+ * this order:
+ *
+ *   before the device exists  prctl(PR_SET_IO_FLUSHER): this thread and
+ *                             every thread made after it allocate as
+ *                             the kernel's own I/O path does (no I/O from
+ *                             their reclaim, no dirty throttling of the
+ *                             process by others' writeback);
+ *                             oom_score_adj -1000: the OOM killer picks
+ *                             another process; mlockall(MCL_CURRENT |
+ *                             MCL_ONFAULT): what the program has touched
+ *                             so far stays resident
+ *   after the device exists   uzram_reserve(): the allocator's frames up
+ *                             to --mem-limit less the slot table's room
+ *                             (swap_reserve(); else SWAP_RESERVE) resident
+ *                             now; the data path run once on a scratch
+ *                             device of the same algorithm and cluster
+ *                             size (warm_up()), so that its code and data
+ *                             are touched, and thereby locked;
+ *                             mlockall(MCL_CURRENT | MCL_FUTURE |
+ *                             MCL_ONFAULT): every page touched from now on
+ *                             stays; SCHED_RR (priority 1) for every
+ *                             thread, and the threads made later inherit it;
+ *                             the compactor thread (below)
+ *   at the end                serve_swap_end() stops the compactor
+ *
+ * The compactor. The kernel compacts zram's allocator from its shrinker,
+ * that is whenever it reclaims memory, and a swap device is written to
+ * exactly then. Ours compacts when the allocator holds more than it stores
+ * by over 1/32 (and 1 MiB): checked every COMPACT_MS, so a rewrite-heavy
+ * swap load does not leave a tenth of the pool in half-empty zspages
+ * while the guest runs out of memory (the swap test's hog, issue 22).
+ *
+ * Why on fault, not all of it: MCL_CURRENT alone makes every page of every
+ * mapping resident and locked, the libraries' pages that the server never
+ * runs included. The program maps about 45 MB of libraries (libnbd, for a
+ * backing store, brings libxml2 and ICU's 30 MB of data), of which the
+ * data path uses a few hundred KiB; in the swap test's 384 MiB guest those
+ * 45 MB were the difference between the hog completing and the OOM killer
+ * (issue 22). What stays untouched here, error paths and the backing
+ * store's, faults in from its file when first run, as any program's code
+ * does: a read of the file, never a write to our own device, and made
+ * from the margin below (SCHED_RR).
+ *
+ * Program files on tmpfs. The above holds where the program and its
+ * libraries live on a disk: a page not yet touched is read from the file.
+ * On tmpfs (an initramfs, a live system, the VM bench's guests) the
+ * file's pages are shmem, swapped out like anonymous memory, possibly to
+ * our own device; a queue thread that then runs code for the first time
+ * faults on a page whose swap-in is a request to its own queue, and waits
+ * for ever in D (shmem_swapin_folio; the v42 and v50 hangs, found with
+ * tests/vm/hungwatch.c). So every mapping of a file on tmpfs is locked
+ * whole (lock_shmem_files()), but for large read-only data (ICU's 30 MB,
+ * which the data path never reads): its code, its read-only data and
+ * symbol tables (lazy binding reads other libraries' too), its .data.
+ * That is about 15 MB of pages that are in RAM, or swap, already.
+ *
+ * Why real-time: the server's memory grows with what is swapped to it, so
+ * however much is reserved, it takes pages while the kernel is short of
+ * them. The guest's stall (seen with tests/vm/swapwatch.c, issue 22) was exactly
+ * that: free memory at the min watermark, kswapd and the hog waiting in
+ * mempool_alloc() for a bio that only a reply of ours gives back, and our
+ * threads in page faults looping in __alloc_pages_slowpath(), as a NOIO
+ * allocation may not reclaim swap-backed pages and never calls the OOM
+ * killer. The page allocator lets a real-time task go a quarter of the
+ * min watermark lower than anyone else (ALLOC_HARDER, ALLOC_MIN_RESERVE
+ * since Linux 6.3); only the kernel's own atomic and PF_MEMALLOC
+ * allocations share that. So our faults are served from pages the hog
+ * can never take, and each write we complete lets reclaim free more than
+ * it cost us. vm.min_free_kbytes sizes that margin (doc/block-device.md).
+ *
+ * All of it needs root (CAP_SYS_RESOURCE for the first two, and for
+ * mlockall beyond RLIMIT_MEMLOCK); --swap refuses to start otherwise,
+ * since a swap server without them can hang the machine. What this does
+ * not cover is in doc/block-device.md.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/vfs.h>
+
+#include "uzram.h"
+#include "serve.h"
+
+#ifndef PR_SET_IO_FLUSHER
+#define PR_SET_IO_FLUSHER 57        /* Linux 5.6 */
+#endif
+#ifndef MCL_ONFAULT
+#define MCL_ONFAULT 4               /* Linux 4.4 */
+#endif
+#define TMPFS_MAGIC_ 0x01021994     /* linux/magic.h's TMPFS_MAGIC */
+/* a read-only data mapping past this is left out of lock_shmem_files() */
+#define SHMEM_DATA_MAX (4u << 20)
+
+int serve_swap_begin(void)
+{
+	FILE *f;
+
+	if (prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0) < 0) {
+		fprintf(stderr, "uzram serve --swap: prctl(PR_SET_IO_FLUSHER): %s "
+			"(needs root, CAP_SYS_RESOURCE, and Linux 5.6 or later)\n",
+			strerror(errno));
+		return -1;
+	}
+	f = fopen("/proc/self/oom_score_adj", "w");
+	if (!f || fputs("-1000\n", f) < 0 || fclose(f) != 0) {
+		fprintf(stderr, "uzram serve --swap: cannot write -1000 to "
+			"/proc/self/oom_score_adj: %s\n", strerror(errno));
+		return -1;
+	}
+	if (mlockall(MCL_CURRENT | MCL_ONFAULT) < 0) {
+		fprintf(stderr, "uzram serve --swap: mlockall: %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* SCHED_RR for every thread of the process; 0 or -1 with a message. */
+static int realtime_all(void)
+{
+	struct sched_param sp = { .sched_priority = 1 };
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int r = 0;
+
+	if (!d) {
+		fprintf(stderr, "uzram serve --swap: /proc/self/task: %s\n", strerror(errno));
+		return -1;
+	}
+	while (!r && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		if (sched_setscheduler(atoi(e->d_name), SCHED_RR, &sp) < 0) {
+			fprintf(stderr, "uzram serve --swap: sched_setscheduler(thread %s, "
+				"SCHED_RR): %s (needs root or CAP_SYS_NICE)\n",
+				e->d_name, strerror(errno));
+			r = -1;
+		}
+	}
+	closedir(d);
+	return r;
+}
+
+/*
+ * Run the data path once, as swap will: a write of compressible bytes, a
+ * read, a rewrite with other bytes, a discard, on a scratch device made
+ * as dev is (its algorithm and cluster size), then a read of dev's first
+ * cluster. 0, or -1 after a message.
+ */
+static int warm_up(struct uzram *dev)
+{
+	struct uzram_config cfg;
+	struct uzram *scratch;
+	uint32_t cluster = uzram_cluster_size(dev);
+	unsigned char *buf = malloc(cluster);
+	int r;
+
+	if (!buf) {
+		fprintf(stderr, "uzram serve --swap: out of memory\n");
+		return -1;
+	}
+	uzram_config_init(&cfg);
+	cfg.size = 4ull * cluster;
+	cfg.algorithm = uzram_algorithm(dev, 0);
+	cfg.cluster_size = cluster;
+	r = uzram_open(&cfg, &scratch);
+	for (uint32_t round = 0; !r && round < 2; round++) {
+		for (uint32_t i = 0; i < cluster; i++)
+			buf[i] = (unsigned char)("swap page "[i % 10] + (i >> 9) + round);
+		r = uzram_write(scratch, buf, cluster, cluster);
+		if (!r)
+			r = uzram_read(scratch, buf, cluster, cluster);
+	}
+	if (!r)
+		r = uzram_discard(scratch, cluster, cluster);
+	uzram_close(scratch);
+	if (!r)
+		r = uzram_read(dev, buf, cluster, 0);
+	free(buf);
+	if (r < 0) {
+		fprintf(stderr, "uzram serve --swap: the warm-up of the data path: %s\n",
+			uzram_strerror(r));
+		return -1;
+	}
+	return 0;
+}
+
+#define COMPACT_MS 500
+
+static struct {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	bool running, stop;
+	struct uzram *dev;
+} compactor = { .lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
+static void *compactor_main(void *arg)
+{
+	struct uzram_stats st;
+	struct timespec t;
+
+	(void)arg;
+	pthread_mutex_lock(&compactor.lock);
+	while (!compactor.stop) {
+		clock_gettime(CLOCK_REALTIME, &t);
+		t.tv_nsec += COMPACT_MS * 1000000L;
+		t.tv_sec += t.tv_nsec / 1000000000L;
+		t.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&compactor.cv, &compactor.lock, &t);
+		if (compactor.stop)
+			break;
+		pthread_mutex_unlock(&compactor.lock);
+		if (!uzram_stats(compactor.dev, &st, sizeof st) &&
+		    st.mem_used_total > st.compr_data_size + (1u << 20) &&
+		    st.mem_used_total - st.compr_data_size > st.mem_used_total / 32)
+			uzram_compact(compactor.dev);
+		pthread_mutex_lock(&compactor.lock);
+	}
+	pthread_mutex_unlock(&compactor.lock);
+	return NULL;
+}
+
+void serve_swap_end(void)
+{
+	if (!compactor.running)
+		return;
+	pthread_mutex_lock(&compactor.lock);
+	compactor.stop = true;
+	pthread_cond_signal(&compactor.cv);
+	pthread_mutex_unlock(&compactor.lock);
+	pthread_join(compactor.thread, NULL);
+	compactor.running = false;
+}
+
+/*
+ * What to reserve of the allocator under --mem-limit: the limit less the
+ * room the slot table (8 bytes a cluster) and a dedup index (up to about
+ * 16) take as the device fills, which the same limit covers; a reserve of
+ * the whole limit left them none, and the first write failed with ENOSPC
+ * (issue 30: v31's device with --mem-limit). With a backing store, no
+ * more than the low watermark (less 1/64 of the limit): the reserve
+ * counts as memory used, and above the watermarks the policy thread would
+ * write back all there is, trying to come down to a level it never can.
+ * Half the limit at least, or the low watermark's share.
+ */
+static uint64_t swap_reserve(struct uzram *dev, const struct uzram_config *cfg)
+{
+	uint64_t clusters = uzram_size(dev) / uzram_cluster_size(dev) + 1;
+	uint64_t limit = cfg->mem_limit, room = clusters * 24 + (1u << 20);
+	uint64_t reserve = room < limit / 2 ? limit - room : limit / 2;
+	uint32_t high = cfg->high_watermark ? cfg->high_watermark : 90;
+	uint32_t low = cfg->low_watermark ? cfg->low_watermark : high - 10;
+
+	if (!limit)
+		return SWAP_RESERVE;
+	if (cfg->backing && reserve > limit / 100 * low - limit / 64)
+		reserve = limit / 100 * low - limit / 64;
+	return reserve;
+}
+
+/*
+ * Lock whole every mapping of a file on tmpfs but read-only data past
+ * SHMEM_DATA_MAX (see the top of this file); the bytes locked. A mapping
+ * that fails to lock is left as it is: this narrows the hang, it is not
+ * what the server needs to start.
+ */
+static uint64_t lock_shmem_files(void)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[4352], perms[8], path[4096];
+	unsigned long lo, hi;
+	uint64_t locked = 0;
+	struct statfs sf;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof line, f)) {
+		path[0] = 0;
+		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %4095s", &lo, &hi, perms, path) < 3 ||
+		    path[0] != '/' || statfs(path, &sf) < 0 || sf.f_type != TMPFS_MAGIC_)
+			continue;
+		if (perms[1] != 'w' && perms[2] != 'x' && hi - lo > SHMEM_DATA_MAX)
+			continue;
+		if (mlock((void *)lo, hi - lo) == 0)
+			locked += hi - lo;
+	}
+	fclose(f);
+	return locked;
+}
+
+int serve_swap_ready(struct uzram *dev, const struct uzram_config *cfg)
+{
+	uint64_t shmem;
+	uint64_t reserve = swap_reserve(dev, cfg);
+	int r = uzram_reserve(dev, reserve);
+	sigset_t all, old;
+
+	if (r < 0 && r != -ENOSPC) {
+		fprintf(stderr, "uzram serve --swap: %s\n", cli_lib_error());
+		return -1;
+	}
+	if (warm_up(dev) < 0)
+		return -1;
+	shmem = lock_shmem_files();
+	if (mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0) {
+		fprintf(stderr, "uzram serve --swap: mlockall(MCL_FUTURE | MCL_ONFAULT): %s\n",
+			strerror(errno));
+		return -1;
+	}
+	compactor.dev = dev;
+	/* no signal for it: the server's main thread takes them */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = pthread_create(&compactor.thread, NULL, compactor_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r) {
+		fprintf(stderr, "uzram serve --swap: the compactor thread: %s\n", strerror(r));
+		return -1;
+	}
+	compactor.running = true;
+	if (realtime_all() < 0)
+		return -1;
+	cli_error("serve", "--swap: memory locked (%llu MiB of files on tmpfs), "
+		  "%llu MiB reserved%s, SCHED_RR", (unsigned long long)(shmem >> 20),
+		  (unsigned long long)(reserve >> 20),
+		  r == -ENOSPC ? " (less: the memory limit came first)" : "");
+	return 0;
+}
