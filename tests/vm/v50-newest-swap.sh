@@ -11,7 +11,7 @@
 # make test-vm VM_TESTS=...` runs the other ublk tests on this kernel.
 # vm-kernel: trixie-backports
 # vm-mem: 256
-# vm-timeout: 240
+# vm-timeout: 480
 # vm-modules: ublk_drv zram
 # vm-programs: hog
 # vm-data: heap-python.core:64:8
@@ -32,7 +32,7 @@ run_hog()
 	local out0 in0 t0 rc secs
 	out0=$(vmstat pswpout); in0=$(vmstat pswpin)
 	t0=$(now)
-	bounded 150 hog $hog_mib /data/heap-python.core 1 > "/tmp/hog.$1" 2>&1
+	bounded 300 hog $hog_mib /data/heap-python.core 1 > "/tmp/hog.$1" 2>&1
 	rc=$?
 	secs=$(elapsed "$t0")
 	cat "/tmp/hog.$1"
