@@ -7,7 +7,7 @@
 # must complete with every page right; their times and swap-outs are
 # printed as FIGURE lines (TCG: a ratio within this boot only). Then
 # `uzram swapoff` leaves no swap, server or ublk device.
-# make test runs it (test-vm-ublk, about 30 s); `VM_KERNEL=trixie-backports
+# make test runs it (test-vm-ublk, 1-1.5 min under TCG); `VM_KERNEL=trixie-backports
 # make test-vm VM_TESTS=...` runs the other ublk tests on this kernel.
 # vm-kernel: trixie-backports
 # vm-mem: 256
