@@ -31,9 +31,11 @@ Test (make test runs the first group whole)
   check-deb              the packages installed by apt into a fresh Debian root
   fuzz / fuzz-smoke      the fuzzers, long / short
   test-vm                the VM bench's tests (qemu TCG; VM_TESTS=tests/vm/vNN-x.sh one)
+                         (VM_KERNEL=trixie-backports: on Debian 13's newest kernel)
   test-vm-swap           the swap tests once, zram and uzram in each guest
   test-vm-swap-repeat    the same VM_REPEAT times (default 5)
-  test-vm-keeper         swap that survives SIGKILLs of its server (v43, 6.12)
+  test-vm-keeper         swap that survives SIGKILLs of its server (v44, 6.12)
+  test-vm-swap-beyond-ram  a swap hog of 3x RAM with a backing file, zram beside (v51)
   test-system            a Debian guest with systemd booting the packages (about 9 min)
   soak                   the long randomized run (tests/soak.sh)
 Measure (writes BENCHMARKS.md and bench/results.json)

@@ -34,9 +34,12 @@
 #   check-header, check-layers, check-namespace, check-spdx   (the Makefile)
 #   fuzz-smoke-nbd, fuzz-smoke-image   the two fuzzers (mk/fuzz.mk)
 #   test-vm-quick    the VM bench (mk/vm.mk): the kernel's NBD client
-#                    against uzram, and uzram swapon/swapoff, in one guest;
-#                    qemu TCG, about 3 min
-#   test-vm-ublk     the ublk tests in a 6.12 guest (mk/vm.mk), about 2 min
+#                    against uzram, a hang reported with its stack, and
+#                    uzram swapon/swapoff, in one guest; qemu TCG, about
+#                    3.5 min
+#   test-vm-ublk     the ublk tests in a 6.12 guest, then swap on Debian
+#                    13's newest kernel beside its zram (mk/vm.mk), about
+#                    3 min
 #   test-vm-swap-uzram   the swap hog (2x the guest's RAM) on uzram, with
 #                    its server in the guest, on NBD and on ublk (mk/vm.mk),
 #                    about 6 min

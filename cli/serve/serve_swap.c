@@ -50,6 +50,19 @@
  * does: a read of the file, never a write to our own device, and made
  * from the margin below (SCHED_RR).
  *
+ * Program files on tmpfs. The above holds where the program and its
+ * libraries live on a disk: a page not yet touched is read from the file.
+ * On tmpfs (an initramfs, a live system, the VM bench's guests) the
+ * file's pages are shmem, swapped out like anonymous memory, possibly to
+ * our own device; a queue thread that then runs code for the first time
+ * faults on a page whose swap-in is a request to its own queue, and waits
+ * for ever in D (shmem_swapin_folio; the v42 and v50 hangs, found with
+ * tests/vm/hungwatch.c). So every mapping of a file on tmpfs is locked
+ * whole (lock_shmem_files()), but for large read-only data (ICU's 30 MB,
+ * which the data path never reads): its code, its read-only data and
+ * symbol tables (lazy binding reads other libraries' too), its .data.
+ * That is about 15 MB of pages that are in RAM, or swap, already.
+ *
  * Why real-time: the server's memory grows with what is swapped to it, so
  * however much is reserved, it takes pages while the kernel is short of
  * them. The guest's stall (seen with tests/vm/swapwatch.c, issue 22) was exactly
@@ -79,6 +92,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/vfs.h>
 
 #include "uzram.h"
 #include "serve.h"
@@ -89,6 +103,9 @@
 #ifndef MCL_ONFAULT
 #define MCL_ONFAULT 4               /* Linux 4.4 */
 #endif
+#define TMPFS_MAGIC_ 0x01021994     /* linux/magic.h's TMPFS_MAGIC */
+/* a read-only data mapping past this is left out of lock_shmem_files() */
+#define SHMEM_DATA_MAX (4u << 20)
 
 int serve_swap_begin(void)
 {
@@ -257,8 +274,39 @@ static uint64_t swap_reserve(struct uzram *dev, const struct uzram_config *cfg)
 	return reserve;
 }
 
+/*
+ * Lock whole every mapping of a file on tmpfs but read-only data past
+ * SHMEM_DATA_MAX (see the top of this file); the bytes locked. A mapping
+ * that fails to lock is left as it is: this narrows the hang, it is not
+ * what the server needs to start.
+ */
+static uint64_t lock_shmem_files(void)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[4352], perms[8], path[4096];
+	unsigned long lo, hi;
+	uint64_t locked = 0;
+	struct statfs sf;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof line, f)) {
+		path[0] = 0;
+		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %4095s", &lo, &hi, perms, path) < 3 ||
+		    path[0] != '/' || statfs(path, &sf) < 0 || sf.f_type != TMPFS_MAGIC_)
+			continue;
+		if (perms[1] != 'w' && perms[2] != 'x' && hi - lo > SHMEM_DATA_MAX)
+			continue;
+		if (mlock((void *)lo, hi - lo) == 0)
+			locked += hi - lo;
+	}
+	fclose(f);
+	return locked;
+}
+
 int serve_swap_ready(struct uzram *dev, const struct uzram_config *cfg)
 {
+	uint64_t shmem;
 	uint64_t reserve = swap_reserve(dev, cfg);
 	struct uzram_keep_info keep = { 0 };
 	sigset_t all, old;
@@ -279,6 +327,7 @@ int serve_swap_ready(struct uzram *dev, const struct uzram_config *cfg)
 	}
 	if (warm_up(dev) < 0)
 		return -1;
+	shmem = lock_shmem_files();
 	if (mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0) {
 		fprintf(stderr, "uzram serve --swap: mlockall(MCL_FUTURE | MCL_ONFAULT): %s\n",
 			strerror(errno));
@@ -297,8 +346,9 @@ int serve_swap_ready(struct uzram *dev, const struct uzram_config *cfg)
 	compactor.running = true;
 	if (realtime_all() < 0)
 		return -1;
-	report_error("serve", "--swap: memory locked, %llu MiB reserved%s, SCHED_RR",
-		(unsigned long long)(reserve >> 20),
-		r == -ENOSPC ? " (less: the memory limit came first)" : "");
+	report_error("serve", "--swap: memory locked (%llu MiB of files on tmpfs), "
+		     "%llu MiB reserved%s, SCHED_RR", (unsigned long long)(shmem >> 20),
+		     (unsigned long long)(reserve >> 20),
+		     r == -ENOSPC ? " (less: the memory limit came first)" : "");
 	return 0;
 }

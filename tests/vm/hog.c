@@ -2,7 +2,7 @@
 /*
  * hog.c - the memory hog of the VM bench's swap test (tests/vm/v30-swap.sh).
  *
- *   hog MIB DATA_FILE PASSES
+ *   hog MIB DATA_FILE PASSES [NOISE]
  *
  * Maps MIB MiB of anonymous memory and fills every page with a page of
  * DATA_FILE (real data, so that the swap device compresses what a real
@@ -11,6 +11,12 @@
  * it checked. With MIB beyond the guest's RAM, every pass swaps out and
  * back in. Prints one line per pass with its seconds, and exits 1 at the
  * first page that does not read back as written (with its number).
+ *
+ * NOISE (0 to 16, default 0): that many sixteenths of each page, from
+ * its end, are pseudo-random bytes of (page, pass) instead of data, so no
+ * codec stores a page in less than NOISE/16 of it, whatever DATA_FILE
+ * holds: tests/vm/v51-swap-beyond-ram.sh makes the hog's compressed pages
+ * larger than the guest's RAM so.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -29,11 +35,23 @@ static double now(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-/* Page i of pass p: data page (i mod n) with (i, p) in its first 16 bytes. */
+static unsigned noise;  /* sixteenths of a page */
+
+/* Page i of pass p: data page (i mod n) with (i, p) in its first 16 bytes,
+ * and its last noise/16 from xorshift64 seeded with (i, p). */
 static void fill(unsigned char *pg, const unsigned char *data, size_t ndata,
 		 uint64_t i, uint64_t p)
 {
+	uint64_t x = (i * 0x9e3779b97f4a7c15ull) ^ (p + 1) * 0xbf58476d1ce4e5b9ull;
+	size_t at;
+
 	memcpy(pg, data + (i % ndata) * PAGE, PAGE);
+	for (at = PAGE - noise * (PAGE / 16); at < PAGE; at += sizeof x) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		memcpy(pg + at, &x, sizeof x);
+	}
 	memcpy(pg, &i, sizeof i);
 	memcpy(pg + 8, &p, sizeof p);
 }
@@ -46,8 +64,13 @@ int main(int argc, char **argv)
 	uint64_t i, p;
 	FILE *f;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: hog MIB DATA_FILE PASSES\n");
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: hog MIB DATA_FILE PASSES [NOISE]\n");
+		return 2;
+	}
+	noise = argc == 5 ? (unsigned)strtoul(argv[4], NULL, 10) : 0;
+	if (noise > 16) {
+		fprintf(stderr, "hog: NOISE is 0 to 16 sixteenths of a page\n");
 		return 2;
 	}
 	npages = (size_t)strtoull(argv[1], NULL, 10) * (1024 * 1024 / PAGE);

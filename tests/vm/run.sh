@@ -7,12 +7,17 @@
 # /guest-lib.sh and prints RESULT lines (guest-lib.sh). Its header says
 # what its guest needs, one "# vm-KEY: VALUE" line each (all optional):
 #
-#   vm-kernel: 6.1 | 6.12     Debian 12's kernel (default) or the backports
-#                             one (ublk)
+#   vm-kernel: 6.1 | 6.12 | trixie-backports
+#                             Debian 12's kernel (default), the backports
+#                             one (ublk), or Debian 13's newest
+#                             (fetch-kernel.sh)
 #   vm-mem: MIB               the guest's RAM (default 512)
 #   vm-cpus: N                (default 2)
 #   vm-timeout: SECONDS       the test's own limit in the guest (default
 #                             240); the boot's is the sum, plus 60 s
+#   vm-disk: MIB              a disk of MIB MiB, /dev/vda (virtio; the test
+#                             loads virtio_blk): a sparse file in the
+#                             boot's temp dir, removed with it
 #   vm-modules: NAME...       kernel modules, loaded before the tests (with
 #                             their dependencies)
 #   vm-programs: NAME...      host programs beside the shared set, copied
@@ -33,13 +38,15 @@
 # and $UZRAM (build/uzram by default) with its libraries.
 #
 # Each boot: qemu-system-x86_64 -accel tcg (this bench assumes no KVM),
-# no network and no disk, the serial console to build/vm/logs/NAME.log,
+# no network and no disk (but vm-disk's), the serial console to build/vm/logs/NAME.log,
 # under timeout. A test passes when it printed at least one RESULT line,
 # none failed, and its script exited 0. The kernels (fetch-kernel.sh) and
 # the shared archive are kept under build/vm; the per-boot archive lives
 # in a temp dir that is removed, and qemu is killed if this script is.
 #
 # Environment: UZRAM, UZRAM_TEST_CORPUS (default build/corpus),
+# VM_KERNEL=KERNEL to boot every test on that kernel whatever its header
+# says (the ublk tests on trixie-backports' kernel, say),
 # VM_DIR (default build/vm), VM_VERBOSE=1 to echo the console while it runs;
 # every VMT_* variable reaches the guest's tests (a test's own knobs).
 set -euo pipefail
@@ -125,15 +132,16 @@ trap 'exit 130' INT TERM
 boot()
 {
 	local name=$1; shift
-	local t kernel="" mem=0 cpus=0 limit=60 modules="" programs="" data=""
-	local k m c l names=()
+	local t kernel="" mem=0 cpus=0 limit=60 modules="" programs="" data="" disk=0
+	local k m c d l names=()
 	for t in "$@"; do
-		k=$(header "$t" kernel); k=${k:-6.1}
+		k=${VM_KERNEL:-$(header "$t" kernel)}; k=${k:-6.1}
 		[[ -z $kernel || $kernel == "$k" ]] || {
 			echo "run.sh: $t wants kernel $k, the others $kernel: boot them apart" >&2; return 1; }
 		kernel=$k
 		m=$(header "$t" mem); m=${m:-512}; ((m > mem)) && mem=$m
 		c=$(header "$t" cpus); c=${c:-2}; ((c > cpus)) && cpus=$c
+		d=$(header "$t" disk); d=${d:-0}; ((d > disk)) && disk=$d
 		l=$(header "$t" timeout); l=${l:-240}; limit=$((limit + l))
 		modules+=" $(header "$t" modules)"
 		programs+=" $(header "$t" programs)"
@@ -170,6 +178,8 @@ boot()
 	done
 	local mods=()
 	for m in $(printf '%s\n' $modules | sort -u); do mods+=(-m "$m"); done
+	# every guest's /init starts the hang reporter
+	programs+=" hungwatch"
 	locked build_helpers || return 1
 	# shellcheck disable=SC2046
 	PATH=$VM_DIR/bin:$PATH bash "$here/initramfs.sh" "$VM_DIR/kernel-$kernel" "$tmp/own.cpio" \
@@ -178,12 +188,18 @@ boot()
 	# (uzram's libraries alone are 40 MB: libnbd needs libxml2 and ICU).
 	zstd -q -3 -T0 -c "$tmp/own.cpio" | cat "$shared" - > "$tmp/initrd"
 
+	local drive=()
+	if ((disk)); then
+		truncate -s "${disk}M" "$tmp/disk.img"
+		drive=(-drive "file=$tmp/disk.img,if=virtio,format=raw,cache=unsafe")
+	fi
+
 	echo "== vm $name: ${names[*]} (kernel $kernel, ${mem}M, $cpus cpus, at most ${limit}s)"
 	local start=$SECONDS rc=0
 	timeout -s KILL "$limit" qemu-system-x86_64 -accel tcg,thread=multi -cpu max \
 		-m "$mem" -smp "$cpus" -nodefaults -no-user-config -display none \
 		-serial stdio -monitor none -no-reboot \
-		-kernel "$VM_DIR/kernel-$kernel/vmlinuz" -initrd "$tmp/initrd" \
+		-kernel "$VM_DIR/kernel-$kernel/vmlinuz" -initrd "$tmp/initrd" "${drive[@]}" \
 		-append "console=ttyS0 panic=-1 oops=panic loglevel=4 rdinit=/init mitigations=off" \
 		< /dev/null > "$log" 2>&1 &
 	qemu_pid=$!

@@ -5,7 +5,8 @@
 # server held as `serve --swap` holds it (oom_score_adj -1000, memory
 # locked, every thread SCHED_RR, the ublk queue threads included); a hog
 # of 1.5x the memory available swaps to it and reads every page back; `--transport nbd` still works beside it; `uzram swapoff` then
-# leaves no swap, no server, no ublk device or node and no pid file.
+# leaves no swap, no server, no ublk device or node and no pid file. The
+# server's program, on the guest's tmpfs, must be locked whole.
 # vm-kernel: 6.12
 # vm-mem: 256
 # vm-timeout: 240
@@ -41,7 +42,12 @@ check server-oom-protected test "$(cat /proc/$pid/oom_score_adj)" = -1000
 check server-locked bash -c "grep -q 'VmLck:[[:space:]]*[1-9]' /proc/$pid/status"
 # field 41 of stat: the policy, 2 = SCHED_RR, for every thread (serve_swap.c)
 check server-realtime bash -c "! awk '{ sub(/.*\\) /, \"\"); if (\$39 != 2) print }' /proc/$pid/task/*/stat | grep -q ."
-info "server threads: $(ls /proc/$pid/task | wc -l)"
+info "server threads: $(ls /proc/$pid/task | wc -l); $(grep -h 'memory locked' "$f.log")"
+# the guest's root is tmpfs: every page of the server's program is locked,
+# not only those it ran (a page it first runs under pressure could be
+# swapped out to its own device; doc/block-device.md, the hang of v42)
+check program-locked awk '/^[0-9a-f]+-/ { m = $NF == "/usr/bin/uzram" } m && /^Size:/ { s += $2 }
+	m && /^Locked:/ { l += $2 } END { print "# program: " s " kB, locked " l " kB"; exit !(s > 0 && l == s) }' "/proc/$pid/smaps"
 
 # a hog of 1.5x the memory available: it must swap, and fit beside the
 # device (RAM / 2; 1.5x the guest's RAM would not: its RAM is 210 MiB, of

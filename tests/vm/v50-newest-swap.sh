@@ -1,0 +1,69 @@
+# SPDX-License-Identifier: MIT
+# v50-newest-swap.sh - swap on the newest Debian kernel (trixie-backports',
+# 7.3 on 2026-12-03; tests/vm/fetch-kernel.sh) beside *its* zram, in one
+# boot: a hog of 1.5x the memory available (as v42) first on the guest's
+# zram (zstd, RAM / 2, priority 100: what `uzram swapon` sets up by
+# default), then on `uzram swapon` with its defaults (ublk there). Each
+# must complete with every page right; their times and swap-outs are
+# printed as FIGURE lines (TCG: a ratio within this boot only). Then
+# `uzram swapoff` leaves no swap, server or ublk device.
+# make test runs it (test-vm-ublk, 1-1.5 min under TCG); `VM_KERNEL=trixie-backports
+# make test-vm VM_TESTS=...` runs the other ublk tests on this kernel.
+# vm-kernel: trixie-backports
+# vm-mem: 256
+# vm-timeout: 480
+# vm-modules: ublk_drv zram
+# vm-programs: hog
+# vm-data: heap-python.core:64:8
+source /guest-lib.sh
+
+sysctl -q -w vm.min_free_kbytes=16384
+vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
+info "kernel $(uname -r)"
+
+ram_kib=$(awk '/MemTotal/ { print $2 }' /proc/meminfo)
+avail_mib=$(($(awk '/MemAvailable/ { print $2 }' /proc/meminfo) / 1024))
+hog_mib=$((avail_mib * 3 / 2))
+info "MemTotal $((ram_kib / 1024)) MiB, MemAvailable $avail_mib MiB: hog of $hog_mib MiB"
+
+# run_hog NAME: the hog, its figures; 0 if every page read back right
+run_hog()
+{
+	local out0 in0 t0 rc secs
+	out0=$(vmstat pswpout); in0=$(vmstat pswpin)
+	t0=$(now)
+	bounded 300 hog $hog_mib /data/heap-python.core 1 > "/tmp/hog.$1" 2>&1
+	rc=$?
+	secs=$(elapsed "$t0")
+	cat "/tmp/hog.$1"
+	figure "$1-seconds" "$secs" s
+	figure "$1-pswpout" "$(($(vmstat pswpout) - out0))" pages
+	figure "$1-pswpin" "$(($(vmstat pswpin) - in0))" pages
+	return $rc
+}
+
+# 1. the kernel's zram, as uzram swapon's defaults
+if echo zstd > /sys/block/zram0/comp_algorithm &&
+	echo $((ram_kib / 2))K > /sys/block/zram0/disksize &&
+	mkswap /dev/zram0 > /dev/null && swapon -p 100 /dev/zram0; then
+	check zram-hog run_hog zram
+	figure zram-mem_used_max "$(awk '{ print $5 }' /sys/block/zram0/mm_stat)" bytes
+	check zram-swapoff bounded 120 swapoff /dev/zram0
+	echo 1 > /sys/block/zram0/reset
+else
+	fail zram-swapon "zram swap could not be set up"
+fi
+
+# 2. uzram swapon, its defaults: ublk on this kernel
+check swapon bounded 120 uzram swapon
+dev=$(awk '$1 ~ /^\/dev\/ublkb[0-9]+$/ { print $1 }' /proc/swaps)
+check on-ublk test -n "$dev"
+f=/run/uzram/swap/${dev#/dev/}
+info "server: $(grep -h 'memory locked' "$f.log") $(grep VmLck /proc/$(cat "$f.pid")/status)"
+check uzram-hog run_hog uzram
+figure uzram-mem_used_max "$(stat_field "$f.sock" mem_used_max)" bytes
+check swapoff bounded 300 uzram swapoff
+check no-swap-left test "$(tail -n +2 /proc/swaps | wc -l)" -eq 0
+check no-server-left bash -c '! pidof uzram'
+check no-ublk-device-left test -z "$(ls /sys/class/ublk-char/ 2>/dev/null)"
+finish
