@@ -158,8 +158,8 @@ static int client_take(void *ctx, int key, char *arg)
 	case 't':
 		if (split_hostport(arg, &host, &a->port) < 0 ||
 		    !strcmp(a->port, "0")) {
-			fprintf(stderr, "%s: bad --tcp '%s', want [HOST:]PORT "
-				"with PORT 1-65535\n", a->who, arg);
+			report_error(a->who, "bad --tcp '%s', want [HOST:]PORT "
+				     "with PORT 1-65535", arg);
 			return 2;
 		}
 		return 0;
@@ -197,8 +197,8 @@ static int client_options(int argc, char **argv, const struct cli_command *cmd,
 	if (r >= 0)
 		return r;
 	if (!!a.sock + !!a.ctl + !!a.port > 1) {
-		fprintf(stderr, "%s: --socket (or --mount), --tcp and "
-			"--ctl-socket are exclusive\n", who);
+		report_error(who, "--socket (or --mount), --tcp and "
+			"--ctl-socket are exclusive");
 		return 2;
 	}
 	if (!a.sock && !a.ctl && !a.port)
@@ -212,7 +212,7 @@ int cmd_stat(int argc, char **argv)
 	static char reply[NBD_CTL_REPLY_MAX];
 	char path[PATH_MAX];
 	struct stat_want w = { 0 };
-	int r = client_options(argc, argv, &stat_cmd, "uzram stat", path, &w);
+	int r = client_options(argc, argv, &stat_cmd, "stat", path, &w);
 
 	if (r >= 0)
 		return r;
@@ -224,8 +224,8 @@ int cmd_stat(int argc, char **argv)
 				       "and --bytes are exclusive");
 	if (w.json || w.prom || w.all)
 		return nbd_server_ctl(path, w.json ? "json\n" : w.prom ?
-				      "prometheus\n" : "text\n", "uzram stat");
-	r = nbd_server_ask(path, "json\n", "uzram stat", reply, sizeof reply);
+				      "prometheus\n" : "text\n", "stat");
+	r = nbd_server_ask(path, "json\n", "stat", reply, sizeof reply);
 	return r ? r : stat_summary(reply, w.bytes, stdout);
 }
 
@@ -428,12 +428,12 @@ static int ctl_request(int argc, char **argv, char *req, size_t n)
 int cmd_ctl(int argc, char **argv)
 {
 	char path[PATH_MAX], req[PATH_MAX + 16];
-	int r = client_options(argc, argv, &ctl_cmd, "uzram ctl", path, NULL);
+	int r = client_options(argc, argv, &ctl_cmd, "ctl", path, NULL);
 
 	if (r >= 0)
 		return r;
 	r = ctl_request(argc - optind, argv + optind, req, sizeof req);
 	if (r)
 		return r;
-	return nbd_server_ctl(path, req, "uzram ctl");
+	return nbd_server_ctl(path, req, "ctl");
 }

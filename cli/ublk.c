@@ -71,14 +71,14 @@ int cmd_ublk(int argc, char **argv)
 	argc -= optind;
 	argv += optind;
 	if (argc == 1 && !strcmp(argv[0], "list"))
-		return ublk_list_devices("uzram ublk");
+		return ublk_list_devices("ublk");
 	if (argc == 2 && !strcmp(argv[0], "del")) {
 		if (parse_uint(argv[1], (1u << 20) - 1, &id) < 0) {
 			report_error("ublk", "bad device number '%s'",
 				argv[1]);
 			return 2;
 		}
-		return ublk_del_device((int)id, "uzram ublk");
+		return ublk_del_device((int)id, "ublk");
 	}
 	if (argc == 0)
 		report_error("ublk", "which command? (add, list, del)");

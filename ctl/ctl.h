@@ -27,7 +27,7 @@
  * Send one request line ("json\n", "text\n", "compact\n", "mem-limit
  * BYTES\n", "reset-max\n", "save [PATH]\n"; see ctl_proto.c) to the control
  * socket ctl_path (from ctl_path_find()) and print its reply, on stderr
- * after "who: " if it is an error. Returns the exit status.
+ * through report_error(who, ...) if it is an error. Returns the exit status.
  */
 int nbd_server_ctl(const char *ctl_path, const char *request,
 		   const char *who);
@@ -63,7 +63,7 @@ void nbd_ctl_alone_stop(struct nbd_ctl_alone *c);
  * The control socket's path, into out: ctl_socket if not NULL, else
  * SOCKET.ctl for a server on the Unix socket socket_path, else
  * RUNDIR/tcp-PORT.ctl in a private directory (made if create). Checked as
- * ctl_path_check() does. 0, or -1 after a message on stderr after "who: ".
+ * ctl_path_check() does. 0, or -1 after a message by report_error(who, ...).
  */
 int ctl_path_find(const char *ctl_socket, const char *socket_path,
 		  const char *tcp_port, bool create, const char *who,

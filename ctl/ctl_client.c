@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/report.h"
 #include "ctl.h"
 
 int nbd_server_ask(const char *path, const char *request, const char *who,
@@ -26,20 +27,20 @@ int nbd_server_ask(const char *path, const char *request, const char *who,
 	int fd;
 
 	if (strlen(path) >= sizeof sa.sun_path) {
-		fprintf(stderr, "%s: socket path too long: %s\n", who, path);
+		report_error(who, "socket path too long: %s", path);
 		return 1;
 	}
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-		fprintf(stderr, "%s: no server answers on %s: %s\n", who, path,
+		report_error(who, "no server answers on %s: %s", path,
 			strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return 1;
 	}
 	if (send(fd, request, rlen, MSG_NOSIGNAL) != (ssize_t)rlen) {
-		fprintf(stderr, "%s: %s: %s\n", who, path, strerror(errno));
+		report_error(who, "%s: %s", path, strerror(errno));
 		close(fd);
 		return 1;
 	}
@@ -48,11 +49,13 @@ int nbd_server_ask(const char *path, const char *request, const char *who,
 	close(fd);
 	reply[len] = '\0';
 	if (len == 0) {
-		fprintf(stderr, "%s: %s: no reply\n", who, path);
+		report_error(who, "%s: no reply", path);
 		return 1;
 	}
 	if (!strncmp(reply, "error: ", 7)) {
-		fprintf(stderr, "%s: %s", who, reply + 7);
+		/* one line, "error: what\n" */
+		report_error(who, "%.*s", (int)strcspn(reply + 7, "\n"),
+			     reply + 7);
 		return 1;
 	}
 	return 0;

@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/report.h"
 #include "ctl.h"
 
 static bool ours(const struct stat *st)
@@ -50,24 +51,23 @@ static int run_dir(char *dir, size_t n, bool create, const char *who)
 			     tmp && tmp[0] == '/' ? tmp : "/tmp",
 			     (unsigned)geteuid());
 	if (w < 0 || (size_t)w >= n) {
-		fprintf(stderr, "%s: control socket directory: path too long\n",
-			who);
+		report_error(who, "control socket directory: path too long");
 		return -1;
 	}
 	if (create && mkdir(dir, 0700) < 0 && errno != EEXIST) {
-		fprintf(stderr, "%s: cannot make %s: %s\n", who, dir,
+		report_error(who, "cannot make %s: %s", dir,
 			strerror(errno));
 		return -1;
 	}
 	if (lstat(dir, &st) < 0) {
-		fprintf(stderr, "%s: %s: %s\n", who, dir, strerror(errno));
+		report_error(who, "%s: %s", dir, strerror(errno));
 		return -1;
 	}
 	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
 	    (st.st_mode & 077)) {
-		fprintf(stderr, "%s: refusing %s for the control socket: it must "
+		report_error(who, "refusing %s for the control socket: it must "
 			"be a directory of uid %u with mode 0700 (it is uid %u, "
-			"mode %04o%s)\n", who, dir, (unsigned)geteuid(),
+			"mode %04o%s)", dir, (unsigned)geteuid(),
 			(unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
 			S_ISDIR(st.st_mode) ? "" : ", not a directory");
 		return -1;
@@ -87,25 +87,25 @@ int ctl_path_check(const char *path, const char *who)
 		snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 :
 			 (int)(slash - path), path);
 	if (stat(dir, &st) < 0) {
-		fprintf(stderr, "%s: control socket %s: %s: %s\n", who, path,
+		report_error(who, "control socket %s: %s: %s", path,
 			dir, strerror(errno));
 		return -1;
 	}
 	if (!ours(&st)) {
-		fprintf(stderr, "%s: refusing control socket %s: its directory "
-			"%s belongs to uid %u\n", who, path, dir,
+		report_error(who, "refusing control socket %s: its directory "
+			"%s belongs to uid %u", path, dir,
 			(unsigned)st.st_uid);
 		return -1;
 	}
 	if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
-		fprintf(stderr, "%s: refusing control socket %s: its directory "
-			"%s is writable by others (mode %04o)\n", who, path, dir,
+		report_error(who, "refusing control socket %s: its directory "
+			"%s is writable by others (mode %04o)", path, dir,
 			(unsigned)(st.st_mode & 07777));
 		return -1;
 	}
 	if (lstat(path, &st) == 0 && !ours(&st)) {
-		fprintf(stderr, "%s: refusing control socket %s: it belongs to "
-			"uid %u, not to you\n", who, path, (unsigned)st.st_uid);
+		report_error(who, "refusing control socket %s: it belongs to "
+			"uid %u, not to you", path, (unsigned)st.st_uid);
 		return -1;
 	}
 	return 0;
@@ -119,7 +119,7 @@ int ctl_path_find(const char *ctl_socket, const char *socket_path,
 	int w;
 
 	if (!ctl_socket && !socket_path && strchr(tcp_port, '/')) {
-		fprintf(stderr, "%s: bad port '%s'\n", who, tcp_port);
+		report_error(who, "bad port '%s'", tcp_port);
 		return -1;
 	}
 	if (ctl_socket)
@@ -131,7 +131,7 @@ int ctl_path_find(const char *ctl_socket, const char *socket_path,
 	else
 		w = snprintf(out, n, "%s/tcp-%s.ctl", dir, tcp_port);
 	if (w < 0 || (size_t)w >= n) {
-		fprintf(stderr, "%s: control socket path too long\n", who);
+		report_error(who, "control socket path too long");
 		return -1;
 	}
 	return ctl_path_check(out, who);

@@ -281,7 +281,7 @@ static int server_listen(struct server *srv)
 	}
 	if (srv->cfd < 0 &&
 	    ctl_path_find(cfg->ctl_socket, srv->tcp ? NULL : srv->sock_path,
-			  srv->tcp_port, true, "uzram serve", srv->ctl_path,
+			  srv->tcp_port, true, "serve", srv->ctl_path,
 			  sizeof srv->ctl_path) < 0) {
 		close_listeners(srv);
 		return -1;

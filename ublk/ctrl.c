@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/report.h"
 #include "ublk_impl.h"
 
 /* The encoded form of control command nr (see uapi.h). */
@@ -114,24 +115,22 @@ int ctrl_open(struct ublk_ctrl *c, const char *who)
 	if (c->fd < 0) {
 		r = errno;
 		if (r == ENOENT)
-			fprintf(stderr, "%s: /dev/ublk-control: no ublk driver in "
+			report_error(who, "/dev/ublk-control: no ublk driver in "
 				"this kernel (Linux 6.0 or later with "
-				"CONFIG_BLK_DEV_UBLK; try modprobe ublk_drv)\n",
-				who);
+				"CONFIG_BLK_DEV_UBLK; try modprobe ublk_drv)");
 		else if (r == EACCES || r == EPERM)
-			fprintf(stderr, "%s: /dev/ublk-control: %s: ublk "
+			report_error(who, "/dev/ublk-control: %s: ublk "
 				"devices need root, or a udev rule that gives "
 				"you /dev/ublk-control for unprivileged ones "
-				"(Linux 6.5 or later)\n", who, strerror(r));
+				"(Linux 6.5 or later)", strerror(r));
 		else
-			fprintf(stderr, "%s: /dev/ublk-control: %s\n", who,
+			report_error(who, "/dev/ublk-control: %s",
 				strerror(r));
 		return -1;
 	}
 	r = io_uring_queue_init(4, &c->ring, IORING_SETUP_SQE128);
 	if (r < 0) {
-		fprintf(stderr, "%s: io_uring for /dev/ublk-control: %s\n",
-			who, strerror(-r));
+		report_error(who, "io_uring for /dev/ublk-control: %s", strerror(-r));
 		close(c->fd);
 		c->fd = -1;
 		return -1;
@@ -228,7 +227,7 @@ int ublk_list_devices(const char *who)
 		return 1;
 	n = list_ids(ids, 1024);
 	if (n < 0) {
-		fprintf(stderr, "%s: /sys/class/ublk-char: %s\n", who,
+		report_error(who, "/sys/class/ublk-char: %s",
 			strerror(errno));
 		ctrl_close(&c);
 		return 1;
@@ -258,15 +257,15 @@ int ublk_del_device(int id, const char *who)
 		return 1;
 	r = ctrl_dev_info(&c, (uint32_t)id, &info);
 	if (r < 0) {
-		fprintf(stderr, "%s: ublk device %d: %s\n", who, id,
+		report_error(who, "ublk device %d: %s", id,
 			r == -ENODEV ? "no such device" : strerror(-r));
 		ctrl_close(&c);
 		return 1;
 	}
 	if (info.state == UBLK_S_DEV_LIVE && info.ublksrv_pid > 0 &&
 	    kill(info.ublksrv_pid, 0) == 0) {
-		fprintf(stderr, "%s: ublk device %d is served by process %d: "
-			"stop that one (SIGTERM) instead\n", who, id,
+		report_error(who, "ublk device %d is served by process %d: "
+			"stop that one (SIGTERM) instead", id,
 			info.ublksrv_pid);
 		ctrl_close(&c);
 		return 1;
@@ -281,7 +280,7 @@ int ublk_del_device(int id, const char *who)
 			     devpath);
 	ctrl_close(&c);
 	if (r < 0) {
-		fprintf(stderr, "%s: cannot delete ublk device %d: %s\n", who,
+		report_error(who, "cannot delete ublk device %d: %s",
 			id, strerror(-r));
 		return 1;
 	}

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/report.h"
 #include "ublk_impl.h"
 
 #define UBLK_MAX_IO     (256u << 10) /* bytes per request we ask for */
@@ -115,7 +116,7 @@ static int recover_device(struct ublk_front *f, const char *who)
 		(void)poll(NULL, 0, 50);
 	}
 	if (r < 0) {
-		fprintf(stderr, "%s: --ublk-recover %d: %s\n", who, f->id,
+		report_error(who, "--ublk-recover %d: %s", f->id,
 			r == -ENODEV ? "no such ublk device" : strerror(-r));
 		return -1;
 	}
@@ -124,9 +125,9 @@ static int recover_device(struct ublk_front *f, const char *who)
 	if (!(f->info.flags & (UBLK_F_USER_RECOVERY |
 			       UBLK_F_USER_RECOVERY_REISSUE)) ||
 	    f->info.state == UBLK_S_DEV_LIVE) {
-		fprintf(stderr, "%s: ublk device %d is %s%s: only a device "
+		report_error(who, "ublk device %d is %s%s: only a device "
 			"made with --ublk-recovery whose server died can be "
-			"taken over\n", who, f->id,
+			"taken over", f->id,
 			ctrl_state_name(f->info.state),
 			f->info.flags & UBLK_F_USER_RECOVERY ? "" :
 			", without recovery");
@@ -136,8 +137,8 @@ static int recover_device(struct ublk_front *f, const char *who)
 	p.len = sizeof p;
 	r = cmd(f, UBLK_CMD_GET_PARAMS, &p, sizeof p, 0);
 	if (r >= 0 && p.basic.dev_sectors != uzram_size(f->dev) >> 9) {
-		fprintf(stderr, "%s: ublk device %d has %llu bytes, the uzram "
-			"device %llu: give the same --size or --image\n", who,
+		report_error(who, "ublk device %d has %llu bytes, the uzram "
+			"device %llu: give the same --size or --image",
 			f->id, (unsigned long long)p.basic.dev_sectors << 9,
 			(unsigned long long)uzram_size(f->dev));
 		return -1;
@@ -150,8 +151,7 @@ static int recover_device(struct ublk_front *f, const char *who)
 		(void)poll(NULL, 0, 50);
 	}
 	if (r < 0) {
-		fprintf(stderr, "%s: cannot take over ublk device %d: %s%s\n",
-			who, f->id, strerror(-r), r == -EBUSY ?
+		report_error(who, "cannot take over ublk device %d: %s%s", f->id, strerror(-r), r == -EBUSY ?
 			" (its old server has not exited yet)" : "");
 		return -1;
 	}
@@ -179,21 +179,21 @@ static int add(struct ublk_front *f, const struct ublk_opts *o,
 	    !(flags & UBLK_F_UNPRIVILEGED_DEV))
 		flags |= UBLK_F_USER_COPY;
 	if ((flags & UBLK_F_UNPRIVILEGED_DEV) && !(have & UBLK_F_UNPRIVILEGED_DEV)) {
-		fprintf(stderr, "%s: ublk devices need root on this kernel (it "
-			"has no UBLK_F_UNPRIVILEGED_DEV, Linux 6.5+)\n", who);
+		report_error(who, "ublk devices need root on this kernel (it "
+			"has no UBLK_F_UNPRIVILEGED_DEV, Linux 6.5+)");
 		return -1;
 	}
 	if ((flags & UBLK_F_USER_COPY) && (!(have & UBLK_F_USER_COPY) ||
 					   (flags & UBLK_F_UNPRIVILEGED_DEV))) {
-		fprintf(stderr, "%s: --ublk-copy=user: %s\n", who,
+		report_error(who, "--ublk-copy=user: %s",
 			have & UBLK_F_USER_COPY ? "not for an unprivileged "
 			"device (the driver refuses it)" : "this kernel has no "
 			"UBLK_F_USER_COPY (Linux 6.5+)");
 		return -1;
 	}
 	if ((flags & UBLK_F_USER_RECOVERY) && !(have & UBLK_F_USER_RECOVERY)) {
-		fprintf(stderr, "%s: --ublk-recovery: this kernel has no "
-			"UBLK_F_USER_RECOVERY\n", who);
+		report_error(who, "--ublk-recovery: this kernel has no "
+			"UBLK_F_USER_RECOVERY");
 		return -1;
 	}
 	memset(&f->info, 0, sizeof f->info);
@@ -207,11 +207,10 @@ static int add(struct ublk_front *f, const struct ublk_opts *o,
 		     sizeof f->info, 0, NULL);
 	if (r < 0) {
 		if (f->id >= 0 && r == -EEXIST)
-			fprintf(stderr, "%s: ublk device %d exists already (see "
-				"uzram ublk list)\n", who, f->id);
+			report_error(who, "ublk device %d exists already (see "
+				"uzram ublk list)", f->id);
 		else
-			fprintf(stderr, "%s: cannot add a ublk device: %s%s\n",
-				who, strerror(-r), r == -EPERM ?
+			report_error(who, "cannot add a ublk device: %s%s", strerror(-r), r == -EPERM ?
 				" (root is needed)" : "");
 		return -1;
 	}
@@ -220,13 +219,13 @@ static int add(struct ublk_front *f, const struct ublk_opts *o,
 	if (f->info.flags & UBLK_F_UNPRIVILEGED_DEV)
 		f->devpath = f->cdev_path;
 	if ((flags & UBLK_F_USER_COPY) && !(f->info.flags & UBLK_F_USER_COPY)) {
-		fprintf(stderr, "%s: the driver refused UBLK_F_USER_COPY\n", who);
+		report_error(who, "the driver refused UBLK_F_USER_COPY");
 		(void)cmd(f, UBLK_CMD_DEL_DEV, NULL, 0, 0);
 		return -1;
 	}
 	r = set_params(f, o->read_only);
 	if (r < 0) {
-		fprintf(stderr, "%s: ublk device %d: SET_PARAMS: %s\n", who,
+		report_error(who, "ublk device %d: SET_PARAMS: %s",
 			f->id, strerror(-r));
 		(void)cmd(f, UBLK_CMD_DEL_DEV, NULL, 0, 0);
 		return -1;
@@ -242,7 +241,7 @@ static int open_cdev(struct ublk_front *f, const char *who)
 
 		if (fd >= 0 || errno != ENOENT || waited >= CDEV_WAIT_MS) {
 			if (fd < 0)
-				fprintf(stderr, "%s: %s: %s\n", who, f->cdev_path,
+				report_error(who, "%s: %s", f->cdev_path,
 					strerror(errno));
 			return fd;
 		}
@@ -279,7 +278,7 @@ int ublk_front_start(struct uzram *dev, const struct ublk_opts *o,
 	int r;
 
 	if (!f) {
-		fprintf(stderr, "%s: out of memory\n", who);
+		report_error(who, "out of memory");
 		return -1;
 	}
 	f->dev = dev;
@@ -319,7 +318,7 @@ int ublk_front_start(struct uzram *dev, const struct ublk_opts *o,
 			       UBLK_IO_COMMIT_AND_FETCH_REQ;
 		r = queue_start(q);
 		if (r < 0) {
-			fprintf(stderr, "%s: ublk queue %u: %s: %s\n", who, i,
+			report_error(who, "ublk queue %u: %s: %s", i,
 				q->what, strerror(-r));
 			goto fail;
 		}
@@ -328,7 +327,7 @@ int ublk_front_start(struct uzram *dev, const struct ublk_opts *o,
 	r = cmd(f, o->recover ? UBLK_CMD_END_USER_RECOVERY : UBLK_CMD_START_DEV,
 		NULL, 0, (uint64_t)getpid());
 	if (r < 0) {
-		fprintf(stderr, "%s: ublk device %d: %s: %s\n", who, f->id,
+		report_error(who, "ublk device %d: %s: %s", f->id,
 			o->recover ? "END_USER_RECOVERY" : "START_DEV",
 			strerror(-r));
 		goto fail;
@@ -352,8 +351,8 @@ int ublk_front_stop(struct ublk_front *f, const char *who)
 	end_queues(f, true);
 	r = cmd(f, UBLK_CMD_DEL_DEV, NULL, 0, 0);
 	if (r < 0)
-		fprintf(stderr, "%s: cannot delete ublk device %d: %s (uzram "
-			"ublk del %d does it later)\n", who, f->id, strerror(-r),
+		report_error(who, "cannot delete ublk device %d: %s (uzram "
+			"ublk del %d does it later)", f->id, strerror(-r),
 			f->id);
 	front_free(f);
 	return r < 0 ? -1 : 0;

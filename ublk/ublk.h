@@ -60,7 +60,7 @@ struct ublk_front;
 /*
  * Make /dev/ublkbN for dev (or, with o->recover, serve the existing
  * device o->dev_id again) and start serving it. 0 and *out, or -1 after a
- * message on stderr after "who: " (what failed, and what to do about it:
+ * message by report_error(who, ...) (what failed, and what to do about it:
  * no driver, not root, a device in use). dev must outlive the front end.
  */
 int ublk_front_start(struct uzram *dev, const struct ublk_opts *o,

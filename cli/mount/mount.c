@@ -121,13 +121,12 @@ static int runtime_base(char *out, const char *who)
 	else
 		snprintf(out, PATH_MAX, "/tmp/uzram-%u", (unsigned)geteuid());
 	if (mkdir(out, 0700) < 0 && errno != EEXIST) {
-		fprintf(stderr, "%s: mkdir %s: %s\n", who, out, strerror(errno));
+		report_error(who, "mkdir %s: %s", out, strerror(errno));
 		return -1;
 	}
 	if (lstat(out, &sb) < 0 || !S_ISDIR(sb.st_mode) ||
 	    sb.st_uid != geteuid() || (sb.st_mode & 077)) {
-		fprintf(stderr, "%s: %s is not a private directory of ours (0700)\n",
-			who, out);
+		report_error(who, "%s is not a private directory of ours (0700)", out);
 		return -1;
 	}
 	return 0;
@@ -147,8 +146,7 @@ static int runtime_dir(struct mount_req *m, const char *who)
 	if (snprintf(m->run, sizeof m->run, "%s/m-%016llx", base,
 		     (unsigned long long)h) < 0 ||
 	    strlen(m->run) + sizeof "/nbdfuse.pid" > sizeof sa.sun_path) {
-		fprintf(stderr, "%s: runtime directory %s too long for a socket\n",
-			who, m->run);
+		report_error(who, "runtime directory %s too long for a socket", m->run);
 		return -1;
 	}
 	return 0;
@@ -164,7 +162,7 @@ int mount_socket_path(const char *who, const char *dir, char *out, size_t n)
 	mount_path(&m, sock, "sock");
 	mount_path(&m, ctl, "sock.ctl"); /* --via fs has only this one */
 	if (access(sock, F_OK) < 0 && access(ctl, F_OK) < 0) {
-		fprintf(stderr, "%s: %s is not mounted by uzram mount\n", who, dir);
+		report_error(who, "%s is not mounted by uzram mount", dir);
 		return -1;
 	}
 	snprintf(out, n, "%s", sock);
@@ -230,7 +228,7 @@ static int check_dir(const char *arg, struct mount_req *m)
 		bool ours;
 
 		snprintf(t.dir, sizeof t.dir, "%s", m->dir);
-		ours = runtime_dir(&t, "uzram mount") == 0 &&
+		ours = runtime_dir(&t, "mount") == 0 &&
 		       (mount_path(&t, sock, "sock"), access(sock, F_OK) == 0);
 		if (ours)
 			report_error("mount", "%s: already mounted by "
@@ -651,7 +649,7 @@ int cmd_mount(int argc, char **argv)
 		return 1;
 	}
 	if (check_dir(argv[optind], &m) < 0 || check_system(&m) < 0 ||
-	    runtime_dir(&m, "uzram mount") < 0)
+	    runtime_dir(&m, "mount") < 0)
 		return 1;
 	if (m.image[0] && m.via != VIA_FS) {
 		report_error("mount", "--image is for --via fs (uzram's own file "
@@ -755,7 +753,7 @@ int cmd_umount(int argc, char **argv)
 		return cli_usage_error(&umount_cmd, "bad directory '%s'",
 				       argv[optind]);
 	dir = argv[optind];
-	if (runtime_dir(&m, "uzram umount") < 0)
+	if (runtime_dir(&m, "umount") < 0)
 		return 1;
 	pid = read_pid(&m, "pid");
 	gone = stack_gone(&m, &dead);

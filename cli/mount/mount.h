@@ -83,7 +83,7 @@ int cmd_mount(int argc, char **argv);  /* mount.c: a file system at DIR */
 int cmd_umount(int argc, char **argv); /* mount.c: take it down */
 /*
  * The socket of the server behind `uzram mount DIR` into out (n bytes);
- * 0, or -1 with a message that starts with who ("uzram ctl") when DIR is
+ * 0, or -1 with a message, report_error(who, ...) ("ctl"), when DIR is
  * not mounted by uzram mount.
  */
 int mount_socket_path(const char *who, const char *dir, char *out, size_t n);

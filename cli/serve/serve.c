@@ -757,7 +757,7 @@ static int serve_ublk_start(void *arg)
 	struct serve_ublk *u = arg;
 	char path[32];
 
-	if (ublk_front_start(u->dev, u->opts, "uzram serve", &u->front) < 0)
+	if (ublk_front_start(u->dev, u->opts, "serve", &u->front) < 0)
 		return -1;
 	snprintf(path, sizeof path, "/dev/ublkb%d", ublk_front_id(u->front));
 	setenv("ublk_dev", path, 1); /* for --run's command */
@@ -770,7 +770,7 @@ static void serve_ublk_stop(void *arg)
 {
 	struct serve_ublk *u = arg;
 
-	(void)ublk_front_stop(u->front, "uzram serve");
+	(void)ublk_front_stop(u->front, "serve");
 	u->front = NULL;
 }
 

@@ -373,7 +373,7 @@ static void standby_drop(struct keeper *k)
 static void give_up(int ublk_id)
 {
 	if (ublk_id >= 0)
-		(void)ublk_del_device(ublk_id, "uzram serve --keeper");
+		(void)ublk_del_device(ublk_id, "serve --keeper");
 }
 
 /*

@@ -211,8 +211,8 @@ static void stop_server(const struct swap_transport *t, int n, const char *who)
 		for (i = 0; i < 1500 && !server_gone(pid); i++)
 			swap_sleep_ms(20);
 		if (i == 1500) {
-			fprintf(stderr, "%s: the server of /dev/%s%d (pid %ld) did "
-				"not stop in 30 s: killed\n", who, t->node, n, (long)pid);
+			report_error(who, "the server of /dev/%s%d (pid %ld) did "
+				"not stop in 30 s: killed", t->node, n, (long)pid);
 			kill(pid, SIGKILL);
 			for (i = 0; i < 500 && !server_gone(pid); i++)
 				swap_sleep_ms(20);
@@ -253,8 +253,8 @@ static int swap_down(const struct swap_transport *t, int n, const char *who)
 	snprintf(dev, sizeof dev, "/dev/%s%d", t->node, n);
 	if (swap_run(off, -1, 600, false) != 0) {
 		if (is_swap(dev)) {
-			fprintf(stderr, "%s: %s is still swap (swapoff failed): its "
-				"server is left running\n", who, dev);
+			report_error(who, "%s is still swap (swapoff failed): its "
+				"server is left running", dev);
 			return 1;
 		}
 		rc = 1;
@@ -601,7 +601,7 @@ static pid_t start_server(const struct swapon_args *a, const struct swap_transpo
 		return -1;
 	}
 	if (t->attach(n, pid, l.sock, log) < 0) {
-		stop_server(t, n, "uzram swapon");
+		stop_server(t, n, "swapon");
 		return -1;
 	}
 	return pid;
@@ -664,7 +664,7 @@ int cmd_swapon(int argc, char **argv)
 	char *on[] = { "swapon", "--discard=pages", "-p", prio, dev, NULL };
 	if (swap_run(mkswap, -1, 120, false) != 0 || swap_run(on, -1, 120, false) != 0) {
 		report_error("swapon", "mkswap or swapon on %s failed", dev);
-		swap_down(t, n, "uzram swapon");
+		swap_down(t, n, "swapon");
 		return 1;
 	}
 	printf("uzram swapon: %s (%s), %llu MiB, %s, priority %llu, server pid %ld\n",
@@ -707,7 +707,7 @@ static int swapoff_all(int *found)
 	}
 	closedir(d);
 	for (int i = 0; i < count; i++)
-		rc |= swap_down(devs[i].t, devs[i].n, "uzram swapoff");
+		rc |= swap_down(devs[i].t, devs[i].n, "swapoff");
 	*found = count;
 	return rc;
 }
@@ -733,7 +733,7 @@ int cmd_swapoff(int argc, char **argv)
 				  "(no " SWAP_DIR "/%s%d.pid)", device, t->node, n);
 			return 1;
 		}
-		return swap_down(t, n, "uzram swapoff");
+		return swap_down(t, n, "swapoff");
 	}
 	rc = swapoff_all(&found);
 	if (!found)

@@ -41,7 +41,7 @@ struct swap_transport {
 	/* Before the server stops, after swapoff: undo attach. 0 or 1. */
 	int (*detach)(int n);
 	/* After the server is gone: remove what it may have left behind (a
-	 * killed ublk server leaves its device). Messages after "who: ". */
+	 * killed ublk server leaves its device). Messages by report_error(who, ...). */
 	void (*gone)(int n, const char *who);
 };
 
