@@ -72,13 +72,13 @@ int read_dict(const char *cmd, const char *path, void **buf, size_t *len)
 	int fd;
 
 	if (!b) {
-		fprintf(stderr, "uzram %s: out of memory\n", cmd);
+		report_error(cmd, "out of memory");
 		return -ENOMEM;
 	}
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		fprintf(stderr, "uzram %s: cannot open dictionary %s: %s\n",
-			cmd, path, strerror(errno));
+		report_error(cmd, "cannot open dictionary %s: %s", path,
+			     strerror(errno));
 		free(b);
 		return -errno;
 	}
@@ -86,8 +86,8 @@ int read_dict(const char *cmd, const char *path, void **buf, size_t *len)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			fprintf(stderr, "uzram %s: cannot read dictionary %s: "
-				"%s\n", cmd, path, strerror(errno));
+			report_error(cmd, "cannot read dictionary %s: %s",
+				     path, strerror(errno));
 			close(fd);
 			free(b);
 			return -EIO;
@@ -338,9 +338,9 @@ static void option_error(const struct cli_command *cmd, int key, char **argv)
 	if (strncmp(arg, "--", 2)) /* a short one, maybe inside -fx */
 		arg = letter;
 	if (key == ':')
-		fprintf(stderr, "uzram %s: %s needs a value\n", cmd->name, arg);
+		report_error(cmd->name, "%s needs a value", arg);
 	else
-		fprintf(stderr, "uzram %s: unknown option '%s'\n", cmd->name, arg);
+		report_error(cmd->name, "unknown option '%s'", arg);
 }
 
 int cli_parse(const struct cli_command *cmd, int argc, char **argv,
@@ -375,9 +375,9 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv,
 		if (r == CLI_BAD_VALUE) {
 			const char *hint = bad_why[0] ? bad_why : value_hint(o);
 
-			fprintf(stderr, "uzram %s: bad value '%s' for --%s%s%s\n",
-				cmd->name, optarg, o->name,
-				hint ? "; want " : "", hint ? hint : "");
+			report_error(cmd->name, "bad value '%s' for --%s%s%s",
+				     optarg, o->name, hint ? "; want " : "",
+				     hint ? hint : "");
 			bad_why[0] = '\0';
 		}
 		if (r == CLI_USAGE)

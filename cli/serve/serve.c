@@ -165,165 +165,6 @@ const struct cli_command serve_cmd = {
 	.brief = "export a compressed RAM device over NBD",
 };
 
-struct recomp_opt {
-	const char *name, *dict;
-	int level;
-};
-
-/* Whether a file could be created beside path (errno says why not). */
-static bool dir_writable(const char *path)
-{
-	char dir[PATH_MAX];
-	const char *slash = strrchr(path, '/');
-	size_t n = slash ? (size_t)(slash - path) : 0;
-
-	if (!slash)
-		return access(".", W_OK) == 0;
-	if (n >= sizeof dir) {
-		errno = ENAMETOOLONG;
-		return false;
-	}
-	memcpy(dir, path, n);
-	dir[n] = '\0';
-	return access(n ? dir : "/", W_OK) == 0;
-}
-
-/*
- * The option given explicitly that the device opened from an image
- * disagrees with, or NULL. want_size: --size's value (0: not given).
- */
-static const char *image_conflict(const struct uzram_config *cfg,
-				  const struct uzram *dev, uint64_t want_size,
-				  bool algo_set, bool cluster_set)
-{
-	if (want_size && want_size != uzram_size(dev))
-		return "size";
-	if (algo_set && strcmp(cfg->algorithm,
-			       uzram_algorithm(dev, cfg->fast_algorithm ? 1 : 0)))
-		return "algorithm";
-	if (cluster_set && cfg->cluster_size != uzram_cluster_size(dev) &&
-	    !(cfg->cluster_size == 0 && uzram_cluster_size(dev) == UZRAM_PAGE_SIZE))
-		return "cluster";
-	return NULL;
-}
-
-/*
- * The device: from the image if there is one at `image` (then options
- * given explicitly must agree with it, and --dict is the image's), else a
- * new one with the dictionary at dict_path, if any. 0 or the exit status.
- */
-static int open_device(struct uzram_config *cfg, const char *image,
-		       const char *dict_path, bool size_set, bool algo_set,
-		       bool cluster_set, struct uzram **dev)
-{
-	struct stat sb;
-	void *dict = NULL;
-	const char *clash;
-	uint64_t want_size = 0;
-	int r;
-
-	if (image && stat(image, &sb) == 0) {
-		cfg->image = image;
-		/* the image's size, compared below as the other options are */
-		want_size = size_set ? cfg->size : 0;
-		cfg->size = 0;
-		if (dict_path)
-			report_error("serve", "--dict: the dictionaries "
-				"of image %s are used", image);
-	} else if (image && !dir_writable(image)) {
-		/* better now than at the end, with the data */
-		report_error("serve", "--image %s: cannot write in its "
-			"directory: %s", image, strerror(errno));
-		return 1;
-	} else if (dict_path) {
-		if (read_dict("serve", dict_path, &dict, &cfg->dict_size))
-			return 1;
-		cfg->dict = dict;
-	}
-	/*
-	 * A store to adopt has its own size: --size, if given, must match.
-	 * (A file whose header is still zeros is made anew, at this size.)
-	 */
-	if (cfg->keep_fd >= 0 && !size_set && fstat(cfg->keep_fd, &sb) == 0 &&
-	    sb.st_size > 0) {
-		char magic = 0;
-
-		if (pread(cfg->keep_fd, &magic, 1, 0) == 1 && magic)
-			cfg->size = 0;
-	}
-	r = uzram_open(cfg, dev);
-	free(dict);
-	if (r < 0) {
-		const char *why = cli_lib_error();
-
-		report_error("serve", "cannot %s the device: %s",
-			cfg->image ? "open" : "create",
-			*why ? why : uzram_strerror(r));
-		return 1;
-	}
-	/* one device per image: hold a new one's path from the start */
-	if (image && !cfg->image && (r = uzram_image_claim(*dev, image)) < 0) {
-		report_error("serve", "--image %s: %s", image,
-			cli_lib_error());
-		uzram_close(*dev);
-		*dev = NULL;
-		return 1;
-	}
-	clash = cfg->image ? image_conflict(cfg, *dev, want_size, algo_set,
-					    cluster_set) : NULL;
-	if (clash) {
-		report_error("serve", "--%s conflicts with image %s "
-			"(%llu bytes, %s, %u-byte clusters); leave it out",
-			clash, image, (unsigned long long)uzram_size(*dev),
-			uzram_algorithm(*dev, 0), uzram_cluster_size(*dev));
-		uzram_close(*dev);
-		*dev = NULL;
-		return 1;
-	}
-	return 0;
-}
-
-/*
- * The --recomp-algorithm ones, at priorities 1, 2, 3 (2, 3 with a fast
- * algorithm, whose device has --algorithm at 1), with their
- * dictionaries; a device opened from an image may have them already (then
- * they must be the same algorithms, and keep the image's dictionaries).
- */
-static int add_recomp(struct uzram *dev, const struct recomp_opt *recomp,
-		      int n, int first)
-{
-	for (int i = 0; i < n; i++) {
-		const char *have = uzram_algorithm(dev, i + first);
-		void *dict;
-		size_t dict_len;
-		int r;
-
-		if (have && !strcmp(have, recomp[i].name))
-			continue;
-		if (have) {
-			report_error("serve", "--recomp-algorithm %s "
-				"conflicts with the image's %s at priority "
-				"%d", recomp[i].name, have, i + first);
-			return 1;
-		}
-		r = uzram_add_recomp_algorithm(dev, recomp[i].name,
-					       recomp[i].level);
-		if (r > 0 && recomp[i].dict) {
-			if (read_dict("serve", recomp[i].dict, &dict,
-				      &dict_len))
-				return 1;
-			r = uzram_set_dictionary(dev, r, dict, dict_len, 0);
-			free(dict);
-		}
-		if (r < 0) {
-			report_error("serve", "--recomp-algorithm: %s",
-				cli_lib_error());
-			return 1;
-		}
-	}
-	return 0;
-}
-
 static int parse_tls_mode(const char *s, enum nbd_tls_mode *mode)
 {
 	static const char *const names[] = { "off", "on", "require" };
@@ -530,6 +371,57 @@ static int serve_take_fast(struct serve_args *a, int key, char *arg)
 	return 0;
 }
 
+/* --recomp-algorithm ALGO[:LEVEL][,dict=FILE], up to UZRAM_MAX_RECOMP */
+static int serve_take_recomp(struct serve_args *a, char *arg)
+{
+	struct recomp_opt *o = &a->recomp[a->nrecomp];
+
+	if (a->nrecomp == UZRAM_MAX_RECOMP) {
+		report_error("serve", "at most %d --recomp-algorithm",
+			     UZRAM_MAX_RECOMP);
+		return 2;
+	}
+	if (parse_algo_spec(arg, &o->name, &o->level, &o->dict) < 0)
+		return CLI_BAD_VALUE;
+	a->nrecomp++;
+	return 0;
+}
+
+/* --high-watermark, --low-watermark (1-100), --threads */
+static int serve_take_count(struct serve_args *a, int key, char *arg)
+{
+	unsigned long long v;
+
+	if (key == 'j') {
+		if (parse_uint(arg, UINT32_MAX, &v) < 0)
+			return CLI_BAD_VALUE;
+		if (v > UZRAM_MAX_THREADS)
+			return cli_bad_value("at most %d", UZRAM_MAX_THREADS);
+		a->cfg.threads = (uint32_t)v;
+		return 0;
+	}
+	if (parse_uint(arg, 100, &v) < 0 || v == 0)
+		return CLI_BAD_VALUE;
+	*(key == 'W' ? &a->cfg.high_watermark : &a->cfg.low_watermark) =
+		(uint32_t)v;
+	return 0;
+}
+
+/* --keep-fd, --keeper, --keep-standby (serve_keep.c, doc/keep.md) */
+static int serve_take_keep(struct serve_args *a, int key, char *arg)
+{
+	unsigned long long v;
+
+	if (key == KEY_KEEPER) {
+		a->keeper = true;
+		return 0;
+	}
+	if (parse_uint(arg, INT32_MAX, &v) < 0)
+		return CLI_BAD_VALUE;
+	*(key == KEY_KEEP_FD ? &a->cfg.keep_fd : &a->standby_fd) = (int)v;
+	return 0;
+}
+
 static int serve_take(void *ctx, int key, char *arg)
 {
 	struct serve_args *a = ctx;
@@ -569,18 +461,8 @@ static int serve_take(void *ctx, int key, char *arg)
 		return 0;
 	case 'W':
 	case 'w':
-		if (parse_uint(arg, 100, &v) < 0 || v == 0)
-			return CLI_BAD_VALUE;
-		*(key == 'W' ? &a->cfg.high_watermark : &a->cfg.low_watermark) =
-			(uint32_t)v;
-		return 0;
 	case 'j':
-		if (parse_uint(arg, UINT32_MAX, &v) < 0)
-			return CLI_BAD_VALUE;
-		if (v > UZRAM_MAX_THREADS)
-			return cli_bad_value("at most %d", UZRAM_MAX_THREADS);
-		a->cfg.threads = (uint32_t)v;
-		return 0;
+		return serve_take_count(a, key, arg);
 	case 'U':
 		a->cfg.dedup = 1;
 		return 0;
@@ -591,18 +473,9 @@ static int serve_take(void *ctx, int key, char *arg)
 		a->dry_run = true;
 		return 0;
 	case KEY_KEEP_FD:
-		if (parse_uint(arg, INT32_MAX, &v) < 0)
-			return CLI_BAD_VALUE;
-		a->cfg.keep_fd = (int)v;
-		return 0;
 	case KEY_KEEPER:
-		a->keeper = true;
-		return 0;
 	case KEY_KEEP_STANDBY:
-		if (parse_uint(arg, INT32_MAX, &v) < 0)
-			return CLI_BAD_VALUE;
-		a->standby_fd = (int)v;
-		return 0;
+		return serve_take_keep(a, key, arg);
 	case KEY_WB_LIMIT:
 		if (parse_size(arg, &v) < 0 || v < UZRAM_PAGE_SIZE)
 			return CLI_BAD_VALUE;
@@ -612,17 +485,7 @@ static int serve_take(void *ctx, int key, char *arg)
 	case KEY_REENCODE_AGE:
 		return serve_take_fast(a, key, arg);
 	case 'A':
-		if (a->nrecomp == UZRAM_MAX_RECOMP) {
-			report_error("serve", "at most %d "
-				"--recomp-algorithm", UZRAM_MAX_RECOMP);
-			return 2;
-		}
-		if (parse_algo_spec(arg, &a->recomp[a->nrecomp].name,
-				    &a->recomp[a->nrecomp].level,
-				    &a->recomp[a->nrecomp].dict) < 0)
-			return CLI_BAD_VALUE;
-		a->nrecomp++;
-		return 0;
+		return serve_take_recomp(a, arg);
 	default:
 		return serve_take_server(a, key, arg);
 	}
@@ -706,7 +569,7 @@ static int serve_dry_run(struct serve_args *a)
 
 	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
 		if (files[i] && strncmp(files[i], "nbd", 3) &&
-		    stat(files[i], &sb) < 0 && !dir_writable(files[i])) {
+		    stat(files[i], &sb) < 0 && !serve_dir_writable(files[i])) {
 			report_error("serve", "%s: cannot write in its "
 				"directory: %s", files[i], strerror(errno));
 			return 1;
@@ -716,11 +579,11 @@ static int serve_dry_run(struct serve_args *a)
 	memcpy(recomp, a->recomp, sizeof recomp);
 	for (int i = 0; i < a->nrecomp; i++)
 		recomp[i].dict = NULL;
-	r = open_device(&a->cfg, NULL, NULL, a->size_set, a->algo_set,
-			a->cluster_set, &dev);
+	r = serve_open_device(&a->cfg, NULL, NULL, a->size_set, a->algo_set,
+			      a->cluster_set, &dev);
 	if (!r)
-		r = add_recomp(dev, recomp, a->nrecomp,
-			       a->cfg.fast_algorithm ? 2 : 1);
+		r = serve_add_recomp(dev, recomp, a->nrecomp,
+				     a->cfg.fast_algorithm ? 2 : 1);
 	if (!r)
 		printf("uzram serve: --dry-run: a %llu-byte %s device%s%s%s of "
 		       "%u-byte clusters; not served\n",
@@ -732,17 +595,6 @@ static int serve_dry_run(struct serve_args *a)
 		       uzram_cluster_size(dev));
 	uzram_close(dev);
 	return r;
-}
-
-/* --writeback-limit on the new device: 0, or 1 after a message. */
-static int set_wb_limit(struct uzram *dev, uint64_t bytes)
-{
-	int r = uzram_set_writeback_limit(dev, 1, bytes / UZRAM_PAGE_SIZE);
-
-	if (r < 0)
-		report_error("serve", "--writeback-limit: %s",
-			uzram_strerror(r));
-	return r < 0;
 }
 
 /* cmd_serve()'s --ublk, as the server's other front end. */
@@ -772,6 +624,38 @@ static void serve_ublk_stop(void *arg)
 
 	(void)ublk_front_stop(u->front, "serve");
 	u->front = NULL;
+}
+
+/* The server's buffer and connection limits, and --swap's ublk copy mode. */
+static void serve_limits(struct serve_args *a)
+{
+	if (!a->sc.buffer_limit)
+		a->sc.buffer_limit = nbd_default_buffer_limit();
+	if (!a->max_given) /* from the buffer limit unless given */
+		a->sc.max_connections =
+			nbd_default_max_connections(a->sc.buffer_limit);
+	/* swap: one buffer per queue, not per tag, where the kernel can */
+	if (a->swap && !a->ublk_copy_set)
+		a->uo.copy = UBLK_COPY_LEAST_MEMORY;
+}
+
+/* The device of the options, ready to serve: 0, or the exit status. */
+static int serve_device(struct serve_args *a, struct uzram **dev)
+{
+	int r = serve_open_device(&a->cfg, a->sc.image, a->dict_path,
+				  a->size_set, a->algo_set, a->cluster_set,
+				  dev);
+
+	if (!r)
+		r = serve_add_recomp(*dev, a->recomp, a->nrecomp,
+				     a->cfg.fast_algorithm ? 2 : 1);
+	if (!r && a->wb_limit)
+		r = serve_set_wb_limit(*dev, a->wb_limit);
+	if (!r)
+		serve_keep_report(*dev);
+	if (!r && a->swap && serve_swap_ready(*dev, &a->cfg) < 0)
+		r = 1;
+	return r;
 }
 
 int cmd_serve(int argc, char **argv)
@@ -813,15 +697,7 @@ int cmd_serve(int argc, char **argv)
 	if (a.tc.mode != NBD_TLS_OFF && !(tls = nbd_tls_new(&a.tc)))
 		return 1;
 	a.sc.export.tls = tls;
-	if (!a.sc.buffer_limit)
-		a.sc.buffer_limit = nbd_default_buffer_limit();
-	if (!a.max_given) /* from the buffer limit unless given */
-		a.sc.max_connections =
-			nbd_default_max_connections(a.sc.buffer_limit);
-
-	/* swap: one buffer per queue, not per tag, where the kernel can */
-	if (a.swap && !a.ublk_copy_set)
-		a.uo.copy = UBLK_COPY_LEAST_MEMORY;
+	serve_limits(&a);
 	if (a.swap && serve_swap_begin() < 0) {
 		nbd_tls_free(tls);
 		return 1;
@@ -831,17 +707,7 @@ int cmd_serve(int argc, char **argv)
 		nbd_tls_free(tls);
 		return 0;       /* the keeper needs this standby no more */
 	}
-	r = open_device(&a.cfg, a.sc.image, a.dict_path, a.size_set,
-			a.algo_set, a.cluster_set, &dev);
-	if (!r)
-		r = add_recomp(dev, a.recomp, a.nrecomp,
-			       a.cfg.fast_algorithm ? 2 : 1);
-	if (!r && a.wb_limit)
-		r = set_wb_limit(dev, a.wb_limit);
-	if (!r)
-		serve_keep_report(dev);
-	if (!r && a.swap && serve_swap_ready(dev, &a.cfg) < 0)
-		r = 1;
+	r = serve_device(&a, &dev);
 	if (r) {
 		serve_swap_end();
 		uzram_close(dev);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * serve.h - `uzram serve` (cli/serve/): an NBD server, and a ublk device
- * beside it, on one uzram device; serve_swap.c: its --swap; serve_keep.c:
- * its --keeper, a store that outlives the server.
+ * beside it, on one uzram device; serve_device.c: the device from the
+ * options; serve_swap.c: its --swap; serve_keep.c: its --keeper, a store
+ * that outlives the server.
  */
 #ifndef UZRAM_CLI_SERVE_H
 #define UZRAM_CLI_SERVE_H
@@ -12,11 +13,28 @@
 extern const struct cli_command serve_cmd;
 int cmd_serve(int argc, char **argv);  /* cli/serve/serve.c */
 
-/* cli/serve/serve_swap.c: `uzram serve --swap`; each 0, or -1 after a message */
+/*
+ * cli/serve/serve_device.c: the device from the options. Each 0, or
+ * non-zero (the exit status) after a message.
+ */
 struct uzram;
+struct uzram_config;
+struct recomp_opt {
+	const char *name, *dict;
+	int level;
+};
+int serve_open_device(struct uzram_config *cfg, const char *image,
+		      const char *dict_path, bool size_set, bool algo_set,
+		      bool cluster_set, struct uzram **dev);
+int serve_add_recomp(struct uzram *dev, const struct recomp_opt *recomp,
+		     int n, int first);
+int serve_set_wb_limit(struct uzram *dev, uint64_t bytes);
+/* whether a file could be created beside path (errno says why not) */
+bool serve_dir_writable(const char *path);
+
+/* cli/serve/serve_swap.c: `uzram serve --swap`; each 0, or -1 after a message */
 #define SWAP_RESERVE (16ull << 20) /* reserved when --swap has no --mem-limit */
 int serve_swap_begin(void);                /* before the device exists */
-struct uzram_config;
 /* after: reserves of the allocator what cfg's mem_limit leaves room for */
 int serve_swap_ready(struct uzram *dev, const struct uzram_config *cfg);
 void serve_swap_end(void);                 /* before the device goes */

@@ -112,19 +112,19 @@ int serve_swap_begin(void)
 	FILE *f;
 
 	if (prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0) < 0) {
-		fprintf(stderr, "uzram serve --swap: prctl(PR_SET_IO_FLUSHER): %s "
-			"(needs root, CAP_SYS_RESOURCE, and Linux 5.6 or later)\n",
+		report_error("serve", "--swap: prctl(PR_SET_IO_FLUSHER): %s "
+			"(needs root, CAP_SYS_RESOURCE, and Linux 5.6 or later)",
 			strerror(errno));
 		return -1;
 	}
 	f = fopen("/proc/self/oom_score_adj", "w");
 	if (!f || fputs("-1000\n", f) < 0 || fclose(f) != 0) {
-		fprintf(stderr, "uzram serve --swap: cannot write -1000 to "
-			"/proc/self/oom_score_adj: %s\n", strerror(errno));
+		report_error("serve", "--swap: cannot write -1000 to "
+			"/proc/self/oom_score_adj: %s", strerror(errno));
 		return -1;
 	}
 	if (mlockall(MCL_CURRENT | MCL_ONFAULT) < 0) {
-		fprintf(stderr, "uzram serve --swap: mlockall: %s\n", strerror(errno));
+		report_error("serve", "--swap: mlockall: %s", strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -139,15 +139,15 @@ static int realtime_all(void)
 	int r = 0;
 
 	if (!d) {
-		fprintf(stderr, "uzram serve --swap: /proc/self/task: %s\n", strerror(errno));
+		report_error("serve", "--swap: /proc/self/task: %s", strerror(errno));
 		return -1;
 	}
 	while (!r && (e = readdir(d))) {
 		if (e->d_name[0] == '.')
 			continue;
 		if (sched_setscheduler(atoi(e->d_name), SCHED_RR, &sp) < 0) {
-			fprintf(stderr, "uzram serve --swap: sched_setscheduler(thread %s, "
-				"SCHED_RR): %s (needs root or CAP_SYS_NICE)\n",
+			report_error("serve", "--swap: sched_setscheduler(thread %s, "
+				"SCHED_RR): %s (needs root or CAP_SYS_NICE)",
 				e->d_name, strerror(errno));
 			r = -1;
 		}
@@ -171,7 +171,7 @@ static int warm_up(struct uzram *dev)
 	int r;
 
 	if (!buf) {
-		fprintf(stderr, "uzram serve --swap: out of memory\n");
+		report_error("serve", "--swap: out of memory");
 		return -1;
 	}
 	uzram_config_init(&cfg);
@@ -193,7 +193,7 @@ static int warm_up(struct uzram *dev)
 		r = uzram_read(dev, buf, cluster, 0);
 	free(buf);
 	if (r < 0) {
-		fprintf(stderr, "uzram serve --swap: the warm-up of the data path: %s\n",
+		report_error("serve", "--swap: the warm-up of the data path: %s",
 			uzram_strerror(r));
 		return -1;
 	}
@@ -322,14 +322,14 @@ int serve_swap_ready(struct uzram *dev, const struct uzram_config *cfg)
 	r = reserve ? uzram_reserve(dev, reserve) : 0;
 
 	if (r < 0 && r != -ENOSPC) {
-		fprintf(stderr, "uzram serve --swap: %s\n", cli_lib_error());
+		report_error("serve", "--swap: %s", cli_lib_error());
 		return -1;
 	}
 	if (warm_up(dev) < 0)
 		return -1;
 	shmem = lock_shmem_files();
 	if (mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0) {
-		fprintf(stderr, "uzram serve --swap: mlockall(MCL_FUTURE | MCL_ONFAULT): %s\n",
+		report_error("serve", "--swap: mlockall(MCL_FUTURE | MCL_ONFAULT): %s",
 			strerror(errno));
 		return -1;
 	}
@@ -340,7 +340,7 @@ int serve_swap_ready(struct uzram *dev, const struct uzram_config *cfg)
 	r = pthread_create(&compactor.thread, NULL, compactor_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (r) {
-		fprintf(stderr, "uzram serve --swap: the compactor thread: %s\n", strerror(r));
+		report_error("serve", "--swap: the compactor thread: %s", strerror(r));
 		return -1;
 	}
 	compactor.running = true;
