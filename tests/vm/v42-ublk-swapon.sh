@@ -45,9 +45,13 @@ check server-realtime bash -c "! awk '{ sub(/.*\\) /, \"\"); if (\$39 != 2) prin
 info "server threads: $(ls /proc/$pid/task | wc -l); $(grep -h 'memory locked' "$f.log")"
 # the guest's root is tmpfs: every page of the server's program is locked,
 # not only those it ran (a page it first runs under pressure could be
-# swapped out to its own device; doc/block-device.md, the hang of v42)
+# swapped out to its own device; doc/block-device.md, the hang of v42):
+# each of its mappings locked (VmFlags lo) and resident whole (Rss = Size).
+# Not smaps' Locked:, which is the Pss of a locked mapping, a share of the
+# pages that the keeper and the standby map too
 check program-locked awk '/^[0-9a-f]+-/ { m = $NF == "/usr/bin/uzram" } m && /^Size:/ { s += $2 }
-	m && /^Locked:/ { l += $2 } END { print "# program: " s " kB, locked " l " kB"; exit !(s > 0 && l == s) }' "/proc/$pid/smaps"
+	m && /^Rss:/ { r += $2 } m && /^VmFlags:/ && !/ lo( |$)/ { u++ }
+	END { print "# program: " s " kB, resident " r " kB, " u + 0 " mappings unlocked"; exit !(s > 0 && r == s && !u) }' "/proc/$pid/smaps"
 
 # a hog of 1.5x the memory available: it must swap, and fit beside the
 # device (RAM / 2; 1.5x the guest's RAM would not: its RAM is 210 MiB, of
