@@ -159,6 +159,65 @@ real_programs()
 	as rm -rf "$d/sng"
 }
 
+# privs_by WRITER GROUP D REF: files of nobody's, of group GROUP (empty:
+# as made), in every mode below, each changed once by WRITER (root or
+# nobody) with a write, an O_APPEND write, truncate, O_TRUNC, fallocate,
+# a hole punch or a chown to its owner; the modes after it must be
+# tmpfs's (the kernel's file_remove_privs(): set-user-ID cleared for a
+# writer without CAP_FSETID, set-group-ID with group execute too, and
+# without group execute for one outside the file's group).
+privs_by()
+{
+	local writer=$1 group=$2 d=$3 ref=$4 dir f m op rc out=() back=()
+	local run=()
+	[[ $writer == nobody ]] && run=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+	for dir in "$d/p" "$ref/p"; do
+		out=()
+		for m in 4755 2755 6755 2745 6745; do
+			for op in write append trunc otrunc falloc punch chown; do
+				f=$dir/$m-$op
+				as sh -c "rm -f '$f' && printf xy >'$f'"
+				[[ -z $group ]] || chown "nobody:$group" "$f"
+				as chmod "$m" "$f"
+				rc=0
+				case $op in
+				write) "${run[@]}" dd if=/dev/zero of="$f" bs=1 count=1 \
+					seek=1 conv=notrunc status=none || rc=$? ;;
+				append) "${run[@]}" sh -c "printf z >>'$f'" || rc=$? ;;
+				trunc) "${run[@]}" truncate -s 1 "$f" || rc=$? ;;
+				otrunc) "${run[@]}" sh -c ": >'$f'" || rc=$? ;;
+				falloc) "${run[@]}" fallocate -l 65536 "$f" || rc=$? ;;
+				punch) "${run[@]}" fallocate -p -o 0 -l 1 "$f" || rc=$? ;;
+				chown) "${run[@]}" chown nobody "$f" || rc=$? ;;
+				esac
+				out+=("$m-$op:$(as stat -c %a "$f"):$rc")
+			done
+		done
+		[[ $dir == "$ref/p" ]] || back=("${out[@]}")
+	done
+	for ((i = 0; i < ${#out[@]}; i++)); do
+		[[ ${back[i]} == "${out[i]}" ]] ||
+			fail "by $writer, group ${group:-its own}: ${back[i]} (mode:exit) here, ${out[i]} on tmpfs"
+	done
+}
+
+privileges()
+{
+	local d=$1 ref=$2
+	step "$WHO: set-user-ID and set-group-ID bits after writes, truncates, chown"
+	as mkdir "$d/p" "$ref/p"
+	if [[ $WHO == root ]]; then
+		chmod 711 "$T"
+		chown nobody "$d/p" "$ref/p"
+		privs_by root root "$d" "$ref"
+		privs_by nobody root "$d" "$ref"
+		privs_by nobody nogroup "$d" "$ref"
+	else
+		privs_by nobody "" "$d" "$ref"
+	fi
+	as rm -rf "$d/p" "$ref/p"
+}
+
 run_user()
 {
 	local d=$1 ref=$2 s full empty base
@@ -169,6 +228,7 @@ run_user()
 	as dd if="$d/a" iflag=direct bs=64K status=none >"$T/back"
 	cmp -s "$T/64k.$WHO" "$T/back" || fail "a shows other bytes than written through b"
 	as rm "$d/a" "$d/b"
+	privileges "$d" "$ref"
 
 	step "$WHO: the model test, $SEEDS seeds of $STEPS steps"
 	for ((s = 1; s <= SEEDS; s++)); do
