@@ -175,7 +175,7 @@ privs_by()
 	[[ $writer == nobody ]] && run=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
 	for dir in "$d/p" "$ref/p"; do
 		out=()
-		for m in 4755 2755 6755 2745 6745; do
+		for m in 4755 6755 2745; do
 			for op in write append trunc otrunc falloc punch chown; do
 				f=$dir/$m-$op
 				as sh -c "rm -f '$f' && printf xy >'$f'"
