@@ -15,7 +15,9 @@
 #            test corpus's files.tar repeated), then sync      >= 0.5x
 #   read     dd bs=1M of it back, page cache dropped first     >= 0.5x
 #   memory   what the tree holds: tmpfs: df's used; uzram: the device's
-#            mem_used_total (uzram stat --mount)               <= 0.5x
+#            mem_used_total (uzram stat --mount) once the re-encoder
+#            is done (written fast, re-encoded 16 s later; the figure
+#            right after untar and the wait go to stderr)      <= 0.5x
 #   back     how much of it rm -rf gave back, 3 s later        >= 95%
 #
 # Run as root (make bench-fs): root drops the page cache between steps.
@@ -114,22 +116,52 @@ seq_io()
 	as rm "$dir/big"
 }
 
-uzram_mem()
+uzram_field()
 {
 	as "$UZRAM" stat --mount "$W/nb/fs" --json |
-		python3 -c 'import json, sys; print(json.load(sys.stdin)["mem_used_total"])'
+		python3 -c "import json, sys; print(json.load(sys.stdin)['$1'])"
+}
+uzram_mem() { uzram_field mem_used_total; }
+
+# uzram_settle: wait for the re-encoder (the fs writes with lz4's fast
+# mode and re-encodes a cluster once it has been idle 16 s:
+# cli/mount/mount_fs.c): until pages_recompressed has moved and then
+# stood still for 3 s, or 40 s without a move. Prints the seconds waited.
+uzram_settle()
+{
+	local t=$EPOCHREALTIME r0 last cur same=0
+	r0=$(uzram_field pages_recompressed)
+	last=$r0
+	while :; do
+		sleep 0.5
+		cur=$(uzram_field pages_recompressed)
+		if [[ $cur == "$last" ]]; then same=$((same + 1)); else same=0; fi
+		last=$cur
+		((cur != r0 && same >= 6)) && break
+		(($(echo "$EPOCHREALTIME - $t > 40" | bc) && cur == r0)) && break
+	done
+	since "$t"
 }
 tmpfs_mem() { df -B1 --output=used "$W/tmpfs" | tail -n 1; }
 mib() { echo "scale=1; $1 / 1048576" | bc; }
 
-# memory DIR MEMFN: the tree's bytes, and the percentage rm -rf gave back.
+# memory DIR MEMFN [SETTLEFN]: the tree's bytes (once SETTLEFN, which
+# prints the seconds it waited, returned: both figures go to stderr), and
+# the percentage rm -rf gave back.
 memory()
 {
-	local dir=$1 fn=$2 base full empty
+	local dir=$1 fn=$2 settle=${3:-} base full empty first waited
 	sleep 3
 	base=$($fn)
 	as tar -xf "$W/include.tar" -C "$dir"
 	full=$($fn)
+	if [[ $settle ]]; then
+		first=$full
+		waited=$($settle)
+		full=$($fn)
+		echo "bench/fs.sh: the tree right after untar: $(mib "$((first - base))") MiB;" \
+			"$waited s later, re-encoded: $(mib "$((full - base))") MiB" >&2
+	fi
 	as rm -rf "$dir/usr"
 	sleep 3 # uzram's compactor runs a second after frees
 	empty=$($fn)
@@ -159,7 +191,7 @@ as "$UZRAM" mount "$W/nb/fs" --size $((SEQ_MIB + 2048))M
 read -r u g r < <(rounds "$W/nb/fs")
 b=$(build "$W/nb/fs")
 read -r w rd < <(seq_io "$W/nb/fs")
-read -r m back < <(memory "$W/nb/fs" uzram_mem)
+read -r m back < <(memory "$W/nb/fs" uzram_mem uzram_settle)
 row "uzram fs" "$u" "$g" "$b" "$r" "$w" "$rd" "$m" "$back"
 as "$UZRAM" umount "$W/nb/fs"
 

@@ -8,9 +8,24 @@
  * Locks: flock() and fcntl() locks are left to the kernel, which keeps
  * them itself when a FUSE file system has no lock operations; mmap goes
  * through the kernel's page cache and read/write below.
+ *
+ * Set-user-ID and set-group-ID bits: the kernel clears them before a
+ * write, truncate, fallocate or chown by a process without CAP_FSETID,
+ * with a SETATTR of the mode, since the file system does not take
+ * FUSE_CAP_HANDLE_KILLPRIV (session.c): it alone knows the writer's
+ * credentials. One case FUSE's kernel side leaves out where tmpfs clears
+ * the bit (the kernel's setattr_should_drop_sgid()): set-group-ID without
+ * group execute, written, truncated or chowned by a process neither in
+ * the file's group nor with CAP_FSETID. drop_sgid() does that one from
+ * the request's credentials (fuse_req_ctx(), the caller's groups and
+ * capabilities in /proc; a caller in another pid namespace counts as
+ * one without them); such files are rare, so the look-ups cost nothing
+ * elsewhere.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
@@ -18,6 +33,64 @@
 
 #include "uzram.h"
 #include "uzfs_impl.h"
+
+/* Whether the thread pid has CAP_FSETID (false when it cannot be seen:
+ * a pid of another pid namespace is 0). */
+static bool caller_fsetid(pid_t pid)
+{
+	char path[64], line[128];
+	unsigned long long caps = 0;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	f = pid > 0 ? fopen(path, "re") : NULL;
+	if (!f)
+		return false;
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, "CapEff:", 7)) {
+			caps = strtoull(line + 7, NULL, 16);
+			break;
+		}
+	fclose(f);
+	return caps >> CAP_FSETID & 1;
+}
+
+/* Whether the caller of req is in group gid. */
+static bool caller_in_group(fuse_req_t req, gid_t gid)
+{
+	gid_t list[64];
+	int k;
+
+	if (fuse_req_ctx(req)->gid == gid)
+		return true;
+	k = fuse_req_getgroups(req, 64, list);
+	for (int i = 0; i < k && i < 64; i++)
+		if (list[i] == gid)
+			return true;
+	return false;
+}
+
+/* Before a change of n's bytes or size by req's caller: clear the
+ * set-group-ID bit of a file without group execute as tmpfs does (the
+ * design comment above). The caller holds n->lock for writing; true when
+ * the bit went, and a reply without attributes must then tell the kernel
+ * (forget_mode()). */
+static bool drop_sgid(fuse_req_t req, struct node *n)
+{
+	if (!S_ISREG(n->mode) || (n->mode & (S_ISGID | S_IXGRP)) != S_ISGID)
+		return false;
+	if (caller_in_group(req, n->gid) || caller_fsetid(fuse_req_ctx(req)->pid))
+		return false;
+	n->mode &= ~(mode_t)S_ISGID;
+	return true;
+}
+
+/* The kernel keeps a file's mode an hour (ENTRY_TIMEOUT) and a write's
+ * reply carries none: drop what it has, so the next stat asks. */
+static void forget_mode(fuse_req_t req, fuse_ino_t ino)
+{
+	fuse_lowlevel_notify_inval_inode(req_fs(req)->se, ino, -1, 0);
+}
 
 static void reply_attr(fuse_req_t req, struct node *n)
 {
@@ -76,6 +149,10 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	if (!r) {
 		if (to_set & FUSE_SET_ATTR_MODE)
 			n->mode = (n->mode & S_IFMT) | (attr->st_mode & 07777);
+		/* by the group the file had (a reply with attributes) */
+		if (to_set & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_UID |
+			      FUSE_SET_ATTR_GID))
+			drop_sgid(req, n);
 		if (to_set & FUSE_SET_ATTR_UID)
 			n->uid = attr->st_uid;
 		if (to_set & FUSE_SET_ATTR_GID)
@@ -171,6 +248,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 {
 	struct uzfs *fs = req_fs(req);
 	struct node *n = node_of(fs, ino);
+	bool dropped = false;
 	long r;
 
 	pthread_rwlock_wrlock(&n->lock);
@@ -178,10 +256,15 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		off = (off_t)n->size;
 	r = bmap_write(fs, n, buf, size, (uint64_t)off);
 	if (r > 0) {
+		/* the page cache's writeback (mmap) comes without credentials
+		 * and, as on tmpfs, keeps the bits */
+		dropped = !fi->writepage && drop_sgid(req, n);
 		time_now(&n->mtime);
 		n->ctime = n->mtime;
 	}
 	pthread_rwlock_unlock(&n->lock);
+	if (dropped)
+		forget_mode(req, ino);
 	if (r < 0)
 		fuse_reply_err(req, (int)-r);
 	else
@@ -205,6 +288,7 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
 	struct uzfs *fs = req_fs(req);
 	struct node *n = node_of(fs, ino);
 	uint64_t end = (uint64_t)off + (uint64_t)len;
+	bool dropped = false;
 	int r;
 
 	(void)fi;
@@ -225,10 +309,13 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
 	if (!r && !(mode & FALLOC_FL_KEEP_SIZE) && end > n->size)
 		n->size = end;
 	if (!r) {
+		dropped = drop_sgid(req, n);
 		time_now(&n->mtime);
 		n->ctime = n->mtime;
 	}
 	pthread_rwlock_unlock(&n->lock);
+	if (dropped)
+		forget_mode(req, ino);
 	fuse_reply_err(req, -r);
 }
 

@@ -63,6 +63,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	/* no open: O_TRUNC must then come as a setattr */
 	conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;
+	/* the kernel clears set-user-ID bits, with the writer's credentials
+	 * (ops_file.c); libfuse 3.14 never passed this on, 3.17 does */
+	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
 	fs->no_open = (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) &&
 		      (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT);
 	/* requests are small: a splice through a pipe costs two more calls */

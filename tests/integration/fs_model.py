@@ -87,7 +87,10 @@ def pick_op(rng):
     if k < 71:
         return ("symlink", "t" * rng.randrange(1, 50), rng.choice(FILES))
     if k < 76:
-        return ("chmod", f, rng.choice([0o700, 0o755, 0o744, 0o2755, 0o1777]))
+        # set-user-ID and set-group-ID modes too: the writes, truncates
+        # and punches after them must clear the bits as tmpfs does
+        return ("chmod", f, rng.choice([0o700, 0o755, 0o744, 0o2755, 0o1777,
+                                        0o4755, 0o6745, 0o6775]))
     if k < 86:
         return ("punch", f, off, n)
     if k < 97:

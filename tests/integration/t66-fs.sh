@@ -4,11 +4,13 @@
 # without root), as root and as the unprivileged user nobody, each beside
 # a tmpfs: the model test (fs_model.py: random operations on both trees,
 # compared after every step, several seeds); the hard-link case of issue
-# 32; real programs: tar x and diff -r, git, sqlite3, rsync -aHAX in and
-# out, stress-ng's file-system stressors; mmap, flock and fcntl locks, SEEK_DATA/SEEK_HOLE, xattrs; memory
-# given back after rm -rf; ENOSPC at --size with nothing lost; the keeper
-# killed (ENOTCONN), uzram umount, and DIR mounted again; no RELEASE for a
-# file tar makes (the requests of tar x counted).
+# 32; set-user-ID and set-group-ID bits after writes, truncates and chown;
+# real programs: tar x and diff -r, git, sqlite3, rsync -aHAX in and out,
+# stress-ng's file-system stressors; mmap, flock and fcntl locks,
+# SEEK_DATA/SEEK_HOLE, xattrs; data written fast and re-encoded later;
+# memory given back after rm -rf; ENOSPC at --size with nothing lost; the
+# keeper killed (ENOTCONN), uzram umount, and DIR mounted again; no RELEASE
+# for a file tar makes (the requests of tar x counted).
 source "$(dirname "$0")/functions.sh"
 require fusermount3 tar setpriv git sqlite3 rsync flock diff stress-ng
 real_server || skip_all "uzram mount is a uzram command"
@@ -159,6 +161,90 @@ real_programs()
 	as rm -rf "$d/sng"
 }
 
+# privs_by WRITER GROUP D REF: files of nobody's, of group GROUP (empty:
+# as made), in every mode below, each changed once by WRITER (root or
+# nobody) with a write, an O_APPEND write, truncate, O_TRUNC, fallocate,
+# a hole punch or a chown to its owner; the modes after it must be
+# tmpfs's (the kernel's file_remove_privs(): set-user-ID cleared for a
+# writer without CAP_FSETID, set-group-ID with group execute too, and
+# without group execute for one outside the file's group).
+privs_by()
+{
+	local writer=$1 group=$2 d=$3 ref=$4 dir f m op rc out=() back=()
+	local run=()
+	[[ $writer == nobody ]] && run=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+	for dir in "$d/p" "$ref/p"; do
+		out=()
+		for m in 4755 6755 2745; do
+			for op in write append trunc otrunc falloc punch chown; do
+				f=$dir/$m-$op
+				as sh -c "rm -f '$f' && printf xy >'$f'"
+				[[ -z $group ]] || chown "nobody:$group" "$f"
+				as chmod "$m" "$f"
+				rc=0
+				case $op in
+				write) "${run[@]}" dd if=/dev/zero of="$f" bs=1 count=1 \
+					seek=1 conv=notrunc status=none || rc=$? ;;
+				append) "${run[@]}" sh -c "printf z >>'$f'" || rc=$? ;;
+				trunc) "${run[@]}" truncate -s 1 "$f" || rc=$? ;;
+				otrunc) "${run[@]}" sh -c ": >'$f'" || rc=$? ;;
+				falloc) "${run[@]}" fallocate -l 65536 "$f" || rc=$? ;;
+				punch) "${run[@]}" fallocate -p -o 0 -l 1 "$f" || rc=$? ;;
+				chown) "${run[@]}" chown nobody "$f" || rc=$? ;;
+				esac
+				out+=("$m-$op:$(as stat -c %a "$f"):$rc")
+			done
+		done
+		[[ $dir == "$ref/p" ]] || back=("${out[@]}")
+	done
+	for ((i = 0; i < ${#out[@]}; i++)); do
+		[[ ${back[i]} == "${out[i]}" ]] ||
+			fail "by $writer, group ${group:-its own}: ${back[i]} (mode:exit) here, ${out[i]} on tmpfs"
+	done
+}
+
+# A new file's clusters are stored by lz4's fast mode and re-encoded
+# later (cli/mount/mount_fs.c's write_fast()): uzram ctl's recompress
+# (what the device's thread does once they are idle) re-encodes most of
+# them, the memory falls, and the file reads back whole.
+write_fast()
+{
+	local d=$1 m0 m1 n
+	step "$WHO: written fast, re-encoded later"
+	compressible_data "$T/fast.$WHO" $((8 << 20)) >/dev/null
+	chmod 644 "$T/fast.$WHO"
+	as dd if="$T/fast.$WHO" of="$d/fast" bs=1M status=none
+	m0=$(dev_mem "$d")
+	um ctl --mount "$d" recompress >"$T/ctl.out" 2>&1 ||
+		fail "uzram ctl --mount recompress: $(cat "$T/ctl.out")"
+	n=$(um stat --mount "$d" --json | python3 -c \
+		'import json, sys; print(json.load(sys.stdin)["pages_recompressed"])')
+	m1=$(dev_mem "$d")
+	echo "$WHO: 8 MiB written: $m0 B, $n pages re-encoded: $m1 B"
+	((n >= 1024)) || fail "only $n of 2048 pages re-encoded"
+	((m1 < m0)) || fail "the re-encode saved nothing ($m0 -> $m1 B)"
+	as dd if="$d/fast" iflag=direct bs=1M status=none >"$T/fast.back"
+	cmp -s "$T/fast.$WHO" "$T/fast.back" || fail "the file changed"
+	as rm "$d/fast"
+}
+
+privileges()
+{
+	local d=$1 ref=$2
+	step "$WHO: set-user-ID and set-group-ID bits after writes, truncates, chown"
+	as mkdir "$d/p" "$ref/p"
+	if [[ $WHO == root ]]; then
+		chmod 711 "$T"
+		chown nobody "$d/p" "$ref/p"
+		privs_by root root "$d" "$ref"
+		privs_by nobody root "$d" "$ref"
+		privs_by nobody nogroup "$d" "$ref"
+	else
+		privs_by nobody "" "$d" "$ref"
+	fi
+	as rm -rf "$d/p" "$ref/p"
+}
+
 run_user()
 {
 	local d=$1 ref=$2 s full empty base
@@ -169,6 +255,8 @@ run_user()
 	as dd if="$d/a" iflag=direct bs=64K status=none >"$T/back"
 	cmp -s "$T/64k.$WHO" "$T/back" || fail "a shows other bytes than written through b"
 	as rm "$d/a" "$d/b"
+	privileges "$d" "$ref"
+	write_fast "$d"
 
 	step "$WHO: the model test, $SEEDS seeds of $STEPS steps"
 	for ((s = 1; s <= SEEDS; s++)); do
