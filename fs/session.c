@@ -147,6 +147,7 @@ int uzfs_mount(const struct uzfs_config *cfg, const char *dir, struct uzfs **fsp
 		fs->allow_other = cfg->allow_other;
 		fs->debug = cfg->debug;
 		fs->threads = cfg->threads;
+		fs->spin_us = cfg->spin_us;
 		pthread_mutex_init(&fs->stop_lock, NULL);
 		pthread_cond_init(&fs->stop_cond, NULL);
 		r = alloc_init(fs);
@@ -179,7 +180,7 @@ int uzfs_loop(struct uzfs *fs)
 	if (fuse_set_signal_handlers(fs->se) != 0)
 		return -EIO;
 	r = fs->threads > 1 ? fuse_session_loop_mt(fs->se, &lc) :
-			      fuse_session_loop(fs->se);
+			      reqloop_run(fs->se, fs->spin_us);
 	fuse_remove_signal_handlers(fs->se);
 	return r < 0 ? r : 0;
 }

@@ -21,6 +21,8 @@ struct uzfs_config {
 	bool allow_other;      /* FUSE's allow_other (root only) */
 	bool debug;            /* libfuse's debug output */
 	unsigned threads;      /* > 1: libfuse's multi-threaded loop; else one */
+	unsigned spin_us;      /* one thread: the longest spin on /dev/fuse
+				* after a reply, in us (fs/reqloop.c); 0 none */
 	bool load;             /* dev came from an image of uzfs_save(): mount
 				* the tree it holds, not an empty one */
 	char *why;             /* a buffer for what was wrong with the loaded */
