@@ -38,8 +38,10 @@ struct uzfs_config {
 int uzfs_mount(const struct uzfs_config *cfg, const char *dir, struct uzfs **fsp);
 
 /*
- * Serve requests on several threads until the file system is unmounted
- * (or uzfs_exit()). Returns 0, or a negative errno.
+ * Serve requests until the file system is unmounted (or uzfs_exit()): on
+ * this thread (fs/reqloop.c, spinning up to cfg->spin_us after each
+ * reply), or with cfg->threads > 1 on libfuse's threads. Returns 0, or a
+ * negative errno.
  */
 int uzfs_loop(struct uzfs *fs);
 
