@@ -17,7 +17,8 @@ N=${N:-2000}
 
 W=$(mktemp -d /tmp/uzram-bench-rtt.XXXXXX)
 export UZRAM_RUNTIME_DIR=$W/run
-mkdir -p "$W/run" "$W/tmpfs" "$W/spin0" "$W/spin"
+mkdir -p "$W/tmpfs" "$W/spin0" "$W/spin"
+mkdir -m 700 "$W/run"
 cleanup()
 {
 	set +e
