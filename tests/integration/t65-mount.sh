@@ -44,7 +44,6 @@ mount_fs()
 }
 
 # is_mounted DIR: from the mount table (root may not stat a user's FUSE).
-is_mounted() { grep -qF " $1 " /proc/self/mountinfo; }
 
 # At exit, whatever state DIR is in: unmount it, wait for its keeper.
 _unmount()
@@ -55,26 +54,6 @@ _unmount()
 }
 _wait_gone() { wait_gone "$1" || true; }
 
-# running PID: the process exists and has not exited (a keeper outlives
-# the `uzram mount` that forked it, and whoever inherits it may reap late).
-running()
-{
-	local st
-	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
-	[[ ${st%% *} != Z ]]
-}
-
-# wait_gone PID: the keeper ends by itself once its DIR is unmounted;
-# 1 if it still runs after 30 s.
-wait_gone()
-{
-	local i
-	for ((i = 0; i < 300; i++)); do
-		running "$1" || return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 # assert_nothing_left: no mount, loop device, process or file of any
 # uzram mount of this test remains.

@@ -23,7 +23,6 @@ AS=()
 
 as() { "${AS[@]}" env UZRAM_RUNTIME_DIR="$UZRAM_RUNTIME_DIR" "$@"; }
 um() { as "${SANITIZER_RUN[@]}" "$UZRAM" "$@"; }
-is_mounted() { grep -qF " $1 " /proc/self/mountinfo; }
 _unmount()
 {
 	is_mounted "$1" || return 0

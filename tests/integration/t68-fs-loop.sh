@@ -20,18 +20,11 @@ N=2000 # lookups in a burst
 
 as() { "${AS[@]}" env UZRAM_RUNTIME_DIR="$UZRAM_RUNTIME_DIR" "$@"; }
 um() { as "${SANITIZER_RUN[@]}" "$UZRAM" "$@"; }
-is_mounted() { grep -qF " $1 " /proc/self/mountinfo; }
 _unmount()
 {
 	is_mounted "$1" || return 0
 	umount "$1" 2>/dev/null || as fusermount3 -u "$1" 2>/dev/null ||
 		umount -l "$1" 2>/dev/null || true
-}
-running()
-{
-	local st
-	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
-	[[ ${st%% *} != Z ]]
 }
 
 # mount_fs DIR ARGS...: uzram mount DIR --via fs ARGS; the keeper in KEEPER.
@@ -84,16 +77,6 @@ while time.time() < end:
         if i % 64 == 0 and os.stat(d).st_dev != dev: break
     except OSError: break' "$1" 2>/dev/null & BURST=$!; }
 
-# gone PID: the process ends within 10 s.
-gone()
-{
-	for ((i = 0; i < 100; i++)); do
-		running "$1" || return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 run()
 {
 	local d=$1 a b best= t0 t1 i
@@ -127,7 +110,7 @@ run()
 	burst_bg "$d"
 	sleep 0.5
 	kill -TERM "$KEEPER"
-	gone "$KEEPER" || fail "the keeper still runs 10 s after SIGTERM"
+	wait_gone "$KEEPER" || fail "the keeper still runs 30 s after SIGTERM"
 	wait "$BURST" || true
 	is_mounted "$d" && fail "$d still mounted after SIGTERM"
 
@@ -136,7 +119,7 @@ run()
 	burst_bg "$d"
 	sleep 0.5
 	if [[ $WHO == root ]]; then umount -l "$d"; else as fusermount3 -u -z "$d"; fi
-	gone "$KEEPER" || fail "the keeper still runs 10 s after the unmount"
+	wait_gone "$KEEPER" || fail "the keeper still runs 30 s after the unmount"
 	wait "$BURST" || true
 	is_mounted "$d" && fail "$d still mounted"
 	[[ -z $(ls -A "$UZRAM_RUNTIME_DIR") ]] || fail "runtime files left"
@@ -146,7 +129,7 @@ run()
 	burst_bg "$d"
 	sleep 0.5
 	kill -KILL "$KEEPER"
-	gone "$KEEPER" || fail "the keeper still runs after SIGKILL"
+	wait_gone "$KEEPER" || fail "the keeper still runs after SIGKILL"
 	wait "$BURST" || true
 	if as ls "$d" >/dev/null 2>"$T/ls.err"; then fail "DIR still answers"; fi
 	grep -Eq "not connected|connection abort" "$T/ls.err" ||
