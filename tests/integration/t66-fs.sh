@@ -19,14 +19,6 @@ export UZRAM_RUNTIME_DIR=$T/run
 mkdir -m 700 "$T/run"
 AS=()
 
-as() { "${AS[@]}" env UZRAM_RUNTIME_DIR="$UZRAM_RUNTIME_DIR" "$@"; }
-um() { as "${SANITIZER_RUN[@]}" "$UZRAM" "$@"; }
-_unmount()
-{
-	is_mounted "$1" || return 0
-	umount "$1" 2>/dev/null || as fusermount3 -u "$1" 2>/dev/null ||
-		umount -l "$1" 2>/dev/null || true
-}
 
 # mount_fs DIR ARGS...: uzram mount DIR --via fs ARGS; the keeper in KEEPER.
 mount_fs()

@@ -18,14 +18,6 @@ mkdir -m 700 "$T/run"
 AS=()
 N=2000 # lookups in a burst
 
-as() { "${AS[@]}" env UZRAM_RUNTIME_DIR="$UZRAM_RUNTIME_DIR" "$@"; }
-um() { as "${SANITIZER_RUN[@]}" "$UZRAM" "$@"; }
-_unmount()
-{
-	is_mounted "$1" || return 0
-	umount "$1" 2>/dev/null || as fusermount3 -u "$1" 2>/dev/null ||
-		umount -l "$1" 2>/dev/null || true
-}
 
 # mount_fs DIR ARGS...: uzram mount DIR --via fs ARGS; the keeper in KEEPER.
 mount_fs()
