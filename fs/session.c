@@ -24,11 +24,14 @@
  * (LZ4 the largest part) and 0.52 s in the kernel reading requests and
  * writing replies, of 1.6 s: the rest is the round trips themselves.
  *
- * Threads: one by default. libfuse's multi-threaded loop (threads > 1)
- * was 3x slower here for small files (untar of /usr/include: 9.5 s
- * against 3.1 s on a loaded 2-core machine, bench/fs.sh): each request
- * wakes a worker on another CPU, and the kernel page cache already serves
- * most reads without us. The data path needs no change for more threads:
+ * Threads: one by default, in our own loop (reqloop.c: /dev/fuse read
+ * non-blocking with a short adaptive spin after each reply, so a request
+ * that follows within ~100 us pays no sleep and wake-up of this thread;
+ * BENCHMARKS.md has the round-trip figures). libfuse's multi-threaded
+ * loop (threads > 1) was 3x slower here for small files (untar of
+ * /usr/include: 9.5 s against 3.1 s on a loaded 2-core machine,
+ * bench/fs.sh): each request wakes a worker on another CPU, and the
+ * kernel page cache already serves most reads without us. The data path needs no change for more threads:
  * the locks are in node.c.
  *
  * Listings: always READDIRPLUS (libfuse's default lets the kernel pick
@@ -150,6 +153,7 @@ int uzfs_mount(const struct uzfs_config *cfg, const char *dir, struct uzfs **fsp
 		fs->allow_other = cfg->allow_other;
 		fs->debug = cfg->debug;
 		fs->threads = cfg->threads;
+		fs->spin_us = cfg->spin_us;
 		pthread_mutex_init(&fs->stop_lock, NULL);
 		pthread_cond_init(&fs->stop_cond, NULL);
 		r = alloc_init(fs);
@@ -182,7 +186,7 @@ int uzfs_loop(struct uzfs *fs)
 	if (fuse_set_signal_handlers(fs->se) != 0)
 		return -EIO;
 	r = fs->threads > 1 ? fuse_session_loop_mt(fs->se, &lc) :
-			      fuse_session_loop(fs->se);
+			      reqloop_run(fs->se, fs->spin_us);
 	fuse_remove_signal_handlers(fs->se);
 	return r < 0 ? r : 0;
 }

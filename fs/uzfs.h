@@ -21,6 +21,8 @@ struct uzfs_config {
 	bool allow_other;      /* FUSE's allow_other (root only) */
 	bool debug;            /* libfuse's debug output */
 	unsigned threads;      /* > 1: libfuse's multi-threaded loop; else one */
+	unsigned spin_us;      /* one thread: the longest spin on /dev/fuse
+				* after a reply, in us (fs/reqloop.c); 0 none */
 	bool load;             /* dev came from an image of uzfs_save(): mount
 				* the tree it holds, not an empty one */
 	char *why;             /* a buffer for what was wrong with the loaded */
@@ -36,8 +38,10 @@ struct uzfs_config {
 int uzfs_mount(const struct uzfs_config *cfg, const char *dir, struct uzfs **fsp);
 
 /*
- * Serve requests on several threads until the file system is unmounted
- * (or uzfs_exit()). Returns 0, or a negative errno.
+ * Serve requests until the file system is unmounted (or uzfs_exit()): on
+ * this thread (fs/reqloop.c, spinning up to cfg->spin_us after each
+ * reply), or with cfg->threads > 1 on libfuse's threads. Returns 0, or a
+ * negative errno.
  */
 int uzfs_loop(struct uzfs *fs);
 

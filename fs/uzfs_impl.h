@@ -86,7 +86,7 @@ struct uzfs {
 	struct fuse_session *se;
 	bool mounted, allow_other, debug;
 	bool no_open;                 /* the kernel opens without asking */
-	unsigned threads;
+	unsigned threads, spin_us;
 	pthread_t compactor;
 	bool compactor_on;
 	pthread_mutex_t stop_lock;
@@ -141,6 +141,10 @@ void ops_name_init(struct fuse_lowlevel_ops *ops);
 
 /* ops_file.c: the operations on one node: attributes, data */
 void ops_file_init(struct fuse_lowlevel_ops *ops);
+
+/* reqloop.c: serve requests on this thread until the session ends,
+ * spinning up to spin_us after each reply; 0 or a negative errno. */
+int reqloop_run(struct fuse_session *se, unsigned spin_us);
 
 /* xattr.c: extended attributes */
 void ops_xattr_init(struct fuse_lowlevel_ops *ops);

@@ -11,8 +11,12 @@
 #                      /usr/include, a C build (uzram's library), 2 GiB
 #                      dd write and read, memory and what rm -rf gives
 #                      back; the ratios against issue 32's targets.
+#   make bench-fs-rtt  bench/fs-rtt.sh as root: one operation's round trip
+#                      (stat of a new name, create+write+close) on tmpfs
+#                      and on uzram's file system blocking and spinning,
+#                      the keeper on the program's CPU and on another.
 
-.PHONY: bench-mount bench-fs
+.PHONY: bench-mount bench-fs bench-fs-rtt
 
 bench-mount: all $(CORPUS_DIR)/MANIFEST
 	@scripts/deps.sh run
@@ -23,3 +27,11 @@ bench-fs: all $(CORPUS_DIR)/MANIFEST
 	@scripts/deps.sh run
 	UZRAM=$(abspath $(BUILD)/uzram) CORPUS_TAR=$(CORPUS_DIR)/files.tar \
 		bash bench/fs.sh
+
+$(BUILD)/fs-rtt: bench/fs-rtt.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -o $@ $<
+
+bench-fs-rtt: all $(BUILD)/fs-rtt
+	UZRAM=$(abspath $(BUILD)/uzram) RTT=$(abspath $(BUILD)/fs-rtt) \
+		bash bench/fs-rtt.sh

@@ -44,6 +44,7 @@ Measure (writes BENCHMARKS.md and bench/results.json)
   bench-callgrind        the library's instructions per page written and read (REV=rev: beside rev's)
   bench-cluster / bench-dedup / bench-dict / bench-image / bench-mount / bench-tiers / bench-ublk
                          one section each
+  bench-fs / bench-fs-rtt   uzram's own file system beside tmpfs / one request's round trip (root)
 endef
 export HELP_TEXT
 

@@ -137,6 +137,8 @@ static int build_fs(struct mount_req *m, struct uzram **dev, struct uzfs **fs)
 		/* a tuning knob for measurements; see fs/session.c */
 		.threads = getenv("UZRAM_FS_THREADS") ?
 			   (unsigned)atoi(getenv("UZRAM_FS_THREADS")) : 1,
+		.spin_us = getenv("UZRAM_FS_SPIN") ?
+			   (unsigned)atoi(getenv("UZRAM_FS_SPIN")) : 100,
 	};
 	int r;
 

@@ -114,6 +114,39 @@ as_nobody()
 	install -d -o nobody -g nogroup -m 700 "$@"
 }
 
+# The mount tests' helpers (t64-t68; a test may define its own): whether DIR is a mount point in
+# this namespace; whether PID runs (exists and has not exited: a keeper
+# outlives the `uzram mount` that forked it, and whoever inherits it may
+# reap late); wait_gone PID: 0 once it has ended, 1 if it still runs
+# after 30 s.
+is_mounted() { grep -qF " $1 " /proc/self/mountinfo; }
+# as CMD...: CMD as the user of AS (as_nobody; empty: this one), with
+# UZRAM_RUNTIME_DIR; um ARGS...: the uzram program so; _unmount DIR (for
+# on_exit): DIR unmounted by whatever way works.
+as() { "${AS[@]}" env UZRAM_RUNTIME_DIR="$UZRAM_RUNTIME_DIR" "$@"; }
+um() { as "${SANITIZER_RUN[@]}" "$UZRAM" "$@"; }
+_unmount()
+{
+	is_mounted "$1" || return 0
+	umount "$1" 2>/dev/null || as fusermount3 -u "$1" 2>/dev/null ||
+		umount -l "$1" 2>/dev/null || true
+}
+running()
+{
+	local st
+	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
+	[[ ${st%% *} != Z ]]
+}
+wait_gone()
+{
+	local i
+	for ((i = 0; i < 300; i++)); do
+		running "$1" || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # cleanup_mount DIR / cleanup_loop DEV: unmount DIR / detach DEV at exit,
 # in the same newest-first order as on_exit, so a file system on a loop on
 # a FUSE mount comes apart from the top.

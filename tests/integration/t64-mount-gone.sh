@@ -16,7 +16,6 @@ ENV=()	# the runtime directory's variables for this round
 BASE=	# where the runtime directories of this round are
 
 um() { "${AS[@]}" env "${ENV[@]}" "${SANITIZER_RUN[@]}" "$UZRAM" "$@"; }
-is_mounted() { grep -qF " $1 " /proc/self/mountinfo; }
 _unmount()
 {
 	is_mounted "$1" || return 0

@@ -24,9 +24,6 @@ TAR=$T/files.tar
 AS=()	# the command prefix of the current user: empty, or setpriv
 VIA=()	# without root, ext4 is asked for (uzram's own fs is t66's)
 
-as() { "${AS[@]}" env UZRAM_RUNTIME_DIR="$UZRAM_RUNTIME_DIR" "$@"; }
-um() { as "${SANITIZER_RUN[@]}" "$UZRAM" "$@"; }
-
 # mount_fs DIR ARGS...: uzram mount DIR ARGS as the current user; the
 # keeper's pid in KEEPER. Unmounted and waited for at exit whatever happens.
 mount_fs()
@@ -43,38 +40,10 @@ mount_fs()
 	is_mounted "$dir" || fail "$dir is not a mount point after uzram mount"
 }
 
-# is_mounted DIR: from the mount table (root may not stat a user's FUSE).
-is_mounted() { grep -qF " $1 " /proc/self/mountinfo; }
-
-# At exit, whatever state DIR is in: unmount it, wait for its keeper.
-_unmount()
-{
-	is_mounted "$1" || return 0
-	umount "$1" 2>/dev/null || as fusermount3 -u "$1" 2>/dev/null ||
-		umount -l "$1" 2>/dev/null || true
-}
+# At exit: wait for DIR's keeper (is_mounted, _unmount and wait_gone are
+# functions.sh's; is_mounted reads the mount table: root may not stat a
+# user's FUSE).
 _wait_gone() { wait_gone "$1" || true; }
-
-# running PID: the process exists and has not exited (a keeper outlives
-# the `uzram mount` that forked it, and whoever inherits it may reap late).
-running()
-{
-	local st
-	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
-	[[ ${st%% *} != Z ]]
-}
-
-# wait_gone PID: the keeper ends by itself once its DIR is unmounted;
-# 1 if it still runs after 30 s.
-wait_gone()
-{
-	local i
-	for ((i = 0; i < 300; i++)); do
-		running "$1" || return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 # assert_nothing_left: no mount, loop device, process or file of any
 # uzram mount of this test remains.

@@ -21,15 +21,6 @@ export UZRAM_RUNTIME_DIR=$T/run
 mkdir -m 700 "$T/run"
 AS=()
 
-as() { "${AS[@]}" env UZRAM_RUNTIME_DIR="$UZRAM_RUNTIME_DIR" "$@"; }
-um() { as "${SANITIZER_RUN[@]}" "$UZRAM" "$@"; }
-is_mounted() { grep -qF " $1 " /proc/self/mountinfo; }
-_unmount()
-{
-	is_mounted "$1" || return 0
-	umount "$1" 2>/dev/null || as fusermount3 -u "$1" 2>/dev/null ||
-		umount -l "$1" 2>/dev/null || true
-}
 
 # mount_fs DIR ARGS...: uzram mount DIR --via fs ARGS; the keeper in KEEPER.
 mount_fs()
@@ -315,12 +306,6 @@ full_fs()
 	as touch "$d/new" || fail "touch after the new mount: $(as touch "$d/new" 2>&1)"
 	um umount "$d" 2>"$T/umount.err" || fail "uzram umount: $(cat "$T/umount.err")"
 	[[ -z $(ls -A "$UZRAM_RUNTIME_DIR") ]] || fail "runtime files left"
-}
-running()
-{
-	local st
-	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
-	[[ ${st%% *} != Z ]]
 }
 
 both()

@@ -21,15 +21,6 @@ export UZRAM_RUNTIME_DIR=$T/run
 mkdir -m 700 "$T/run"
 AS=()
 
-as() { "${AS[@]}" env UZRAM_RUNTIME_DIR="$UZRAM_RUNTIME_DIR" "$@"; }
-um() { as "${SANITIZER_RUN[@]}" "$UZRAM" "$@"; }
-is_mounted() { grep -qF " $1 " /proc/self/mountinfo; }
-_unmount()
-{
-	is_mounted "$1" || return 0
-	umount "$1" 2>/dev/null || as fusermount3 -u "$1" 2>/dev/null ||
-		umount -l "$1" 2>/dev/null || true
-}
 
 # mount_img DIR IMAGE ARGS...: uzram mount DIR --via fs --image IMAGE.
 mount_img()
