@@ -32,6 +32,8 @@
 #                           6.12): the hog on uzram swapon while the server
 #                           is SIGKILLed; not in make test (it does not pass
 #                           every run yet: doc/keep.md, "Status")
+#   make test-vm-keeper-repeat [VM_REPEAT=5]  the keeper tests VM_REPEAT
+#                           times in a row, each log kept as NAME.runI.log
 #   make test-vm-swap-beyond-ram  issue 30's item 5 (v51, 6.12): a hog of 3x
 #                           a 256 MiB guest's RAM, half of each page
 #                           random, on uzram swapon with --mem-limit 64M
@@ -64,7 +66,8 @@ VM_RUN = UZRAM=$(abspath $(BUILD)/uzram) UZRAM_TEST_CORPUS=$(CORPUS_DIR) \
 	bash tests/vm/run.sh
 
 .PHONY: deps-vm test-vm test-vm-quick test-vm-ublk test-vm-swap test-vm-swap-repeat \
-	test-vm-swap-uzram test-vm-swap-random test-vm-keeper test-vm-swap-beyond-ram
+	test-vm-swap-uzram test-vm-swap-random test-vm-keeper test-vm-keeper-repeat \
+	test-vm-swap-beyond-ram
 
 deps-vm: deps
 	@scripts/deps.sh test vm
@@ -96,6 +99,14 @@ test-vm-swap-random: deps-vm all $(CORPUS_READY)
 
 test-vm-keeper: deps-vm all $(CORPUS_READY)
 	$(VM_RUN) $(VM_KEEPER)
+
+test-vm-keeper-repeat: deps-vm all $(CORPUS_READY)
+	@failed=0; for i in $$(seq $(VM_REPEAT)); do \
+		echo "== keeper run $$i of $(VM_REPEAT)"; \
+		$(VM_RUN) $(VM_KEEPER) || failed=$$((failed + 1)); \
+		for t in $(notdir $(basename $(VM_KEEPER))); do \
+			cp $(BUILD)/vm/logs/$$t.log $(BUILD)/vm/logs/$$t.run$$i.log; done; \
+	done; echo "== keeper runs: $$failed of $(VM_REPEAT) failed"; test $$failed = 0
 test-vm-swap-beyond-ram: deps-vm all $(CORPUS_READY)
 	$(VM_RUN) $(VM_BEYOND)
 
