@@ -234,6 +234,10 @@ static int recover_device(struct ublk_front *f, const char *who)
 		started = r >= 0;
 		if (r == -EBUSY && waited < RECOVER_WAIT_MS)
 			r = 0; /* again */
+		if (started && waited)
+			report_error(who, "ublk device %d: START_USER_RECOVERY "
+				"busy for %d ms (the dead server's /dev/ublkc%d "
+				"not yet released)", f->id, waited, f->id);
 		if (started || r < 0)
 			break;
 		if (waited == BUSY_REPORT_MS)

@@ -8,7 +8,10 @@
 # over, the requests that waited and those in flight (RECOVERY_REISSUE) are
 # served from the same data, and the hog completes with every page as it
 # wrote it. Before the keeper, one kill failed every swap I/O and
-# panicked the guest ("Attempted to kill init").
+# panicked the guest ("Attempted to kill init"). Then a planned restart
+# (uzram swapon --restart) from a replaced uzram program, the hog still
+# running: the old server finishes its requests and leaves the device to
+# a standby of the new program, with no write cut short.
 # vm-kernel: 6.12
 # vm-mem: 256
 # vm-timeout: 420
@@ -108,6 +111,24 @@ for k in 1 2 3; do
 	info "new server: ${n:-none}"
 	[ -n "$n" ] || { info "$(tail -5 "$f.log")"; break; }
 done
+
+# a planned restart from a different uzram program, the hog still
+# swapping: the program's file replaced as a package upgrade does (a new
+# file renamed over it; one byte more at its end, which the loader
+# ignores), then swapon --restart hands the device over with no request
+# cut short
+prog=$(readlink -f "$(command -v uzram)")
+cp "$prog" "$prog.new" && printf 'v44' >> "$prog.new" && mv "$prog.new" "$prog"
+before=$(server)
+kill -0 "$hog" 2>/dev/null || info "the hog ended before the restart"
+info "restart: server $before, $(elapsed "$t0") s in, pswpout $(($(vmstat pswpout) - out0)), pswpin $(($(vmstat pswpin) - in0))"
+check restart bounded 200 uzram swapon --restart --device "$dev"
+after=$(server)
+info "restart: server $before -> $after"
+check restart-new-server test -n "$after" -a "$after" != "$before"
+check restart-new-program test "$(stat -L -c %i "/proc/$after/exe")" = "$(stat -c %i "$prog")"
+check restart-clean bash -c "sed -n '/the server is pid $after\$/,\$p' '$f.log' | grep -q 'adopted the kept store: [0-9]* clusters hold data, 0 writes were cut short'"
+check restart-hog-running kill -0 "$hog"
 
 touch /tmp/hog.stop
 (sleep 300; kill -KILL "$hog") 2>/dev/null & watchdog=$!
