@@ -314,6 +314,8 @@ enum {
 
 struct keeper {
 	char **args;            /* serve's, with --keeper */
+	char **direct;          /* a server that takes over, made ahead (no
+				 * allocation while the device waits) */
 	char *self, *fdbuf, *idbuf;
 	bool ublk;
 	int ublk_id;
@@ -531,14 +533,10 @@ static int hand_over(struct keeper *k, const sigset_t *old)
 		k->active = k->sb.pid;
 		standby_drop(k);
 	} else {
-		char **v = child_argv(k->args, k->self, k->fdbuf,
-				      k->ublk ? k->idbuf : NULL, NULL);
-
 		if (k->sb.pid > 0)
 			kill(k->sb.pid, SIGKILL);
 		standby_drop(k);
-		k->active = v ? start(v, old, -1) : -1;
-		free(v);
+		k->active = k->direct ? start(k->direct, old, -1) : -1;
 		if (k->active < 0)
 			return 1;
 	}
@@ -554,6 +552,9 @@ static int hand_over(struct keeper *k, const sigset_t *old)
  */
 static int server_ended(struct keeper *k, int ws, const sigset_t *old, int *rc)
 {
+	pid_t dead;
+	int r;
+
 	/*
 	 * A clean stop, or the first server's failure, ends the keeper; a
 	 * server after a death that fails (a take-over that timed out, say)
@@ -583,15 +584,18 @@ static int server_ended(struct keeper *k, int ws, const sigset_t *old, int *rc)
 	}
 	balloon_pop(k);
 	k->last_death = time(NULL);
+	dead = k->active;
+	/* the standby first: a line in the log may wait for memory */
+	r = hand_over(k, old);
 	if (WIFEXITED(ws))
 		report_error("serve", "--keeper: the server (pid %ld) "
 			"exited with status %d; the next one adopts the store",
-			(long)k->active, WEXITSTATUS(ws));
+			(long)dead, WEXITSTATUS(ws));
 	else
 		report_error("serve", "--keeper: the server (pid %ld) "
 			"died of signal %d; the next one adopts the store",
-			(long)k->active, WTERMSIG(ws));
-	return hand_over(k, old);
+			(long)dead, WTERMSIG(ws));
+	return r;
 }
 
 /* Serve until the active server stops; the exit status. */
@@ -672,7 +676,8 @@ int serve_keeper(char **args, bool ublk, int ublk_id)
 	snprintf(fdbuf, sizeof fdbuf, "%d", fd);
 	snprintf(idbuf, sizeof idbuf, "%d", ublk_id);
 	first = child_argv(args, self, fdbuf, NULL, NULL);
-	if (first) {
+	k.direct = child_argv(args, self, fdbuf, ublk ? idbuf : NULL, NULL);
+	if (first && k.direct) {
 		keeper_setup(made, sizeof made);
 		sigemptyset(&set);
 		sigaddset(&set, SIGCHLD);
@@ -685,6 +690,7 @@ int serve_keeper(char **args, bool ublk, int ublk_id)
 		keep_cgroup_end(made);
 	}
 	free(first);
+	free(k.direct);
 	close(fd);
 	return rc;
 }
