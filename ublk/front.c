@@ -50,6 +50,7 @@
 				      * its queue that long */
 #define CDEV_WAIT_MS    5000         /* for udev to make /dev/ublkcN */
 #define BUSY_REPORT_MS  2000       /* then say who holds the cdev */
+#define RECOVER_SETTLE_MS 200      /* for the driver's quiesce work */
 #define RECOVER_WAIT_MS 120000     /* for a dead server to be gone: a big
 				    * one exits slowly under memory
 				    * pressure (tests/vm/v43) */
@@ -212,6 +213,16 @@ static int recover_device(struct ublk_front *f, const char *who)
 			", without recovery");
 		return -1;
 	}
+	/*
+	 * Linux 6.12's driver quiesces a dead server's device in a work item
+	 * that, once the device is QUIESCED and its mutex free, still
+	 * cancels the queues' commands: run after our START_USER_RECOVERY and
+	 * FETCH_REQs, it aborted the new server's commands and completed one
+	 * twice (v44 on 6.12: refcount underflow in io_uring_cancel_generic,
+	 * then a panic in __slab_free). The work is a kworker, which the new
+	 * server (SCHED_RR) preempts: we let it end first.
+	 */
+	(void)poll(NULL, 0, RECOVER_SETTLE_MS);
 	memset(&p, 0, sizeof p);
 	p.len = sizeof p;
 	r = cmd(f, UBLK_CMD_GET_PARAMS, &p, sizeof p, 0);

@@ -223,7 +223,9 @@ int serve_keep_standby(int fd, const struct uzram_config *cfg)
 		(void)mlock(balloon, STANDBY_BALLOON);
 	report_error("serve", "the standby (pid %ld) is ready",
 		(long)getpid());
-	(void)!write(fd, "r", 1); /* to the keeper (a pipe's end: EBADF) */
+	/* to the keeper: on a pipe's end ENOTSOCK; if the keeper closed its
+	 * end already (a death came first), EPIPE and no SIGPIPE */
+	(void)send(fd, "r", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 	do
 		n = read(fd, &c, 1);
 	while (n < 0 && errno == EINTR);

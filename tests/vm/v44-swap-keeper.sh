@@ -72,6 +72,32 @@ successor()
 	return 1
 }
 
+# a stall (no swap in or out for 60 s while the hog runs, every task in a
+# sleep the kernel's hung-task check skips, e.g. throttle_direct_reclaim)
+# made a line for hungwatch, which then has the kernel print every task;
+# builtins only once started, so that it needs no fork to report
+stallwatch()
+{
+	local k v sum last=-1 still=0
+	exec 9<> /tmp/stallwatch.fifo
+	while :; do
+		read -r -t 10 -u 9 _
+		sum=0
+		while read -r k v; do
+			[ "$k" = pswpin ] || [ "$k" = pswpout ] && sum=$((sum + v))
+		done < /proc/vmstat
+		if [ "$sum" = "$last" ]; then still=$((still + 10)); else still=0; fi
+		last=$sum
+		if [ "$still" -ge 60 ]; then
+			echo "INFO: task v44-stallwatch blocked for more than 60 seconds (no swap I/O)" > /dev/kmsg
+			still=-600
+		fi
+	done
+}
+mkfifo /tmp/stallwatch.fifo
+stallwatch &
+stallwatcher=$!
+
 avail_mib=$(($(awk '/MemAvailable/ { print $2 }' /proc/meminfo) / 1024))
 hog_mib=$((avail_mib * 2))
 info "MemTotal $((ram_kib / 1024)) MiB, MemAvailable $avail_mib MiB: hog of $hog_mib MiB, 2 passes a run"
@@ -153,7 +179,7 @@ check server-locked bash -c "grep -q 'VmLck:[[:space:]]*[1-9]' /proc/$s/status"
 info "server: $(grep -E 'VmRSS|RssShmem|VmLck' /proc/$s/status | tr -s ' \t\n' ' ')"
 info "stat: $(uzram stat --socket "$f.sock" --all | awk '$1 ~ /^(pages_stored|mem_used_total|failed_writes|failed_reads)$/' | tr -s ' \n' ' ')"
 
-kill "$tailer" 2>/dev/null
+kill "$tailer" "$stallwatcher" 2>/dev/null
 check swapoff bounded 300 uzram swapoff
 check no-swap-left test "$(tail -n +2 /proc/swaps | wc -l)" -eq 0
 check no-keeper-left bash -c "! kill -0 $keeper 2>/dev/null"
