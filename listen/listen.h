@@ -24,12 +24,15 @@
  * once the sockets listen, before the banner or --run's command (0, or
  * -1 after a message: the server then stops); stop runs at the drain,
  * after the NBD clients and control requests are done and before the
- * --image save.
+ * --image save. leave (NULL: none) runs instead of stop after SIGUSR2:
+ * the front end lets go of its device without ending it, for a new server
+ * to take over (a planned restart under `serve --keeper`, doc/keep.md).
  */
 struct nbd_frontend {
 	int (*start)(void *arg);
 	void (*stop)(void *arg);
 	void *arg;
+	void (*leave)(void *arg);
 };
 
 struct nbd_server_config {
@@ -100,6 +103,7 @@ struct server {
 	bool activated;         /* systemd made lfd (activation.c) */
 	bool own_ctl;           /* we bound cfd at ctl_path: unlink it */
 	bool frontend_up;       /* cfg->frontend started (or there is none) */
+	bool leaving;           /* SIGUSR2: frontend->leave, not stop */
 };
 
 /*

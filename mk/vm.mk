@@ -14,7 +14,9 @@
 #                           its 256 MiB are what makes its hog swap, and
 #                           in v40's 1024 the hog would take minutes; then
 #                           v50, swap on trixie-backports' kernel (7.3)
-#                           beside its zram, in a guest of its own
+#                           beside its zram, in a guest of its own; and
+#                           v44 (the keeper: SIGKILLs and a restart under
+#                           the swap hog), in a guest of its own
 #   make test-vm VM_KERNEL=trixie-backports VM_TESTS=tests/vm/v40-ublk.sh
 #                           a test on another kernel than its header's
 #   make test-vm-swap-uzram what make test runs: the swap tests' hog on
@@ -30,8 +32,10 @@
 #                           boot under TCG)
 #   make test-vm-keeper     swap that survives its server (issue 31, v44,
 #                           6.12): the hog on uzram swapon while the server
-#                           is SIGKILLed; not in make test (it does not pass
-#                           every run yet: doc/keep.md, "Status")
+#                           is SIGKILLed, then restarted from a replaced
+#                           program; in make test with test-vm-ublk
+#   make test-vm-keeper-repeat [VM_REPEAT=5]  the keeper tests VM_REPEAT
+#                           times in a row, each log kept as NAME.runI.log
 #   make test-vm-swap-beyond-ram  issue 30's item 5 (v51, 6.12): a hog of 3x
 #                           a 256 MiB guest's RAM, half of each page
 #                           random, on uzram swapon with --mem-limit 64M
@@ -48,9 +52,10 @@ VM_TESTS ?= $(filter-out $(VM_SWAP) $(VM_SWAP_RANDOM) $(VM_SWAP_FAST) $(VM_KEEPE
 VM_QUICK := $(addprefix tests/vm/,v10-ext4.sh v12-discard.sh v13-multiconn.sh \
 	v14-reconnect.sh v15-server-killed.sh v16-hang-report.sh v31-swapon.sh)
 VM_UBLK := $(addprefix tests/vm/,v40-ublk.sh v41-ublk-faults.sh v42-ublk-swapon.sh \
-	v50-newest-swap.sh)
+	v50-newest-swap.sh v44-swap-keeper.sh)
 # the ones of VM_UBLK that boot alone, with their own vm-mem or kernel
-VM_UBLK_ALONE := tests/vm/v42-ublk-swapon.sh tests/vm/v50-newest-swap.sh
+VM_UBLK_ALONE := tests/vm/v42-ublk-swapon.sh tests/vm/v50-newest-swap.sh \
+	tests/vm/v44-swap-keeper.sh
 VM_SWAP := tests/vm/v30-swap.sh tests/vm/v32-swap-ublk.sh
 VM_SWAP_RANDOM := tests/vm/v33-swap-random-ublk.sh tests/vm/v34-swap-random.sh
 # swapon --fast-algorithm (issue 30 item 2): it stalls the guest in 4 of 5
@@ -64,7 +69,8 @@ VM_RUN = UZRAM=$(abspath $(BUILD)/uzram) UZRAM_TEST_CORPUS=$(CORPUS_DIR) \
 	bash tests/vm/run.sh
 
 .PHONY: deps-vm test-vm test-vm-quick test-vm-ublk test-vm-swap test-vm-swap-repeat \
-	test-vm-swap-uzram test-vm-swap-random test-vm-keeper test-vm-swap-beyond-ram
+	test-vm-swap-uzram test-vm-swap-random test-vm-keeper test-vm-keeper-repeat \
+	test-vm-swap-beyond-ram
 
 deps-vm: deps
 	@scripts/deps.sh test vm
@@ -96,6 +102,14 @@ test-vm-swap-random: deps-vm all $(CORPUS_READY)
 
 test-vm-keeper: deps-vm all $(CORPUS_READY)
 	$(VM_RUN) $(VM_KEEPER)
+
+test-vm-keeper-repeat: deps-vm all $(CORPUS_READY)
+	@failed=0; for i in $$(seq $(VM_REPEAT)); do \
+		echo "== keeper run $$i of $(VM_REPEAT)"; \
+		$(VM_RUN) $(VM_KEEPER) || failed=$$((failed + 1)); \
+		for t in $(notdir $(basename $(VM_KEEPER))); do \
+			cp $(BUILD)/vm/logs/$$t.log $(BUILD)/vm/logs/$$t.run$$i.log; done; \
+	done; echo "== keeper runs: $$failed of $(VM_REPEAT) failed"; test $$failed = 0
 test-vm-swap-beyond-ram: deps-vm all $(CORPUS_READY)
 	$(VM_RUN) $(VM_BEYOND)
 

@@ -15,6 +15,9 @@
  *                   input; requests in flight finish and their replies go
  *                   out; then remove the sockets
  *   SIGUSR1         print the figures (ctl_stats.c) to stderr
+ *   SIGUSR2         (a front end with a leave hook: --ublk on a kept
+ *                   store) as SIGTERM, but the front end leaves its
+ *                   device to a new server instead of ending it
  *   SIGCHLD         (--run, captive.c) the command exited: stop as for
  *                   SIGTERM
  *   PATH.ctl        `uzram stat` and `uzram ctl` (ctl_server.c; where the socket
@@ -223,6 +226,8 @@ static int server_init(struct server *srv)
 	sigaddset(&mask, SIGUSR1);
 	if (cfg->run)
 		sigaddset(&mask, SIGCHLD);
+	if (cfg->frontend && cfg->frontend->leave)
+		sigaddset(&mask, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL); /* inherited by every thread */
 	srv->sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (srv->sfd < 0) {
@@ -366,8 +371,10 @@ static void server_loop(struct server *srv, int *run_status)
 				break;
 			continue;
 		}
+		srv->leaving = si.ssi_signo == SIGUSR2;
 		report_error("serve", "got SIG%s, finishing requests "
-			"in flight", sigabbrev_np((int)si.ssi_signo));
+			"in flight%s", sigabbrev_np((int)si.ssi_signo),
+			srv->leaving ? ", then handing the device over" : "");
 		break;
 	}
 }
@@ -393,7 +400,8 @@ static int server_drain(struct server *srv, int run_status, bool *busy)
 	metrics_close(srv);
 	drain_ctl(srv);
 	if (cfg->frontend && srv->frontend_up)
-		cfg->frontend->stop(cfg->frontend->arg);
+		(srv->leaving ? cfg->frontend->leave :
+		 cfg->frontend->stop)(cfg->frontend->arg);
 	/* A client that ignored both shutdowns still holds the device. */
 	pthread_mutex_lock(&srv->lock);
 	*busy = srv->nclients || srv->ctl_running;

@@ -16,6 +16,12 @@
  *          queues, which still run) -> the driver aborts the queues'
  *          commands and their threads return -> close /dev/ublkcN ->
  *          DEL_DEV, which waits for that close
+ *   leave: (a device with recovery, handed over to a new server) the
+ *          eventfd each queue polls -> the queues commit what they ran
+ *          and close their rings -> close /dev/ublkcN: to the driver, a
+ *          dead server; the device waits, quiesced, for the next one's
+ *          START_USER_RECOVERY (the same path as after a SIGKILL, less
+ *          the requests cut short)
  *
  * Not root: the device is made with UBLK_F_UNPRIVILEGED_DEV where the
  * kernel has it (6.5+; /dev/ublk-control must be ours by a udev rule),
@@ -26,12 +32,14 @@
  * a write is in the uzram device when its request completes, so the block
  * layer sends no flush, and FUA needs nothing more.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "../common/report.h"
@@ -41,7 +49,9 @@
 #define UBLK_MAX_DISCARD (1u << 30)  /* bytes per discard: one call holds
 				      * its queue that long */
 #define CDEV_WAIT_MS    5000         /* for udev to make /dev/ublkcN */
-#define RECOVER_WAIT_MS 30000      /* for a dead server to be gone: a big
+#define BUSY_REPORT_MS  2000       /* then say who holds the cdev */
+#define RECOVER_SETTLE_MS 200      /* for the driver's quiesce work */
+#define RECOVER_WAIT_MS 120000     /* for a dead server to be gone: a big
 				    * one exits slowly under memory
 				    * pressure (tests/vm/v43) */
 
@@ -51,6 +61,7 @@ struct ublk_front {
 	struct ublksrv_ctrl_dev_info info;
 	int id;
 	int cdev;
+	int leave_fd;         /* eventfd for ublk_front_leave(), or -1 */
 	char cdev_path[32];
 	const char *devpath;  /* cdev_path for an unprivileged device */
 	unsigned nq;          /* queues started */
@@ -101,10 +112,79 @@ static int set_params(struct ublk_front *f, bool read_only)
 	return cmd(f, UBLK_CMD_SET_PARAMS, &p, sizeof p, 0);
 }
 
+/* Whether the link or maps file at path names the cdev. */
+static bool names_cdev(const char *path, const char *cdev, bool maps)
+{
+	char buf[4096];
+	ssize_t n;
+	int fd;
+
+	if (!maps) {
+		n = readlink(path, buf, sizeof buf - 1);
+		return n > 0 && (buf[n] = '\0', !strcmp(buf, cdev));
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	while ((n = read(fd, buf, sizeof buf - 1)) > 0) {
+		buf[n] = '\0';
+		if (strstr(buf, cdev)) { /* a line cut in two is missed */
+			close(fd);
+			return true;
+		}
+	}
+	close(fd);
+	return false;
+}
+
+/*
+ * START_USER_RECOVERY still -EBUSY: say the device's state and which
+ * processes hold /dev/ublkcN open or mapped (none: the kernel still
+ * releases the dead server's io_uring, which holds it).
+ */
+static void report_busy(struct ublk_front *f, const char *who)
+{
+	struct ublksrv_ctrl_dev_info info;
+	char path[300], held[256] = "";
+	size_t len = 0;
+	DIR *d = opendir("/proc"), *fds;
+	struct dirent *e, *g;
+
+	while (d && (e = readdir(d)) && len < sizeof held - 32) {
+		bool hit = false;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/maps", e->d_name);
+		hit = names_cdev(path, f->cdev_path, true);
+		snprintf(path, sizeof path, "/proc/%s/fd", e->d_name);
+		fds = hit ? NULL : opendir(path);
+		while (fds && (g = readdir(fds)) && !hit) {
+			snprintf(path, sizeof path, "/proc/%s/fd/%.20s",
+				 e->d_name, g->d_name);
+			hit = names_cdev(path, f->cdev_path, false);
+		}
+		if (fds)
+			closedir(fds);
+		if (hit)
+			len += (size_t)snprintf(held + len, sizeof held - len,
+						" %s", e->d_name);
+	}
+	if (d)
+		closedir(d);
+	report_error(who, "ublk device %d: START_USER_RECOVERY busy for %d "
+		"s, state %s; %s open or mapped by pid%s", f->id,
+		BUSY_REPORT_MS / 1000,
+		ctrl_dev_info(&f->ctrl, (uint32_t)f->id, &info) < 0 ? "?" :
+		ctrl_state_name(info.state), f->cdev_path,
+		held[0] ? held : " none (the kernel has yet to release it)");
+}
+
 /* The device for o->dev_id, left by a server that died; 0 or -1. */
 static int recover_device(struct ublk_front *f, const char *who)
 {
 	struct ublk_params p;
+	bool started = false;
 	int r;
 
 	/* the driver quiesces a dead server's device a moment after it died */
@@ -133,6 +213,16 @@ static int recover_device(struct ublk_front *f, const char *who)
 			", without recovery");
 		return -1;
 	}
+	/*
+	 * Linux 6.12's driver quiesces a dead server's device in a work item
+	 * that, once the device is QUIESCED and its mutex free, still
+	 * cancels the queues' commands: run after our START_USER_RECOVERY and
+	 * FETCH_REQs, it aborted the new server's commands and completed one
+	 * twice (v44 on 6.12: refcount underflow in io_uring_cancel_generic,
+	 * then a panic in __slab_free). The work is a kworker, which the new
+	 * server (SCHED_RR) preempts: we let it end first.
+	 */
+	(void)poll(NULL, 0, RECOVER_SETTLE_MS);
 	memset(&p, 0, sizeof p);
 	p.len = sizeof p;
 	r = cmd(f, UBLK_CMD_GET_PARAMS, &p, sizeof p, 0);
@@ -143,11 +233,26 @@ static int recover_device(struct ublk_front *f, const char *who)
 			(unsigned long long)uzram_size(f->dev));
 		return -1;
 	}
-	/* -EBUSY while the old server's /dev/ublkcN is still open */
-	for (int waited = 0; r >= 0; waited += 50) {
+	/*
+	 * -EBUSY while the old server's /dev/ublkcN is still open: the
+	 * kernel releases it after the process is reaped, with the dead
+	 * server's io_uring, from a workqueue. (This loop once stopped at
+	 * the first -EBUSY, its condition being r >= 0: a take-over failed
+	 * whenever the keeper saw the death before that release.)
+	 */
+	for (int waited = 0; r >= 0 && !started; waited += 50) {
 		r = cmd(f, UBLK_CMD_START_USER_RECOVERY, NULL, 0, 0);
-		if (r != -EBUSY || waited >= RECOVER_WAIT_MS)
+		started = r >= 0;
+		if (r == -EBUSY && waited < RECOVER_WAIT_MS)
+			r = 0; /* again */
+		if (started && waited)
+			report_error(who, "ublk device %d: START_USER_RECOVERY "
+				"busy for %d ms (the dead server's /dev/ublkc%d "
+				"not yet released)", f->id, waited, f->id);
+		if (started || r < 0)
 			break;
+		if (waited == BUSY_REPORT_MS)
+			report_busy(f, who);
 		(void)poll(NULL, 0, 50);
 	}
 	if (r < 0) {
@@ -264,6 +369,8 @@ static void end_queues(struct ublk_front *f, bool stop)
 
 static void front_free(struct ublk_front *f)
 {
+	if (f->leave_fd >= 0)
+		close(f->leave_fd);
 	ctrl_close(&f->ctrl);
 	free(f->q);
 	free(f);
@@ -283,6 +390,8 @@ int ublk_front_start(struct uzram *dev, const struct ublk_opts *o,
 	}
 	f->dev = dev;
 	f->cdev = -1;
+	f->leave_fd = o->recovery || o->recover ?
+		      eventfd(0, EFD_CLOEXEC) : -1;
 	f->id = o->dev_id;
 	if (!nq)
 		nq = cpus < 1 ? 1 : cpus > 4 ? 4 : (unsigned)cpus;
@@ -307,6 +416,7 @@ int ublk_front_start(struct uzram *dev, const struct ublk_opts *o,
 
 		q->dev = dev;
 		q->cdev = f->cdev;
+		q->leave_fd = f->leave_fd;
 		q->id = i;
 		q->depth = f->info.queue_depth;
 		q->max_io = f->info.max_io_buf_bytes;
@@ -340,6 +450,20 @@ fail:
 		(void)cmd(f, UBLK_CMD_DEL_DEV, NULL, 0, 0);
 	front_free(f);
 	return -1;
+}
+
+int ublk_front_leave(struct ublk_front *f)
+{
+	const uint64_t one = 1;
+
+	if (!f)
+		return 0;
+	if (f->leave_fd < 0 || write(f->leave_fd, &one, sizeof one) !=
+	    (ssize_t)sizeof one)
+		return -1;
+	end_queues(f, false);
+	front_free(f);
+	return 0;
 }
 
 int ublk_front_stop(struct ublk_front *f, const char *who)

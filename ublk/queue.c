@@ -12,6 +12,11 @@
  *   end:     the driver completes the held commands with UBLK_IO_RES_ABORT
  *            (stop, delete, or the process dying); once none is held, the
  *            thread returns
+ *   leave:   (a hand-over to a new server) leave_fd becomes readable: the
+ *            thread runs the requests it has, submits their commits and
+ *            closes its ring, which the driver takes as the server's
+ *            death: the device waits for the next one (USER_RECOVERY);
+ *            what came after, unread, is sent to it again (REISSUE)
  *
  * Copy modes: by default (UBLK_COPY_KERNEL) the driver copies a write's
  * bytes into the tag's buffer before the CQE and a read's bytes out of it
@@ -40,6 +45,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +55,7 @@
 #include "ublk_impl.h"
 
 #define IDLE_MS 1000
+#define LEAVE_DATA UINT64_MAX /* user_data of the poll on leave_fd */
 #define KEEP    (16u << 10)
 
 /* Give back the pages of tag buffers that went past KEEP. */
@@ -202,10 +209,11 @@ static int queue_setup(struct ublk_queue *q)
 	 * work when the thread waits for them, with no interrupt to deliver
 	 * them (DEFER_TASKRUN, 6.1); older kernels get a plain ring.
 	 */
-	r = io_uring_queue_init(q->depth, &q->ring, IORING_SETUP_SINGLE_ISSUER |
+	r = io_uring_queue_init(q->depth + 1, &q->ring,
+				IORING_SETUP_SINGLE_ISSUER |
 				IORING_SETUP_DEFER_TASKRUN);
 	if (r == -EINVAL)
-		r = io_uring_queue_init(q->depth, &q->ring, 0);
+		r = io_uring_queue_init(q->depth + 1, &q->ring, 0);
 	if (r < 0) {
 		q->what = "io_uring_queue_init";
 		return r;
@@ -255,6 +263,7 @@ static void *queue_main(void *arg)
 	struct ublk_queue *q = arg;
 	struct io_uring_cqe *cqe;
 	unsigned held, head, seen;
+	bool leaving = false;
 	int r;
 
 	r = queue_setup(q);
@@ -265,8 +274,14 @@ static void *queue_main(void *arg)
 	}
 	for (unsigned tag = 0; tag < q->depth; tag++)
 		queue_prep(q, tag, q->op_fetch, 0);
+	if (q->leave_fd >= 0) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
+
+		io_uring_prep_poll_add(sqe, q->leave_fd, POLLIN);
+		sqe->user_data = LEAVE_DATA;
+	}
 	r = io_uring_submit(&q->ring);
-	if (r != (int)q->depth) {
+	if (r != (int)q->depth + (q->leave_fd >= 0)) {
 		/* the driver holds what it took; the ring's end aborts them */
 		io_uring_queue_exit(&q->ring);
 		queue_unmap(q);
@@ -275,7 +290,7 @@ static void *queue_main(void *arg)
 	}
 	queue_ready(q, 0, NULL);
 	held = q->depth;
-	while (held > 0) {
+	while (held > 0 && !leaving) {
 		if (q->idle_released)
 			r = io_uring_submit_and_wait(&q->ring, 1);
 		else
@@ -290,6 +305,10 @@ static void *queue_main(void *arg)
 			unsigned tag = (unsigned)cqe->user_data;
 
 			seen++;
+			if (cqe->user_data == LEAVE_DATA) {
+				leaving = true;
+				continue;
+			}
 			held--;
 			if (cqe->res != UBLK_IO_RES_OK || tag >= q->depth)
 				continue; /* aborted: the queue is going away */
@@ -299,6 +318,8 @@ static void *queue_main(void *arg)
 		}
 		io_uring_cq_advance(&q->ring, seen);
 	}
+	if (leaving) /* the last commits; the ring's end frees the tags */
+		(void)io_uring_submit(&q->ring);
 	io_uring_queue_exit(&q->ring);
 	queue_unmap(q);
 	return NULL;

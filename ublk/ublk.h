@@ -77,6 +77,16 @@ int ublk_front_id(const struct ublk_front *f);
  */
 int ublk_front_stop(struct ublk_front *f, const char *who);
 
+/*
+ * Hand the device over (a planned restart): the queues run and commit the
+ * requests they hold, then let go of the device, which stays, quiesced,
+ * for another server's take-over (ublk_front_start() with recover set);
+ * nothing is deleted. Only for a device with recovery (o->recovery or
+ * o->recover); -1 and nothing done for another (stop it instead). Frees
+ * f either way on success; accepts NULL.
+ */
+int ublk_front_leave(struct ublk_front *f);
+
 /* ctrl.c: `uzram ublk list` and `uzram ublk del N`; the exit status. */
 int ublk_list_devices(const char *who);
 int ublk_del_device(int id, const char *who);

@@ -69,6 +69,8 @@ struct ublk_queue {
 	char *buf;                /* buffers of max_io bytes: one per tag, or
 				   * one for all with user_copy (queue.c) */
 	uint32_t *touched;        /* per buffer: bytes that may be resident */
+	int leave_fd;             /* eventfd: readable when the server hands
+				   * the device over (-1: none) */
 	bool idle_released;       /* buffers given back, no request since */
 	pthread_mutex_t lock;
 	pthread_cond_t cv;

@@ -626,6 +626,20 @@ static void serve_ublk_stop(void *arg)
 	u->front = NULL;
 }
 
+/* SIGUSR2 on a kept store: the device to the next server (doc/keep.md). */
+static void serve_ublk_leave(void *arg)
+{
+	struct serve_ublk *u = arg;
+	int id = u->front ? ublk_front_id(u->front) : -1;
+
+	if (ublk_front_leave(u->front) < 0)
+		serve_ublk_stop(arg);
+	else
+		report_error("serve", "left ublk device %d to the next "
+			"server", id);
+	u->front = NULL;
+}
+
 /* The server's buffer and connection limits, and --swap's ublk copy mode. */
 static void serve_limits(struct serve_args *a)
 {
@@ -667,8 +681,8 @@ int cmd_serve(int argc, char **argv)
 	struct nbd_tls *tls = NULL;
 	struct uzram *dev = NULL;
 	struct serve_ublk ublk = { .opts = &a.uo };
-	const struct nbd_frontend ublk_frontend = {
-		serve_ublk_start, serve_ublk_stop, &ublk,
+	struct nbd_frontend ublk_frontend = {
+		serve_ublk_start, serve_ublk_stop, &ublk, NULL,
 	};
 	char desc[256];
 	bool busy;
@@ -725,6 +739,8 @@ int cmd_serve(int argc, char **argv)
 		ublk.dev = dev;
 		a.uo.read_only = a.sc.export.read_only;
 		a.sc.frontend = &ublk_frontend;
+		if (a.cfg.keep_fd >= 0) /* a new server can adopt the store */
+			ublk_frontend.leave = serve_ublk_leave;
 	}
 	r = nbd_server_run(&a.sc, &busy);
 	serve_swap_end();

@@ -16,6 +16,12 @@
  *     ...
  *   SIGTERM, SIGINT, SIGHUP to the keeper: passed on to the server; the
  *   keeper exits with the server's status once it has stopped.
+ *   SIGUSR2 to the keeper: a planned restart (`uzram swapon --restart`,
+ *   after an upgrade): a new standby from the program file as it is now;
+ *   once it is ready, SIGUSR2 to the server, which finishes the requests
+ *   it holds and leaves the device (no STOP_DEV, no DEL_DEV) and exits;
+ *   the standby adopts the store and takes the device over, as after a
+ *   death but with no request cut short.
  *
  * A server that exits by itself after a death (an error: a store it
  * refuses, a take-over that fails) is tried again like a death; after
@@ -46,6 +52,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -216,6 +223,9 @@ int serve_keep_standby(int fd, const struct uzram_config *cfg)
 		(void)mlock(balloon, STANDBY_BALLOON);
 	report_error("serve", "the standby (pid %ld) is ready",
 		(long)getpid());
+	/* to the keeper: on a pipe's end ENOTSOCK; if the keeper closed its
+	 * end already (a death came first), EPIPE and no SIGPIPE */
+	(void)send(fd, "r", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 	do
 		n = read(fd, &c, 1);
 	while (n < 0 && errno == EINTR);
@@ -286,14 +296,28 @@ static void announce(pid_t pid)
 		(long)pid);
 }
 
-/* The next server, started ahead: it waits for a byte on wfd. */
+/*
+ * The next server, started ahead: it waits for a byte on wfd (one end of
+ * a socket pair), and writes "r" on it once it is ready.
+ */
 struct standby {
 	pid_t pid;      /* 0: none */
 	int wfd;
+	bool ready;
 };
+
+/* A planned restart (SIGUSR2): its steps, in struct keeper.restart. */
+enum {
+	RESTART_NONE,
+	RESTART_STANDBY,        /* a standby of the binary on disk starts */
+	RESTART_LEAVING,        /* the server was asked to leave (SIGUSR2) */
+};
+#define RESTART_WAIT_S 120      /* for the new standby to be ready */
 
 struct keeper {
 	char **args;            /* serve's, with --keeper */
+	char **direct;          /* a server that takes over, made ahead (no
+				 * allocation while the device waits) */
 	char *self, *fdbuf, *idbuf;
 	bool ublk;
 	int ublk_id;
@@ -303,6 +327,8 @@ struct keeper {
 	time_t window;
 	void *balloon;          /* KEEPER_BALLOON bytes, or NULL */
 	time_t last_death;
+	int restart;            /* RESTART_* */
+	time_t restart_at;
 };
 
 /*
@@ -346,7 +372,8 @@ static void standby_start(struct keeper *k, const sigset_t *old)
 
 	k->sb.pid = 0;
 	k->sb.wfd = -1;
-	if (pipe2(p, O_CLOEXEC) < 0)
+	k->sb.ready = false;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0)
 		return;
 	snprintf(rbuf, sizeof rbuf, "%d", p[0]);
 	v = child_argv(k->args, k->self, k->fdbuf,
@@ -455,16 +482,94 @@ static void keeper_setup(char *made, size_t n)
 }
 
 /*
+ * SIGUSR2: a planned restart, from the program file as it is now (a
+ * package upgrade replaced it): drop the standby (of the old program),
+ * start one of the new; restart_step() goes on once it is ready.
+ */
+static void restart_begin(struct keeper *k, const sigset_t *old)
+{
+	if (k->restart != RESTART_NONE || k->stopping)
+		return;
+	report_error("serve", "--keeper: restart: a new standby from %s",
+		k->self);
+	standby_drop(k);
+	k->sb.pid = 0;          /* it sees EOF and exits; reaped as a stranger */
+	standby_start(k, old);
+	k->restart = RESTART_STANDBY;
+	k->restart_at = time(NULL);
+}
+
+/* The restart's next step, if its time has come. */
+static void restart_step(struct keeper *k)
+{
+	char c;
+
+	if (k->restart != RESTART_STANDBY)
+		return;
+	if (k->sb.pid > 0 && !k->sb.ready &&
+	    recv(k->sb.wfd, &c, 1, MSG_DONTWAIT) == 1 && c == 'r')
+		k->sb.ready = true;
+	if (k->sb.pid > 0 && k->sb.ready) {
+		report_error("serve", "--keeper: restart: the standby (pid "
+			"%ld) is ready; the server (pid %ld) leaves the "
+			"device to it", (long)k->sb.pid, (long)k->active);
+		k->restart = RESTART_LEAVING;
+		kill(k->active, SIGUSR2);
+	} else if (k->sb.pid <= 0 ||
+		   time(NULL) - k->restart_at > RESTART_WAIT_S) {
+		report_error("serve", "--keeper: restart failed: no standby "
+			"of %s got ready; the server (pid %ld) goes on",
+			k->self, (long)k->active);
+		k->restart = RESTART_NONE;
+	}
+}
+
+/*
+ * The device to the standby (or, if there is none, to a server started
+ * now), which adopts the store and takes the device over; then the next
+ * standby. 1 when no server could be started.
+ */
+static int hand_over(struct keeper *k, const sigset_t *old)
+{
+	if (k->sb.pid > 0 && write(k->sb.wfd, "a", 1) == 1) {
+		k->active = k->sb.pid;
+		standby_drop(k);
+	} else {
+		if (k->sb.pid > 0)
+			kill(k->sb.pid, SIGKILL);
+		standby_drop(k);
+		k->active = k->direct ? start(k->direct, old, -1) : -1;
+		if (k->active < 0)
+			return 1;
+	}
+	k->sb.pid = 0;
+	announce(k->active);
+	standby_start(k, old);
+	return 0;
+}
+
+/*
  * The active server ended with wait status ws: after a death, hand over to
  * the standby (or start a server). 1 when the keeper is done, with *rc.
  */
 static int server_ended(struct keeper *k, int ws, const sigset_t *old, int *rc)
 {
+	pid_t dead;
+	int r;
+
 	/*
 	 * A clean stop, or the first server's failure, ends the keeper; a
 	 * server after a death that fails (a take-over that timed out, say)
 	 * counts as a death: the next one tries, up to KEEP_DEATHS.
 	 */
+	if (k->restart == RESTART_LEAVING && !k->stopping) {
+		k->restart = RESTART_NONE;
+		report_error("serve", "--keeper: restart: the server (pid %ld) "
+			"left with status %d; the standby (pid %ld) takes over",
+			(long)k->active, WIFEXITED(ws) ? WEXITSTATUS(ws) :
+			128 + WTERMSIG(ws), (long)k->sb.pid);
+		return hand_over(k, old);
+	}
 	if (k->stopping || (WIFEXITED(ws) && (!k->deaths || !WEXITSTATUS(ws)))) {
 		*rc = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
 		return 1;
@@ -481,33 +586,18 @@ static int server_ended(struct keeper *k, int ws, const sigset_t *old, int *rc)
 	}
 	balloon_pop(k);
 	k->last_death = time(NULL);
+	dead = k->active;
+	/* the standby first: a line in the log may wait for memory */
+	r = hand_over(k, old);
 	if (WIFEXITED(ws))
 		report_error("serve", "--keeper: the server (pid %ld) "
 			"exited with status %d; the next one adopts the store",
-			(long)k->active, WEXITSTATUS(ws));
+			(long)dead, WEXITSTATUS(ws));
 	else
 		report_error("serve", "--keeper: the server (pid %ld) "
 			"died of signal %d; the next one adopts the store",
-			(long)k->active, WTERMSIG(ws));
-	if (k->sb.pid > 0 && write(k->sb.wfd, "a", 1) == 1) {
-		k->active = k->sb.pid;
-		standby_drop(k);
-	} else {
-		char **v = child_argv(k->args, k->self, k->fdbuf,
-				      k->ublk ? k->idbuf : NULL, NULL);
-
-		if (k->sb.pid > 0)
-			kill(k->sb.pid, SIGKILL);
-		standby_drop(k);
-		k->active = v ? start(v, old, -1) : -1;
-		free(v);
-		if (k->active < 0)
-			return 1;
-	}
-	k->sb.pid = 0;
-	announce(k->active);
-	standby_start(k, old);
-	return 0;
+			(long)dead, WTERMSIG(ws));
+	return r;
 }
 
 /* Serve until the active server stops; the exit status. */
@@ -524,9 +614,12 @@ static int keeper_run(struct keeper *k, char **first, const sigset_t *set,
 	standby_start(k, old);
 	balloon_fill(k);
 	for (;;) {
-		const struct timespec calm = { .tv_sec = KEEPER_CALM_S };
+		/* while a restart waits for its standby, a look each 0.1 s */
+		const struct timespec calm = { .tv_sec = KEEPER_CALM_S },
+			step = { .tv_nsec = 100000000 };
 		siginfo_t si;
-		int sig = sigtimedwait(set, &si, &calm);
+		int sig = sigtimedwait(set, &si, k->restart ==
+				       RESTART_STANDBY ? &step : &calm);
 
 		if (sig < 0 && !k->balloon &&
 		    time(NULL) - k->last_death >= KEEPER_CALM_S)
@@ -537,6 +630,9 @@ static int keeper_run(struct keeper *k, char **first, const sigset_t *set,
 			kill(k->active, sig);
 			standby_drop(k);
 		}
+		if (sig == SIGUSR2)
+			restart_begin(k, old);
+		restart_step(k);
 		while ((pid = waitpid(-1, &ws, WNOHANG)) > 0) {
 			if (pid == k->active && server_ended(k, ws, old, &rc)) {
 				standby_drop(k);
@@ -582,18 +678,21 @@ int serve_keeper(char **args, bool ublk, int ublk_id)
 	snprintf(fdbuf, sizeof fdbuf, "%d", fd);
 	snprintf(idbuf, sizeof idbuf, "%d", ublk_id);
 	first = child_argv(args, self, fdbuf, NULL, NULL);
-	if (first) {
+	k.direct = child_argv(args, self, fdbuf, ublk ? idbuf : NULL, NULL);
+	if (first && k.direct) {
 		keeper_setup(made, sizeof made);
 		sigemptyset(&set);
 		sigaddset(&set, SIGCHLD);
 		sigaddset(&set, SIGTERM);
 		sigaddset(&set, SIGINT);
 		sigaddset(&set, SIGHUP);
+		sigaddset(&set, SIGUSR2);
 		sigprocmask(SIG_BLOCK, &set, &old);
 		rc = keeper_run(&k, first, &set, &old);
 		keep_cgroup_end(made);
 	}
 	free(first);
+	free(k.direct);
 	close(fd);
 	return rc;
 }

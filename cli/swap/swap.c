@@ -50,7 +50,8 @@
 #include "swap.h"
 
 /* Keys of swapon's options that have no letter of their own. */
-enum { KEY_DRY_RUN = 0x100, KEY_WB_LIMIT, KEY_FAST, KEY_REENCODE_AGE };
+enum { KEY_DRY_RUN = 0x100, KEY_WB_LIMIT, KEY_FAST, KEY_REENCODE_AGE,
+       KEY_RESTART };
 
 static const struct cli_option swapon_opts[] = {
 	{ "size", 's', required_argument, "SIZE",
@@ -105,6 +106,10 @@ static const struct cli_option swapon_opts[] = {
 	{ "dry-run", KEY_DRY_RUN, no_argument, NULL,
 	  "check the options as the server takes them and print\n"
 	  "its command line; start nothing (needs no root)" },
+	{ "restart", KEY_RESTART, no_argument, NULL,
+	  "restart --device's server from the uzram program on\n"
+	  "disk now (after an upgrade), the device in swap all\n"
+	  "along: its keeper hands it over (doc/keep.md)" },
 	{ "help", 'h', no_argument, NULL, "this text" },
 	{ NULL, 0, 0, NULL, NULL },
 };
@@ -144,7 +149,7 @@ struct swapon_args {
 	char *fast, *reencode_age;
 	char *recomp[UZRAM_MAX_RECOMP];
 	int nrecomp;
-	bool dedup, dry_run;
+	bool dedup, dry_run, restart;
 	const char *device;
 	const struct swap_transport *transport; /* NULL: auto */
 };
@@ -346,7 +351,8 @@ static int swapon_take(void *arg, int key, char *val)
 		a->device = val;
 		return 0;
 	case KEY_DRY_RUN:
-		a->dry_run = true;
+	case KEY_RESTART:
+		*(key == KEY_DRY_RUN ? &a->dry_run : &a->restart) = true;
 		return 0;
 	}
 	return swapon_take_serve(a, key, val);
@@ -607,6 +613,21 @@ static pid_t start_server(const struct swapon_args *a, const struct swap_transpo
 	return pid;
 }
 
+/* --restart --device DEV (swap_restart.c). */
+static int swapon_restart(const struct swapon_args *a)
+{
+	const struct swap_transport *t;
+	char log[128];
+	int n = a->device ? parse_device(a->device, &t) : -1;
+
+	if (n < 0) {
+		report_error("swapon", "--restart needs --device /dev/ublkbN");
+		return 2;
+	}
+	swap_path(log, sizeof log, t, n, "log");
+	return swap_restart(a->device, read_pid(t, n), log);
+}
+
 int cmd_swapon(int argc, char **argv)
 {
 	struct swapon_args a = { .priority = 100 };
@@ -621,6 +642,8 @@ int cmd_swapon(int argc, char **argv)
 	if (optind != argc)
 		return cli_usage_error(&swapon_cmd, "unexpected argument '%s'",
 				       argv[optind]);
+	if (a.restart)
+		return swapon_restart(&a);
 	if ((r = swapon_check(&a)))
 		return r;
 	swapon_defaults(&a);

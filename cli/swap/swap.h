@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * swap.h - what cli/swap/swap_transport.c (the two ways the kernel reaches the
- * server, and running the programs they need) gives cli/swap/swap.c
- * (`uzram swapon`, `uzram swapoff`).
+ * server, and running the programs they need) and swap_restart.c (swapon
+ * --restart) give cli/swap/swap.c (`uzram swapon`, `uzram swapoff`).
  */
 #ifndef UZRAM_CLI_SWAP_H
 #define UZRAM_CLI_SWAP_H
@@ -62,6 +62,13 @@ int swap_run(char *const argv[], int out_fd, int secs, bool detach);
  * when there was no modprobe to load its module, that and where to get it.
  */
 const char *swap_missing(const struct swap_transport *t);
+
+/*
+ * cli/swap/swap_restart.c: `uzram swapon --restart`: SIGUSR2 to the
+ * keeper (pid keeper) of dev, whose server writes log; 0 once a new
+ * server serves dev, else 1 after a message.
+ */
+int swap_restart(const char *dev, pid_t keeper, const char *log);
 
 extern const struct cli_command swapon_cmd, swapoff_cmd;
 int cmd_swapon(int argc, char **argv);  /* swap.c: swap on uzram */

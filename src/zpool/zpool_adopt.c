@@ -23,8 +23,10 @@
  *   object  check the cell against its frame's class, make the zspage's
  *           descriptor on the frame's first object, mark the spot
  *   end     each zspage: free list, fullness group, counters; each frame
- *           below the highest used that holds none: punched, on the free
- *           stack; handles below the highest used that name no spot: on
+ *           below the highest used that holds none: back in the cache
+ *           with the first pages the file still has of it (the dead
+ *           server's cache and reserve), the rest punched, or, with
+ *           none, on the free stack; handles below the highest used that name no spot: on
  *           the classes' free lists; holes punched past both; mem_used;
  *           the pages left mapped into this process (populate())
  *
@@ -219,10 +221,73 @@ static bool handle_live(const struct zpool *pool, uint32_t h)
 	return zs->owner[(off & (ZP_FRAME - 1)) / c->size] == h;
 }
 
+/*
+ * How many of free frame f's first pages the file holds (0 for a frame
+ * that is used: its zspage is not free).
+ */
+static uint32_t resident_prefix(const struct zpool *pool, uint64_t f)
+{
+	off_t start = (off_t)(pool->region_off + (f << ZP_FRAME_SHIFT)), hole;
+
+	if (pool->frames[f].zs || lseek(pool->fd, start, SEEK_DATA) != start)
+		return 0;
+	hole = lseek(pool->fd, start, SEEK_HOLE);
+	if (hole < start || hole - start > (off_t)ZP_FRAME)
+		hole = start + (off_t)ZP_FRAME;
+	return (uint32_t)((hole - start) >> PAGE_SHIFT);
+}
+
+/*
+ * A free frame whose first pages the file still holds (the dead server's
+ * cache, its reserve of serve --swap's above all) goes back to the cache
+ * with them, its other pages punched: the reserve outlives the server.
+ * A new server takes the device over while memory is short and swap
+ * waits for it; without those pages, its first stores allocate then,
+ * and can wait for ever (tests/vm/v44: the queue threads in
+ * throttle_direct_reclaim). The pages cached; 0 for a frame left free.
+ */
+static uint64_t frame_recache(struct zpool *pool, uint64_t f)
+{
+	uint32_t r = resident_prefix(pool, f);
+
+	if (!r)
+		return 0;
+	punch(pool, pool->region_off + (f << ZP_FRAME_SHIFT) +
+	      ((uint64_t)r << PAGE_SHIFT), ZP_FRAME - ((uint64_t)r << PAGE_SHIFT));
+	zp_frame_give(pool, (uint32_t)f, r, r);
+	return r;
+}
+
+/*
+ * One past the last frame the region has pages of, at least nf (one past
+ * the last used): the dead server's cached frames may lie past its used
+ * ones (a reserve is taken at the start, but the first frames are used).
+ */
+static uint64_t frames_top(const struct zpool *pool, uint64_t nf)
+{
+	uint64_t end = pool->region_off + (pool->nframes << ZP_FRAME_SHIFT);
+	off_t at = (off_t)(pool->region_off + (nf << ZP_FRAME_SHIFT));
+	uint64_t top = nf;
+
+	for (;;) {
+		off_t data = lseek(pool->fd, at, SEEK_DATA), hole;
+
+		if (data < 0 || (uint64_t)data >= end)
+			return top;
+		hole = lseek(pool->fd, data, SEEK_HOLE);
+		if (hole < 0 || (uint64_t)hole > end)
+			hole = (off_t)end;
+		top = ((uint64_t)hole - pool->region_off + ZP_FRAME - 1) >>
+		      ZP_FRAME_SHIFT;
+		at = hole;
+	}
+}
+
 int zpool_adopt_end(struct zpool *pool)
 {
-	uint64_t nf = pool->adopt_frames, nh = pool->adopt_handles;
-	uint64_t bytes = 0, run = 0, cut;
+	uint64_t nf = frames_top(pool, pool->adopt_frames);
+	uint64_t nh = pool->adopt_handles;
+	uint64_t bytes = 0, run = 0, cut, cached = 0, r;
 	unsigned next = 0;
 
 	for (uint64_t f = nf; f-- > 0;) {
@@ -232,10 +297,15 @@ int zpool_adopt_end(struct zpool *pool)
 			bytes += zspage_join(pool, zs);
 			continue;
 		}
+		if ((r = frame_recache(pool, f))) {
+			cached += r;
+			continue;
+		}
 		zp_frame_free_push(pool, (uint32_t)f);
 		/* punch runs of free frames in one call each */
 		run++;
-		if (f == 0 || pool->frames[f - 1].zs) {
+		if (f == 0 || pool->frames[f - 1].zs ||
+		    resident_prefix(pool, f - 1)) {
 			punch(pool, pool->region_off + (f << ZP_FRAME_SHIFT),
 			      run << ZP_FRAME_SHIFT);
 			run = 0;
@@ -272,8 +342,13 @@ int zpool_adopt_end(struct zpool *pool)
 		 pool->base);
 	atomic_store_explicit(&pool->mem_used, pool->meta_fixed +
 			      zp_table_bytes(nh, sizeof(pool->cells[0])) +
-			      zp_table_bytes(nf, sizeof(struct frame)) + bytes,
-			      memory_order_relaxed);
+			      zp_table_bytes(nf, sizeof(struct frame)) + bytes +
+			      (cached << PAGE_SHIFT), memory_order_relaxed);
+	/* the cache kept is the reserve: frees do not trim it away */
+	if (cached > atomic_load_explicit(&pool->reserve_pages,
+					  memory_order_relaxed))
+		atomic_store_explicit(&pool->reserve_pages, cached,
+				      memory_order_relaxed);
 	zpool_reset_max(pool);
 	return 0;
 }

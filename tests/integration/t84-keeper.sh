@@ -6,8 +6,9 @@
 # once, of its successor (during its adoption); writes after a kill stay
 # too; a store corrupted behind the keeper's back (a slot that names no
 # object) is refused with a message, and the keeper gives up after
-# repeated refusals instead of serving it; SIGTERM stops the keeper and
-# every server it started.
+# repeated refusals instead of serving it; a planned restart (SIGUSR2 to
+# the keeper) runs the program file as it is now, with the same data;
+# SIGTERM stops the keeper and every server it started.
 source "$(dirname "$0")/functions.sh"
 require nbdcopy
 real_server || skip_all "--keeper is uzram's"
@@ -73,6 +74,37 @@ grep -q "giving up" "${ERR[k]}" || fail "the keeper did not say it gave up"
 no_servers() { ! pgrep -f -- "--socket $1 " >/dev/null; }
 wait_for 10 "no server of this keeper left" no_servers "${SOCK[k]}"
 PID[k]=
+
+step "a planned restart (SIGUSR2 to the keeper) runs the program file as it is now"
+# the keeper from a copy of uzram, which is then replaced as a package
+# upgrade replaces it (a new file renamed over it; one byte more at its
+# end, which the loader ignores)
+mkdir -p "$T/bin"
+cp "$UZRAM" "$T/bin/uzram"
+UZRAM=$T/bin/uzram start_server k3 --size 16M --keeper
+K3=${PID[k3]}
+nbdcopy "$T/more" "${URI[k3]}"
+server3() { sed -n 's/^uzram serve: --keeper: the server is pid //p' "${ERR[k3]}" | tail -n 1; }
+ready3() { grep -c 'the standby (pid [0-9]*) is ready' "${ERR[k3]}" || true; }
+wait_for 20 "a standby" at_least ready3 1
+old=$(server3)
+cp "$T/bin/uzram" "$T/bin/uzram.new"
+printf 't84' >>"$T/bin/uzram.new"
+mv "$T/bin/uzram.new" "$T/bin/uzram"
+kill -USR2 "$K3"
+wait_for 60 "the hand-over" grep -q "restart: the server (pid $old) left" "${ERR[k3]}"
+wait_for 30 "the new server's adoption" grep -q 'adopted the kept store' "${OUT[k3]}"
+wait_for 10 "the socket" test -S "${SOCK[k3]}"
+new=$(server3)
+[[ $new != "$old" ]] || fail "no new server after the restart"
+[[ $(stat -L -c %i "/proc/$new/exe") == $(stat -c %i "$T/bin/uzram") ]] ||
+	fail "the new server (pid $new) does not run the replaced program"
+assert_alive k3
+nbdcopy "${URI[k3]}" "$T/out3"
+cmp -n $((4 * MiB)) "$T/more" "$T/out3" || fail "the restart changed the data"
+kill -TERM "$K3"
+wait_for 30 "the keeper to stop" bash -c "! kill -0 $K3"
+PID[k3]=
 
 step "SIGTERM stops the keeper and its servers"
 start_server k2 --size 8M --keeper

@@ -464,6 +464,56 @@ static void pages_back(void **state)
 	close(fd);
 }
 
+/* ---- reserve_kept ---- */
+
+/*
+ * The reserve (uzram_reserve(), serve --swap's) outlives its server: the
+ * adopting process finds the resident free frames in its cache, counted,
+ * and nothing is punched out of them. A server that takes the device over
+ * while memory is short stores into them (tests/vm/v44 hung without).
+ */
+static void reserve_kept(void **state)
+{
+	const uint64_t reserve = 1u << 20;
+	struct uzram_stats st;
+	struct uzram *dev;
+	struct stat sb;
+	uint64_t held;
+	uint8_t buf[PG];
+	int fd = new_memfd();
+
+	(void)state;
+	assert_int_equal(keep_open(fd, NCL * PG, &dev), 0);
+	for (uint64_t i = 0; i < 64; i++) {
+		memcpy(buf, corpus + (i % (corpus_len / PG)) * PG, PG);
+		assert_int_equal(uzram_write(dev, buf, PG, i * PG), 0);
+	}
+	assert_int_equal(uzram_reserve(dev, reserve), 0);
+	assert_int_equal(fstat(fd, &sb), 0);
+	held = (uint64_t)sb.st_blocks * 512;
+	assert_true(held >= reserve);
+	uzram_close(dev);               /* as a death: the file stays */
+
+	dev = keep_adopt(fd);
+	assert_int_equal(fstat(fd, &sb), 0);
+	if ((uint64_t)sb.st_blocks * 512 < reserve)
+		fail_msg("the adoption gave the reserve back: the memfd holds "
+			 "%llu bytes, %llu before", (unsigned long long)
+			 sb.st_blocks * 512, (unsigned long long)held);
+	assert_int_equal(uzram_stats(dev, &st, sizeof st), 0);
+	assert_true(st.mem_used_total >= reserve);
+	for (uint64_t i = 0; i < 64; i++) {
+		uint8_t got[PG];
+
+		memcpy(buf, corpus + (i % (corpus_len / PG)) * PG, PG);
+		assert_int_equal(uzram_read(dev, got, PG, i * PG), 0);
+		assert_memory_equal(got, buf, PG);
+	}
+	/* the kept cache is trimmed like any once the device is compacted */
+	uzram_close(dev);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -472,6 +522,7 @@ int main(void)
 		cmocka_unit_test(refused),
 		cmocka_unit_test(torn),
 		cmocka_unit_test(pages_back),
+		cmocka_unit_test(reserve_kept),
 	};
 
 	return tu_run_tests(tests, load_corpus, free_corpus);
