@@ -38,6 +38,13 @@ pid=$(cat "$f.pid")
 # under its keeper (serve --keeper, doc/keep.md), which DEV.pid names
 check under-keeper grep -q '^uzram serve: --keeper: the server is pid ' "$f.log"
 pid=$(sed -n 's/^uzram serve: --keeper: the server is pid //p' "$f.log" | tail -n 1)
+for p in $(pidof uzram); do proc_memory "$p"; done
+# the keeper and the standby hold a balloon each (serve_keep.c), of RAM /
+# 64 and at least 2 MiB: with its own MiB or two, no more than 2 MiB past
+# that (a fixed 8 MiB each was 16 of the 73 MiB available here)
+check keeper-standby-small bash -c "for p in \$(pidof uzram); do test \$p = $pid && continue
+	a=\$(awk '/^RssAnon:/ { print \$2 }' /proc/\$p/status)
+	echo \"# pid \$p: RssAnon \$a kB\"; test \$a -le \$(($ram_kib / 64 + 4096)) || exit 1; done"
 check server-oom-protected test "$(cat /proc/$pid/oom_score_adj)" = -1000
 check server-locked bash -c "grep -q 'VmLck:[[:space:]]*[1-9]' /proc/$pid/status"
 # field 41 of stat: the policy, 2 = SCHED_RR, for every thread (serve_swap.c)
