@@ -202,11 +202,7 @@ static void standby_warm_up(const struct uzram_config *cfg)
  */
 static size_t balloon_bytes(void)
 {
-	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-	uint64_t b = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 64 : 0;
-
-	b = b < (2u << 20) ? (2u << 20) : b > (8u << 20) ? (8u << 20) : b;
-	return (size_t)(b & ~(uint64_t)(psz > 0 ? psz - 1 : 4095));
+	return (size_t)serve_ram_share(64, 2u << 20, 8u << 20);
 }
 
 /*
