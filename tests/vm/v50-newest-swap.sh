@@ -69,6 +69,11 @@ check swapon bounded 120 uzram swapon
 dev=$(awk '$1 ~ /^\/dev\/ublkb[0-9]+$/ { print $1 }' /proc/swaps)
 check on-ublk test -n "$dev"
 f=/run/uzram/swap/${dev#/dev/}
+# the block layer's writeback throttling (wbt) of the device's queue: zram
+# is bio-based and has none; VMT_WBT_LAT_USEC sets it (0: off)
+q=/sys/block/${dev#/dev/}/queue
+[[ -n ${VMT_WBT_LAT_USEC:-} ]] && echo "$VMT_WBT_LAT_USEC" > "$q/wbt_lat_usec"
+info "$dev: wbt_lat_usec $(cat "$q/wbt_lat_usec" 2>/dev/null), scheduler $(cat "$q/scheduler" 2>/dev/null), nr_requests $(cat "$q/nr_requests")"
 info "server: $(grep -h 'memory locked' "$f.log")"
 for p in $(pidof uzram); do proc_memory "$p"; done
 meminfo uzram
