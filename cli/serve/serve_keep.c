@@ -201,26 +201,37 @@ static void standby_warm_up(const struct uzram_config *cfg)
 }
 
 /*
+ * The size of a balloon (the standby's, the keeper's below): RAM / 64, at
+ * least 2 MiB and at most 8 MiB. A standby starts with about 1 MiB of
+ * its own (its libraries' relocated data, its stack); 8 MiB each, fixed,
+ * were 16 MiB locked of a 256 MiB guest's 73 MiB available (v50, issue
+ * 30: BENCHMARKS.md, "The server's own memory").
+ */
+static size_t balloon_bytes(void)
+{
+	return (size_t)serve_ram_share(64, 2u << 20, 8u << 20);
+}
+
+/*
  * What a standby holds until it adopts the store, and gives back the
  * moment before: the first allocations of the adoption then find free
  * pages although memory is short and swap waits (the device's server is
- * dead).
+ * dead). balloon_bytes() of it.
  */
-#define STANDBY_BALLOON (8u << 20)
-
 int serve_keep_standby(int fd, const struct uzram_config *cfg)
 {
+	size_t size = balloon_bytes();
 	void *balloon;
 	char c;
 	ssize_t n;
 
 	standby_warm_up(cfg);
-	balloon = mmap(NULL, STANDBY_BALLOON, PROT_READ | PROT_WRITE,
+	balloon = mmap(NULL, size, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	lock_program();
 	(void)mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT);
 	if (balloon != MAP_FAILED)
-		(void)mlock(balloon, STANDBY_BALLOON);
+		(void)mlock(balloon, size);
 	report_error("serve", "the standby (pid %ld) is ready",
 		(long)getpid());
 	/* to the keeper: on a pipe's end ENOTSOCK; if the keeper closed its
@@ -231,7 +242,7 @@ int serve_keep_standby(int fd, const struct uzram_config *cfg)
 	while (n < 0 && errno == EINTR);
 	close(fd);
 	if (balloon != MAP_FAILED)
-		munmap(balloon, STANDBY_BALLOON);
+		munmap(balloon, size);
 	if (n == 1)
 		report_error("serve", "the standby (pid %ld) adopts the "
 			"store", (long)getpid());
@@ -325,7 +336,8 @@ struct keeper {
 	pid_t active;
 	int deaths, stopping;
 	time_t window;
-	void *balloon;          /* KEEPER_BALLOON bytes, or NULL */
+	void *balloon;          /* balloon_size bytes, or NULL */
+	size_t balloon_size;
 	time_t last_death;
 	int restart;            /* RESTART_* */
 	time_t restart_at;
@@ -338,9 +350,8 @@ struct keeper {
  * device serves and needs none of it; but after a kill during an adoption
  * the next standby starts (fork, exec, start-up) while the device waits
  * (tests/vm/v43: without it, its exec blocked in a page fault). Held again
- * once no server has died for KEEPER_CALM_S seconds.
+ * once no server has died for KEEPER_CALM_S seconds. balloon_bytes() of it.
  */
-#define KEEPER_BALLOON (8u << 20)
 #define KEEPER_CALM_S 10
 
 static void balloon_fill(struct keeper *k)
@@ -349,18 +360,19 @@ static void balloon_fill(struct keeper *k)
 
 	if (k->balloon)
 		return;
-	p = mmap(NULL, KEEPER_BALLOON, PROT_READ | PROT_WRITE,
+	k->balloon_size = balloon_bytes();
+	p = mmap(NULL, k->balloon_size, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (p == MAP_FAILED)
 		return;
-	(void)mlock(p, KEEPER_BALLOON);
+	(void)mlock(p, k->balloon_size);
 	k->balloon = p;
 }
 
 static void balloon_pop(struct keeper *k)
 {
 	if (k->balloon)
-		munmap(k->balloon, KEEPER_BALLOON);
+		munmap(k->balloon, k->balloon_size);
 	k->balloon = NULL;
 }
 

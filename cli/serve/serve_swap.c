@@ -20,7 +20,8 @@
  *                             so far stays resident
  *   after the device exists   uzram_reserve(): the allocator's frames up
  *                             to --mem-limit less the slot table's room
- *                             (swap_reserve(); else SWAP_RESERVE) resident
+ *                             (swap_reserve(); else RAM / 64, at most
+ *                             SWAP_RESERVE_MAX) resident
  *                             now; the data path run once on a scratch
  *                             device of the same algorithm and cluster
  *                             size (warm_up()), so that its code and data
@@ -93,6 +94,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/vfs.h>
+#include <unistd.h>
 
 #include "uzram.h"
 #include "serve.h"
@@ -248,6 +250,15 @@ void serve_swap_end(void)
 	compactor.running = false;
 }
 
+uint64_t serve_ram_share(unsigned div, uint64_t lo, uint64_t hi)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	uint64_t b = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / div : 0;
+
+	b = b < lo ? lo : b > hi ? hi : b;
+	return b & ~(uint64_t)(psz > 0 ? psz - 1 : 4095);
+}
+
 /*
  * What to reserve of the allocator under --mem-limit: the limit less the
  * room the slot table (8 bytes a cluster) and a dedup index (up to about
@@ -257,7 +268,10 @@ void serve_swap_end(void)
  * more than the low watermark (less 1/64 of the limit): the reserve
  * counts as memory used, and above the watermarks the policy thread would
  * write back all there is, trying to come down to a level it never can.
- * Half the limit at least, or the low watermark's share.
+ * Half the limit at least, or the low watermark's share. Without a limit,
+ * RAM / 64 (at least 1 MiB, at most SWAP_RESERVE_MAX): a fixed 16 MiB was
+ * 8% of a 256 MiB guest's RAM, and a quarter of what it had available
+ * (v50; BENCHMARKS.md, "The server's own memory").
  */
 static uint64_t swap_reserve(struct uzram *dev, const struct uzram_config *cfg)
 {
@@ -268,7 +282,7 @@ static uint64_t swap_reserve(struct uzram *dev, const struct uzram_config *cfg)
 	uint32_t low = cfg->low_watermark ? cfg->low_watermark : high - 10;
 
 	if (!limit)
-		return SWAP_RESERVE;
+		return serve_ram_share(64, 1u << 20, SWAP_RESERVE_MAX);
 	if (cfg->backing && reserve > limit / 100 * low - limit / 64)
 		reserve = limit / 100 * low - limit / 64;
 	return reserve;

@@ -20,6 +20,10 @@
 # stat_field SOCK FIELD              one figure of `uzram stat --all`
 # uzram_stop                          SIGTERM to $UZRAM_PID; checks it exits 0
 #                                     within 30 s (check server-exit)
+# proc_memory PID                     '# mem' lines: the process's resident,
+#                                     locked, anonymous, file and shmem
+#                                     kB (status), then each mapping of
+#                                     over 256 kB resident (smaps)
 # A test ends with `finish`: exit status 0 if no check failed.
 #
 # The environment: $VM_TEST (the test's name), /data (the test's vm-data
@@ -100,6 +104,16 @@ uzram_stop()
 	fi
 	wait "$UZRAM_PID"
 	check server-exit test $? -eq 0
+}
+
+proc_memory()
+{
+	info "mem pid $1 ($(tr '\0' ' ' < /proc/$1/cmdline | cut -c1-60)):" \
+		$(awk '/^(VmRSS|VmLck|RssAnon|RssFile|RssShmem|VmStk):/ { printf "%s %s ", $1, $2 }' /proc/$1/status) \
+		"threads $(ls /proc/$1/task | wc -l)"
+	awk '/^[0-9a-f]+-[0-9a-f]+ / { name = NF >= 6 ? $6 : "[anon]"; perm = $2 }
+		/^Size:/ { size = $2 } /^Rss:/ { rss = $2 } /^Locked:/ { lck = $2 }
+		/^VmFlags:/ { if (rss > 256) printf "# mem   %6d kB rss of %6d, lo %s %s %s\n", rss, size, / lo( |$)/ ? "y" : "n", perm, name }' /proc/$1/smaps
 }
 
 now() { date +%s.%N; }

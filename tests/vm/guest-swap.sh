@@ -9,8 +9,8 @@ source /guest-lib.sh
 # pages; a test may set SWAP_WORKLOAD), the hog's size, which of the two
 # runs (zram, uzram or both), the swap devices' size (a test may set
 # SWAP_SIZE), vm.page-cluster (the
-# kernel's default, 3, unless set), and extra options of `uzram serve` and
-# of nbd-client.
+# kernel's default, 3, unless set), and extra options of `uzram serve` (a
+# test may set SWAP_SERVE_OPTS) and of nbd-client.
 workload=${VMT_SWAP_WORKLOAD:-${SWAP_WORKLOAD:-seq}}
 if [[ $workload == random ]]; then
 	hog_mib=${VMT_HOG_MIB:-640}
@@ -21,7 +21,7 @@ fi
 info "workload $workload, $hog_mib MiB, vm.page-cluster $(cat /proc/sys/vm/page-cluster)"
 runs=${VMT_SWAP_RUNS:-zram uzram}
 swap_size=${VMT_SWAP_SIZE:-${SWAP_SIZE:-896M}}
-serve_opts=${VMT_SERVE_OPTS:-}
+serve_opts=${VMT_SERVE_OPTS:-${SWAP_SERVE_OPTS:-}}
 nbd_opts=${VMT_NBD_OPTS:-}
 passes=1
 sysctl -q -w vm.min_free_kbytes=16384

@@ -38,11 +38,22 @@ pid=$(cat "$f.pid")
 # under its keeper (serve --keeper, doc/keep.md), which DEV.pid names
 check under-keeper grep -q '^uzram serve: --keeper: the server is pid ' "$f.log"
 pid=$(sed -n 's/^uzram serve: --keeper: the server is pid //p' "$f.log" | tail -n 1)
+for p in $(pidof uzram); do proc_memory "$p"; done
+# the keeper and the standby hold a balloon each (serve_keep.c), of RAM /
+# 64 and at least 2 MiB: with its own MiB or two, no more than 2 MiB past
+# that (a fixed 8 MiB each was 16 of the 73 MiB available here)
+check keeper-standby-small bash -c "for p in \$(pidof uzram); do test \$p = $pid && continue
+	a=\$(awk '/^RssAnon:/ { print \$2 }' /proc/\$p/status)
+	echo \"# pid \$p: RssAnon \$a kB\"; test \$a -le \$(($ram_kib / 64 + 4096)) || exit 1; done"
 check server-oom-protected test "$(cat /proc/$pid/oom_score_adj)" = -1000
 check server-locked bash -c "grep -q 'VmLck:[[:space:]]*[1-9]' /proc/$pid/status"
 # field 41 of stat: the policy, 2 = SCHED_RR, for every thread (serve_swap.c)
 check server-realtime bash -c "! awk '{ sub(/.*\\) /, \"\"); if (\$39 != 2) print }' /proc/$pid/task/*/stat | grep -q ."
 info "server threads: $(ls /proc/$pid/task | wc -l); $(grep -h 'memory locked' "$f.log")"
+# without --mem-limit the reserve is RAM / 64 (serve_swap.c; 16 MiB fixed
+# was a quarter of the 73 MiB available here)
+reserved=$(sed -n 's/.*), \([0-9]*\) MiB reserved.*/\1/p' "$f.log" | tail -n 1)
+check reserve-scaled test "${reserved:-99}" -le $((ram_kib / 1024 / 64 + 1))
 # the guest's root is tmpfs: every page of the server's program is locked,
 # not only those it ran (a page it first runs under pressure could be
 # swapped out to its own device; doc/block-device.md, the hang of v42):

@@ -19,6 +19,15 @@ source /guest-lib.sh
 
 sysctl -q -w vm.min_free_kbytes=16384
 vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
+# meminfo NAME: a line of /proc/meminfo's figures (MiB) once NAME's swap
+# is on, and NAME-available, its MemAvailable, as a FIGURE: what uzram's
+# server takes before the hog starts is the difference (zram's device
+# allocates nothing until written)
+meminfo()
+{
+	info "meminfo $1: $(awk '/^(MemFree|MemAvailable|Mlocked|Shmem|AnonPages|PageTables):/ { printf "%s %d ", $1, $2 / 1024 }' /proc/meminfo)(MiB)"
+	figure "$1-available" "$(($(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo) / 1024))" MiB
+}
 info "kernel $(uname -r)"
 
 ram_kib=$(awk '/MemTotal/ { print $2 }' /proc/meminfo)
@@ -46,6 +55,7 @@ run_hog()
 if echo zstd > /sys/block/zram0/comp_algorithm &&
 	echo $((ram_kib / 2))K > /sys/block/zram0/disksize &&
 	mkswap /dev/zram0 > /dev/null && swapon -p 100 /dev/zram0; then
+	meminfo zram
 	check zram-hog run_hog zram
 	figure zram-mem_used_max "$(awk '{ print $5 }' /sys/block/zram0/mm_stat)" bytes
 	check zram-swapoff bounded 120 swapoff /dev/zram0
@@ -59,8 +69,16 @@ check swapon bounded 120 uzram swapon
 dev=$(awk '$1 ~ /^\/dev\/ublkb[0-9]+$/ { print $1 }' /proc/swaps)
 check on-ublk test -n "$dev"
 f=/run/uzram/swap/${dev#/dev/}
-info "server: $(grep -h 'memory locked' "$f.log") $(grep VmLck /proc/$(cat "$f.pid")/status)"
+# the block layer's writeback throttling (wbt) of the device's queue: zram
+# is bio-based and has none; VMT_WBT_LAT_USEC sets it (0: off)
+q=/sys/block/${dev#/dev/}/queue
+[[ -n ${VMT_WBT_LAT_USEC:-} ]] && echo "$VMT_WBT_LAT_USEC" > "$q/wbt_lat_usec"
+info "$dev: wbt_lat_usec $(cat "$q/wbt_lat_usec" 2>/dev/null), scheduler $(cat "$q/scheduler" 2>/dev/null), nr_requests $(cat "$q/nr_requests")"
+info "server: $(grep -h 'memory locked' "$f.log")"
+for p in $(pidof uzram); do proc_memory "$p"; done
+meminfo uzram
 check uzram-hog run_hog uzram
+for p in $(pidof uzram); do proc_memory "$p"; done
 figure uzram-mem_used_max "$(stat_field "$f.sock" mem_used_max)" bytes
 check swapoff bounded 300 uzram swapoff
 check no-swap-left test "$(tail -n +2 /proc/swaps | wc -l)" -eq 0
