@@ -180,11 +180,46 @@ static void report_busy(struct ublk_front *f, const char *who)
 		held[0] ? held : " none (the kernel has yet to release it)");
 }
 
+/*
+ * START_USER_RECOVERY, again while it is -EBUSY: the old server's
+ * /dev/ublkcN is still open. The kernel releases it after the process is
+ * reaped, with the dead server's io_uring, from a workqueue. (This loop
+ * once stopped at the first -EBUSY, its condition being r >= 0: a
+ * take-over failed whenever the keeper saw the death before that
+ * release.) 0 or -1.
+ */
+static int start_recovery(struct ublk_front *f, const char *who)
+{
+	bool started = false;
+	int r = 0;
+
+	for (int waited = 0; r >= 0 && !started; waited += 50) {
+		r = cmd(f, UBLK_CMD_START_USER_RECOVERY, NULL, 0, 0);
+		started = r >= 0;
+		if (r == -EBUSY && waited < RECOVER_WAIT_MS)
+			r = 0; /* again */
+		if (started && waited)
+			report_error(who, "ublk device %d: START_USER_RECOVERY "
+				"busy for %d ms (the dead server's /dev/ublkc%d "
+				"not yet released)", f->id, waited, f->id);
+		if (started || r < 0)
+			break;
+		if (waited == BUSY_REPORT_MS)
+			report_busy(f, who);
+		(void)poll(NULL, 0, 50);
+	}
+	if (r < 0) {
+		report_error(who, "cannot take over ublk device %d: %s%s", f->id, strerror(-r), r == -EBUSY ?
+			" (its old server has not exited yet)" : "");
+		return -1;
+	}
+	return 0;
+}
+
 /* The device for o->dev_id, left by a server that died; 0 or -1. */
 static int recover_device(struct ublk_front *f, const char *who)
 {
 	struct ublk_params p;
-	bool started = false;
 	int r;
 
 	/* the driver quiesces a dead server's device a moment after it died */
@@ -233,34 +268,12 @@ static int recover_device(struct ublk_front *f, const char *who)
 			(unsigned long long)uzram_size(f->dev));
 		return -1;
 	}
-	/*
-	 * -EBUSY while the old server's /dev/ublkcN is still open: the
-	 * kernel releases it after the process is reaped, with the dead
-	 * server's io_uring, from a workqueue. (This loop once stopped at
-	 * the first -EBUSY, its condition being r >= 0: a take-over failed
-	 * whenever the keeper saw the death before that release.)
-	 */
-	for (int waited = 0; r >= 0 && !started; waited += 50) {
-		r = cmd(f, UBLK_CMD_START_USER_RECOVERY, NULL, 0, 0);
-		started = r >= 0;
-		if (r == -EBUSY && waited < RECOVER_WAIT_MS)
-			r = 0; /* again */
-		if (started && waited)
-			report_error(who, "ublk device %d: START_USER_RECOVERY "
-				"busy for %d ms (the dead server's /dev/ublkc%d "
-				"not yet released)", f->id, waited, f->id);
-		if (started || r < 0)
-			break;
-		if (waited == BUSY_REPORT_MS)
-			report_busy(f, who);
-		(void)poll(NULL, 0, 50);
-	}
 	if (r < 0) {
-		report_error(who, "cannot take over ublk device %d: %s%s", f->id, strerror(-r), r == -EBUSY ?
-			" (its old server has not exited yet)" : "");
+		report_error(who, "cannot take over ublk device %d: %s", f->id,
+			strerror(-r));
 		return -1;
 	}
-	return 0;
+	return start_recovery(f, who);
 }
 
 /* A new device; 0 or -1. */
