@@ -131,6 +131,18 @@ _unmount()
 	umount "$1" 2>/dev/null || as fusermount3 -u "$1" 2>/dev/null ||
 		umount -l "$1" 2>/dev/null || true
 }
+# fs_mount DIR ARGS...: uzram mount DIR --via fs ARGS (as the user of AS),
+# checked mounted, unmounted on exit; the keeper's pid in KEEPER.
+fs_mount()
+{
+	local dir=$1
+	shift
+	um mount "$dir" --via fs "$@" 2>"$T/mount.err" ||
+		fail "uzram mount $dir $*: $(cat "$T/mount.err")"
+	KEEPER=$(cat "$(dirname "$(grep -lxF "$dir" "$UZRAM_RUNTIME_DIR"/m-*/dir)")/pid")
+	on_exit _unmount "$dir"
+	is_mounted "$dir" || fail "$dir is not a mount point after uzram mount"
+}
 running()
 {
 	local st

@@ -22,17 +22,6 @@ mkdir -m 700 "$T/run"
 AS=()
 
 
-# mount_fs DIR ARGS...: uzram mount DIR --via fs ARGS; the keeper in KEEPER.
-mount_fs()
-{
-	local dir=$1
-	shift
-	um mount "$dir" --via fs "$@" 2>"$T/mount.err" ||
-		fail "uzram mount $dir $*: $(cat "$T/mount.err")"
-	KEEPER=$(cat "$(dirname "$(grep -lxF "$dir" "$UZRAM_RUNTIME_DIR"/m-*/dir)")/pid")
-	on_exit _unmount "$dir"
-	is_mounted "$dir" || fail "$dir is not a mount point after uzram mount"
-}
 
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 dev_mem()
@@ -280,7 +269,7 @@ full_fs()
 {
 	local d=$1
 	step "$WHO: ENOSPC at --size, nothing lost"
-	mount_fs "$d" --size 16M
+	fs_mount "$d" --size 16M
 	as dd if=/dev/urandom of="$d/keep" bs=1M count=4 status=none
 	sha_keep=$(as sha256sum "$d/keep" | cut -d' ' -f1)
 	if as dd if=/dev/urandom of="$d/big" bs=1M count=32 status=none 2>"$T/dd.err"; then
@@ -302,7 +291,7 @@ full_fs()
 		fail "not ENOTCONN: $(cat "$T/ls.err")"
 	um umount "$d" 2>/dev/null || fail "uzram umount after SIGKILL"
 	is_mounted "$d" && fail "$d still mounted"
-	mount_fs "$d" --size 16M
+	fs_mount "$d" --size 16M
 	as touch "$d/new" || fail "touch after the new mount: $(as touch "$d/new" 2>&1)"
 	um umount "$d" 2>"$T/umount.err" || fail "uzram umount: $(cat "$T/umount.err")"
 	[[ -z $(ls -A "$UZRAM_RUNTIME_DIR") ]] || fail "runtime files left"
@@ -311,7 +300,7 @@ full_fs()
 both()
 {
 	local d=$1 ref=$2
-	mount_fs "$d" --size 2G
+	fs_mount "$d" --size 2G
 	run_user "$d" "$ref"
 	um umount "$d" || fail "uzram umount $d"
 	is_mounted "$d" && fail "$d still mounted after uzram umount"
@@ -326,7 +315,7 @@ round_trips()
 {
 	local d=$1 log files releases
 	step "$WHO: the requests of tar x, counted"
-	UZRAM_FS_DEBUG=1 mount_fs "$d" --size 512M
+	UZRAM_FS_DEBUG=1 fs_mount "$d" --size 512M
 	log=$(dirname "$(grep -lxF "$d" "$UZRAM_RUNTIME_DIR"/m-*/dir)")/log
 	as tar -xf "$TAR" -C "$d"
 	files=$(find "$d" -type f | wc -l)

@@ -19,16 +19,6 @@ AS=()
 N=2000 # lookups in a burst
 
 
-# mount_fs DIR ARGS...: uzram mount DIR --via fs ARGS; the keeper in KEEPER.
-mount_fs()
-{
-	local dir=$1
-	shift
-	um mount "$dir" --via fs "$@" 2>"$T/mount.err" ||
-		fail "uzram mount $dir $*: $(cat "$T/mount.err")"
-	KEEPER=$(cat "$(dirname "$(grep -lxF "$dir" "$UZRAM_RUNTIME_DIR"/m-*/dir)")/pid")
-	on_exit _unmount "$dir"
-}
 
 # The flags of the keeper's /dev/fuse descriptor, in octal.
 fuse_flags()
@@ -73,7 +63,7 @@ run()
 {
 	local d=$1 a b best= t0 t1 i
 	step "$WHO: /dev/fuse read non-blocking; the keeper sleeps less than once a request"
-	mount_fs "$d" --size 64M
+	fs_mount "$d" --size 64M
 	nonblocking || fail "/dev/fuse blocking (flags $(fuse_flags))"
 	# the best of five bursts: the spin stops for 4096 requests when the
 	# CPU is taken from it (fs/reqloop.c), which a busy machine does
@@ -107,7 +97,7 @@ run()
 	is_mounted "$d" && fail "$d still mounted after SIGTERM"
 
 	step "$WHO: unmounted in a burst (lazily: a plain umount is EBUSY)"
-	mount_fs "$d" --size 64M
+	fs_mount "$d" --size 64M
 	burst_bg "$d"
 	sleep 0.5
 	if [[ $WHO == root ]]; then umount -l "$d"; else as fusermount3 -u -z "$d"; fi
@@ -117,7 +107,7 @@ run()
 	[[ -z $(ls -A "$UZRAM_RUNTIME_DIR") ]] || fail "runtime files left"
 
 	step "$WHO: SIGKILL in a burst: ENOTCONN, uzram umount"
-	mount_fs "$d" --size 64M
+	fs_mount "$d" --size 64M
 	burst_bg "$d"
 	sleep 0.5
 	kill -KILL "$KEEPER"
@@ -130,7 +120,7 @@ run()
 	is_mounted "$d" && fail "$d still mounted"
 
 	step "$WHO: UZRAM_FS_SPIN=0: a blocking loop"
-	UZRAM_FS_SPIN=0 mount_fs "$d" --size 64M
+	UZRAM_FS_SPIN=0 fs_mount "$d" --size 64M
 	nonblocking && fail "/dev/fuse non-blocking with UZRAM_FS_SPIN=0"
 	as touch "$d/x" || fail "touch with UZRAM_FS_SPIN=0"
 	um umount "$d" || fail "uzram umount"
