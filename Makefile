@@ -369,10 +369,11 @@ check-integration: all $(CORPUS_READY)
 TEST_SCALE ?= 1
 
 # The phases of make test and why they run two at a time: mk/test.mk.
-test: deps-test
-	@mkdir -p build && rm -f $(TEST_RESULTS)
+test: deps-test deps-vm
+	@mkdir -p build && rm -f $(TEST_RESULTS) $(TEST_TIMES)
 	$(MAKE) -j$(TEST_JOBS) --no-print-directory test-build
 	$(MAKE) -j$(TEST_JOBS) --no-print-directory --output-sync=target test-phases
+	@echo "phases, in seconds:"; sort -rn $(TEST_TIMES) | sed 's/^/  /'
 	@echo "tests: $$(wc -l < $(TEST_RESULTS)) passed, 0 failed"
 
 # Every source file names its licence, MIT (scripts/check-spdx.sh).

@@ -86,11 +86,20 @@ TEST_PHASES := test-vm-swap-uzram test-vm-quick test-vm-ublk test-integration te
 
 .PHONY: test-phases test-build $(TEST_PHASES)
 
+# Each phase runs in a make of its own, timed: make test ends with the
+# seconds each phase took, longest first, so that CI's log shows what makes
+# the run long. The sub-make's status is the phase's.
+TEST_TIMES := $(abspath build/test-times.txt)
+
+test-timed-%:
+	@t=$$(date +%s); $(MAKE) --no-print-directory $*; r=$$?; \
+	echo "$$(($$(date +%s) - t)) s $*" >> $(TEST_TIMES); exit $$r
+
 # The corpora first: each keeps one core busy (Python, gcore) for a while.
 test-build: $(CORPUS_ALT_DIR)/MANIFEST $(CORPUS_TEXT_DIR)/MANIFEST \
 	$(CORPUS_READY) all unit
 
-test-phases: $(TEST_PHASES)
+test-phases: $(addprefix test-timed-,$(TEST_PHASES))
 
 test-unit:
 	$(MAKE) TEST_SCALE=1 check-unit
