@@ -16,7 +16,9 @@
 #                           v50, swap on trixie-backports' kernel (7.3)
 #                           beside its zram, in a guest of its own; and
 #                           v44 (the keeper: SIGKILLs and a restart under
-#                           the swap hog), in a guest of its own
+#                           the swap hog), in a guest of its own, on 6.12
+#                           and again on the newest kernel (issue 31: one
+#                           run each)
 #   make test-vm VM_KERNEL=trixie-backports VM_TESTS=tests/vm/v40-ublk.sh
 #                           a test on another kernel than its header's
 #   make test-vm-swap-uzram what make test runs: the swap tests' hog on
@@ -90,7 +92,8 @@ test-vm-ublk: deps-vm all $(CORPUS_READY)
 	@mkdir -p $(dir $(TEST_RESULTS))
 	$(VM_RUN) -1 $(filter-out $(VM_UBLK_ALONE),$(VM_UBLK))
 	$(VM_RUN) $(VM_UBLK_ALONE)
-	@echo "tests/vm $(VM_UBLK)" >> $(TEST_RESULTS)
+	VM_KERNEL=trixie-backports $(VM_RUN) $(VM_KEEPER)
+	@echo "tests/vm $(VM_UBLK) $(VM_KEEPER) (trixie-backports)" >> $(TEST_RESULTS)
 
 test-vm-swap-uzram: deps-vm all $(CORPUS_READY)
 	@mkdir -p $(dir $(TEST_RESULTS))
