@@ -66,8 +66,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	/* no open: O_TRUNC must then come as a setattr */
 	conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;
-	/* the kernel clears set-user-ID bits, with the writer's credentials
-	 * (ops_file.c); libfuse 3.14 never passed this on, 3.17 does */
+	/* not the first version, where we alone would have to know the
+	 * writer's capabilities; wire.c offers FUSE_HANDLE_KILLPRIV_V2,
+	 * where the kernel tells us (ops_file.c) */
 	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
 	fs->no_open = (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) &&
 		      (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT);
@@ -168,6 +169,10 @@ int uzfs_mount(const struct uzfs_config *cfg, const char *dir, struct uzfs **fsp
 		r = -EIO;
 	if (!r)
 		fs->mounted = true;
+	/* without it, the kernel clears set-ID bits itself (wire.c) */
+	if (!r && wire_attach(fs) < 0)
+		fprintf(stderr, "uzram: fs: no custom I/O on /dev/fuse: "
+			"a GETXATTR before every write\n");
 	if (!r && pthread_create(&fs->compactor, NULL, compactor, fs) == 0)
 		fs->compactor_on = true;
 	if (r < 0) {
