@@ -51,12 +51,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <time.h>
 
 #include "uzram.h"
 #include "uzfs_impl.h"
 
 #define COMPACT_BLOCKS_MIN (1u << 20) /* bytes freed before a compaction */
+#define MAX_IO (1u << 20)             /* the largest READ and WRITE */
+#define READ_AHEAD_KB (MAX_IO >> 10)
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
@@ -77,8 +80,40 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
 	/* every listing with the attributes: no LOOKUP after it */
 	conn->want &= ~(unsigned)FUSE_CAP_READDIRPLUS_AUTO;
-	conn->max_write = 1u << 20;
-	conn->max_readahead = 1u << 20;
+	conn->max_write = MAX_IO;
+	conn->max_readahead = MAX_IO; /* root raises the bdi's to it */
+}
+
+/*
+ * The kernel reads ahead a FUSE file in READs of its bdi's read_ahead_kb,
+ * 128 KiB by default, and max_readahead in INIT can only lower it: a
+ * sequential read of a large file is then a round trip for each 128 KiB.
+ * Root may raise it (/sys/class/bdi/MAJ:MIN/read_ahead_kb of the mount's
+ * st_dev) to max_write, as large as a READ can be; files opened later
+ * read ahead that far. A user cannot (EACCES), and keeps the 128 KiB.
+ */
+static void raise_readahead(const char *dir)
+{
+	char path[PATH_MAX], line[PATH_MAX + 256], mnt[PATH_MAX];
+	char dev[32] = "", d[32];
+	FILE *f;
+
+	/* not stat(dir): the file system answers nothing before INIT */
+	if (!realpath(dir, path) || !(f = fopen("/proc/self/mountinfo", "re")))
+		return;
+	while (fgets(line, sizeof line, f)) /* the last mount on dir: ours */
+		if (sscanf(line, "%*s %*s %31s %*s %4095s", d, mnt) == 2 &&
+		    !strcmp(mnt, path))
+			memcpy(dev, d, sizeof dev);
+	fclose(f);
+	if (!dev[0])
+		return;
+	snprintf(line, sizeof line, "/sys/class/bdi/%s/read_ahead_kb", dev);
+	f = fopen(line, "we");
+	if (!f)
+		return;
+	fprintf(f, "%u\n", READ_AHEAD_KB);
+	fclose(f);
 }
 
 static void *compactor(void *arg)
@@ -167,8 +202,10 @@ int uzfs_mount(const struct uzfs_config *cfg, const char *dir, struct uzfs **fsp
 		r = -EINVAL; /* libfuse said why */
 	if (!r && fuse_session_mount(fs->se, dir) != 0)
 		r = -EIO;
-	if (!r)
+	if (!r) {
 		fs->mounted = true;
+		raise_readahead(dir);
+	}
 	/* without it, the kernel clears set-ID bits itself (wire.c) */
 	if (!r && wire_attach(fs) < 0)
 		fprintf(stderr, "uzram: fs: no custom I/O on /dev/fuse: "

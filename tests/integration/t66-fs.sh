@@ -371,6 +371,22 @@ os.close(fd)' "$d/eight"
 	as rm "$d/eight"
 }
 
+# large_reads DIR LOG: as root, the mount's bdi reads ahead max_write
+# (1 MiB, fs/session.c), so a sequential read of 8 MiB out of the page
+# cache takes 8 READs, not 64 of the kernel's default 128 KiB.
+large_reads()
+{
+	local d=$1 log=$2 n0 n1
+	head -c 8M /dev/urandom >"$d/seq"
+	dd if="$d/seq" iflag=nocache count=0 status=none # out of the page cache
+	n0=$(grep -c 'opcode: READ ' "$log" || true)
+	dd if="$d/seq" of=/dev/null bs=1M status=none
+	n1=$(grep -c 'opcode: READ ' "$log" || true)
+	echo "$WHO: 8 MiB read back in $((n1 - n0)) READs"
+	((n1 - n0 <= 12)) || fail "$((n1 - n0)) READs for 8 MiB: the read-ahead stayed small"
+	rm "$d/seq"
+}
+
 # The requests tar x makes on a new mount, counted in libfuse's debug
 # log: no RELEASE for the files it makes, where the kernel opens files
 # without asking (no_open: it made them with MKNOD; fs/ops_name.c's
@@ -388,6 +404,7 @@ round_trips()
 	echo "$WHO: tar x of $files files: $(grep -oE 'opcode: [A-Z_]+' "$log" |
 		sort | uniq -c | sort -rn | awk '{ printf "%s %s, ", $3, $1 }')"
 	killpriv_v2 "$d" "$log"
+	large_reads "$d" "$log"
 	if grep -A1 'opcode: OPEN ' "$log" | grep -q 'error: -38'; then
 		releases=$(grep -c 'opcode: RELEASE' "$log" || true)
 		((releases == 0)) || fail "$releases RELEASEs for $files new files"
