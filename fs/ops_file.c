@@ -341,7 +341,8 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
 		n->size = end;
 	if (!r) {
 		/* FALLOCATE comes without a kill flag: the caller's own */
-		if (fs->killpriv && !caller_fsetid(fuse_req_ctx(req)->pid))
+		if (atomic_load(&fs->killpriv) &&
+		    !caller_fsetid(fuse_req_ctx(req)->pid))
 			dropped = kill_privs(n);
 		if (drop_sgid(req, n))
 			dropped = true;

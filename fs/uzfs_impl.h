@@ -86,11 +86,12 @@ struct uzfs {
 	struct fuse_session *se;
 	bool mounted, allow_other, debug;
 	bool no_open;                 /* the kernel opens without asking */
-	/* wire.c: FUSE_HANDLE_KILLPRIV_V2, set while INIT is served */
-	uint64_t init_unique;         /* the INIT request's */
-	bool init_pending;            /* its reply not yet written */
-	bool kernel_killpriv;         /* the kernel offered the flag */
-	bool killpriv;                /* and took it: ops_file.c kills */
+	/* wire.c: FUSE_HANDLE_KILLPRIV_V2, set while INIT is served;
+	 * atomic: libfuse's other threads read them for every request */
+	_Atomic uint64_t init_unique; /* the INIT request's */
+	_Atomic bool init_pending;    /* its reply not yet written */
+	_Atomic bool kernel_killpriv; /* the kernel offered the flag */
+	_Atomic bool killpriv;        /* and took it: ops_file.c kills */
 	unsigned threads, spin_us;
 	pthread_t compactor;
 	bool compactor_on;

@@ -68,10 +68,11 @@ static void inspect(struct uzfs *fs, const char *buf, size_t len)
 		   alen >= offsetof(struct fuse_init_in, flags) + 4) {
 		const struct fuse_init_in *in = (const void *)arg;
 
-		fs->init_unique = h->unique;
-		fs->init_pending = true;
-		fs->kernel_killpriv = in->major == 7 && in->minor >= 33 &&
-				      (in->flags & FUSE_HANDLE_KILLPRIV_V2);
+		atomic_store(&fs->init_unique, h->unique);
+		atomic_store(&fs->kernel_killpriv, in->major == 7 &&
+			     in->minor >= 33 &&
+			     (in->flags & FUSE_HANDLE_KILLPRIV_V2));
+		atomic_store(&fs->init_pending, true);
 	}
 }
 
@@ -91,11 +92,13 @@ static bool init_reply(struct uzfs *fs, const struct iovec *iov, int count,
 {
 	const struct fuse_out_header *h = iov[0].iov_base;
 
-	if (!fs->init_pending || count != 2 || iov[0].iov_len < sizeof *h ||
-	    h->unique != fs->init_unique)
+	if (!atomic_load(&fs->init_pending) || count != 2 ||
+	    iov[0].iov_len < sizeof *h ||
+	    h->unique != atomic_load(&fs->init_unique))
 		return false;
-	fs->init_pending = false;
-	if (h->error || !fs->kernel_killpriv || iov[1].iov_len > sizeof *arg ||
+	atomic_store(&fs->init_pending, false);
+	if (h->error || !atomic_load(&fs->kernel_killpriv) ||
+	    iov[1].iov_len > sizeof *arg ||
 	    iov[1].iov_len < offsetof(struct fuse_init_out, flags) + 4)
 		return false;
 	memcpy(arg, iov[1].iov_base, iov[1].iov_len);
@@ -104,7 +107,7 @@ static bool init_reply(struct uzfs *fs, const struct iovec *iov, int count,
 	arg->flags |= FUSE_HANDLE_KILLPRIV_V2;
 	out[0] = iov[0];
 	out[1] = (struct iovec){ .iov_base = arg, .iov_len = iov[1].iov_len };
-	fs->killpriv = true;
+	atomic_store(&fs->killpriv, true);
 	return true;
 }
 
