@@ -9,14 +9,20 @@
  * them itself when a FUSE file system has no lock operations; mmap goes
  * through the kernel's page cache and read/write below.
  *
- * Set-user-ID and set-group-ID bits: the kernel clears them before a
- * write, truncate, fallocate or chown by a process without CAP_FSETID,
- * with a SETATTR of the mode, since the file system does not take
- * FUSE_CAP_HANDLE_KILLPRIV (session.c): it alone knows the writer's
- * credentials. One case FUSE's kernel side leaves out where tmpfs clears
- * the bit (the kernel's setattr_should_drop_sgid()): set-group-ID without
- * group execute, written, truncated or chowned by a process neither in
- * the file's group nor with CAP_FSETID. drop_sgid() does that one from
+ * Set-user-ID and set-group-ID bits, and security.capability: where the
+ * kernel took FUSE_HANDLE_KILLPRIV_V2 (Linux 5.11+; wire.c, which also
+ * says why: one GETXATTR a file instead of one a write), it flags a WRITE,
+ * a truncating SETATTR by a process without CAP_FSETID and every chown,
+ * and kill_privs() clears them as the kernel's notify_change() does for
+ * tmpfs; a FALLOCATE carries no flag, so there the caller's capabilities
+ * are looked up as for drop_sgid() below. Elsewhere the kernel clears them itself before a write,
+ * truncate, fallocate or chown, with a SETATTR of the mode (the file
+ * system does not take FUSE_CAP_HANDLE_KILLPRIV, session.c: the kernel
+ * alone knows the writer's capabilities). One case FUSE's kernel side
+ * leaves out either way where tmpfs clears the bit (the kernel's
+ * setattr_should_drop_sgid()): set-group-ID without group execute,
+ * written, truncated or chowned by a process neither in the file's group
+ * nor with CAP_FSETID. drop_sgid() does that one from
  * the request's credentials (fuse_req_ctx(), the caller's groups and
  * capabilities in /proc; a caller in another pid namespace counts as
  * one without them); such files are rare, so the look-ups cost nothing
@@ -85,6 +91,24 @@ static bool drop_sgid(fuse_req_t req, struct node *n)
 	return true;
 }
 
+/* What a request flagged by the kernel (FUSE_HANDLE_KILLPRIV_V2: a write
+ * or truncate by a process without CAP_FSETID, any chown) takes away, as
+ * notify_change() does on tmpfs: set-user-ID, set-group-ID where the group
+ * may execute (without it drop_sgid() decides), and security.capability.
+ * The caller holds n->lock for writing; true when the mode changed. */
+static bool kill_privs(struct node *n)
+{
+	mode_t old = n->mode;
+
+	if (S_ISDIR(n->mode))
+		return false;
+	n->mode &= ~(mode_t)S_ISUID;
+	if (n->mode & S_IXGRP)
+		n->mode &= ~(mode_t)S_ISGID;
+	xattr_remove(n, "security.capability");
+	return n->mode != old;
+}
+
 /* The kernel keeps a file's mode an hour (ENTRY_TIMEOUT) and a write's
  * reply carries none: drop what it has, so the next stat asks. */
 static void forget_mode(fuse_req_t req, fuse_ino_t ino)
@@ -149,6 +173,10 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	if (!r) {
 		if (to_set & FUSE_SET_ATTR_MODE)
 			n->mode = (n->mode & S_IFMT) | (attr->st_mode & 07777);
+		/* FATTR_KILL_SUIDGID comes as FUSE_SET_ATTR_KILL_SUID */
+		if ((to_set & FUSE_SET_ATTR_KILL_SUID) &&
+		    !(to_set & FUSE_SET_ATTR_MODE))
+			kill_privs(n);
 		/* by the group the file had (a reply with attributes) */
 		if (to_set & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_UID |
 			      FUSE_SET_ATTR_GID))
@@ -258,7 +286,10 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	if (r > 0) {
 		/* the page cache's writeback (mmap) comes without credentials
 		 * and, as on tmpfs, keeps the bits */
-		dropped = !fi->writepage && drop_sgid(req, n);
+		if (!fi->writepage && wire_write_kills())
+			dropped = kill_privs(n);
+		if (!fi->writepage && drop_sgid(req, n))
+			dropped = true;
 		time_now(&n->mtime);
 		n->ctime = n->mtime;
 	}
@@ -309,7 +340,12 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
 	if (!r && !(mode & FALLOC_FL_KEEP_SIZE) && end > n->size)
 		n->size = end;
 	if (!r) {
-		dropped = drop_sgid(req, n);
+		/* FALLOCATE comes without a kill flag: the caller's own */
+		if (atomic_load(&fs->killpriv) &&
+		    !caller_fsetid(fuse_req_ctx(req)->pid))
+			dropped = kill_privs(n);
+		if (drop_sgid(req, n))
+			dropped = true;
 		time_now(&n->mtime);
 		n->ctime = n->mtime;
 	}

@@ -17,8 +17,9 @@
  *
  * Where untar's time goes (same run, counted with -o debug): per file a
  * LOOKUP (the new name), MKNOD, GETXATTR (security.capability, the
- * kernel's check before each write), 1.9 WRITEs (tar writes 10 KiB at a
- * time), SETATTR (utimens) and a GETATTR of the directory (the kernel
+ * kernel's check before each write; with FUSE_HANDLE_KILLPRIV_V2, wire.c,
+ * once a file), 1.9 WRITEs (tar writes 10 KiB at a time), SETATTR
+ * (utimens) and a GETATTR of the directory (the kernel
  * drops a directory's attributes at each change, and default_permissions
  * needs them for the next name). The keeper spent 0.30 s in user space
  * (LZ4 the largest part) and 0.52 s in the kernel reading requests and
@@ -51,12 +52,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <time.h>
 
 #include "uzram.h"
 #include "uzfs_impl.h"
 
 #define COMPACT_BLOCKS_MIN (1u << 20) /* bytes freed before a compaction */
+#define MAX_IO (1u << 20)             /* the largest READ and WRITE */
+#define READ_AHEAD_KB (MAX_IO >> 10)
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
@@ -66,8 +70,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	/* no open: O_TRUNC must then come as a setattr */
 	conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;
-	/* the kernel clears set-user-ID bits, with the writer's credentials
-	 * (ops_file.c); libfuse 3.14 never passed this on, 3.17 does */
+	/* not the first version, where we alone would have to know the
+	 * writer's capabilities; wire.c offers FUSE_HANDLE_KILLPRIV_V2,
+	 * where the kernel tells us (ops_file.c) */
 	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
 	fs->no_open = (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) &&
 		      (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT);
@@ -76,8 +81,40 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
 	/* every listing with the attributes: no LOOKUP after it */
 	conn->want &= ~(unsigned)FUSE_CAP_READDIRPLUS_AUTO;
-	conn->max_write = 1u << 20;
-	conn->max_readahead = 1u << 20;
+	conn->max_write = MAX_IO;
+	conn->max_readahead = MAX_IO; /* root raises the bdi's to it */
+}
+
+/*
+ * The kernel reads ahead a FUSE file in READs of its bdi's read_ahead_kb,
+ * 128 KiB by default, and max_readahead in INIT can only lower it: a
+ * sequential read of a large file is then a round trip for each 128 KiB.
+ * Root may raise it (/sys/class/bdi/MAJ:MIN/read_ahead_kb of the mount's
+ * st_dev) to max_write, as large as a READ can be; files opened later
+ * read ahead that far. A user cannot (EACCES), and keeps the 128 KiB.
+ */
+static void raise_readahead(const char *dir)
+{
+	char path[PATH_MAX], line[PATH_MAX + 256], mnt[PATH_MAX];
+	char dev[32] = "", d[32];
+	FILE *f;
+
+	/* not stat(dir): the file system answers nothing before INIT */
+	if (!realpath(dir, path) || !(f = fopen("/proc/self/mountinfo", "re")))
+		return;
+	while (fgets(line, sizeof line, f)) /* the last mount on dir: ours */
+		if (sscanf(line, "%*s %*s %31s %*s %4095s", d, mnt) == 2 &&
+		    !strcmp(mnt, path))
+			memcpy(dev, d, sizeof dev);
+	fclose(f);
+	if (!dev[0])
+		return;
+	snprintf(line, sizeof line, "/sys/class/bdi/%s/read_ahead_kb", dev);
+	f = fopen(line, "we");
+	if (!f)
+		return;
+	fprintf(f, "%u\n", READ_AHEAD_KB);
+	fclose(f);
 }
 
 static void *compactor(void *arg)
@@ -166,8 +203,14 @@ int uzfs_mount(const struct uzfs_config *cfg, const char *dir, struct uzfs **fsp
 		r = -EINVAL; /* libfuse said why */
 	if (!r && fuse_session_mount(fs->se, dir) != 0)
 		r = -EIO;
-	if (!r)
+	if (!r) {
 		fs->mounted = true;
+		raise_readahead(dir);
+	}
+	/* without it, the kernel clears set-ID bits itself (wire.c) */
+	if (!r && wire_attach(fs) < 0)
+		fprintf(stderr, "uzram: fs: no custom I/O on /dev/fuse: "
+			"a GETXATTR before every write\n");
 	if (!r && pthread_create(&fs->compactor, NULL, compactor, fs) == 0)
 		fs->compactor_on = true;
 	if (r < 0) {

@@ -86,6 +86,12 @@ struct uzfs {
 	struct fuse_session *se;
 	bool mounted, allow_other, debug;
 	bool no_open;                 /* the kernel opens without asking */
+	/* wire.c: FUSE_HANDLE_KILLPRIV_V2, set while INIT is served;
+	 * atomic: libfuse's other threads read them for every request */
+	_Atomic uint64_t init_unique; /* the INIT request's */
+	_Atomic bool init_pending;    /* its reply not yet written */
+	_Atomic bool kernel_killpriv; /* the kernel offered the flag */
+	_Atomic bool killpriv;        /* and took it: ops_file.c kills */
 	unsigned threads, spin_us;
 	pthread_t compactor;
 	bool compactor_on;
@@ -146,8 +152,14 @@ void ops_file_init(struct fuse_lowlevel_ops *ops);
  * spinning up to spin_us after each reply; 0 or a negative errno. */
 int reqloop_run(struct fuse_session *se, unsigned spin_us);
 
+/* wire.c: /dev/fuse read and written for libfuse (FUSE_HANDLE_KILLPRIV_V2);
+ * wire_attach() after fuse_session_mount(): 0 or a negative errno. */
+int wire_attach(struct uzfs *fs);
+bool wire_write_kills(void); /* the WRITE being served: kill set-ID bits */
+
 /* xattr.c: extended attributes */
 void ops_xattr_init(struct fuse_lowlevel_ops *ops);
+int xattr_remove(struct node *n, const char *name); /* n->lock for writing */
 
 #define ENTRY_TIMEOUT 3600.0    /* only the kernel changes the tree */
 

@@ -117,22 +117,28 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	free(buf);
 }
 
+int xattr_remove(struct node *n, const char *name)
+{
+	struct xattr **p = xattr_find(n, name), *x = *p;
+
+	if (!x)
+		return -ENODATA;
+	*p = x->next;
+	free(x->value);
+	free(x);
+	time_now(&n->ctime);
+	return 0;
+}
+
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	struct node *n = node_of(req_fs(req), ino);
-	struct xattr **p, *x;
+	int r;
 
 	pthread_rwlock_wrlock(&n->lock);
-	p = xattr_find(n, name);
-	x = *p;
-	if (x) {
-		*p = x->next;
-		free(x->value);
-		free(x);
-		time_now(&n->ctime);
-	}
+	r = xattr_remove(n, name);
 	pthread_rwlock_unlock(&n->lock);
-	fuse_reply_err(req, x ? 0 : ENODATA);
+	fuse_reply_err(req, -r);
 }
 
 void ops_xattr_init(struct fuse_lowlevel_ops *ops)

@@ -208,6 +208,45 @@ write_fast()
 	as rm "$d/fast"
 }
 
+has_cap()
+{
+	python3 -c 'import os, sys
+print("cap" if "security.capability" in os.listxattr(sys.argv[1]) else "nocap")' "$1"
+}
+
+# caps_by_nobody D REF: a file of root's, set-user-ID and set-group-ID
+# with group execute, writable by all, with a security.capability, then
+# written or truncated by nobody or chowned by root: the mode and whether
+# the capability stays must be tmpfs's (with FUSE_HANDLE_KILLPRIV_V2 the
+# file system clears them itself: fs/wire.c).
+caps_by_nobody()
+{
+	local d=$1 ref=$2 dir op f out=() back=() i
+	local nb=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+	for dir in "$d/p" "$ref/p"; do
+		out=()
+		for op in write trunc chown; do
+			f=$dir/cap-$op
+			rm -f "$f" && printf xy >"$f" && chmod 6777 "$f"
+			python3 -c 'import os, struct, sys
+os.setxattr(sys.argv[1], "security.capability",
+            struct.pack("<5I", 0x02000001, 1 << 13, 0, 0, 0))' "$f"
+			[[ $(has_cap "$f") == cap ]] || fail "no security.capability on $f"
+			case $op in
+			write) "${nb[@]}" sh -c "printf z >>'$f'" ;;
+			trunc) "${nb[@]}" truncate -s 1 "$f" ;;
+			chown) chown nobody "$f" ;;
+			esac
+			out+=("$op:$(stat -c %a "$f"):$(has_cap "$f")")
+		done
+		[[ $dir == "$ref/p" ]] || back=("${out[@]}")
+	done
+	for ((i = 0; i < ${#out[@]}; i++)); do
+		[[ ${back[i]} == "${out[i]}" ]] ||
+			fail "a capability file: ${back[i]} (mode:xattr) here, ${out[i]} on tmpfs"
+	done
+}
+
 privileges()
 {
 	local d=$1 ref=$2
@@ -219,6 +258,7 @@ privileges()
 		privs_by root root "$d" "$ref"
 		privs_by nobody root "$d" "$ref"
 		privs_by nobody nogroup "$d" "$ref"
+		caps_by_nobody "$d" "$ref"
 	else
 		privs_by nobody "" "$d" "$ref"
 	fi
@@ -307,6 +347,46 @@ both()
 	full_fs "$d"
 }
 
+# killpriv_v2 DIR LOG: where the kernel offers FUSE_HANDLE_KILLPRIV_V2
+# (its INIT flags in libfuse's debug LOG; Linux 5.11+), the file system
+# takes it (fs/wire.c), so a file written 8 times costs one GETXATTR of
+# security.capability, not one a write.
+killpriv_v2()
+{
+	local d=$1 log=$2 flags n0 n1
+	flags=$(grep -m1 -oE 'flags=0x[0-9a-f]+' "$log" | cut -d= -f2)
+	if ((!(flags >> 28 & 1))); then
+		echo "$WHO: this kernel does not offer FUSE_HANDLE_KILLPRIV_V2"
+		return
+	fi
+	n0=$(grep -c 'opcode: GETXATTR' "$log" || true)
+	as python3 -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+for i in range(8):
+    os.write(fd, b"k" * 4096)
+os.close(fd)' "$d/eight"
+	n1=$(grep -c 'opcode: GETXATTR' "$log" || true)
+	echo "$WHO: 8 writes of a file: $((n1 - n0)) GETXATTR"
+	((n1 - n0 <= 1)) || fail "$((n1 - n0)) GETXATTRs for 8 writes of one file"
+	as rm "$d/eight"
+}
+
+# large_reads DIR LOG: as root, the mount's bdi reads ahead max_write
+# (1 MiB, fs/session.c), so a sequential read of 8 MiB out of the page
+# cache takes 8 READs, not 64 of the kernel's default 128 KiB.
+large_reads()
+{
+	local d=$1 log=$2 n0 n1
+	head -c 8M /dev/urandom >"$d/seq"
+	dd if="$d/seq" iflag=nocache count=0 status=none # out of the page cache
+	n0=$(grep -c 'opcode: READ ' "$log" || true)
+	dd if="$d/seq" of=/dev/null bs=1M status=none
+	n1=$(grep -c 'opcode: READ ' "$log" || true)
+	echo "$WHO: 8 MiB read back in $((n1 - n0)) READs"
+	((n1 - n0 <= 12)) || fail "$((n1 - n0)) READs for 8 MiB: the read-ahead stayed small"
+	rm "$d/seq"
+}
+
 # The requests tar x makes on a new mount, counted in libfuse's debug
 # log: no RELEASE for the files it makes, where the kernel opens files
 # without asking (no_open: it made them with MKNOD; fs/ops_name.c's
@@ -323,6 +403,8 @@ round_trips()
 	sleep 1 # RELEASE comes after close, in the background
 	echo "$WHO: tar x of $files files: $(grep -oE 'opcode: [A-Z_]+' "$log" |
 		sort | uniq -c | sort -rn | awk '{ printf "%s %s, ", $3, $1 }')"
+	killpriv_v2 "$d" "$log"
+	large_reads "$d" "$log"
 	if grep -A1 'opcode: OPEN ' "$log" | grep -q 'error: -38'; then
 		releases=$(grep -c 'opcode: RELEASE' "$log" || true)
 		((releases == 0)) || fail "$releases RELEASEs for $files new files"

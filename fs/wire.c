@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+/*
+ * wire.c - the bytes between libfuse and /dev/fuse, for what libfuse 3.14
+ * (Debian 12's) does not pass on: FUSE_HANDLE_KILLPRIV_V2.
+ *
+ * Why. Before each write and truncate the kernel asks the file system
+ * whether the file has a security.capability (a GETXATTR), unless the
+ * inode carries S_NOSEC; it sets S_NOSEC only on a super block with
+ * SB_NOSEC, and FUSE gives its super block SB_NOSEC only when the file
+ * system takes FUSE_HANDLE_KILLPRIV_V2 (Linux 5.11+). Then the kernel asks
+ * once per file until its attributes are next refreshed (a setattr, a
+ * getattr), and it no longer clears set-user-ID and set-group-ID bits
+ * itself: it flags the requests on which the file system must
+ * (FUSE_WRITE_KILL_SUIDGID on WRITE, FATTR_KILL_SUIDGID on SETATTR of the
+ * size or owner, FUSE_OPEN_KILL_SUIDGID on OPEN and CREATE with O_TRUNC).
+ * libfuse 3.14 knows none of it (3.17 does): it neither offers the flag
+ * in its INIT reply nor hands WRITE's write_flags to the file system.
+ *
+ * How. libfuse's custom I/O (fuse_session_custom_io(), in 3.14) lets us
+ * read and write /dev/fuse for it, on the same descriptor:
+ *
+ *   kernel --read()--> wire_read:   INIT: did the kernel offer the flag?
+ *                                   WRITE: its write_flags, kept for this
+ *                                   thread (the thread that reads a
+ *                                   request also serves it, in our loop
+ *                                   and in libfuse's)
+ *   kernel <-writev()- wire_writev: the INIT reply: the flag added when
+ *                                   the kernel offered it
+ *
+ * SETATTR's flag needs nothing of ours: FATTR_KILL_SUIDGID is bit 11,
+ * which libfuse passes on as FUSE_SET_ATTR_KILL_SUID. OPEN and CREATE do
+ * not come (the kernel opens without asking: fs->no_open; where it cannot,
+ * O_TRUNC comes as a SETATTR since we do not take atomic O_TRUNC, and a
+ * CREATE makes a new file, whose bits stay). What the file system then
+ * does is in ops_file.c (kill_privs()). A kernel that does not offer the
+ * flag sees the INIT reply unchanged, and clears the bits itself as before.
+ */
+#include <errno.h>
+#include <linux/fuse.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "uzfs_impl.h"
+
+/* The WRITE this thread is serving asked for the set-ID bits to go. */
+static _Thread_local bool write_kills;
+
+bool wire_write_kills(void)
+{
+	return write_kills;
+}
+
+static void inspect(struct uzfs *fs, const char *buf, size_t len)
+{
+	const struct fuse_in_header *h = (const void *)buf;
+	const char *arg = buf + sizeof *h;
+	size_t alen = len - sizeof *h;
+
+	write_kills = false;
+	if (h->opcode == FUSE_WRITE &&
+	    alen >= offsetof(struct fuse_write_in, write_flags) + 4) {
+		const struct fuse_write_in *w = (const void *)arg;
+
+		write_kills = w->write_flags & FUSE_WRITE_KILL_SUIDGID;
+	} else if (h->opcode == FUSE_INIT &&
+		   alen >= offsetof(struct fuse_init_in, flags) + 4) {
+		const struct fuse_init_in *in = (const void *)arg;
+
+		atomic_store(&fs->init_unique, h->unique);
+		atomic_store(&fs->kernel_killpriv, in->major == 7 &&
+			     in->minor >= 33 &&
+			     (in->flags & FUSE_HANDLE_KILLPRIV_V2));
+		atomic_store(&fs->init_pending, true);
+	}
+}
+
+static ssize_t wire_read(int fd, void *buf, size_t len, void *userdata)
+{
+	ssize_t r = read(fd, buf, len);
+
+	if (r >= (ssize_t)sizeof(struct fuse_in_header))
+		inspect(userdata, buf, (size_t)r);
+	return r;
+}
+
+/* The INIT reply in iov (the header, then fuse_init_out) with the flag
+ * added, into out and arg; false when iov is not that reply. */
+static bool init_reply(struct uzfs *fs, const struct iovec *iov, int count,
+		       struct iovec *out, struct fuse_init_out *arg)
+{
+	const struct fuse_out_header *h = iov[0].iov_base;
+
+	if (!atomic_load(&fs->init_pending) || count != 2 ||
+	    iov[0].iov_len < sizeof *h ||
+	    h->unique != atomic_load(&fs->init_unique))
+		return false;
+	atomic_store(&fs->init_pending, false);
+	if (h->error || !atomic_load(&fs->kernel_killpriv) ||
+	    iov[1].iov_len > sizeof *arg ||
+	    iov[1].iov_len < offsetof(struct fuse_init_out, flags) + 4)
+		return false;
+	memcpy(arg, iov[1].iov_base, iov[1].iov_len);
+	if (arg->major != 7)
+		return false; /* libfuse waits for the INIT of 7.x */
+	arg->flags |= FUSE_HANDLE_KILLPRIV_V2;
+	out[0] = iov[0];
+	out[1] = (struct iovec){ .iov_base = arg, .iov_len = iov[1].iov_len };
+	atomic_store(&fs->killpriv, true);
+	return true;
+}
+
+static ssize_t wire_writev(int fd, struct iovec *iov, int count, void *userdata)
+{
+	struct fuse_init_out arg;
+	struct iovec out[2];
+
+	if (init_reply(userdata, iov, count, out, &arg))
+		return writev(fd, out, 2);
+	return writev(fd, iov, count);
+}
+
+int wire_attach(struct uzfs *fs)
+{
+	static const struct fuse_custom_io io = {
+		.read = wire_read,
+		.writev = wire_writev,
+	};
+
+	return fuse_session_custom_io(fs->se, &io, fuse_session_fd(fs->se));
+}
