@@ -54,8 +54,34 @@ void serve_swap_end(void);                 /* before the device goes */
  * store.
  */
 char **serve_keep_args(int argc, char **argv);
-int serve_keeper(char **args, bool ublk, int ublk_id);
+int serve_keeper(char **args, bool ublk, int ublk_id, int nbd_index);
 int serve_keep_standby(int fd, const struct uzram_config *cfg);
 void serve_keep_report(struct uzram *dev);
+
+/*
+ * cli/serve/serve_nbdlink.c: the kernel's NBD client for `serve --keeper
+ * --nbd-device N` (doc/keep.md). nbdlink_open(): generic netlink to the
+ * family "nbd" and its multicast group, for /dev/nbd<index> (0, or a
+ * negative errno; nbdlink_close() either way). nbdlink_dial(): connect to
+ * the server's Unix socket at path and do the client's handshake: the fd,
+ * with the export's size and transmission flags, or a negative errno.
+ * nbdlink_attach(): give sock to the kernel (NBD_CMD_CONNECT the first
+ * time, then NBD_CMD_RECONFIGURE); the kernel holds its own reference, the
+ * caller closes sock. nbdlink_detach(): NBD_CMD_DISCONNECT. nbdlink_dead():
+ * whether the kernel reported the device's connection dead since the last
+ * call. Not thread-safe; nothing allocates.
+ */
+struct nbdlink {
+	int fd, events;         /* commands; the multicast group */
+	uint16_t family;
+	int index;
+	bool attached;
+};
+int nbdlink_open(struct nbdlink *l, int index);
+void nbdlink_close(struct nbdlink *l);
+int nbdlink_dial(const char *path, uint64_t *size, uint16_t *flags);
+int nbdlink_attach(struct nbdlink *l, int sock, uint64_t size, uint16_t flags);
+int nbdlink_detach(struct nbdlink *l);
+bool nbdlink_dead(struct nbdlink *l);
 
 #endif /* UZRAM_CLI_SERVE_H */

@@ -14,6 +14,11 @@
  *     |     waited, and those in flight at the death (RECOVERY_REISSUE),
  *     |     are served from the same data
  *     ...
+ *   with --nbd-device N (uzram swapon --transport nbd): the keeper attaches
+ *   the kernel's /dev/nbdN to each server's socket (serve_nbdlink.c): at
+ *   the start, after each death, and when the kernel says the connection
+ *   died; the device's I/O waits meanwhile, and the requests that were in
+ *   flight on the dead socket are sent again
  *   SIGTERM, SIGINT, SIGHUP to the keeper: passed on to the server; the
  *   keeper exits with the server's status once it has stopped.
  *   SIGUSR2 to the keeper: a planned restart (`uzram swapon --restart`,
@@ -266,9 +271,13 @@ static char **child_argv(char **args, char *self, char *fd, char *take_over,
 		return NULL;
 	v[k++] = self;
 	v[k++] = "serve";
-	for (size_t i = 1; i < n; i++)
-		if (strcmp(args[i], "--keeper"))
+	for (size_t i = 1; i < n; i++) {
+		if (!strcmp(args[i], "--nbd-device") && args[i + 1])
+			i++;    /* the keeper's, and its value */
+		else if (strcmp(args[i], "--keeper") &&
+			 strncmp(args[i], "--nbd-device=", 13))
 			v[k++] = args[i];
+	}
 	v[k++] = "--keep-fd";
 	v[k++] = fd;
 	if (take_over) {
@@ -341,6 +350,10 @@ struct keeper {
 	time_t last_death;
 	int restart;            /* RESTART_* */
 	time_t restart_at;
+	int nbd_index;          /* --nbd-device N, or -1 */
+	struct nbdlink nbd;
+	const char *sock;       /* the servers' --socket */
+	bool relink;            /* /dev/nbdN to attach to the server */
 };
 
 /*
@@ -409,10 +422,41 @@ static void standby_drop(struct keeper *k)
 }
 
 /* A server that will not come back: the device fails its I/O. */
-static void give_up(int ublk_id)
+static void give_up(struct keeper *k)
 {
-	if (ublk_id >= 0)
-		(void)ublk_del_device(ublk_id, "serve --keeper");
+	if (k->ublk && k->ublk_id >= 0)
+		(void)ublk_del_device(k->ublk_id, "serve --keeper");
+	if (k->nbd_index >= 0 && k->nbd.attached)
+		(void)nbdlink_detach(&k->nbd);
+}
+
+/*
+ * /dev/nbdN to the server's socket, if it listens (else the next call
+ * tries again). Another death or a dead link sets k->relink again.
+ */
+static void relink(struct keeper *k)
+{
+	uint64_t size;
+	uint16_t flags;
+	int fd = nbdlink_dial(k->sock, &size, &flags), r;
+
+	if (fd < 0)
+		return;         /* not yet listening */
+	r = nbdlink_attach(&k->nbd, fd, size, flags);
+	close(fd);              /* the kernel holds its own */
+	k->relink = false;
+	if (r < 0) {
+		report_error("serve", "--keeper: cannot attach /dev/nbd%d: "
+			"%s", k->nbd_index, strerror(-r));
+		if (!k->nbd.attached) {  /* the first: nothing to keep */
+			k->stopping = 1;
+			kill(k->active, SIGTERM);
+			standby_drop(k);
+		}
+		return;
+	}
+	printf("uzram serve: block device /dev/nbd%d\n", k->nbd_index);
+	fflush(stdout);
 }
 
 /*
@@ -555,6 +599,7 @@ static int hand_over(struct keeper *k, const sigset_t *old)
 			return 1;
 	}
 	k->sb.pid = 0;
+	k->relink = k->nbd_index >= 0;
 	announce(k->active);
 	standby_start(k, old);
 	return 0;
@@ -593,7 +638,7 @@ static int server_ended(struct keeper *k, int ws, const sigset_t *old, int *rc)
 	if (++k->deaths > KEEP_DEATHS) {
 		report_error("serve", "--keeper: the server died %d times "
 			"in %d s: giving up", k->deaths, KEEP_WINDOW_S);
-		give_up(k->ublk ? k->ublk_id : -1);
+		give_up(k);
 		return 1;
 	}
 	balloon_pop(k);
@@ -623,15 +668,28 @@ static int keeper_run(struct keeper *k, char **first, const sigset_t *set,
 	if (k->active < 0)
 		return 1;
 	announce(k->active);
+	k->relink = k->nbd_index >= 0;
 	standby_start(k, old);
 	balloon_fill(k);
 	for (;;) {
-		/* while a restart waits for its standby, a look each 0.1 s */
+		/* while a restart waits for its standby, a look each 0.1 s;
+		 * with /dev/nbdN, at its events each 0.5 s, and at the new
+		 * server's socket each 20 ms while the device waits */
 		const struct timespec calm = { .tv_sec = KEEPER_CALM_S },
-			step = { .tv_nsec = 100000000 };
+			step = { .tv_nsec = 100000000 },
+			nbd = { .tv_nsec = 500000000 },
+			link = { .tv_nsec = 20000000 };
 		siginfo_t si;
-		int sig = sigtimedwait(set, &si, k->restart ==
-				       RESTART_STANDBY ? &step : &calm);
+		int sig = sigtimedwait(set, &si, k->relink ? &link :
+				       k->restart == RESTART_STANDBY ? &step :
+				       k->nbd_index >= 0 ? &nbd : &calm);
+
+		if (k->nbd_index >= 0 && !k->stopping) {
+			if (nbdlink_dead(&k->nbd) && k->nbd.attached)
+				k->relink = true;
+			if (k->relink)
+				relink(k);
+		}
 
 		if (sig < 0 && !k->balloon &&
 		    time(NULL) - k->last_death >= KEEPER_CALM_S)
@@ -662,12 +720,49 @@ static int keeper_run(struct keeper *k, char **first, const sigset_t *set,
 	}
 }
 
-int serve_keeper(char **args, bool ublk, int ublk_id)
+/* The value of --socket in args, or NULL. */
+static const char *socket_arg(char **args)
+{
+	for (size_t i = 0; args[i]; i++) {
+		if (!strcmp(args[i], "--socket") && args[i + 1])
+			return args[i + 1];
+		if (!strncmp(args[i], "--socket=", 9))
+			return args[i] + 9;
+	}
+	return NULL;
+}
+
+/* --nbd-device N: the socket it attaches to, and netlink. 0, or 1. */
+static int keeper_nbd(struct keeper *k)
+{
+	int r;
+
+	k->nbd.fd = k->nbd.events = -1;
+	if (k->nbd_index < 0)
+		return 0;
+	k->sock = socket_arg(k->args);
+	if (!k->sock) {
+		report_error("serve", "--keeper --nbd-device needs --socket");
+		return 1;
+	}
+	r = nbdlink_open(&k->nbd, k->nbd_index);
+	if (r < 0) {
+		report_error("serve", "--keeper --nbd-device %d: the kernel's "
+			"NBD netlink: %s (modprobe nbd)", k->nbd_index,
+			strerror(-r));
+		nbdlink_close(&k->nbd);
+		return 1;
+	}
+	return 0;
+}
+
+int serve_keeper(char **args, bool ublk, int ublk_id, int nbd_index)
 {
 	char self[4096], fdbuf[16], idbuf[16], made[300];
 	struct keeper k = {
 		.args = args, .self = self, .fdbuf = fdbuf, .idbuf = idbuf,
 		.ublk = ublk, .ublk_id = ublk_id, .sb = { 0, -1 },
+		.nbd_index = nbd_index,
 	};
 	char **first = NULL;
 	int fd, rc = 1;
@@ -678,6 +773,8 @@ int serve_keeper(char **args, bool ublk, int ublk_id)
 		report_error("serve", "--keeper --ublk needs --ublk-id");
 		return 2;
 	}
+	if (!args || keeper_nbd(&k))
+		return 2;
 	len = readlink("/proc/self/exe", self, sizeof self - 1);
 	fd = memfd_create("uzram-store", 0);
 	if (len < 0 || fd < 0 || !args) {
@@ -705,6 +802,7 @@ int serve_keeper(char **args, bool ublk, int ublk_id)
 	}
 	free(first);
 	free(k.direct);
+	nbdlink_close(&k.nbd);
 	close(fd);
 	return rc;
 }
