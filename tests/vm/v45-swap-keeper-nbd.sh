@@ -10,9 +10,11 @@
 # it every process that had pages in swap. The body is
 # tests/vm/guest-keeper.sh.
 # vm-mem: 256
-# vm-timeout: 480
+# vm-timeout: 720
 # vm-modules: nbd
 # vm-programs: hog
 # vm-data: heap-python.core:64:8
 SWAP_TRANSPORT=nbd
+SWAP_HOG_PASSES=1
+SWAP_HOG_WAIT=480
 source /guest-keeper.sh
