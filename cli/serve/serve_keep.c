@@ -354,6 +354,9 @@ struct keeper {
 	struct nbdlink nbd;
 	const char *sock;       /* the servers' --socket */
 	bool relink;            /* /dev/nbdN to attach to the server */
+	bool dead_seen;         /* the kernel said NBD_CMD_LINK_DEAD */
+	bool dial_said;         /* the dial's failure was reported */
+	time_t relink_at;       /* when relink was set */
 };
 
 /*
@@ -430,21 +433,42 @@ static void give_up(struct keeper *k)
 		(void)nbdlink_detach(&k->nbd);
 }
 
+#define RELINK_GRACE_S 2        /* for the kernel's NBD_CMD_LINK_DEAD */
+#define RELINK_SAY_S 10         /* a dial failing this long is reported */
+
 /*
  * /dev/nbdN to the server's socket, if it listens (else the next call
  * tries again). Another death or a dead link sets k->relink again.
+ *
+ * After a death, RECONFIGURE waits for the kernel's NBD_CMD_LINK_DEAD
+ * (or RELINK_GRACE_S): given while the kernel has not yet marked the old
+ * socket dead, it would be taken as a success and do nothing (6.1's
+ * nbd_reconnect_socket() finds no dead socket: -ENOSPC, which
+ * nbd_genl_reconfigure() returns as 0), and the device would wait.
  */
 static void relink(struct keeper *k)
 {
 	uint64_t size;
 	uint16_t flags;
-	int fd = nbdlink_dial(k->sock, &size, &flags), r;
+	int fd, r;
 
-	if (fd < 0)
-		return;         /* not yet listening */
+	if (k->nbd.attached && !k->dead_seen &&
+	    time(NULL) - k->relink_at < RELINK_GRACE_S)
+		return;
+	fd = nbdlink_dial(k->sock, &size, &flags);
+	if (fd < 0) {           /* not yet listening */
+		if (!k->dial_said && time(NULL) - k->relink_at >= RELINK_SAY_S) {
+			report_error("serve", "--keeper: /dev/nbd%d waits: %s: "
+				"%s", k->nbd_index, k->sock, strerror(-fd));
+			k->dial_said = true;
+		}
+		return;
+	}
 	r = nbdlink_attach(&k->nbd, fd, size, flags);
 	close(fd);              /* the kernel holds its own */
 	k->relink = false;
+	k->dead_seen = false;
+	k->dial_said = false;
 	if (r < 0) {
 		report_error("serve", "--keeper: cannot attach /dev/nbd%d: "
 			"%s", k->nbd_index, strerror(-r));
@@ -457,6 +481,20 @@ static void relink(struct keeper *k)
 	}
 	printf("uzram serve: block device /dev/nbd%d\n", k->nbd_index);
 	fflush(stdout);
+}
+
+/* The kernel's events, and the attach that waits for the server. */
+static void link_step(struct keeper *k)
+{
+	if (nbdlink_dead(&k->nbd) && k->nbd.attached) {
+		if (!k->relink)
+			k->relink_at = time(NULL);
+		k->relink = k->dead_seen = true;
+		report_error("serve", "--keeper: the kernel reports /dev/nbd%d's "
+			"connection dead", k->nbd_index);
+	}
+	if (k->relink)
+		relink(k);
 }
 
 /*
@@ -600,6 +638,7 @@ static int hand_over(struct keeper *k, const sigset_t *old)
 	}
 	k->sb.pid = 0;
 	k->relink = k->nbd_index >= 0;
+	k->relink_at = time(NULL);
 	announce(k->active);
 	standby_start(k, old);
 	return 0;
@@ -684,12 +723,8 @@ static int keeper_run(struct keeper *k, char **first, const sigset_t *set,
 				       k->restart == RESTART_STANDBY ? &step :
 				       k->nbd_index >= 0 ? &nbd : &calm);
 
-		if (k->nbd_index >= 0 && !k->stopping) {
-			if (nbdlink_dead(&k->nbd) && k->nbd.attached)
-				k->relink = true;
-			if (k->relink)
-				relink(k);
-		}
+		if (k->nbd_index >= 0 && !k->stopping)
+			link_step(k);
 
 		if (sig < 0 && !k->balloon &&
 		    time(NULL) - k->last_death >= KEEPER_CALM_S)
