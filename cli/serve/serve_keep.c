@@ -350,13 +350,7 @@ struct keeper {
 	time_t last_death;
 	int restart;            /* RESTART_* */
 	time_t restart_at;
-	int nbd_index;          /* --nbd-device N, or -1 */
-	struct nbdlink nbd;
-	const char *sock;       /* the servers' --socket */
-	bool relink;            /* /dev/nbdN to attach to the server */
-	bool dead_seen;         /* the kernel said NBD_CMD_LINK_DEAD */
-	bool dial_said;         /* the dial's failure was reported */
-	time_t relink_at;       /* when relink was set */
+	struct keeper_link link; /* --nbd-device N (serve_nbdlink.c) */
 };
 
 /*
@@ -429,72 +423,7 @@ static void give_up(struct keeper *k)
 {
 	if (k->ublk && k->ublk_id >= 0)
 		(void)ublk_del_device(k->ublk_id, "serve --keeper");
-	if (k->nbd_index >= 0 && k->nbd.attached)
-		(void)nbdlink_detach(&k->nbd);
-}
-
-#define RELINK_GRACE_S 2        /* for the kernel's NBD_CMD_LINK_DEAD */
-#define RELINK_SAY_S 10         /* a dial failing this long is reported */
-
-/*
- * /dev/nbdN to the server's socket, if it listens (else the next call
- * tries again). Another death or a dead link sets k->relink again.
- *
- * After a death, RECONFIGURE waits for the kernel's NBD_CMD_LINK_DEAD
- * (or RELINK_GRACE_S): given while the kernel has not yet marked the old
- * socket dead, it would be taken as a success and do nothing (6.1's
- * nbd_reconnect_socket() finds no dead socket: -ENOSPC, which
- * nbd_genl_reconfigure() returns as 0), and the device would wait.
- */
-static void relink(struct keeper *k)
-{
-	uint64_t size;
-	uint16_t flags;
-	int fd, r;
-
-	if (k->nbd.attached && !k->dead_seen &&
-	    time(NULL) - k->relink_at < RELINK_GRACE_S)
-		return;
-	fd = nbdlink_dial(k->sock, &size, &flags);
-	if (fd < 0) {           /* not yet listening */
-		if (!k->dial_said && time(NULL) - k->relink_at >= RELINK_SAY_S) {
-			report_error("serve", "--keeper: /dev/nbd%d waits: %s: "
-				"%s", k->nbd_index, k->sock, strerror(-fd));
-			k->dial_said = true;
-		}
-		return;
-	}
-	r = nbdlink_attach(&k->nbd, fd, size, flags);
-	close(fd);              /* the kernel holds its own */
-	k->relink = false;
-	k->dead_seen = false;
-	k->dial_said = false;
-	if (r < 0) {
-		report_error("serve", "--keeper: cannot attach /dev/nbd%d: "
-			"%s", k->nbd_index, strerror(-r));
-		if (!k->nbd.attached) {  /* the first: nothing to keep */
-			k->stopping = 1;
-			kill(k->active, SIGTERM);
-			standby_drop(k);
-		}
-		return;
-	}
-	printf("uzram serve: block device /dev/nbd%d\n", k->nbd_index);
-	fflush(stdout);
-}
-
-/* The kernel's events, and the attach that waits for the server. */
-static void link_step(struct keeper *k)
-{
-	if (nbdlink_dead(&k->nbd) && k->nbd.attached) {
-		if (!k->relink)
-			k->relink_at = time(NULL);
-		k->relink = k->dead_seen = true;
-		report_error("serve", "--keeper: the kernel reports /dev/nbd%d's "
-			"connection dead", k->nbd_index);
-	}
-	if (k->relink)
-		relink(k);
+	keeper_link_give_up(&k->link);
 }
 
 /*
@@ -637,8 +566,7 @@ static int hand_over(struct keeper *k, const sigset_t *old)
 			return 1;
 	}
 	k->sb.pid = 0;
-	k->relink = k->nbd_index >= 0;
-	k->relink_at = time(NULL);
+	keeper_link_lost(&k->link);
 	announce(k->active);
 	standby_start(k, old);
 	return 0;
@@ -707,7 +635,7 @@ static int keeper_run(struct keeper *k, char **first, const sigset_t *set,
 	if (k->active < 0)
 		return 1;
 	announce(k->active);
-	k->relink = k->nbd_index >= 0;
+	keeper_link_lost(&k->link);
 	standby_start(k, old);
 	balloon_fill(k);
 	for (;;) {
@@ -719,12 +647,15 @@ static int keeper_run(struct keeper *k, char **first, const sigset_t *set,
 			nbd = { .tv_nsec = 500000000 },
 			link = { .tv_nsec = 20000000 };
 		siginfo_t si;
-		int sig = sigtimedwait(set, &si, k->relink ? &link :
+		int sig = sigtimedwait(set, &si, k->link.relink ? &link :
 				       k->restart == RESTART_STANDBY ? &step :
-				       k->nbd_index >= 0 ? &nbd : &calm);
+				       k->link.index >= 0 ? &nbd : &calm);
 
-		if (k->nbd_index >= 0 && !k->stopping)
-			link_step(k);
+		if (!k->stopping && keeper_link_step(&k->link) < 0) {
+			k->stopping = 1;        /* the first attach failed */
+			kill(k->active, SIGTERM);
+			standby_drop(k);
+		}
 
 		if (sig < 0 && !k->balloon &&
 		    time(NULL) - k->last_death >= KEEPER_CALM_S)
@@ -755,49 +686,12 @@ static int keeper_run(struct keeper *k, char **first, const sigset_t *set,
 	}
 }
 
-/* The value of --socket in args, or NULL. */
-static const char *socket_arg(char **args)
-{
-	for (size_t i = 0; args[i]; i++) {
-		if (!strcmp(args[i], "--socket") && args[i + 1])
-			return args[i + 1];
-		if (!strncmp(args[i], "--socket=", 9))
-			return args[i] + 9;
-	}
-	return NULL;
-}
-
-/* --nbd-device N: the socket it attaches to, and netlink. 0, or 1. */
-static int keeper_nbd(struct keeper *k)
-{
-	int r;
-
-	k->nbd.fd = k->nbd.events = -1;
-	if (k->nbd_index < 0)
-		return 0;
-	k->sock = socket_arg(k->args);
-	if (!k->sock) {
-		report_error("serve", "--keeper --nbd-device needs --socket");
-		return 1;
-	}
-	r = nbdlink_open(&k->nbd, k->nbd_index);
-	if (r < 0) {
-		report_error("serve", "--keeper --nbd-device %d: the kernel's "
-			"NBD netlink: %s (modprobe nbd)", k->nbd_index,
-			strerror(-r));
-		nbdlink_close(&k->nbd);
-		return 1;
-	}
-	return 0;
-}
-
 int serve_keeper(char **args, bool ublk, int ublk_id, int nbd_index)
 {
 	char self[4096], fdbuf[16], idbuf[16], made[300];
 	struct keeper k = {
 		.args = args, .self = self, .fdbuf = fdbuf, .idbuf = idbuf,
 		.ublk = ublk, .ublk_id = ublk_id, .sb = { 0, -1 },
-		.nbd_index = nbd_index,
 	};
 	char **first = NULL;
 	int fd, rc = 1;
@@ -808,7 +702,7 @@ int serve_keeper(char **args, bool ublk, int ublk_id, int nbd_index)
 		report_error("serve", "--keeper --ublk needs --ublk-id");
 		return 2;
 	}
-	if (!args || keeper_nbd(&k))
+	if (!args || keeper_link_open(&k.link, nbd_index, args))
 		return 2;
 	len = readlink("/proc/self/exe", self, sizeof self - 1);
 	fd = memfd_create("uzram-store", 0);
@@ -837,7 +731,7 @@ int serve_keeper(char **args, bool ublk, int ublk_id, int nbd_index)
 	}
 	free(first);
 	free(k.direct);
-	nbdlink_close(&k.nbd);
+	keeper_link_close(&k.link);
 	close(fd);
 	return rc;
 }

@@ -6,6 +6,8 @@
  * each new server after a death, so that swap on /dev/nbdN waits for the
  * new server instead of failing.
  *
+ * keeper_link_*() (serve.h) are the keeper's calls; under them:
+ *
  *   nbdlink_dial()     connect to the server's socket, and the handshake
  *                      (fixed newstyle, NBD_OPT_EXPORT_NAME ""): the fd in
  *                      transmission, with the export's size and flags
@@ -40,6 +42,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "serve.h"
@@ -180,13 +183,11 @@ static int resolve(int fd, uint16_t *family, uint32_t *group)
 	return *family ? 0 : -ENOENT;
 }
 
-int nbdlink_open(struct nbdlink *l, int index)
+static int nbdlink_open(struct keeper_link *l)
 {
 	uint32_t group;
 	int r;
 
-	l->index = index;
-	l->attached = false;
 	l->fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
 	l->events = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK,
 			   NETLINK_GENERIC);
@@ -200,7 +201,7 @@ int nbdlink_open(struct nbdlink *l, int index)
 	return r;
 }
 
-void nbdlink_close(struct nbdlink *l)
+void keeper_link_close(struct keeper_link *l)
 {
 	if (l->fd >= 0)
 		close(l->fd);
@@ -256,7 +257,7 @@ static int handshake(int fd, uint64_t *size, uint16_t *flags)
 	return 0;
 }
 
-int nbdlink_dial(const char *path, uint64_t *size, uint16_t *flags)
+static int nbdlink_dial(const char *path, uint64_t *size, uint16_t *flags)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct timeval tv = { .tv_sec = NBDLINK_TIMEOUT_S };
@@ -285,7 +286,7 @@ int nbdlink_dial(const char *path, uint64_t *size, uint16_t *flags)
 	return fd;
 }
 
-int nbdlink_attach(struct nbdlink *l, int sock, uint64_t size, uint16_t flags)
+static int nbdlink_attach(struct keeper_link *l, int sock, uint64_t size, uint16_t flags)
 {
 	struct nlbuf m;
 	char reply[1024] __attribute__((aligned(NLMSG_ALIGNTO)));
@@ -313,7 +314,7 @@ int nbdlink_attach(struct nbdlink *l, int sock, uint64_t size, uint16_t flags)
 	return r;
 }
 
-int nbdlink_detach(struct nbdlink *l)
+static int nbdlink_detach(struct keeper_link *l)
 {
 	struct nlbuf m;
 	char reply[1024] __attribute__((aligned(NLMSG_ALIGNTO)));
@@ -323,7 +324,7 @@ int nbdlink_detach(struct nbdlink *l)
 	return talk(l->fd, &m, reply, sizeof reply);
 }
 
-bool nbdlink_dead(struct nbdlink *l)
+static bool nbdlink_dead(struct keeper_link *l)
 {
 	char buf[4096] __attribute__((aligned(NLMSG_ALIGNTO)));
 	bool dead = false;
@@ -346,4 +347,111 @@ bool nbdlink_dead(struct nbdlink *l)
 		}
 	}
 	return dead;
+}
+
+#define RELINK_GRACE_S 2        /* for the kernel's NBD_CMD_LINK_DEAD */
+#define RELINK_SAY_S 10         /* a dial failing this long is reported */
+
+/*
+ * /dev/nbdN to the server's socket, if it listens (else the next call
+ * tries again); -1 when the first attach failed.
+ *
+ * After a death, RECONFIGURE waits for the kernel's NBD_CMD_LINK_DEAD
+ * (or RELINK_GRACE_S): given while the kernel has not yet marked the old
+ * socket dead, it would be taken as a success and do nothing (6.1's
+ * nbd_reconnect_socket() finds no dead socket: -ENOSPC, which
+ * nbd_genl_reconfigure() returns as 0), and the device would wait.
+ */
+static int relink(struct keeper_link *l)
+{
+	uint64_t size = 0;
+	uint16_t flags = 0;
+	int fd, r;
+
+	if (l->attached && !l->dead_seen &&
+	    time(NULL) - l->relink_at < RELINK_GRACE_S)
+		return 0;
+	fd = nbdlink_dial(l->sock, &size, &flags);
+	if (fd < 0) {           /* not yet listening */
+		if (!l->dial_said && time(NULL) - l->relink_at >= RELINK_SAY_S) {
+			report_error("serve", "--keeper: /dev/nbd%d waits: %s: "
+				"%s", l->index, l->sock, strerror(-fd));
+			l->dial_said = true;
+		}
+		return 0;
+	}
+	r = nbdlink_attach(l, fd, size, flags);
+	close(fd);              /* the kernel holds its own */
+	l->relink = l->dead_seen = l->dial_said = false;
+	if (r < 0) {
+		report_error("serve", "--keeper: cannot attach /dev/nbd%d: %s",
+			l->index, strerror(-r));
+		return l->attached ? 0 : -1;
+	}
+	printf("uzram serve: block device /dev/nbd%d\n", l->index);
+	fflush(stdout);
+	return 0;
+}
+
+int keeper_link_step(struct keeper_link *l)
+{
+	if (l->index < 0)
+		return 0;
+	if (nbdlink_dead(l) && l->attached) {
+		if (!l->relink)
+			l->relink_at = time(NULL);
+		l->relink = l->dead_seen = true;
+		report_error("serve", "--keeper: the kernel reports /dev/nbd%d's "
+			"connection dead", l->index);
+	}
+	return l->relink ? relink(l) : 0;
+}
+
+void keeper_link_lost(struct keeper_link *l)
+{
+	if (l->index < 0)
+		return;
+	l->relink = true;
+	l->relink_at = time(NULL);
+}
+
+void keeper_link_give_up(struct keeper_link *l)
+{
+	if (l->index >= 0 && l->attached)
+		(void)nbdlink_detach(l);
+}
+
+/* The value of --socket in args, or NULL. */
+static const char *socket_arg(char **args)
+{
+	for (size_t i = 0; args[i]; i++) {
+		if (!strcmp(args[i], "--socket") && args[i + 1])
+			return args[i + 1];
+		if (!strncmp(args[i], "--socket=", 9))
+			return args[i] + 9;
+	}
+	return NULL;
+}
+
+int keeper_link_open(struct keeper_link *l, int index, char **args)
+{
+	int r;
+
+	memset(l, 0, sizeof *l);
+	l->index = index;
+	l->fd = l->events = -1;
+	if (index < 0)
+		return 0;
+	l->sock = socket_arg(args);
+	if (!l->sock) {
+		report_error("serve", "--keeper --nbd-device needs --socket");
+		return 1;
+	}
+	r = nbdlink_open(l);
+	if (r < 0) {
+		report_error("serve", "--keeper --nbd-device %d: the kernel's "
+			"NBD netlink: %s (modprobe nbd)", index, strerror(-r));
+		return 1;
+	}
+	return 0;
 }
