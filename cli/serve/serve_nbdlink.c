@@ -185,6 +185,7 @@ static int resolve(int fd, uint16_t *family, uint32_t *group)
 
 static int nbdlink_open(struct keeper_link *l)
 {
+	struct sockaddr_nl me = { .nl_family = AF_NETLINK };
 	uint32_t group;
 	int r;
 
@@ -194,11 +195,20 @@ static int nbdlink_open(struct keeper_link *l)
 	if (l->fd < 0 || l->events < 0)
 		return -errno;
 	r = resolve(l->fd, &l->family, &group);
-	if (!r && group &&
+	if (r < 0)
+		return r;
+	if (!group)
+		return -ENOENT;
+	/*
+	 * Bound, so that it has a port id of its own: the kernel's
+	 * broadcasts come from port 0 and skip every socket of that port,
+	 * which an unbound socket has (af_netlink.c, do_one_broadcast()).
+	 */
+	if (bind(l->events, (struct sockaddr *)&me, sizeof me) < 0 ||
 	    setsockopt(l->events, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP,
 		       &group, sizeof group) < 0)
-		r = -errno;
-	return r;
+		return -errno;
+	return 0;
 }
 
 void keeper_link_close(struct keeper_link *l)

@@ -187,6 +187,9 @@ else
 	# nbd.ko says "Receive control failed" at each death, and "Connection
 	# timed out, retrying" for the requests it sends again: no I/O error
 	info "nbd: $(dmesg | grep -cE 'nbd[0-9]+: (Connection timed out|Receive control failed)') lines of timeouts and dead links"
+	# the keeper hears the kernel's NBD_CMD_LINK_DEAD (it reattaches on
+	# it, also when a request timed out on a live server)
+	check link-dead-heard grep -q "the kernel reports $dev's connection dead" "$f.log"
 	check no-io-errors bash -c "! dmesg | grep -qiE 'I/O error|Read-error|Write-error|swap.*(error|fail)|nbd[0-9]+: Attempted send on invalid'"
 fi
 s=$(server)
