@@ -167,9 +167,10 @@ void serve_keep_report(struct uzram *dev)
 		return;
 	if (info.adopted)
 		printf("uzram serve: adopted the kept store: %llu clusters "
-		       "hold data, %llu writes were cut short\n",
-		       (unsigned long long)info.slots,
-		       (unsigned long long)info.torn);
+		       "hold data, %llu writes were cut short, %llu MiB of "
+		       "reserve kept\n", (unsigned long long)info.slots,
+		       (unsigned long long)info.torn,
+		       (unsigned long long)(info.reserve >> 20));
 	else
 		printf("uzram serve: the device's store is kept (--keep-fd)\n");
 	fflush(stdout);
