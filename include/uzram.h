@@ -210,6 +210,9 @@ struct uzram_keep_info {
 			  * left half done (kept if whole, else a hole);
 			  * a front end that resends requests in flight
 			  * (ublk's RECOVERY_REISSUE) writes them again */
+	uint64_t reserve; /* adopted: bytes of the old process's reserve
+			   * (uzram_reserve()) found resident and kept as
+			   * this one's */
 };
 
 /* Fill *info; 0, or -EINVAL for NULL. Thread-safe. */

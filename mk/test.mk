@@ -36,7 +36,8 @@
 #   test-vm-quick    the VM bench (mk/vm.mk): the kernel's NBD client
 #                    against uzram, a hang reported with its stack, and
 #                    uzram swapon/swapoff, in one guest; qemu TCG, about
-#                    3.5 min
+#                    3.5 min; then v45 (the keeper over NBD: SIGKILLs and
+#                    a restart under the swap hog) in its own, 1-3 min
 #   test-vm-ublk     the ublk tests in a 6.12 guest, then swap on Debian
 #                    13's newest kernel beside its zram, and the keeper's
 #                    v44 (mk/vm.mk) on 6.12 and on the newest kernel,

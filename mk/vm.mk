@@ -7,7 +7,8 @@
 #   make test-vm VM_TESTS=tests/vm/v30-swap.sh   one test
 #   make test-vm-quick      what make test runs: VM_QUICK in one guest (all
 #                           the NBD tests but fio, whose libraries alone
-#                           are 80 MB, and swapon/swapoff)
+#                           are 80 MB, and swapon/swapoff), then v45 (the
+#                           keeper over the kernel's NBD) in its own
 #   make test-vm-ublk       what make test runs on bookworm-backports' 6.12:
 #                           the ublk tests (v40, v41) in one guest, and
 #                           swapon on ublk (v42) in a guest of its own:
@@ -39,6 +40,8 @@
 #                           program; in make test with test-vm-ublk
 #   make test-vm-keeper-repeat [VM_REPEAT=5]  the keeper tests VM_REPEAT
 #                           times in a row, each log kept as NAME.runI.log
+#   make test-vm-keeper-nbd, test-vm-keeper-nbd-repeat  the same over the
+#                           kernel's NBD client on 6.1 (v45)
 #   make test-vm-swap-beyond-ram  issue 30's item 5 (v51, 6.12): a hog of 3x
 #                           a 256 MiB guest's RAM, half of each page
 #                           random, on uzram swapon with --mem-limit 64M
@@ -51,7 +54,7 @@
 # The first run fetches the kernels (build/vm/, about 180 MB, kept; see
 # tests/vm/fetch-kernel.sh): nothing of the host's /boot or apt is used.
 
-VM_TESTS ?= $(filter-out $(VM_SWAP) $(VM_SWAP_RANDOM) $(VM_SWAP_FAST) $(VM_KEEPER) $(VM_BEYOND),$(sort $(wildcard tests/vm/v*.sh)))
+VM_TESTS ?= $(filter-out $(VM_SWAP) $(VM_SWAP_RANDOM) $(VM_SWAP_FAST) $(VM_KEEPER) $(VM_KEEPER_NBD) $(VM_BEYOND),$(sort $(wildcard tests/vm/v*.sh)))
 VM_QUICK := $(addprefix tests/vm/,v10-ext4.sh v12-discard.sh v13-multiconn.sh \
 	v14-reconnect.sh v15-server-killed.sh v16-hang-report.sh v31-swapon.sh)
 VM_UBLK := $(addprefix tests/vm/,v40-ublk.sh v41-ublk-faults.sh v42-ublk-swapon.sh \
@@ -67,6 +70,7 @@ VM_SWAP_RANDOM := tests/vm/v33-swap-random-ublk.sh tests/vm/v34-swap-random.sh
 # VM_TESTS=...) until more runs pass
 VM_SWAP_FAST := tests/vm/v43-ublk-swapon-fast.sh
 VM_KEEPER := tests/vm/v44-swap-keeper.sh
+VM_KEEPER_NBD := tests/vm/v45-swap-keeper-nbd.sh
 VM_BEYOND := tests/vm/v51-swap-beyond-ram.sh
 VM_REPEAT ?= 5
 VM_RUN = UZRAM=$(abspath $(BUILD)/uzram) UZRAM_TEST_CORPUS=$(CORPUS_DIR) \
@@ -75,6 +79,7 @@ VM_RUN = UZRAM=$(abspath $(BUILD)/uzram) UZRAM_TEST_CORPUS=$(CORPUS_DIR) \
 
 .PHONY: deps-vm test-vm test-vm-quick test-vm-ublk test-vm-swap test-vm-swap-repeat \
 	test-vm-swap-uzram test-vm-swap-random test-vm-keeper test-vm-keeper-repeat \
+	test-vm-keeper-nbd test-vm-keeper-nbd-repeat \
 	test-vm-swap-beyond-ram
 
 deps-vm: deps
@@ -86,7 +91,8 @@ test-vm: deps-vm all $(CORPUS_READY)
 test-vm-quick: deps-vm all $(CORPUS_READY)
 	@mkdir -p $(dir $(TEST_RESULTS))
 	$(VM_RUN) -1 $(VM_QUICK)
-	@echo "tests/vm $(VM_QUICK)" >> $(TEST_RESULTS)
+	$(VM_RUN) $(VM_KEEPER_NBD)
+	@echo "tests/vm $(VM_QUICK) $(VM_KEEPER_NBD)" >> $(TEST_RESULTS)
 
 test-vm-ublk: deps-vm all $(CORPUS_READY)
 	@mkdir -p $(dir $(TEST_RESULTS))
@@ -109,11 +115,16 @@ test-vm-swap-random: deps-vm all $(CORPUS_READY)
 test-vm-keeper: deps-vm all $(CORPUS_READY)
 	$(VM_RUN) $(VM_KEEPER)
 
-test-vm-keeper-repeat: deps-vm all $(CORPUS_READY)
+test-vm-keeper-nbd: deps-vm all $(CORPUS_READY)
+	$(VM_RUN) $(VM_KEEPER_NBD)
+
+test-vm-keeper-repeat: KEEPER_REPEAT = $(VM_KEEPER)
+test-vm-keeper-nbd-repeat: KEEPER_REPEAT = $(VM_KEEPER_NBD)
+test-vm-keeper-repeat test-vm-keeper-nbd-repeat: deps-vm all $(CORPUS_READY)
 	@failed=0; for i in $$(seq $(VM_REPEAT)); do \
 		echo "== keeper run $$i of $(VM_REPEAT)"; \
-		$(VM_RUN) $(VM_KEEPER) || failed=$$((failed + 1)); \
-		for t in $(notdir $(basename $(VM_KEEPER))); do \
+		$(VM_RUN) $(KEEPER_REPEAT) || failed=$$((failed + 1)); \
+		for t in $(notdir $(basename $(KEEPER_REPEAT))); do \
 			cp $(BUILD)/vm/logs/$$t.log $(BUILD)/vm/logs/$$t.run$$i.log; done; \
 	done; echo "== keeper runs: $$failed of $(VM_REPEAT) failed"; test $$failed = 0
 test-vm-swap-beyond-ram: deps-vm all $(CORPUS_READY)

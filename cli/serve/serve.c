@@ -21,7 +21,7 @@ enum {
 	KEY_UBLK = 0x100, KEY_UBLK_ID, KEY_UBLK_QUEUES, KEY_UBLK_DEPTH,
 	KEY_UBLK_COPY, KEY_UBLK_RECOVERY, KEY_UBLK_TAKE_OVER,
 	KEY_WB_LIMIT, KEY_DRY_RUN, KEY_FAST, KEY_REENCODE_AGE,
-	KEY_KEEP_FD, KEY_KEEPER, KEY_KEEP_STANDBY,
+	KEY_KEEP_FD, KEY_KEEPER, KEY_KEEP_STANDBY, KEY_NBD_DEVICE,
 };
 
 static const struct cli_option serve_opts[] = {
@@ -145,6 +145,10 @@ static const struct cli_option serve_opts[] = {
 	  "and when the server dies of a signal, start another that\n"
 	  "adopts the store (with --ublk: --ublk-id needed; the new\n"
 	  "server takes the device over); uzram swapon's default" },
+	{ "nbd-device", KEY_NBD_DEVICE, required_argument, "N",
+	  "(for --keeper) attach the kernel's /dev/nbdN to the\n"
+	  "server's --socket, and again to each new server\n"
+	  "(uzram swapon --transport nbd)" },
 	{ "keep-standby", KEY_KEEP_STANDBY, required_argument, "FD",
 	  "(for --keeper) start up, then wait for a byte on FD\n"
 	  "before opening the device (adopting the store); EOF:\n"
@@ -210,6 +214,7 @@ struct serve_args {
 	bool max_given, size_set, algo_set, cluster_set, swap, dry_run, keeper;
 	bool fast_set;
 	int standby_fd;         /* --keep-standby; -1: none */
+	int nbd_index;          /* --nbd-device; -1: none */
 	uint64_t wb_limit;      /* --writeback-limit in bytes; 0: none */
 	bool ublk, ublk_extra;  /* --ublk, and one of its options */
 	bool ublk_copy_set;     /* --ublk-copy given */
@@ -419,7 +424,10 @@ static int serve_take_keep(struct serve_args *a, int key, char *arg)
 	}
 	if (parse_uint(arg, INT32_MAX, &v) < 0)
 		return CLI_BAD_VALUE;
-	*(key == KEY_KEEP_FD ? &a->cfg.keep_fd : &a->standby_fd) = (int)v;
+	if (key == KEY_NBD_DEVICE)
+		a->nbd_index = (int)v;
+	else
+		*(key == KEY_KEEP_FD ? &a->cfg.keep_fd : &a->standby_fd) = (int)v;
 	return 0;
 }
 
@@ -476,6 +484,7 @@ static int serve_take(void *ctx, int key, char *arg)
 	case KEY_KEEP_FD:
 	case KEY_KEEPER:
 	case KEY_KEEP_STANDBY:
+	case KEY_NBD_DEVICE:
 		return serve_take_keep(a, key, arg);
 	case KEY_WB_LIMIT:
 		if (parse_size(arg, &v) < 0 || v < UZRAM_PAGE_SIZE)
@@ -694,10 +703,11 @@ int cmd_serve(int argc, char **argv)
 	a.cfg.size = 1ull << 30;
 	a.uo.dev_id = -1;
 	a.standby_fd = -1;
+	a.nbd_index = -1;
 	r = cli_parse(&serve_cmd, argc, argv, serve_take, &a);
 	if (r >= 0 || (r = serve_address(&a, argc, argv)) != 0 ||
 	    (a.keeper && !a.dry_run &&
-	     (r = serve_keeper(args, a.ublk, a.uo.dev_id)) >= 0)) {
+	     (r = serve_keeper(args, a.ublk, a.uo.dev_id, a.nbd_index)) >= 0)) {
 		free(args);
 		return r;
 	}

@@ -54,8 +54,36 @@ void serve_swap_end(void);                 /* before the device goes */
  * store.
  */
 char **serve_keep_args(int argc, char **argv);
-int serve_keeper(char **args, bool ublk, int ublk_id);
+int serve_keeper(char **args, bool ublk, int ublk_id, int nbd_index);
 int serve_keep_standby(int fd, const struct uzram_config *cfg);
 void serve_keep_report(struct uzram *dev);
+
+/*
+ * cli/serve/serve_nbdlink.c: the kernel's /dev/nbdN for `serve --keeper
+ * --nbd-device N` (doc/keep.md, "Over NBD"). keeper_link_open(): for
+ * index N (-1: none, and the calls below do nothing), the servers'
+ * --socket out of args; 0, or 1 after a message (keeper_link_close()
+ * either way). keeper_link_lost(): a new server runs, attach the device
+ * to it. keeper_link_step(): the kernel's events, and the attach if it is
+ * due; -1 when the first attach failed (the keeper stops), else 0.
+ * keeper_link_give_up(): NBD_CMD_DISCONNECT, the waiting I/O fails. For
+ * the keeper's one thread; nothing allocates after the open.
+ */
+struct keeper_link {
+	int index;              /* N of /dev/nbdN; -1: none */
+	int fd, events;         /* netlink: commands; the multicast group */
+	uint16_t family;        /* generic netlink's id of "nbd" */
+	bool attached;          /* NBD_CMD_CONNECT done */
+	const char *sock;       /* the servers' --socket */
+	bool relink;            /* to attach to the server when it listens */
+	bool dead_seen;         /* the kernel said NBD_CMD_LINK_DEAD */
+	bool dial_said;         /* the dial's failure was reported */
+	time_t relink_at;       /* when relink was set */
+};
+int keeper_link_open(struct keeper_link *kl, int index, char **args);
+void keeper_link_close(struct keeper_link *kl);
+void keeper_link_lost(struct keeper_link *kl);
+int keeper_link_step(struct keeper_link *kl);
+void keeper_link_give_up(struct keeper_link *kl);
 
 #endif /* UZRAM_CLI_SERVE_H */

@@ -14,6 +14,11 @@
  *     |     waited, and those in flight at the death (RECOVERY_REISSUE),
  *     |     are served from the same data
  *     ...
+ *   with --nbd-device N (uzram swapon --transport nbd): the keeper attaches
+ *   the kernel's /dev/nbdN to each server's socket (serve_nbdlink.c): at
+ *   the start, after each death, and when the kernel says the connection
+ *   died; the device's I/O waits meanwhile, and the requests that were in
+ *   flight on the dead socket are sent again
  *   SIGTERM, SIGINT, SIGHUP to the keeper: passed on to the server; the
  *   keeper exits with the server's status once it has stopped.
  *   SIGUSR2 to the keeper: a planned restart (`uzram swapon --restart`,
@@ -162,9 +167,10 @@ void serve_keep_report(struct uzram *dev)
 		return;
 	if (info.adopted)
 		printf("uzram serve: adopted the kept store: %llu clusters "
-		       "hold data, %llu writes were cut short\n",
-		       (unsigned long long)info.slots,
-		       (unsigned long long)info.torn);
+		       "hold data, %llu writes were cut short, %llu MiB of "
+		       "reserve kept\n", (unsigned long long)info.slots,
+		       (unsigned long long)info.torn,
+		       (unsigned long long)(info.reserve >> 20));
 	else
 		printf("uzram serve: the device's store is kept (--keep-fd)\n");
 	fflush(stdout);
@@ -266,9 +272,13 @@ static char **child_argv(char **args, char *self, char *fd, char *take_over,
 		return NULL;
 	v[k++] = self;
 	v[k++] = "serve";
-	for (size_t i = 1; i < n; i++)
-		if (strcmp(args[i], "--keeper"))
+	for (size_t i = 1; i < n; i++) {
+		if (!strcmp(args[i], "--nbd-device") && args[i + 1])
+			i++;    /* the keeper's, and its value */
+		else if (strcmp(args[i], "--keeper") &&
+			 strncmp(args[i], "--nbd-device=", 13))
 			v[k++] = args[i];
+	}
 	v[k++] = "--keep-fd";
 	v[k++] = fd;
 	if (take_over) {
@@ -341,6 +351,7 @@ struct keeper {
 	time_t last_death;
 	int restart;            /* RESTART_* */
 	time_t restart_at;
+	struct keeper_link link; /* --nbd-device N (serve_nbdlink.c) */
 };
 
 /*
@@ -409,10 +420,11 @@ static void standby_drop(struct keeper *k)
 }
 
 /* A server that will not come back: the device fails its I/O. */
-static void give_up(int ublk_id)
+static void give_up(struct keeper *k)
 {
-	if (ublk_id >= 0)
-		(void)ublk_del_device(ublk_id, "serve --keeper");
+	if (k->ublk && k->ublk_id >= 0)
+		(void)ublk_del_device(k->ublk_id, "serve --keeper");
+	keeper_link_give_up(&k->link);
 }
 
 /*
@@ -555,6 +567,7 @@ static int hand_over(struct keeper *k, const sigset_t *old)
 			return 1;
 	}
 	k->sb.pid = 0;
+	keeper_link_lost(&k->link);
 	announce(k->active);
 	standby_start(k, old);
 	return 0;
@@ -593,7 +606,7 @@ static int server_ended(struct keeper *k, int ws, const sigset_t *old, int *rc)
 	if (++k->deaths > KEEP_DEATHS) {
 		report_error("serve", "--keeper: the server died %d times "
 			"in %d s: giving up", k->deaths, KEEP_WINDOW_S);
-		give_up(k->ublk ? k->ublk_id : -1);
+		give_up(k);
 		return 1;
 	}
 	balloon_pop(k);
@@ -623,15 +636,27 @@ static int keeper_run(struct keeper *k, char **first, const sigset_t *set,
 	if (k->active < 0)
 		return 1;
 	announce(k->active);
+	keeper_link_lost(&k->link);
 	standby_start(k, old);
 	balloon_fill(k);
 	for (;;) {
-		/* while a restart waits for its standby, a look each 0.1 s */
+		/* while a restart waits for its standby, a look each 0.1 s;
+		 * with /dev/nbdN, at its events each 0.5 s, and at the new
+		 * server's socket each 20 ms while the device waits */
 		const struct timespec calm = { .tv_sec = KEEPER_CALM_S },
-			step = { .tv_nsec = 100000000 };
+			step = { .tv_nsec = 100000000 },
+			nbd = { .tv_nsec = 500000000 },
+			link = { .tv_nsec = 20000000 };
 		siginfo_t si;
-		int sig = sigtimedwait(set, &si, k->restart ==
-				       RESTART_STANDBY ? &step : &calm);
+		int sig = sigtimedwait(set, &si, k->link.relink ? &link :
+				       k->restart == RESTART_STANDBY ? &step :
+				       k->link.index >= 0 ? &nbd : &calm);
+
+		if (!k->stopping && keeper_link_step(&k->link) < 0) {
+			k->stopping = 1;        /* the first attach failed */
+			kill(k->active, SIGTERM);
+			standby_drop(k);
+		}
 
 		if (sig < 0 && !k->balloon &&
 		    time(NULL) - k->last_death >= KEEPER_CALM_S)
@@ -662,7 +687,7 @@ static int keeper_run(struct keeper *k, char **first, const sigset_t *set,
 	}
 }
 
-int serve_keeper(char **args, bool ublk, int ublk_id)
+int serve_keeper(char **args, bool ublk, int ublk_id, int nbd_index)
 {
 	char self[4096], fdbuf[16], idbuf[16], made[300];
 	struct keeper k = {
@@ -678,6 +703,8 @@ int serve_keeper(char **args, bool ublk, int ublk_id)
 		report_error("serve", "--keeper --ublk needs --ublk-id");
 		return 2;
 	}
+	if (!args || keeper_link_open(&k.link, nbd_index, args))
+		return 2;
 	len = readlink("/proc/self/exe", self, sizeof self - 1);
 	fd = memfd_create("uzram-store", 0);
 	if (len < 0 || fd < 0 || !args) {
@@ -705,6 +732,7 @@ int serve_keeper(char **args, bool ublk, int ublk_id)
 	}
 	free(first);
 	free(k.direct);
+	keeper_link_close(&k.link);
 	close(fd);
 	return rc;
 }

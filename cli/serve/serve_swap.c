@@ -362,7 +362,8 @@ int serve_swap_ready(struct uzram *dev, const struct uzram_config *cfg)
 		return -1;
 	report_error("serve", "--swap: memory locked (%llu MiB of files on tmpfs), "
 		     "%llu MiB reserved%s, SCHED_RR", (unsigned long long)(shmem >> 20),
-		     (unsigned long long)(reserve >> 20),
+		     (unsigned long long)((keep.adopted ? keep.reserve : reserve) >> 20),
+		     keep.adopted ? " (the dead server's, kept)" :
 		     r == -ENOSPC ? " (less: the memory limit came first)" : "");
 	return 0;
 }

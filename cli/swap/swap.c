@@ -463,17 +463,19 @@ static void push(struct serve_line *l, int *k, char *arg)
 
 /*
  * Whether the server runs under a keeper (serve --keeper, doc/keep.md): on
- * ublk, whose device waits for a new server after a death, for the devices
- * a kept store can hold (one-page clusters, no dedup, backing store,
- * recompression or fast algorithm).
+ * ublk, whose device waits for a new server after a death, and on nbd,
+ * whose device the keeper attaches to each new server (serve
+ * --nbd-device), for the devices a kept store can hold (one-page
+ * clusters, no dedup, backing store, recompression or fast algorithm).
  */
 static bool keeps_store(const struct swapon_args *a, const struct swap_transport *t)
 {
 	unsigned long long cluster = UZRAM_PAGE_SIZE;
 
+	(void)t;        /* both transports can */
 	if (a->cluster && parse_size(a->cluster, &cluster) < 0)
 		return false;
-	return t == &swap_ublk && !a->dedup && !a->backing && !a->nrecomp &&
+	return !a->dedup && !a->backing && !a->nrecomp &&
 	       (!a->fast || !strcmp(a->fast, "none")) &&
 	       cluster == UZRAM_PAGE_SIZE;
 }
@@ -521,6 +523,11 @@ static int serve_argv(const struct swapon_args *a, const struct swap_transport *
 		push(l, &k, "--dedup");
 	if (keeps_store(a, t))
 		push(l, &k, "--keeper");
+	if (keeps_store(a, t) && t == &swap_nbd) {
+		snprintf(l->idbuf, sizeof l->idbuf, "%d", n);
+		push(l, &k, "--nbd-device");
+		push(l, &k, l->idbuf);
+	}
 	t->serve_args(n, extra, l->idbuf);
 	for (int i = 0; extra[i]; i++)
 		push(l, &k, extra[i]);
@@ -606,7 +613,8 @@ static pid_t start_server(const struct swapon_args *a, const struct swap_transpo
 		kill(pid, SIGTERM);
 		return -1;
 	}
-	if (t->attach(n, pid, l.sock, log) < 0) {
+	if ((keeps_store(a, t) ? swap_attach_kept(t, n, pid, log) :
+	     t->attach(n, pid, l.sock, log)) < 0) {
 		stop_server(t, n, "swapon");
 		return -1;
 	}
@@ -621,7 +629,8 @@ static int swapon_restart(const struct swapon_args *a)
 	int n = a->device ? parse_device(a->device, &t) : -1;
 
 	if (n < 0) {
-		report_error("swapon", "--restart needs --device /dev/ublkbN");
+		report_error("swapon", "--restart needs --device /dev/ublkbN "
+			"or /dev/nbdN");
 		return 2;
 	}
 	swap_path(log, sizeof log, t, n, "log");

@@ -50,6 +50,13 @@ extern const struct swap_transport swap_nbd, swap_ublk;
 
 void swap_sleep_ms(int ms);
 /*
+ * attach for a server under a keeper that makes the device itself (ublk:
+ * the server; nbd: the keeper, serve --nbd-device): wait for its "block
+ * device /dev/<node>n" line in log, and the node. 0, or -1 after a message.
+ */
+int swap_attach_kept(const struct swap_transport *t, int n, pid_t pid,
+		     const char *log);
+/*
  * Run argv (PATH lookup) with stdin /dev/null and stdout and stderr on
  * out_fd (-1: ours), for at most secs seconds; detach: in a new session,
  * not waited for. The exit status, the pid when detached, or -1 after a

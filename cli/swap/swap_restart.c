@@ -55,8 +55,8 @@ int swap_restart(const char *dev, pid_t keeper, const char *log)
 	if (keeper <= 0 || kill(keeper, 0) != 0 ||
 	    !log_has(log, 0, "--keeper: the server is pid", line, sizeof line)) {
 		report_error("swapon", "--restart: %s's server does not run "
-			"under a keeper (%s): only a ublk device that swapon "
-			"made keeps its store", dev, log);
+			"under a keeper (%s): only a device that swapon made "
+			"keeps its store", dev, log);
 		return 1;
 	}
 	off = stat(log, &st) == 0 ? (long)st.st_size : 0;

@@ -4,8 +4,10 @@
  * the kernel's block device (struct swap_transport in swap.h):
  *
  *   nbd    modprobe nbd; the server on its Unix socket; the kernel's NBD
- *          client attaches /dev/nbdN to it (nbd-client -swap), and detaches
- *          it again before the server stops
+ *          client attaches /dev/nbdN to it (nbd-client -swap, or under a
+ *          keeper the keeper itself, through netlink, so that it can
+ *          attach it again to the next server: swap_attach_kept()), and
+ *          nbd-client -d detaches it before the server stops
  *   ublk   modprobe ublk_drv (Linux 6.0+); the server itself makes
  *          /dev/ublkbN (serve --ublk --ublk-id N) and removes it when it
  *          stops: no client, no socket between the kernel and the device
@@ -298,17 +300,18 @@ static bool log_has(const char *log, const char *want)
 
 /*
  * The server prints "uzram serve: block device /dev/ublkbN" once the
- * kernel started the device (cli/serve/serve.c); the node may come a little
- * after, from devtmpfs or udev.
+ * kernel started the device (cli/serve/serve.c), a keeper of an NBD device
+ * "... /dev/nbdN" once it attached it (cli/serve/serve_keep.c); the node
+ * may come a little after, from devtmpfs or udev.
  */
-static int ublk_attach(int n, pid_t pid, const char *sock, const char *log)
+int swap_attach_kept(const struct swap_transport *tr, int n, pid_t pid,
+		     const char *log)
 {
 	char dev[32], want[64];
 	struct stat st;
 	int t;
 
-	(void)sock;
-	snprintf(dev, sizeof dev, "/dev/ublkb%d", n);
+	snprintf(dev, sizeof dev, "/dev/%s%d", tr->node, n);
 	snprintf(want, sizeof want, "uzram serve: block device %s", dev);
 	for (t = 0; t < 3000 && !log_has(log, want); t++) {
 		if (exited(pid))
@@ -317,8 +320,8 @@ static int ublk_attach(int n, pid_t pid, const char *sock, const char *log)
 			swap_sleep_ms(20);
 	}
 	if (t >= 3000) {
-		report_error("swapon", "uzram serve --swap --ublk did not "
-			"make %s; its output is in %s", dev, log);
+		report_error("swapon", "uzram serve --swap did not make %s; "
+			"its output is in %s", dev, log);
 		return -1;
 	}
 	for (t = 0; t < 250; t++) {
@@ -328,6 +331,12 @@ static int ublk_attach(int n, pid_t pid, const char *sock, const char *log)
 	}
 	report_error("swapon", "no block device node %s after 5 s", dev);
 	return -1;
+}
+
+static int ublk_attach(int n, pid_t pid, const char *sock, const char *log)
+{
+	(void)sock;
+	return swap_attach_kept(&swap_ublk, n, pid, log);
 }
 
 static int ublk_detach(int n)

@@ -358,6 +358,7 @@ int keep_open(const struct uzram_config *c, struct uzram **devp)
 	table_limit_apply(dev);
 	dev->keep.kept = 1;
 	dev->keep.adopted = 1;
+	dev->keep.reserve = zpool_reserved(dev->pool);
 	*devp = dev;
 	return 0;
 }

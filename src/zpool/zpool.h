@@ -93,6 +93,9 @@ void zpool_set_limit(struct zpool *pool, uint64_t bytes);
  */
 int zpool_reserve(struct zpool *pool, uint64_t bytes);
 
+/* The bytes the cache keeps as the reserve now. (zpool_reserve.c) */
+uint64_t zpool_reserved(const struct zpool *pool);
+
 /* Restart the high-water mark (mem_used_max) from the current mem_used. */
 void zpool_reset_max(struct zpool *pool);
 

@@ -87,3 +87,9 @@ int zpool_reserve(struct zpool *pool, uint64_t bytes)
 				      memory_order_relaxed);
 	return err;
 }
+
+uint64_t zpool_reserved(const struct zpool *pool)
+{
+	return atomic_load_explicit(&pool->reserve_pages,
+				    memory_order_relaxed) << PAGE_SHIFT;
+}

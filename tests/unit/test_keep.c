@@ -475,6 +475,7 @@ static void pages_back(void **state)
 static void reserve_kept(void **state)
 {
 	const uint64_t reserve = 1u << 20;
+	struct uzram_keep_info info;
 	struct uzram_stats st;
 	struct uzram *dev;
 	struct stat sb;
@@ -502,6 +503,12 @@ static void reserve_kept(void **state)
 			 sb.st_blocks * 512, (unsigned long long)held);
 	assert_int_equal(uzram_stats(dev, &st, sizeof st), 0);
 	assert_true(st.mem_used_total >= reserve);
+	/* and says so (serve's messages: "... MiB of reserve kept") */
+	assert_int_equal(uzram_keep_info(dev, &info), 0);
+	if (info.reserve < reserve)
+		fail_msg("uzram_keep_info() says %llu bytes of reserve kept, "
+			 "not %llu", (unsigned long long)info.reserve,
+			 (unsigned long long)reserve);
 	for (uint64_t i = 0; i < 64; i++) {
 		uint8_t got[PG];
 

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # v31-swapon.sh - `uzram swapon` and `uzram swapoff` on 6.1, which has no
-# ublk (v42 is swapon on ublk): the default transport is nbd, with
+# ublk (v42 is swapon on ublk): the default transport is nbd (its server
+# under a keeper, which attaches /dev/nbdN itself; v45 kills it), with
 # zram-generator's defaults (min(RAM / 2, 4 GiB), zstd, priority 100),
 # --transport ublk is refused, a second device beside the first with every
 # device option serve takes (a backing file, recompression, dedup...), and
@@ -21,7 +22,12 @@ prio=$(echo "$line" | awk '{ print $5 }')
 check size-half-ram test "$size_kib" -ge $((ram_kib / 2 - 8)) -a "$size_kib" -le $((ram_kib / 2))
 check priority-100 test "$prio" = 100
 check algorithm-zstd test "$(stat_field /run/uzram/swap/nbd0.sock algorithm)" = zstd
-pid=$(cat /run/uzram/swap/nbd0.pid)
+# DEV.pid is the keeper's (doc/keep.md): the checks below are of its
+# server, which the keeper names in DEV.log
+keeper=$(cat /run/uzram/swap/nbd0.pid)
+pid=$(sed -n 's/^uzram serve: --keeper: the server is pid //p' /run/uzram/swap/nbd0.log | tail -n 1)
+check under-keeper test -n "$pid" -a "$pid" != "$keeper"
+check keeper-oom-protected test "$(cat /proc/$keeper/oom_score_adj)" = -1000
 check server-oom-protected test "$(cat /proc/$pid/oom_score_adj)" = -1000
 # /run/uzram as uzram mount wants it, whoever made it first (at boot,
 # uzram-swap@ and uzram-mount@ start side by side)
