@@ -34,6 +34,11 @@
  * per batch). A write of several clusters is spread over the device's
  * worker threads (--threads) by uzram_write itself.
  *
+ * The thread runs on its queue's CPUs (q->cpus, the driver's
+ * GET_QUEUE_AFFINITY, read by front.c), as ublksrv's do: blk-mq sends a
+ * CPU's requests to its own queue, so the request is served where it was
+ * submitted, with no wake-up across CPUs (issue 30 item 4).
+ *
  * Buffers go back when idle: a tag's buffer becomes resident as far as its
  * largest request reached (up to max_io, 256 KiB), and a queue that once
  * served large writes would keep depth x max_io. So when a queue has had
@@ -327,6 +332,7 @@ static void *queue_main(void *arg)
 
 int queue_start(struct ublk_queue *q)
 {
+	char name[16];
 	int r;
 
 	pthread_mutex_init(&q->lock, NULL);
@@ -337,6 +343,11 @@ int queue_start(struct ublk_queue *q)
 		q->what = "pthread_create";
 		return -r;
 	}
+	/* best effort: a thread left unpinned still serves its queue */
+	snprintf(name, sizeof name, "uzram-ublk-q%u", q->id % 1000);
+	(void)pthread_setname_np(q->thread, name);
+	if (CPU_COUNT(&q->cpus) > 0)
+		(void)pthread_setaffinity_np(q->thread, sizeof q->cpus, &q->cpus);
 	pthread_mutex_lock(&q->lock);
 	while (!q->ready)
 		pthread_cond_wait(&q->cv, &q->lock);

@@ -28,6 +28,7 @@ check on-ublk test -n "$dev" -a -b "${dev:-/nonexistent}"
 f=/run/uzram/swap/${dev#/dev/}
 pid=$(cat "$f.pid")
 check reencoder-thread bash -c "grep -qx uzram-reenc /proc/$pid/task/*/comm"
+check ublk-queues-pinned ublk_pinned "$pid"
 check server-realtime bash -c "! awk '{ sub(/.*\\) /, \"\"); if (\$39 != 2) print }' /proc/$pid/task/*/stat | grep -q ."
 
 avail_mib=$(($(awk '/MemAvailable/ { print $2 }' /proc/meminfo) / 1024))
