@@ -29,7 +29,6 @@ static unsigned ctrl_opcode(const struct ublk_ctrl *c, unsigned nr)
 	if (!c->ioctl_encode)
 		return nr;
 	switch (nr) {
-	case UBLK_CMD_GET_QUEUE_AFFINITY: return UZ_CMD_GET_QUEUE_AFFINITY;
 	case UBLK_CMD_GET_DEV_INFO: return UZ_CMD_GET_DEV_INFO;
 	case UBLK_CMD_ADD_DEV: return UZ_CMD_ADD_DEV;
 	case UBLK_CMD_DEL_DEV: return UZ_CMD_DEL_DEV;

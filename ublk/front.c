@@ -389,19 +389,6 @@ static void front_free(struct ublk_front *f)
 	free(f);
 }
 
-/*
- * The CPUs whose requests queue q takes (GET_QUEUE_AFFINITY, Linux 6.0):
- * its thread is pinned to them; left empty (unpinned) where the kernel
- * does not say.
- */
-static void queue_cpus(struct ublk_front *f, struct ublk_queue *q)
-{
-	CPU_ZERO(&q->cpus);
-	if (cmd(f, UBLK_CMD_GET_QUEUE_AFFINITY, &q->cpus, sizeof q->cpus,
-		q->id) < 0)
-		CPU_ZERO(&q->cpus);
-}
-
 int ublk_front_start(struct uzram *dev, const struct ublk_opts *o,
 		     const char *who, struct ublk_front **out)
 {
@@ -447,7 +434,6 @@ int ublk_front_start(struct uzram *dev, const struct ublk_opts *o,
 		q->depth = f->info.queue_depth;
 		q->max_io = f->info.max_io_buf_bytes;
 		q->user_copy = f->info.flags & UBLK_F_USER_COPY;
-		queue_cpus(f, q);
 		q->op_fetch = f->ctrl.ioctl_encode ? UZ_IO_FETCH_REQ :
 			      UBLK_IO_FETCH_REQ;
 		q->op_commit = f->ctrl.ioctl_encode ?

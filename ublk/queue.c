@@ -34,10 +34,11 @@
  * per batch). A write of several clusters is spread over the device's
  * worker threads (--threads) by uzram_write itself.
  *
- * The thread runs on its queue's CPUs (q->cpus, the driver's
- * GET_QUEUE_AFFINITY, read by front.c), as ublksrv's do: blk-mq sends a
- * CPU's requests to its own queue, so the request is served where it was
- * submitted, with no wake-up across CPUs (issue 30 item 4).
+ * The threads are not pinned to their queues' CPUs (ublksrv pins them):
+ * measured on swap (issue 30, BENCHMARKS.md "Write fast or pin the
+ * queues?"), pinning lost on the sequential 2x-RAM hog (a queue thread on
+ * the hog's own CPU cannot work beside it on the other) and won no more
+ * than the noise on the random workload.
  *
  * Buffers go back when idle: a tag's buffer becomes resident as far as its
  * largest request reached (up to max_io, 256 KiB), and a queue that once
@@ -343,11 +344,9 @@ int queue_start(struct ublk_queue *q)
 		q->what = "pthread_create";
 		return -r;
 	}
-	/* best effort: a thread left unpinned still serves its queue */
+	/* a name for ps and tests/vm/swapwatch.c; a failure changes nothing */
 	snprintf(name, sizeof name, "uzram-ublk-q%u", q->id % 1000);
 	(void)pthread_setname_np(q->thread, name);
-	if (CPU_COUNT(&q->cpus) > 0)
-		(void)pthread_setaffinity_np(q->thread, sizeof q->cpus, &q->cpus);
 	pthread_mutex_lock(&q->lock);
 	while (!q->ready)
 		pthread_cond_wait(&q->cv, &q->lock);

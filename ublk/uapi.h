@@ -37,7 +37,6 @@ _Static_assert(sizeof(struct ublk_ctrl_cmd) == 32, "ublksrv_ctrl_cmd is 32 bytes
 
 /* ioctl-encoded opcodes (6.3's UBLK_F_CMD_IOCTL_ENCODE) */
 #define UZ_UBLK_U_CMD(nr, dir) dir('u', nr, struct ublk_ctrl_cmd)
-#define UZ_CMD_GET_QUEUE_AFFINITY UZ_UBLK_U_CMD(0x01, _IOR)
 #define UZ_CMD_GET_DEV_INFO     UZ_UBLK_U_CMD(0x02, _IOR)
 #define UZ_CMD_ADD_DEV          UZ_UBLK_U_CMD(0x04, _IOWR)
 #define UZ_CMD_DEL_DEV          UZ_UBLK_U_CMD(0x05, _IOWR)

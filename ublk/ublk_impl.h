@@ -8,7 +8,6 @@
 
 #include <liburing.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stddef.h>
 
 #include "uapi.h"
@@ -64,8 +63,6 @@ struct ublk_queue {
 	unsigned op_fetch, op_commit; /* FETCH_REQ, COMMIT_AND_FETCH_REQ as
 				       * the kernel takes them */
 	pthread_t thread;
-	cpu_set_t cpus;           /* the CPUs whose requests the queue takes
-				   * (GET_QUEUE_AFFINITY); empty: unknown */
 	struct io_uring ring;
 	const struct ublksrv_io_desc *desc; /* the driver's, read-only */
 	size_t desc_len;

@@ -24,11 +24,6 @@
 #                                     locked, anonymous, file and shmem
 #                                     kB (status), then each mapping of
 #                                     over 256 kB resident (smaps)
-# ublk_pinned PID                     0 if PID has ublk queue threads
-#                                     (uzram-ublk-qN) and, with as many
-#                                     queues as CPUs, each runs on one CPU
-#                                     only (its queue's); their CPUs on
-#                                     stdout
 # A test ends with `finish`: exit status 0 if no check failed.
 #
 # The environment: $VM_TEST (the test's name), /data (the test's vm-data
@@ -119,19 +114,6 @@ proc_memory()
 	awk '/^[0-9a-f]+-[0-9a-f]+ / { name = NF >= 6 ? $6 : "[anon]"; perm = $2 }
 		/^Size:/ { size = $2 } /^Rss:/ { rss = $2 } /^Locked:/ { lck = $2 }
 		/^VmFlags:/ { if (rss > 256) printf "# mem   %6d kB rss of %6d, lo %s %s %s\n", rss, size, / lo( |$)/ ? "y" : "n", perm, name }' /proc/$1/smaps
-}
-
-ublk_pinned()
-{
-	local t n=0 one=0 cpus
-	for t in /proc/$1/task/*; do
-		[[ $(cat $t/comm 2> /dev/null) == uzram-ublk-q* ]] || continue
-		cpus=$(awk '/^Cpus_allowed_list:/ { print $2 }' $t/status)
-		echo "$(cat $t/comm): $cpus"
-		n=$((n + 1))
-		[[ $cpus =~ ^[0-9]+$ ]] && one=$((one + 1))
-	done
-	((n > 0)) && { ((n != $(nproc))) || ((one == n)); }
 }
 
 now() { date +%s.%N; }

@@ -141,8 +141,6 @@ fi
 if [[ $SWAP_TRANSPORT == ublk ]]; then
 	dev=$(sed -n 's/^uzram serve: block device //p' /run/swap.out)
 	check ublk-device test -b "$dev"
-	# each queue thread on its queue's CPU, as ublksrv's (ublk/queue.c)
-	check ublk-queues-pinned ublk_pinned "$UZRAM_PID"
 else
 	dev=/dev/nbd0
 	# shellcheck disable=SC2086

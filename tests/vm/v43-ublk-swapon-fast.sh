@@ -13,8 +13,7 @@
 # (doc/block-device.md). Since the server locks its files on tmpfs
 # (dfec314) it has passed every run (4 of 4 up to 2026-12-04, load 3-10);
 # kept off by default on swap for time, not safety (BENCHMARKS.md, "Write
-# fast or pin the queues?"). It also checks each ublk queue thread is on
-# its queue's CPU.
+# fast or pin the queues?").
 # vm-kernel: 6.12
 # vm-mem: 256
 # vm-timeout: 240
@@ -32,7 +31,7 @@ check on-ublk test -n "$dev" -a -b "${dev:-/nonexistent}"
 f=/run/uzram/swap/${dev#/dev/}
 pid=$(cat "$f.pid")
 check reencoder-thread bash -c "grep -qx uzram-reenc /proc/$pid/task/*/comm"
-check ublk-queues-pinned ublk_pinned "$pid"
+check queue-threads-named bash -c "grep -qx uzram-ublk-q0 /proc/$pid/task/*/comm"
 check server-realtime bash -c "! awk '{ sub(/.*\\) /, \"\"); if (\$39 != 2) print }' /proc/$pid/task/*/stat | grep -q ."
 
 avail_mib=$(($(awk '/MemAvailable/ { print $2 }' /proc/meminfo) / 1024))
