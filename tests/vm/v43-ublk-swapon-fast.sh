@@ -11,7 +11,7 @@
 # after the re-encoder stopped allocating under slot locks; with
 # --reencode-age 512 (nothing re-encoded during the hog) it passed once
 # (doc/block-device.md). Since the server locks its files on tmpfs
-# (dfec314) it has passed every run (4 of 4 up to 2026-12-04, load 3-10);
+# (dfec314) it has passed every run (6 of 6 up to 2026-12-04, load 1.6-10);
 # kept off by default on swap for time, not safety (BENCHMARKS.md, "Write
 # fast or pin the queues?").
 # vm-kernel: 6.12
