@@ -344,7 +344,7 @@ int queue_start(struct ublk_queue *q)
 		q->what = "pthread_create";
 		return -r;
 	}
-	/* a name for ps and tests/vm/swapwatch.c; a failure changes nothing */
+	/* a name for ps and top (15 bytes at most); a failure changes nothing */
 	snprintf(name, sizeof name, "uzram-ublk-q%u", q->id % 1000);
 	(void)pthread_setname_np(q->thread, name);
 	pthread_mutex_lock(&q->lock);
