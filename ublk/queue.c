@@ -36,9 +36,9 @@
  *
  * The threads are not pinned to their queues' CPUs (ublksrv pins them):
  * measured on swap (issue 30, BENCHMARKS.md "Write fast or pin the
- * queues?"), pinning lost on the sequential 2x-RAM hog (a queue thread on
- * the hog's own CPU cannot work beside it on the other) and won no more
- * than the noise on the random workload.
+ * queues?"), pinning won nothing beyond the host's noise, and may lose
+ * where the workload leaves a CPU free (the sequential 2x-RAM hog: an
+ * unpinned queue thread decodes there beside it).
  *
  * Buffers go back when idle: a tag's buffer becomes resident as far as its
  * largest request reached (up to max_io, 256 KiB), and a queue that once
