@@ -34,6 +34,12 @@
  * per batch). A write of several clusters is spread over the device's
  * worker threads (--threads) by uzram_write itself.
  *
+ * The threads are not pinned to their queues' CPUs (ublksrv pins them):
+ * measured on swap (issue 30, BENCHMARKS.md "Write fast or pin the
+ * queues?"), pinning won nothing beyond the host's noise, and may lose
+ * where the workload leaves a CPU free (the sequential 2x-RAM hog: an
+ * unpinned queue thread decodes there beside it).
+ *
  * Buffers go back when idle: a tag's buffer becomes resident as far as its
  * largest request reached (up to max_io, 256 KiB), and a queue that once
  * served large writes would keep depth x max_io. So when a queue has had
@@ -327,6 +333,7 @@ static void *queue_main(void *arg)
 
 int queue_start(struct ublk_queue *q)
 {
+	char name[16];
 	int r;
 
 	pthread_mutex_init(&q->lock, NULL);
@@ -337,6 +344,9 @@ int queue_start(struct ublk_queue *q)
 		q->what = "pthread_create";
 		return -r;
 	}
+	/* a name for ps and top (15 bytes at most); a failure changes nothing */
+	snprintf(name, sizeof name, "uzram-ublk-q%u", q->id % 1000);
+	(void)pthread_setname_np(q->thread, name);
 	pthread_mutex_lock(&q->lock);
 	while (!q->ready)
 		pthread_cond_wait(&q->cv, &q->lock);

@@ -88,7 +88,8 @@ static const struct cli_option swapon_opts[] = {
 	{ "fast-algorithm", KEY_FAST, required_argument, "ALGO[:LEVEL]|none",
 	  "swap out with this codec, and re-encode each page\n"
 	  "with --algorithm once idle (e.g. lz4:8; default:\n"
-	  "none; not safe on swap yet: doc/block-device.md)" },
+	  "none: slower than --algorithm alone on swap,\n"
+	  "doc/block-device.md)" },
 	{ "reencode-age", KEY_REENCODE_AGE, required_argument, "SECONDS",
 	  "how long a page must be idle first (default 0)" },
 	{ "dedup", 'U', no_argument, NULL,
