@@ -40,8 +40,7 @@
 #                    a restart under the swap hog) in its own, 1-3 min
 #   test-vm-ublk     the ublk tests in a 6.12 guest, then swap on Debian
 #                    13's newest kernel beside its zram, and the keeper's
-#                    v44 (mk/vm.mk) on 6.12 and on the newest kernel,
-#                    about 5 min (v44: 36-43 s at load 1-2, 52-129 s at
+#                    v44 (mk/vm.mk) on the newest kernel, about 5 min (v44: 36-43 s at load 1-2, 52-129 s at
 #                    load 4-8)
 #   test-vm-swap-uzram   the swap hog (2x the guest's RAM) on uzram, with
 #                    its server in the guest, on NBD and on ublk (mk/vm.mk),

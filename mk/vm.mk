@@ -17,9 +17,13 @@
 #                           v50, swap on trixie-backports' kernel (7.3)
 #                           beside its zram, in a guest of its own; and
 #                           v44 (the keeper: SIGKILLs and a restart under
-#                           the swap hog), in a guest of its own, on 6.12
-#                           and again on the newest kernel (issue 31: one
-#                           run each)
+#                           the swap hog), in a guest of its own, on the
+#                           newest kernel: on 6.12 (make test-vm-keeper)
+#                           its ublk driver can corrupt memory when a
+#                           server leaves or dies during a recovery (a
+#                           panic in io_ring_exit_work, 2026-12-04, and
+#                           1 run of 5 on 2026-12-03; doc/ublk.md), which
+#                           make test must not depend on
 #   make test-vm VM_KERNEL=trixie-backports VM_TESTS=tests/vm/v40-ublk.sh
 #                           a test on another kernel than its header's
 #   make test-vm-swap-uzram what make test runs: the swap tests' hog on
@@ -58,10 +62,9 @@ VM_TESTS ?= $(filter-out $(VM_SWAP) $(VM_SWAP_RANDOM) $(VM_SWAP_FAST) $(VM_KEEPE
 VM_QUICK := $(addprefix tests/vm/,v10-ext4.sh v12-discard.sh v13-multiconn.sh \
 	v14-reconnect.sh v15-server-killed.sh v16-hang-report.sh v31-swapon.sh)
 VM_UBLK := $(addprefix tests/vm/,v40-ublk.sh v41-ublk-faults.sh v42-ublk-swapon.sh \
-	v50-newest-swap.sh v44-swap-keeper.sh)
+	v50-newest-swap.sh)
 # the ones of VM_UBLK that boot alone, with their own vm-mem or kernel
-VM_UBLK_ALONE := tests/vm/v42-ublk-swapon.sh tests/vm/v50-newest-swap.sh \
-	tests/vm/v44-swap-keeper.sh
+VM_UBLK_ALONE := tests/vm/v42-ublk-swapon.sh tests/vm/v50-newest-swap.sh
 VM_SWAP := tests/vm/v30-swap.sh tests/vm/v32-swap-ublk.sh
 VM_SWAP_RANDOM := tests/vm/v33-swap-random-ublk.sh tests/vm/v34-swap-random.sh
 # swapon --fast-algorithm (issue 30 item 2): it stalled the guest in 4 of 5

@@ -110,8 +110,8 @@ static const struct cli_option serve_opts[] = {
 	  "store clusters with equal bytes once (see README)" },
 	{ "swap", 'w' + 256, no_argument, NULL,
 	  "serve as the kernel's swap: lock memory, reserve\n"
-	  "--mem-limit (else RAM / 64, at most 16M) of the\n"
-	  "allocator, PR_SET_IO_FLUSHER,\n"
+	  "--mem-limit (else 16M) of the allocator,\n"
+	  "PR_SET_IO_FLUSHER,\n"
 	  "oom_score_adj -1000, SCHED_RR; needs root\n"
 	  "(doc/block-device.md)" },
 	{ "ublk", KEY_UBLK, no_argument, NULL,

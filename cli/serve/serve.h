@@ -33,8 +33,8 @@ int serve_set_wb_limit(struct uzram *dev, uint64_t bytes);
 bool serve_dir_writable(const char *path);
 
 /* cli/serve/serve_swap.c: `uzram serve --swap`; each 0, or -1 after a message */
-/* reserved when --swap has no --mem-limit: RAM / 64, at most 16 MiB */
-#define SWAP_RESERVE_MAX (16ull << 20)
+/* reserved when --swap has no --mem-limit */
+#define SWAP_RESERVE (16ull << 20)
 /* RAM / div, within [lo, hi], in whole pages (for the reserve and balloons) */
 uint64_t serve_ram_share(unsigned div, uint64_t lo, uint64_t hi);
 int serve_swap_begin(void);                /* before the device exists */

@@ -20,8 +20,7 @@
  *                             so far stays resident
  *   after the device exists   uzram_reserve(): the allocator's frames up
  *                             to --mem-limit less the slot table's room
- *                             (swap_reserve(); else RAM / 64, at most
- *                             SWAP_RESERVE_MAX) resident
+ *                             (swap_reserve(); else SWAP_RESERVE) resident
  *                             now; the data path run once on a scratch
  *                             device of the same algorithm and cluster
  *                             size (warm_up()), so that its code and data
@@ -269,9 +268,12 @@ uint64_t serve_ram_share(unsigned div, uint64_t lo, uint64_t hi)
  * counts as memory used, and above the watermarks the policy thread would
  * write back all there is, trying to come down to a level it never can.
  * Half the limit at least, or the low watermark's share. Without a limit,
- * RAM / 64 (at least 1 MiB, at most SWAP_RESERVE_MAX): a fixed 16 MiB was
- * 8% of a 256 MiB guest's RAM, and a quarter of what it had available
- * (v50; BENCHMARKS.md, "The server's own memory").
+ * SWAP_RESERVE, whatever the RAM: RAM / 64 (3 MiB in v50's 256 MiB guest)
+ * deadlocked v50 on 7.3 in make test (2026-12-04): the server grew its
+ * kept store past the reserve under GFP_NOIO, which can neither swap nor
+ * fail, with free memory below the min watermark (a stall of 240 s and
+ * more); the hog's data fits in 16 MiB there, and v30 took the same time
+ * with either (BENCHMARKS.md, "The server's own memory").
  */
 static uint64_t swap_reserve(struct uzram *dev, const struct uzram_config *cfg)
 {
@@ -282,7 +284,7 @@ static uint64_t swap_reserve(struct uzram *dev, const struct uzram_config *cfg)
 	uint32_t low = cfg->low_watermark ? cfg->low_watermark : high - 10;
 
 	if (!limit)
-		return serve_ram_share(64, 1u << 20, SWAP_RESERVE_MAX);
+		return SWAP_RESERVE;
 	if (cfg->backing && reserve > limit / 100 * low - limit / 64)
 		reserve = limit / 100 * low - limit / 64;
 	return reserve;

@@ -66,7 +66,7 @@ static const struct cli_option swapon_opts[] = {
 	{ "mem-limit", 'm', required_argument, "SIZE",
 	  "the most memory the device may take; reserved at\n"
 	  "start but for the slot table's room (default: no\n"
-	  "limit, RAM / 64 reserved, at most 16M)" },
+	  "limit, 16M reserved)" },
 	{ "backing", 'b', required_argument, "FILE|DEVICE",
 	  "a second tier (needs --mem-limit): past the high\n"
 	  "watermark the server recompresses, then writes\n"
