@@ -39,9 +39,8 @@
 #                    3.5 min; then v45 (the keeper over NBD: SIGKILLs and
 #                    a restart under the swap hog) in its own, 1-3 min
 #   test-vm-ublk     the ublk tests in a 6.12 guest, then swap on Debian
-#                    13's newest kernel beside its zram, and the keeper's
-#                    v44 (mk/vm.mk) on the newest kernel, about 5 min (v44: 36-43 s at load 1-2, 52-129 s at
-#                    load 4-8)
+#                    13's newest kernel beside its zram (mk/vm.mk; not
+#                    the keeper's v44: see there), about 4 min
 #   test-vm-swap-uzram   the swap hog (2x the guest's RAM) on uzram, with
 #                    its server in the guest, on NBD and on ublk (mk/vm.mk),
 #                    about 6 min
