@@ -20,9 +20,9 @@
 #                           test-vm-keeper), which failed both fresh-clone
 #                           runs of 2026-12-04: on 6.12 the ublk driver
 #                           panicked after the planned restart, on 7.3 a
-#                           kill during the adoption deadlocked (the store's
-#                           shmem pages, unlocked by the dead server, swapped
-#                           to the waiting device; doc/keep.md)
+#                           kill during the adoption deadlocked (a shmem
+#                           page the new server needed was in swap on the
+#                           device waiting for it; doc/keep.md)
 #   make test-vm VM_KERNEL=trixie-backports VM_TESTS=tests/vm/v40-ublk.sh
 #                           a test on another kernel than its header's
 #   make test-vm-swap-uzram what make test runs: the swap tests' hog on
