@@ -141,6 +141,18 @@ real_programs()
 	as rm -rf "$d/sng"
 }
 
+# same_as_tmpfs HERE THERE WHAT FIELDS: the arrays named HERE (uzram's
+# results) and THERE (tmpfs's, the same steps) agree entry by entry
+same_as_tmpfs()
+{
+	local -n here=$1 there=$2
+	local i
+	for ((i = 0; i < ${#there[@]}; i++)); do
+		[[ ${here[i]} == "${there[i]}" ]] ||
+			fail "$3: ${here[i]} ($4) here, ${there[i]} on tmpfs"
+	done
+}
+
 # privs_by WRITER GROUP D REF: files of nobody's, of group GROUP (empty:
 # as made), in every mode below, each changed once by WRITER (root or
 # nobody) with a write, an O_APPEND write, truncate, O_TRUNC, fallocate,
@@ -177,10 +189,7 @@ privs_by()
 		done
 		[[ $dir == "$ref/p" ]] || back=("${out[@]}")
 	done
-	for ((i = 0; i < ${#out[@]}; i++)); do
-		[[ ${back[i]} == "${out[i]}" ]] ||
-			fail "by $writer, group ${group:-its own}: ${back[i]} (mode:exit) here, ${out[i]} on tmpfs"
-	done
+	same_as_tmpfs back out "by $writer, group ${group:-its own}" mode:exit
 }
 
 # A new file's clusters are stored by lz4's fast mode and re-encoded
@@ -221,7 +230,7 @@ print("cap" if "security.capability" in os.listxattr(sys.argv[1]) else "nocap")'
 # file system clears them itself: fs/wire.c).
 caps_by_nobody()
 {
-	local d=$1 ref=$2 dir op f out=() back=() i
+	local d=$1 ref=$2 dir op f out=() back=()
 	local nb=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
 	for dir in "$d/p" "$ref/p"; do
 		out=()
@@ -241,10 +250,7 @@ os.setxattr(sys.argv[1], "security.capability",
 		done
 		[[ $dir == "$ref/p" ]] || back=("${out[@]}")
 	done
-	for ((i = 0; i < ${#out[@]}; i++)); do
-		[[ ${back[i]} == "${out[i]}" ]] ||
-			fail "a capability file: ${back[i]} (mode:xattr) here, ${out[i]} on tmpfs"
-	done
+	same_as_tmpfs back out "a capability file" mode:xattr
 }
 
 privileges()
