@@ -195,21 +195,34 @@ boot()
 	fi
 
 	echo "== vm $name: ${names[*]} (kernel $kernel, ${mem}M, $cpus cpus, at most ${limit}s)"
-	local start=$SECONDS rc=0
-	timeout -s KILL "$limit" qemu-system-x86_64 -accel tcg,thread=multi -cpu max \
-		-m "$mem" -smp "$cpus" -nodefaults -no-user-config -display none \
-		-serial stdio -monitor none -no-reboot \
-		-kernel "$VM_DIR/kernel-$kernel/vmlinuz" -initrd "$tmp/initrd" "${drive[@]}" \
-		-append "console=ttyS0 panic=-1 oops=panic loglevel=4 rdinit=/init mitigations=off" \
-		< /dev/null > "$log" 2>&1 &
-	qemu_pid=$!
-	if [[ ${VM_VERBOSE:-0} == 1 ]]; then
-		tail -n +1 -f --pid="$qemu_pid" "$log" &
-		tail_pid=$!
-	fi
-	wait "$qemu_pid" || rc=$?
-	qemu_pid=
-	if [[ -n $tail_pid ]]; then wait "$tail_pid" 2>/dev/null || true; tail_pid=; fi
+	local start=$SECONDS rc=0 try
+	# A kernel that panics while it boots, before /init ran a line of any
+	# test (seen once in CI: an oops in sched_clock_tick at 4 s, TCG's
+	# cross-CPU code patching), is the emulator's failure, not the test's:
+	# boot it once more and say so. A panic after VM-BOOTED always fails.
+	for try in 1 2; do
+		rc=0
+		timeout -s KILL "$limit" qemu-system-x86_64 -accel tcg,thread=multi -cpu max \
+			-m "$mem" -smp "$cpus" -nodefaults -no-user-config -display none \
+			-serial stdio -monitor none -no-reboot \
+			-kernel "$VM_DIR/kernel-$kernel/vmlinuz" -initrd "$tmp/initrd" "${drive[@]}" \
+			-append "console=ttyS0 panic=-1 oops=panic loglevel=4 rdinit=/init mitigations=off" \
+			< /dev/null > "$log" 2>&1 &
+		qemu_pid=$!
+		if [[ ${VM_VERBOSE:-0} == 1 ]]; then
+			tail -n +1 -f --pid="$qemu_pid" "$log" &
+			tail_pid=$!
+		fi
+		wait "$qemu_pid" || rc=$?
+		qemu_pid=
+		if [[ -n $tail_pid ]]; then wait "$tail_pid" 2>/dev/null || true; tail_pid=; fi
+		((try == 1)) || break
+		grep -aq '^VM-BOOTED ' "$log" && break
+		grep -aq 'Kernel panic' "$log" || break
+		echo "== vm $name: the kernel panicked while booting, before any test ran; booting once more. Its last lines:"
+		grep -a -B2 -A1 'RIP:\|Kernel panic' "$log" | tr -d '\r' | head -n 12 | sed 's/^/  | /'
+		if ((disk)); then rm -f "$tmp/disk.img"; truncate -s "${disk}M" "$tmp/disk.img"; fi
+	done
 	rm -rf "$tmp"; tmp=
 
 	local bad=0 results fails exit n
