@@ -43,6 +43,10 @@ check keeper-oom-protected test "$(cat /proc/$keeper/oom_score_adj)" = -1000
 cg=$(sed -n 's/^0:://p' /proc/$keeper/cgroup)
 info "keeper's cgroup $cg: memory.swap.max $(cat /sys/fs/cgroup$cg/memory.swap.max)"
 check keeper-cgroup-no-swap test "$(cat /sys/fs/cgroup$cg/memory.swap.max)" = 0
+# the pages a new server's loader writes (ICU's .data, past 8 MiB of
+# read-only data) are locked in the files: a standby started while the
+# device waits must not fault on a page in swap on it (7.3, ci10)
+check keeper-locks-loader-pages bash /keeper-locked.sh "$keeper"
 adopted() { grep -c 'adopted the kept store' "$f.log"; }
 ready() { grep -c 'the standby (pid [0-9]*) is ready' "$f.log"; }
 # until $1 standbys have been ready, at most 120 s
