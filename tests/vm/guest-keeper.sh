@@ -74,10 +74,38 @@ successor()
 	return 1
 }
 
+# the keeper's cgroup: its shmem (the store) and what of it is in swap
+cgmem()
+{
+	local k v out="" g=/sys/fs/cgroup$cg
+	while read -r k v; do
+		case $k in shmem|swapcached|anon|file) out+="$k $((v >> 10)) KiB, " ;; esac
+	done < "$g/memory.stat"
+	read -r v < "$g/memory.swap.current"
+	echo "${out}swap.current $v"
+}
+# each mapping of a uzram process with pages in swap (the stuck server
+# of ci10 faulted on one): builtins only, no fork while swap may wait
+swapmaps()
+{
+	local p comm line map
+	for p in /proc/[0-9]*; do
+		read -r comm 2>/dev/null < "$p/comm" || continue
+		[ "$comm" = uzram ] || continue
+		while read -r line; do
+			case $line in
+			[0-9a-f]*-*) map=$line ;;
+			"Swap:"*) [ "${line//[^1-9]/}" ] && echo "# swapmaps ${p#/proc/}: $map $line" ;;
+			esac
+		done 2>/dev/null < "$p/smaps"
+	done
+}
+
 # a stall (no swap in or out for 60 s while the hog runs, every task in a
 # sleep the kernel's hung-task check skips, e.g. throttle_direct_reclaim)
-# made a line for hungwatch, which then has the kernel print every task;
-# builtins only once started, so that it needs no fork to report
+# made a line for hungwatch, which then has the kernel print every task,
+# and the uzram processes' mappings that have pages in swap; builtins
+# only once started, so that it needs no fork to report
 stallwatch()
 {
 	local k v sum last=-1 still=0
@@ -92,6 +120,9 @@ stallwatch()
 		last=$sum
 		if [ "$still" -ge 60 ]; then
 			echo "INFO: task keeper-stallwatch blocked for more than 60 seconds (no swap I/O)" > /dev/kmsg
+			swapmaps
+			echo -n "# stall: keeper's cgroup: "
+			cgmem
 			still=-600
 		fi
 	done
@@ -133,6 +164,7 @@ for k in 1 2 3; do
 	kill -0 "$hog" 2>/dev/null || break
 	s=$(server)
 	info "kill $k: server $s, $(elapsed "$t0") s in, pswpout $(($(vmstat pswpout) - out0)), pswpin $(($(vmstat pswpin) - in0))"
+	info "kill $k: keeper's cgroup: $(cgmem)"
 	kill -KILL "$s" && kills=$((kills + 1))
 	n=$(successor "$s")
 	if [ "$k" = 3 ] && [ -n "$n" ]; then
