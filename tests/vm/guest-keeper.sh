@@ -200,6 +200,27 @@ else
 fi
 check restart-hog-running kill -0 "$hog"
 
+# more planned restarts, one after the other, the hog still swapping
+# (VMT_KEEPER_RESTARTS from the host, default 1: the one above): the
+# leave's path many times over (6.12 panicked once after a restart, ci9)
+restarts=${VMT_KEEPER_RESTARTS:-1}
+done_restarts=1
+for r in $(seq 2 "$restarts"); do
+	before=$(server)
+	bounded 200 uzram swapon --restart --device "$dev" > /dev/null || break
+	after=$(server)
+	[ -n "$after" ] && [ "$after" != "$before" ] || break
+	sed -n "/the server is pid $after\$/,\$p" "$f.log" |
+		grep -q 'adopted the kept store: [0-9]* clusters hold data, 0 writes were cut short' ||
+		[ "$SWAP_TRANSPORT" != ublk ] || break
+	done_restarts=$r
+done
+if [ "$restarts" -gt 1 ]; then
+	info "restarts: $done_restarts of $restarts, $(elapsed "$t0") s in"
+	check restarts-all test "$done_restarts" = "$restarts"
+	check restarts-hog-running kill -0 "$hog"
+fi
+
 touch /tmp/hog.stop
 (sleep "$hog_wait"; kill -KILL "$hog") 2>/dev/null & watchdog=$!
 wait "$hog"
