@@ -18,8 +18,9 @@
  *          DEL_DEV, which waits for that close
  *   leave: (a device with recovery, handed over to a new server) the
  *          eventfd each queue polls -> the queues commit what they ran
- *          and close their rings -> close /dev/ublkcN: to the driver, a
- *          dead server; the device waits, quiesced, for the next one's
+ *          and park, their rings open -> the process exits: to the
+ *          driver, a dead server, torn down by the kernel's path for a
+ *          kill; the device waits, quiesced, for the next one's
  *          START_USER_RECOVERY (the same path as after a SIGKILL, less
  *          the requests cut short)
  *
@@ -51,6 +52,8 @@
 #define CDEV_WAIT_MS    5000         /* for udev to make /dev/ublkcN */
 #define BUSY_REPORT_MS  2000       /* then say who holds the cdev */
 #define RECOVER_SETTLE_MS 200      /* for the driver's quiesce work */
+#define LEAVE_WAIT_MS   10000      /* for a queue's last request: then
+				    * it is cut short, as by a kill */
 #define RECOVER_WAIT_MS 120000     /* for a dead server to be gone: a big
 				    * one exits slowly under memory
 				    * pressure (tests/vm/v43) */
@@ -474,8 +477,15 @@ int ublk_front_leave(struct ublk_front *f)
 	if (f->leave_fd < 0 || write(f->leave_fd, &one, sizeof one) !=
 	    (ssize_t)sizeof one)
 		return -1;
-	end_queues(f, false);
-	front_free(f);
+	/*
+	 * Not end_queues(): the parked threads hold their rings and the
+	 * cdev until the process exits, and f with them (never freed).
+	 */
+	for (unsigned i = 0; i < f->nq; i++)
+		if (queue_wait_parked(&f->q[i], LEAVE_WAIT_MS) < 0)
+			report_error("serve", "ublk queue %u: still running a "
+				"request after %d ms: it is cut short at the "
+				"exit", i, LEAVE_WAIT_MS);
 	return 0;
 }
 

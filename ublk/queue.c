@@ -14,9 +14,17 @@
  *            thread returns
  *   leave:   (a hand-over to a new server) leave_fd becomes readable: the
  *            thread runs the requests it has, submits their commits and
- *            closes its ring, which the driver takes as the server's
- *            death: the device waits for the next one (USER_RECOVERY);
- *            what came after, unread, is sent to it again (REISSUE)
+ *            parks with its ring open; the process then exits, which the
+ *            driver takes as the server's death (the kernel's own path for
+ *            a kill: each thread's io_uring requests cancelled in its
+ *            do_exit, then the rings closed): the device waits for the
+ *            next one (USER_RECOVERY); what came after, unread, is sent to
+ *            it again (REISSUE). It closed its ring itself, before: on
+ *            6.12 the ring's exit work and the thread's exit then cancelled
+ *            the driver's commands side by side, and one was completed
+ *            twice (ci9, v44: __put_task_struct's warning in the thread's
+ *            do_exit, then kernel BUG at mm/slub.c:547 in
+ *            io_ring_exit_work: a panic)
  *
  * Copy modes: by default (UBLK_COPY_KERNEL) the driver copies a write's
  * bytes into the tag's buffer before the CQE and a read's bytes out of it
@@ -56,6 +64,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ublk_impl.h"
@@ -324,10 +333,22 @@ static void *queue_main(void *arg)
 		}
 		io_uring_cq_advance(&q->ring, seen);
 	}
-	if (leaving) /* the last commits; the ring's end frees the tags */
+	if (leaving) {
+		/* the last commits: the driver ends their requests inside
+		 * the submit; then park, ring open, until the process exits */
 		(void)io_uring_submit(&q->ring);
+		pthread_mutex_lock(&q->lock);
+		q->parked = true;
+		pthread_cond_broadcast(&q->cv);
+		for (;;)
+			pthread_cond_wait(&q->cv, &q->lock);
+	}
 	io_uring_queue_exit(&q->ring);
 	queue_unmap(q);
+	pthread_mutex_lock(&q->lock);
+	q->parked = true;       /* for queue_wait_parked(): nothing held */
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->lock);
 	return NULL;
 }
 
@@ -339,6 +360,7 @@ int queue_start(struct ublk_queue *q)
 	pthread_mutex_init(&q->lock, NULL);
 	pthread_cond_init(&q->cv, NULL);
 	q->ready = false;
+	q->parked = false;
 	r = pthread_create(&q->thread, NULL, queue_main, q);
 	if (r) {
 		q->what = "pthread_create";
@@ -354,6 +376,26 @@ int queue_start(struct ublk_queue *q)
 	pthread_mutex_unlock(&q->lock);
 	if (r < 0)
 		pthread_join(q->thread, NULL);
+	return r;
+}
+
+int queue_wait_parked(struct ublk_queue *q, int ms)
+{
+	struct timespec until;
+	int r = 0;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&q->lock);
+	while (!q->parked && r != ETIMEDOUT)
+		r = pthread_cond_timedwait(&q->cv, &q->lock, &until);
+	r = q->parked ? 0 : -ETIMEDOUT;
+	pthread_mutex_unlock(&q->lock);
 	return r;
 }
 

@@ -79,11 +79,13 @@ int ublk_front_stop(struct ublk_front *f, const char *who);
 
 /*
  * Hand the device over (a planned restart): the queues run and commit the
- * requests they hold, then let go of the device, which stays, quiesced,
- * for another server's take-over (ublk_front_start() with recover set);
- * nothing is deleted. Only for a device with recovery (o->recovery or
- * o->recover); -1 and nothing done for another (stop it instead). Frees
- * f either way on success; accepts NULL.
+ * requests they hold and stop; the process must then exit (exit(),
+ * _exit()), which lets go of the device as a death does: it stays,
+ * quiesced, for another server's take-over (ublk_front_start() with
+ * recover set); nothing is deleted. Only for a device with recovery
+ * (o->recovery or o->recover); -1 and nothing done for another (stop it
+ * instead). On success f is the process's until it exits (its queue
+ * threads never return); accepts NULL.
  */
 int ublk_front_leave(struct ublk_front *f);
 

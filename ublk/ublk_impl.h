@@ -75,6 +75,8 @@ struct ublk_queue {
 	pthread_mutex_t lock;
 	pthread_cond_t cv;
 	bool ready;               /* every tag fetched, or failed (err) */
+	bool parked;              /* left: commits submitted, ring kept open
+				   * until the process exits (queue.c) */
 	int err;                  /* the setup's negative errno, or 0 */
 	const char *what;         /* which setup step failed */
 };
@@ -88,5 +90,11 @@ struct ublk_queue {
 int queue_start(struct ublk_queue *q);
 /* Wait for q's thread to end and free what it holds. */
 void queue_join(struct ublk_queue *q);
+/*
+ * After leave_fd fired: wait until q's thread has submitted its last
+ * commits and parked (or ended), at most ms milliseconds; 0, or -ETIMEDOUT.
+ * A parked thread never returns: the process must exit (queue.c).
+ */
+int queue_wait_parked(struct ublk_queue *q, int ms);
 
 #endif /* UZRAM_UBLK_IMPL_H */

@@ -428,22 +428,33 @@ static void give_up(struct keeper *k)
 }
 
 /*
- * Lock the whole of the program's file and of each library under
- * LOCK_LIB_MAX in memory: a new server runs them, and where they live on
- * a tmpfs (an initramfs, the VM bench) their pages could otherwise be
- * swapped out to the device, whose I/O waits for that very server. The big
- * libraries (ICU's data, for libnbd's libxml2) are left out, as
- * serve_swap.c leaves them: the server does not run them.
+ * Lock in memory the pages of the program's file and of its libraries that
+ * a new process's loader and code read: a new server runs them, and where
+ * they live on a tmpfs (an initramfs, the VM bench) their pages could
+ * otherwise be swapped out to the device, whose I/O waits for that very
+ * server. For each file mapping of ours, the same range of the file,
+ * except read-only data mappings over LOCK_LIB_MAX (ICU's 30 MB, which
+ * the server never reads, as serve_swap.c leaves them); /etc/ld.so.cache
+ * besides, which the loader reads and unmaps.
+ *
+ * It was whole files under LOCK_LIB_MAX: ICU's data file was left out
+ * whole, and with it the one page of it that the loader writes (its .data
+ * and the zeroes of its .bss, a copy-on-write fault that reads the file's
+ * page). v44 on 7.3 (ci10, 2026-12-04): two standbys started while the
+ * device waited hung in that fault, in shmem_swapin_folio, at
+ * libicudata.so.72's offset 0x1dcf000 (their registers), the device
+ * waiting for them: a deadlock.
  */
 #define LOCK_LIB_MAX (8u << 20)
 
 /*
- * The file's pages themselves, mapped read-only and locked: the process's
- * own mapping of a library's data is private, and once written, its pages
- * are copies, while a new process starts from the file's (run 7 of
- * tests/vm/v43 hung on one, swapped out of the VM's tmpfs root).
+ * The file's pages themselves, [off, off + len) of path mapped read-only
+ * and shared, and locked for life: the process's own mapping of a
+ * library's data is private, and once written, its pages are copies,
+ * while a new process starts from the file's (run 7 of tests/vm/v43 hung
+ * on one, swapped out of the VM's tmpfs root). len 0: the whole file.
  */
-static void lock_file(const char *path)
+static void lock_file(const char *path, uint64_t off, uint64_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
@@ -451,11 +462,15 @@ static void lock_file(const char *path)
 
 	if (fd < 0)
 		return;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-	    (uint64_t)st.st_size <= LOCK_LIB_MAX) {
-		p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (uint64_t)st.st_size > off) {
+		/* a mapping may reach past the end: no page there */
+		if (!len || len > (uint64_t)st.st_size - off)
+			len = (uint64_t)st.st_size - off;
+		p = mmap(NULL, (size_t)len, PROT_READ, MAP_SHARED, fd,
+			 (off_t)off);
 		if (p != MAP_FAILED)
-			(void)mlock(p, (size_t)st.st_size); /* kept for life */
+			(void)mlock(p, (size_t)len);
 	}
 	close(fd);
 }
@@ -463,24 +478,27 @@ static void lock_file(const char *path)
 static void lock_program(void)
 {
 	FILE *f = fopen("/proc/self/maps", "re");
-	char line[4096 + 128], last[4096] = "";
+	char line[4096 + 128], perms[8];
+	unsigned long lo, hi;
+	unsigned long long off;
 
 	while (f && fgets(line, sizeof line, f)) {
-		unsigned long lo, hi;
 		char *path = strchr(line, '/');
 
-		if (!path || sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+		if (!path || sscanf(line, "%lx-%lx %7s %llx", &lo, &hi, perms,
+				    &off) != 4)
 			continue;
 		path[strcspn(path, "\n")] = '\0';
-		if (hi - lo <= LOCK_LIB_MAX)
-			(void)mlock((void *)lo, hi - lo);
-		if (strcmp(path, last)) {
-			snprintf(last, sizeof last, "%s", path);
-			lock_file(path);
-		}
+		/* shared: ours, made by lock_file() as we read */
+		if (perms[3] == 's' || (perms[1] != 'w' && perms[2] != 'x' &&
+					hi - lo > LOCK_LIB_MAX))
+			continue;
+		(void)mlock((void *)lo, hi - lo);
+		lock_file(path, off, hi - lo);
 	}
 	if (f)
 		fclose(f);
+	lock_file("/etc/ld.so.cache", 0, 0);
 }
 
 /*

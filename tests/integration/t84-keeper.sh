@@ -30,6 +30,8 @@ K=${PID[k]}
 s1=$(server)
 [[ -n $s1 && $s1 != "$K" ]] || fail "no server pid from the keeper"
 grep -q "store is kept" "${OUT[k]}" || fail "the server does not keep its store"
+# every page a new server's loader writes, locked in its file by the keeper
+bash "$(dirname "$0")/../vm/keeper-locked.sh" "$K" || fail "the keeper leaves pages a new server needs unlocked"
 nbdcopy "$T/data" "${URI[k]}"
 
 step "SIGKILL of the server: the standby adopts the store, same bytes"

@@ -43,6 +43,10 @@ check keeper-oom-protected test "$(cat /proc/$keeper/oom_score_adj)" = -1000
 cg=$(sed -n 's/^0:://p' /proc/$keeper/cgroup)
 info "keeper's cgroup $cg: memory.swap.max $(cat /sys/fs/cgroup$cg/memory.swap.max)"
 check keeper-cgroup-no-swap test "$(cat /sys/fs/cgroup$cg/memory.swap.max)" = 0
+# the pages a new server's loader writes (ICU's .data, past 8 MiB of
+# read-only data) are locked in the files: a standby started while the
+# device waits must not fault on a page in swap on it (7.3, ci10)
+check keeper-locks-loader-pages bash /keeper-locked.sh "$keeper"
 adopted() { grep -c 'adopted the kept store' "$f.log"; }
 ready() { grep -c 'the standby (pid [0-9]*) is ready' "$f.log"; }
 # until $1 standbys have been ready, at most 120 s
@@ -70,10 +74,38 @@ successor()
 	return 1
 }
 
+# the keeper's cgroup: its shmem (the store) and what of it is in swap
+cgmem()
+{
+	local k v out="" g=/sys/fs/cgroup$cg
+	while read -r k v; do
+		case $k in shmem|swapcached|anon|file) out+="$k $((v >> 10)) KiB, " ;; esac
+	done < "$g/memory.stat"
+	read -r v < "$g/memory.swap.current"
+	echo "${out}swap.current $v"
+}
+# each mapping of a uzram process with pages in swap (the stuck server
+# of ci10 faulted on one): builtins only, no fork while swap may wait
+swapmaps()
+{
+	local p comm line map
+	for p in /proc/[0-9]*; do
+		read -r comm 2>/dev/null < "$p/comm" || continue
+		[ "$comm" = uzram ] || continue
+		while read -r line; do
+			case $line in
+			[0-9a-f]*-*) map=$line ;;
+			"Swap:"*) [ "${line//[^1-9]/}" ] && echo "# swapmaps ${p#/proc/}: $map $line" ;;
+			esac
+		done 2>/dev/null < "$p/smaps"
+	done
+}
+
 # a stall (no swap in or out for 60 s while the hog runs, every task in a
 # sleep the kernel's hung-task check skips, e.g. throttle_direct_reclaim)
-# made a line for hungwatch, which then has the kernel print every task;
-# builtins only once started, so that it needs no fork to report
+# made a line for hungwatch, which then has the kernel print every task,
+# and the uzram processes' mappings that have pages in swap; builtins
+# only once started, so that it needs no fork to report
 stallwatch()
 {
 	local k v sum last=-1 still=0
@@ -88,6 +120,9 @@ stallwatch()
 		last=$sum
 		if [ "$still" -ge 60 ]; then
 			echo "INFO: task keeper-stallwatch blocked for more than 60 seconds (no swap I/O)" > /dev/kmsg
+			swapmaps
+			echo -n "# stall: keeper's cgroup: "
+			cgmem
 			still=-600
 		fi
 	done
@@ -129,6 +164,7 @@ for k in 1 2 3; do
 	kill -0 "$hog" 2>/dev/null || break
 	s=$(server)
 	info "kill $k: server $s, $(elapsed "$t0") s in, pswpout $(($(vmstat pswpout) - out0)), pswpin $(($(vmstat pswpin) - in0))"
+	info "kill $k: keeper's cgroup: $(cgmem)"
 	kill -KILL "$s" && kills=$((kills + 1))
 	n=$(successor "$s")
 	if [ "$k" = 3 ] && [ -n "$n" ]; then
@@ -163,6 +199,27 @@ else
 	check restart-adopted bash -c "sed -n '/the server is pid $after\$/,\$p' '$f.log' | grep -q 'adopted the kept store'"
 fi
 check restart-hog-running kill -0 "$hog"
+
+# more planned restarts, one after the other, the hog still swapping
+# (VMT_KEEPER_RESTARTS from the host, default 1: the one above): the
+# leave's path many times over (6.12 panicked once after a restart, ci9)
+restarts=${VMT_KEEPER_RESTARTS:-1}
+done_restarts=1
+for r in $(seq 2 "$restarts"); do
+	before=$(server)
+	bounded 200 uzram swapon --restart --device "$dev" > /dev/null || break
+	after=$(server)
+	[ -n "$after" ] && [ "$after" != "$before" ] || break
+	sed -n "/the server is pid $after\$/,\$p" "$f.log" |
+		grep -q 'adopted the kept store: [0-9]* clusters hold data, 0 writes were cut short' ||
+		[ "$SWAP_TRANSPORT" != ublk ] || break
+	done_restarts=$r
+done
+if [ "$restarts" -gt 1 ]; then
+	info "restarts: $done_restarts of $restarts, $(elapsed "$t0") s in"
+	check restarts-all test "$done_restarts" = "$restarts"
+	check restarts-hog-running kill -0 "$hog"
+fi
 
 touch /tmp/hog.stop
 (sleep "$hog_wait"; kill -KILL "$hog") 2>/dev/null & watchdog=$!

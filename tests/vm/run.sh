@@ -160,6 +160,7 @@ boot()
 	for v in $(compgen -v VMT_); do printf '%s=%q\n' "$v" "${!v}" >> "$tmp/env"; done
 	args=("$here/init=/init" "$here/guest-lib.sh=/guest-lib.sh"
 		"$here/guest-swap.sh=/guest-swap.sh" "$here/guest-keeper.sh=/guest-keeper.sh"
+		"$here/keeper-locked.sh=/keeper-locked.sh"
 		"$tmp/env=/etc/vm-test.env" "$UZRAM")
 	for t in "$@"; do
 		l=$(header "$t" timeout); echo "${l:-240}" > "$tmp/$(basename "$t" .sh).timeout"
