@@ -87,6 +87,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -237,8 +238,58 @@ static void *compactor_main(void *arg)
 	return NULL;
 }
 
+/*
+ * The refill thread: keeps the no-fault pool filled (uzram_set_refill()),
+ * so that no queue thread ever faults memory in for the store. It is the
+ * one thread of the server that may fault and wait in reclaim, so it
+ * leaves PR_SET_IO_FLUSHER: its reclaim may write to any device, ours
+ * too, whose queue threads serve that from the pool (or fail the write
+ * after REFILL_WAIT_MS, which the kernel retries later).
+ */
+#define REFILL_POLL_MS 200
+
+static struct {
+	pthread_t thread;
+	_Atomic bool stop;
+	bool running;
+	struct uzram *dev;
+} refiller;
+
+static void *refiller_main(void *arg)
+{
+	(void)arg;
+	prctl(PR_SET_IO_FLUSHER, 0, 0, 0, 0);
+	while (!atomic_load(&refiller.stop))
+		if (uzram_refill(refiller.dev, REFILL_POLL_MS) < 0)
+			/* the limit: nothing to make now, try again later */
+			usleep(REFILL_POLL_MS * 1000);
+	return NULL;
+}
+
+/* A thread that takes no signal (the server's main thread takes them). */
+static int thread_nosig(pthread_t *t, void *(*fn)(void *), const char *what)
+{
+	sigset_t all, old;
+	int r;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = pthread_create(t, NULL, fn, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r)
+		report_error("serve", "--swap: the %s thread: %s", what, strerror(r));
+	return r ? -1 : 0;
+}
+
 void serve_swap_end(void)
 {
+	if (refiller.running) {
+		atomic_store(&refiller.stop, true);
+		pthread_join(refiller.thread, NULL);
+		refiller.running = false;
+		/* the writes that follow, if any, fault in as without --swap */
+		uzram_set_refill(refiller.dev, 0, 0, 0);
+	}
 	if (!compactor.running)
 		return;
 	pthread_mutex_lock(&compactor.lock);
@@ -284,7 +335,7 @@ static uint64_t swap_reserve(struct uzram *dev, const struct uzram_config *cfg)
 	uint32_t low = cfg->low_watermark ? cfg->low_watermark : high - 10;
 
 	if (!limit)
-		return SWAP_RESERVE;
+		return serve_ram_share(SWAP_RESERVE_DIV, SWAP_RESERVE_LO, SWAP_RESERVE_HI);
 	if (cfg->backing && reserve > limit / 100 * low - limit / 64)
 		reserve = limit / 100 * low - limit / 64;
 	return reserve;
@@ -322,10 +373,9 @@ static uint64_t lock_shmem_files(void)
 
 int serve_swap_ready(struct uzram *dev, const struct uzram_config *cfg)
 {
-	uint64_t shmem;
+	uint64_t shmem, pool_min, pool_max;
 	uint64_t reserve = swap_reserve(dev, cfg);
 	struct uzram_keep_info keep = { 0 };
-	sigset_t all, old;
 	int r;
 
 	/*
@@ -350,22 +400,28 @@ int serve_swap_ready(struct uzram *dev, const struct uzram_config *cfg)
 		return -1;
 	}
 	compactor.dev = dev;
-	/* no signal for it: the server's main thread takes them */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	r = pthread_create(&compactor.thread, NULL, compactor_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (r) {
-		report_error("serve", "--swap: the compactor thread: %s", strerror(r));
+	if (thread_nosig(&compactor.thread, compactor_main, "compactor") < 0)
+		return -1;
+	compactor.running = true;
+	refiller.dev = dev;
+	pool_min = serve_ram_share(REFILL_MIN_DIV, REFILL_MIN_LO, REFILL_MIN_HI);
+	pool_max = serve_ram_share(REFILL_MAX_DIV, REFILL_MAX_LO, REFILL_MAX_HI);
+	if (uzram_set_refill(dev, pool_min, pool_max, REFILL_WAIT_MS) < 0) {
+		report_error("serve", "--swap: %s", cli_lib_error());
 		return -1;
 	}
-	compactor.running = true;
+	if (thread_nosig(&refiller.thread, refiller_main, "refill") < 0)
+		return -1;
+	refiller.running = true;
 	if (realtime_all() < 0)
 		return -1;
 	report_error("serve", "--swap: memory locked (%llu MiB of files on tmpfs), "
-		     "%llu MiB reserved%s, SCHED_RR", (unsigned long long)(shmem >> 20),
+		     "%llu MiB reserved%s, a no-fault pool of %llu-%llu KiB, SCHED_RR",
+		     (unsigned long long)(shmem >> 20),
 		     (unsigned long long)((keep.adopted ? keep.reserve : reserve) >> 20),
 		     keep.adopted ? " (the dead server's, kept)" :
-		     r == -ENOSPC ? " (less: the memory limit came first)" : "");
+		     r == -ENOSPC ? " (less: the memory limit came first)" : "",
+		     (unsigned long long)(pool_min >> 10),
+		     (unsigned long long)(pool_max >> 10));
 	return 0;
 }
