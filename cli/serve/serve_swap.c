@@ -20,8 +20,8 @@
  *                             so far stays resident
  *   after the device exists   uzram_reserve(): the allocator's frames up
  *                             to --mem-limit less the slot table's room
- *                             (swap_reserve(); else SWAP_RESERVE) resident
- *                             now; the data path run once on a scratch
+ *                             (swap_reserve(); else RAM / 64 within
+ *                             4..16 MiB) resident now; the data path run once on a scratch
  *                             device of the same algorithm and cluster
  *                             size (warm_up()), so that its code and data
  *                             are touched, and thereby locked;
@@ -29,8 +29,8 @@
  *                             MCL_ONFAULT): every page touched from now on
  *                             stays; SCHED_RR (priority 1) for every
  *                             thread, and the threads made later inherit it;
- *                             the compactor thread (below)
- *   at the end                serve_swap_end() stops the compactor
+ *                             the compactor and the refill threads (below)
+ *   at the end                serve_swap_end() stops both
  *
  * The compactor. The kernel compacts zram's allocator from its shrinker,
  * that is whenever it reclaims memory, and a swap device is written to
@@ -38,6 +38,17 @@
  * by over 1/32 (and 1 MiB): checked every COMPACT_MS, so a rewrite-heavy
  * swap load does not leave a tenth of the pool in half-empty zspages
  * while the guest runs out of memory (the swap test's hog, issue 22).
+ *
+ * The refill thread. Past the reserve, a queue thread that made new
+ * frames resident itself (MADV_POPULATE_WRITE on the store) allocated
+ * under GFP_NOIO exactly when the kernel was short of memory and swapping
+ * to us: v50 on 7.3 deadlocked so with a reserve of RAM / 64 (issue 30).
+ * Now the device is in no-fault mode (uzram_set_refill()): stores take
+ * resident frames from the allocator's cache only, and this thread, not a
+ * queue thread, keeps that cache filled, to a target between RAM / 256
+ * (1..4 MiB) and RAM / 64 (4..16 MiB) that follows the rate of writes. A
+ * store that finds none waits REFILL_WAIT_MS for it and then fails
+ * (ENOSPC: the kernel keeps the page dirty and writes it again later).
  *
  * Why on fault, not all of it: MCL_CURRENT alone makes every page of every
  * mapping resident and locked, the libraries' pages that the server never
@@ -319,12 +330,10 @@ uint64_t serve_ram_share(unsigned div, uint64_t lo, uint64_t hi)
  * counts as memory used, and above the watermarks the policy thread would
  * write back all there is, trying to come down to a level it never can.
  * Half the limit at least, or the low watermark's share. Without a limit,
- * SWAP_RESERVE, whatever the RAM: RAM / 64 (3 MiB in v50's 256 MiB guest)
- * deadlocked v50 on 7.3 in make test (2026-12-04): the server grew its
- * kept store past the reserve under GFP_NOIO, which can neither swap nor
- * fail, with free memory below the min watermark (a stall of 240 s and
- * more); the hog's data fits in 16 MiB there, and v30 took the same time
- * with either (BENCHMARKS.md, "The server's own memory").
+ * RAM / 64 within 4..16 MiB: RAM / 64 (3 MiB in v50's 256 MiB guest)
+ * deadlocked v50 on 7.3 in make test (2026-12-04) while queue threads grew
+ * the store past the reserve by faulting under GFP_NOIO; now none does
+ * (the refill thread above), and the reserve is only the pool's start.
  */
 static uint64_t swap_reserve(struct uzram *dev, const struct uzram_config *cfg)
 {
