@@ -346,18 +346,19 @@ static int64_t frame_cached(struct zpool *pool, uint32_t pages, bool any,
 }
 
 /*
- * A frame made resident here, from a partly resident cached one or a
- * free one: the part of zp_frame_get() that faults, and all of the
- * refill's (zpool_reserve.c). Same returns as zp_frame_get().
+ * A frame made resident here, from a partly resident cached one (if
+ * `partial`) or a free one: the part of zp_frame_get() that faults, and
+ * all of the refill's (zpool_reserve.c), which leaves the cached frames to
+ * the stores of their own length. Same returns as zp_frame_get().
  */
-int zp_frame_make(struct zpool *pool, uint32_t pages, uint32_t *frame,
-		  uint32_t *resident)
+int zp_frame_make(struct zpool *pool, uint32_t pages, bool partial,
+		  uint32_t *frame, uint32_t *resident)
 {
 	uint64_t bytes;
 	int64_t f;
 	int err;
 
-	for (uint32_t r = pages - 1; r > 0; r--) {
+	for (uint32_t r = partial ? pages - 1 : 0; r > 0; r--) {
 		f = stack_pop(pool, r);
 		if (f < 0)
 			continue;
@@ -510,7 +511,7 @@ int zp_frame_get(struct zpool *pool, uint32_t pages, uint32_t *frame,
 		*frame = (uint32_t)f;
 		return 0;
 	}
-	return zp_frame_make(pool, pages, frame, resident);
+	return zp_frame_make(pool, pages, true, frame, resident);
 }
 
 /*

@@ -251,7 +251,7 @@ long zpool_refill(struct zpool *pool, unsigned timeout_ms)
 				continue;
 			quota[p]--;
 			more = true;
-			err = zp_frame_make(pool, p, &f, &res);
+			err = zp_frame_make(pool, p, false, &f, &res);
 			if (err)
 				break;
 			zp_frame_give(pool, f, res, res);
