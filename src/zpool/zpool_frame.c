@@ -149,6 +149,24 @@ static int pages_populate(struct zpool *pool, uint32_t f, uint32_t from,
 }
 
 /*
+ * Make pages [from, to) of frame f, which nothing else uses, resident by
+ * writing to them: for the refill thread (zpool_reserve.c), which may wait
+ * in reclaim there. MADV_POPULATE_WRITE would hold the mmap lock (read)
+ * all that time, and a writer queued behind it (a malloc growing its
+ * arena with mprotect) would then stop every queue thread's madvise (v42
+ * on 6.12 hung so); a page fault holds only its mapping's lock since
+ * Linux 6.4 (per-VMA locks).
+ */
+static void pages_touch(struct zpool *pool, uint32_t f, uint32_t from,
+			uint32_t to)
+{
+	volatile unsigned char *p = frame_addr(pool, f);
+
+	for (size_t i = (size_t)from << PAGE_SHIFT; i < (size_t)to << PAGE_SHIFT; i += PAGE)
+		p[i] = 0;
+}
+
+/*
  * Give `len` bytes of the region at `off` back, in a pool over a file
  * (zpool_create_file()): MADV_DONTNEED on a shared mapping only unmaps the
  * pages, the file keeps them; a hole frees them, whatever maps them, locked
@@ -346,19 +364,20 @@ static int64_t frame_cached(struct zpool *pool, uint32_t pages, bool any,
 }
 
 /*
- * A frame made resident here, from a partly resident cached one (if
- * `partial`) or a free one: the part of zp_frame_get() that faults, and
- * all of the refill's (zpool_reserve.c), which leaves the cached frames to
- * the stores of their own length. Same returns as zp_frame_get().
+ * A frame made resident here, from a partly resident cached one or a
+ * free one: the part of zp_frame_get() that faults. And all of the
+ * refill's (zpool_reserve.c, `refill`), which leaves the cached frames to
+ * the stores of their own length and touches its pages (pages_touch()).
+ * Same returns as zp_frame_get().
  */
-int zp_frame_make(struct zpool *pool, uint32_t pages, bool partial,
+int zp_frame_make(struct zpool *pool, uint32_t pages, bool refill,
 		  uint32_t *frame, uint32_t *resident)
 {
 	uint64_t bytes;
 	int64_t f;
 	int err;
 
-	for (uint32_t r = partial ? pages - 1 : 0; r > 0; r--) {
+	for (uint32_t r = refill ? 0 : pages - 1; r > 0; r--) {
 		f = stack_pop(pool, r);
 		if (f < 0)
 			continue;
@@ -398,7 +417,11 @@ int zp_frame_make(struct zpool *pool, uint32_t pages, bool partial,
 		zp_mem_sub(pool, bytes);
 		return -ENOSPC;
 	}
-	err = pages_populate(pool, (uint32_t)f, 0, pages);
+	err = 0;
+	if (refill)
+		pages_touch(pool, (uint32_t)f, 0, pages);
+	else
+		err = pages_populate(pool, (uint32_t)f, 0, pages);
 	if (err) {
 		stack_push(pool, 0, (uint32_t)f);
 		zp_mem_sub(pool, bytes);
@@ -511,7 +534,7 @@ int zp_frame_get(struct zpool *pool, uint32_t pages, uint32_t *frame,
 		*frame = (uint32_t)f;
 		return 0;
 	}
-	return zp_frame_make(pool, pages, true, frame, resident);
+	return zp_frame_make(pool, pages, false, frame, resident);
 }
 
 /*

@@ -199,7 +199,7 @@ void zp_file_punch(struct zpool *pool, uint64_t off, uint64_t len);
 void zp_frame_free_push(struct zpool *pool, uint32_t frame);
 void zp_frames_fini(struct zpool *pool);
 /* a frame made resident now, whatever the pool's mode (may fault) */
-int zp_frame_make(struct zpool *pool, uint32_t pages, bool partial,
+int zp_frame_make(struct zpool *pool, uint32_t pages, bool refill,
 		  uint32_t *frame, uint32_t *resident);
 uint64_t zp_pool_low(const struct zpool *pool);
 int zp_pool_sync_init(struct zpool *pool);

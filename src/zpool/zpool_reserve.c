@@ -40,7 +40,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include "zpool_impl.h"
@@ -118,9 +117,6 @@ uint64_t zpool_reserved(const struct zpool *pool)
 
 /* ---- the no-fault pool ---- */
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23       /* Linux 5.14 */
-#endif
 #define TARGET_DECAY_S 10
 #define CELLS_AHEAD 8192u            /* 64 KiB of handle cells */
 
@@ -143,17 +139,20 @@ int zpool_set_refill(struct zpool *pool, uint64_t min, uint64_t max,
 	return 0;
 }
 
-/* The cells stores will touch next (zpool.c's handle_get()), resident now. */
+/*
+ * The cells stores will touch next (zpool.c's handle_get()), resident
+ * now: an atomic add of 0 to one cell a page writes, and so faults the
+ * page in, without changing what a store may be writing there. Not
+ * MADV_POPULATE_WRITE: see zpool_frame.c's pages_touch().
+ */
 static void cells_ahead(struct zpool *pool)
 {
 	uint64_t b = atomic_load_explicit(&pool->handle_bump, memory_order_relaxed);
 	uint64_t e = b + CELLS_AHEAD < pool->ncells ? b + CELLS_AHEAD : pool->ncells;
-	uintptr_t lo = (uintptr_t)&pool->cells[b] & ~(uintptr_t)(PAGE - 1);
-	uintptr_t hi = (uintptr_t)&pool->cells[e];
+	const uint64_t per_page = PAGE / sizeof(pool->cells[0]);
 
-	/* a failure is a fault left to a store, as without the pool */
-	if (hi > lo)
-		madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+	for (uint64_t i = b; i < e; i += per_page)
+		atomic_fetch_add_explicit(&pool->cells[i], 0, memory_order_relaxed);
 }
 
 /* The target from the waits since the last call (see the top). */
@@ -251,7 +250,7 @@ long zpool_refill(struct zpool *pool, unsigned timeout_ms)
 				continue;
 			quota[p]--;
 			more = true;
-			err = zp_frame_make(pool, p, false, &f, &res);
+			err = zp_frame_make(pool, p, true, &f, &res);
 			if (err)
 				break;
 			zp_frame_give(pool, f, res, res);
