@@ -252,10 +252,12 @@ static void *compactor_main(void *arg)
 /*
  * The refill thread: keeps the no-fault pool filled (uzram_set_refill()),
  * so that no queue thread ever faults memory in for the store. It is the
- * one thread of the server that may fault and wait in reclaim, so it
- * leaves PR_SET_IO_FLUSHER: its reclaim may write to any device, ours
- * too, whose queue threads serve that from the pool (or fail the write
- * after REFILL_WAIT_MS, which the kernel retries later).
+ * one thread of the server that faults for the store, and it keeps
+ * PR_SET_IO_FLUSHER and SCHED_RR as the others: without the first (tried, v42
+ * on 6.12) its direct reclaim waited in throttle_direct_reclaim() for
+ * kswapd, which waited on our device, whose writes waited for the refill;
+ * a NOIO allocation is throttled a second at most, and a real-time one
+ * may go below the min watermark.
  */
 #define REFILL_POLL_MS 200
 
@@ -269,7 +271,6 @@ static struct {
 static void *refiller_main(void *arg)
 {
 	(void)arg;
-	prctl(PR_SET_IO_FLUSHER, 0, 0, 0, 0);
 	while (!atomic_load(&refiller.stop))
 		if (uzram_refill(refiller.dev, REFILL_POLL_MS) < 0)
 			/* the limit: nothing to make now, try again later */
