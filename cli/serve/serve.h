@@ -48,7 +48,7 @@ bool serve_dir_writable(const char *path);
 #define REFILL_MAX_DIV 64u
 #define REFILL_MAX_LO (4ull << 20)
 #define REFILL_MAX_HI (16ull << 20)
-#define REFILL_WAIT_MS 50u
+#define REFILL_WAIT_MS 250u
 /* RAM / div, within [lo, hi], in whole pages (for the reserve and balloons) */
 uint64_t serve_ram_share(unsigned div, uint64_t lo, uint64_t hi);
 int serve_swap_begin(void);                /* before the device exists */
