@@ -141,11 +141,11 @@ static void test_refill_empty_pool_fails_fast(void **state)
 					     (uint64_t)slot * CLUSTER), 0);
 	uzram_compact(dev);     /* the cache goes: the pool is empty */
 	assert_int_equal(uzram_set_refill(dev, 64 << 10, 256 << 10, 20), 0);
-	m0 = mem_used(dev);
 
 	/* raw pages need new zspages: once the free spots are gone, one fails */
 	for (slot = 0; slot < SLOTS; slot++) {
 		fill_random(buf, CLUSTER, &seed);
+		m0 = mem_used(dev);
 		t0 = now_s();
 		r = uzram_write(dev, buf, CLUSTER, (uint64_t)slot * CLUSTER);
 		took = now_s() - t0;
