@@ -364,20 +364,22 @@ static int64_t frame_cached(struct zpool *pool, uint32_t pages, bool any,
 }
 
 /*
- * A frame made resident here, from a partly resident cached one or a
- * free one: the part of zp_frame_get() that faults. And all of the
- * refill's (zpool_reserve.c, `refill`), which leaves the cached frames to
- * the stores of their own length and touches its pages (pages_touch()).
- * Same returns as zp_frame_get().
+ * A frame made resident here: from a partly resident cached one (unless
+ * FRAME_FREE_ONLY) or a free one; the part of zp_frame_get() that faults.
+ * The refill (zpool_reserve.c) fills its target with free frames only,
+ * leaving the cached ones to the stores of their own length, and serves a
+ * waiting store from any; it touches the pages (FRAME_TOUCH, see
+ * pages_touch()). Same returns as zp_frame_get().
  */
-int zp_frame_make(struct zpool *pool, uint32_t pages, bool refill,
+int zp_frame_make(struct zpool *pool, uint32_t pages, unsigned how,
 		  uint32_t *frame, uint32_t *resident)
 {
+	bool touch = how & FRAME_TOUCH;
 	uint64_t bytes;
 	int64_t f;
 	int err;
 
-	for (uint32_t r = refill ? 0 : pages - 1; r > 0; r--) {
+	for (uint32_t r = how & FRAME_FREE_ONLY ? 0 : pages - 1; r > 0; r--) {
 		f = stack_pop(pool, r);
 		if (f < 0)
 			continue;
@@ -386,7 +388,11 @@ int zp_frame_make(struct zpool *pool, uint32_t pages, bool refill,
 			stack_push(pool, r, (uint32_t)f);
 			break;
 		}
-		err = pages_populate(pool, (uint32_t)f, r, pages);
+		err = 0;
+		if (touch)
+			pages_touch(pool, (uint32_t)f, r, pages);
+		else
+			err = pages_populate(pool, (uint32_t)f, r, pages);
 		cache_sub(pool, r);
 		if (err) {
 			uint32_t one = (uint32_t)f;
@@ -418,7 +424,7 @@ int zp_frame_make(struct zpool *pool, uint32_t pages, bool refill,
 		return -ENOSPC;
 	}
 	err = 0;
-	if (refill)
+	if (touch)
 		pages_touch(pool, (uint32_t)f, 0, pages);
 	else
 		err = pages_populate(pool, (uint32_t)f, 0, pages);
@@ -493,6 +499,7 @@ static int pool_take(struct zpool *pool, uint32_t pages, uint32_t *frame,
 		return 0;
 	}
 	atomic_fetch_add_explicit(&pool->pool_waits, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&pool->pool_short[pages], 1, memory_order_relaxed);
 	clock_gettime(CLOCK_MONOTONIC, &until);
 	until.tv_sec += ms / 1000;
 	until.tv_nsec += (long)(ms % 1000) * 1000000L;
@@ -534,7 +541,7 @@ int zp_frame_get(struct zpool *pool, uint32_t pages, uint32_t *frame,
 		*frame = (uint32_t)f;
 		return 0;
 	}
-	return zp_frame_make(pool, pages, false, frame, resident);
+	return zp_frame_make(pool, pages, 0, frame, resident);
 }
 
 /*

@@ -164,6 +164,9 @@ struct zpool {
 	_Atomic uint64_t pool_want[ZP_MAX_PAGES + 1]; /* frames of each
 					* length taken or missed since the
 					* last refill */
+	_Atomic uint64_t pool_short[ZP_MAX_PAGES + 1]; /* stores of each
+					* length that found none, since the
+					* last refill */
 	_Atomic uint64_t pool_waits;   /* stores that waited for the refill */
 	_Atomic uint64_t pool_misses;  /* stores that failed: none came */
 	_Atomic uint64_t pool_made;    /* pages the refill made resident */
@@ -199,7 +202,8 @@ void zp_file_punch(struct zpool *pool, uint64_t off, uint64_t len);
 void zp_frame_free_push(struct zpool *pool, uint32_t frame);
 void zp_frames_fini(struct zpool *pool);
 /* a frame made resident now, whatever the pool's mode (may fault) */
-int zp_frame_make(struct zpool *pool, uint32_t pages, bool refill,
+enum { FRAME_FREE_ONLY = 1u << 0, FRAME_TOUCH = 1u << 1 };
+int zp_frame_make(struct zpool *pool, uint32_t pages, unsigned how,
 		  uint32_t *frame, uint32_t *resident);
 uint64_t zp_pool_low(const struct zpool *pool);
 int zp_pool_sync_init(struct zpool *pool);

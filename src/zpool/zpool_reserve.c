@@ -24,11 +24,13 @@
  *
  *      stores (queue threads)                 refill thread
  *      take a cached frame >= their length    zpool_refill(): waits on
- *        cache < target / 2: wake ------------> refill_cv, then makes
- *        none: wake, wait pool_wait_ms          frames (zp_frame_make())
- *          on filled_cv <---------------------  up to the target, by the
- *          still none: -ENOSPC, nothing         lengths stores took since
- *          faulted in (pool_misses)             the last refill
+ *        cache < target / 2: wake ------------> refill_cv, then makes a
+ *        none: wake, wait pool_wait_ms          frame of each length a
+ *          on filled_cv <---------------------  store found none of, and
+ *          still none: -ENOSPC, nothing         frames (zp_frame_make())
+ *          faulted in (pool_misses)             up to the target, by the
+ *                                               lengths stores took since
+ *                                               the last refill
  *
  * The target adapts to the rate of takes: it doubles (up to the maximum)
  * after a refill during which a store had to wait, and comes down by an
@@ -224,6 +226,42 @@ static void refill_quota(struct zpool *pool, uint64_t need,
 		quota[p] = sum ? (need * w[p] + sum - 1) / sum : 0;
 }
 
+/* Wake the stores waiting for frames. */
+static void refill_wake(struct zpool *pool)
+{
+	pthread_mutex_lock(&pool->pool_lock);
+	if (pool->pool_waiters)
+		pthread_cond_broadcast(&pool->filled_cv);
+	pthread_mutex_unlock(&pool->pool_lock);
+}
+
+/*
+ * A frame of each length a store found none of, whatever the cache holds:
+ * a cache at its target may hold only other lengths (the reserve's
+ * shares, what frees left), and a store takes only its own or longer. A
+ * cached shorter frame is grown for it first, which costs no more memory
+ * than it adds. The pages made.
+ */
+static uint64_t refill_short(struct zpool *pool, int *err)
+{
+	uint64_t made = 0;
+
+	for (unsigned p = ZP_MAX_PAGES; p > 0 && !*err; p--) {
+		uint32_t f, res;
+
+		if (!atomic_exchange_explicit(&pool->pool_short[p], 0,
+					      memory_order_relaxed))
+			continue;
+		*err = zp_frame_make(pool, p, FRAME_TOUCH, &f, &res);
+		if (*err)
+			break;
+		zp_frame_give(pool, f, res, res);
+		made += res;
+		refill_wake(pool);
+	}
+	return made;
+}
+
 long zpool_refill(struct zpool *pool, unsigned timeout_ms)
 {
 	uint64_t quota[ZP_MAX_PAGES + 1], target, cached, made = 0;
@@ -234,10 +272,13 @@ long zpool_refill(struct zpool *pool, unsigned timeout_ms)
 		return -EINVAL;
 	refill_wait(pool, timeout_ms);
 	cells_ahead(pool);
+	made = refill_short(pool, &err);
 	target = target_adapt(pool);
 	cached = atomic_load_explicit(&pool->cache_pages, memory_order_relaxed);
-	if (cached >= target)
-		return 0;
+	if (err || cached >= target) {
+		atomic_fetch_add_explicit(&pool->pool_made, made, memory_order_relaxed);
+		return made ? (long)made : err;
+	}
 	refill_quota(pool, target - cached, quota);
 	/* a frame of each length in turn, so that a waiting store soon has its */
 	while (more && !err &&
@@ -250,15 +291,12 @@ long zpool_refill(struct zpool *pool, unsigned timeout_ms)
 				continue;
 			quota[p]--;
 			more = true;
-			err = zp_frame_make(pool, p, true, &f, &res);
+			err = zp_frame_make(pool, p, FRAME_FREE_ONLY | FRAME_TOUCH, &f, &res);
 			if (err)
 				break;
 			zp_frame_give(pool, f, res, res);
 			made += res;
-			pthread_mutex_lock(&pool->pool_lock);
-			if (pool->pool_waiters)
-				pthread_cond_broadcast(&pool->filled_cv);
-			pthread_mutex_unlock(&pool->pool_lock);
+			refill_wake(pool);
 		}
 	}
 	atomic_fetch_add_explicit(&pool->pool_made, made, memory_order_relaxed);
