@@ -510,9 +510,22 @@ static int pool_take(struct zpool *pool, uint32_t pages, uint32_t *frame,
 	pthread_mutex_lock(&pool->pool_lock);
 	pool->pool_waiters++;
 	pthread_cond_signal(&pool->refill_cv);
-	/* the refill pushes, then broadcasts under pool_lock: no lost wake-up */
-	while ((f = frame_cached(pool, pages, true, resident)) < 0 && rc != ETIMEDOUT)
+	/*
+	 * The refill pushes, then broadcasts under pool_lock: no lost
+	 * wake-up. Woken with none left for us (another store took it, or
+	 * the frame was of another length), ask again.
+	 */
+	for (bool woken = false;; woken = true) {
+		f = frame_cached(pool, pages, true, resident);
+		if (f >= 0 || rc == ETIMEDOUT)
+			break;
+		if (woken) {
+			atomic_fetch_add_explicit(&pool->pool_short[pages], 1,
+						  memory_order_relaxed);
+			pthread_cond_signal(&pool->refill_cv);
+		}
 		rc = pthread_cond_timedwait(&pool->filled_cv, &pool->pool_lock, &until);
+	}
 	pool->pool_waiters--;
 	pthread_mutex_unlock(&pool->pool_lock);
 	if (f < 0) {
