@@ -132,6 +132,18 @@
 	X("frame_wait_ns", "frame_wait_seconds_total", FIG_COUNTER, FIG_NS, \
 	  "time compaction waited for readers to unpin a zspage", \
 	  st.frame_wait_ns) \
+	X("refill_waits", "refill_waits_total", FIG_COUNTER, FIG_ONE, \
+	  "writes that found the no-fault pool empty and waited", \
+	  st.refill_waits) \
+	X("refill_misses", "refill_misses_total", FIG_COUNTER, FIG_ONE, \
+	  "writes that failed: the no-fault pool stayed empty", \
+	  st.refill_misses) \
+	X("refill_made", "refill_made_bytes_total", FIG_COUNTER, FIG_ONE, \
+	  "bytes the refill thread made resident for the pool", \
+	  st.refill_made) \
+	X("refill_target", "refill_target_bytes", FIG_GAUGE, FIG_ONE, \
+	  "bytes the refill keeps the no-fault pool at (0: off)", \
+	  st.refill_target) \
 	X("connections_current", "connections", FIG_GAUGE, FIG_ONE, \
 	  "NBD clients connected now", atomic_load(&c->conns_current)) \
 	X("connections_total", "connections_total", FIG_COUNTER, FIG_ONE, \

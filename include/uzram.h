@@ -396,6 +396,15 @@ struct uzram_stats {
 				     * a zspage to unpin it (readers never
 				     * wait for compaction) */
 	uint64_t frame_wait_ns;
+	/* The no-fault pool (uzram_set_refill()), since 0.1.x: */
+	uint64_t refill_waits;      /* writes that found it empty and waited
+				     * for the refill */
+	uint64_t refill_misses;     /* of those, writes that failed with
+				     * -ENOSPC, nothing stored: none came
+				     * in time (also in failed_writes) */
+	uint64_t refill_made;       /* bytes the refill made resident (a
+				     * running total) */
+	uint64_t refill_target;     /* bytes it keeps cached now; 0: off */
 };
 
 /*
@@ -437,6 +446,33 @@ UZRAM_API int uzram_set_mem_limit(struct uzram *dev, uint64_t bytes);
  * or -ENOMEM.
  */
 UZRAM_API int uzram_reserve(struct uzram *dev, uint64_t bytes);
+
+/*
+ * The no-fault pool, for a device whose writes must never fault memory in
+ * (swap: a write may come from the kernel's reclaim, and a queue thread
+ * that faults then allocates exactly when memory is short). After
+ * uzram_set_refill(dev, min, max, wait_ms) with min > 0, writes take the
+ * allocator's memory only from resident frames kept cached (the reserve's
+ * and those frees leave), never from a page fault or a system call; a
+ * thread of the caller's (not a thread that serves I/O: it faults, and
+ * may wait in reclaim) calls uzram_refill() in a loop to keep the cache
+ * filled, to a target between min and max bytes that follows the rate of
+ * writes. A write that finds no frame wakes it and waits up to wait_ms;
+ * then it fails with -ENOSPC, the cluster's old data kept, and counts in
+ * stats.refill_misses and failed_writes (with a backing store it is
+ * written through instead, as at mem_limit). min 0 ends the mode.
+ * Returns 0 or -EINVAL (NULL device, min > max). Thread-safe with I/O;
+ * not with itself.
+ *
+ * uzram_refill(): wait up to timeout_ms until the pool falls under half
+ * its target or a write waits, then fill it to the target. Returns the
+ * bytes made resident (0: none needed), -ENOSPC (mem_limit or the address
+ * space came first), -ENOMEM, or -EINVAL (NULL device, the mode off).
+ * For one thread at a time.
+ */
+UZRAM_API int uzram_set_refill(struct uzram *dev, uint64_t min, uint64_t max,
+			       unsigned wait_ms);
+UZRAM_API long long uzram_refill(struct uzram *dev, unsigned timeout_ms);
 
 /*
  * Restart stats.mem_used_max from the current mem_used_total, as writing 0

@@ -33,8 +33,22 @@ int serve_set_wb_limit(struct uzram *dev, uint64_t bytes);
 bool serve_dir_writable(const char *path);
 
 /* cli/serve/serve_swap.c: `uzram serve --swap`; each 0, or -1 after a message */
-/* reserved when --swap has no --mem-limit */
-#define SWAP_RESERVE (16ull << 20)
+/*
+ * Reserved when --swap has no --mem-limit: RAM / 64 within 4..16 MiB; and
+ * the no-fault pool's refill target, RAM / 256 within 1..4 MiB up to
+ * RAM / 64 within 4..16 MiB; a write waits REFILL_WAIT_MS for the refill
+ * at most (serve_swap.c)
+ */
+#define SWAP_RESERVE_DIV 64u
+#define SWAP_RESERVE_LO (4ull << 20)
+#define SWAP_RESERVE_HI (16ull << 20)
+#define REFILL_MIN_DIV 256u
+#define REFILL_MIN_LO (1ull << 20)
+#define REFILL_MIN_HI (4ull << 20)
+#define REFILL_MAX_DIV 64u
+#define REFILL_MAX_LO (4ull << 20)
+#define REFILL_MAX_HI (16ull << 20)
+#define REFILL_WAIT_MS 250u
 /* RAM / div, within [lo, hi], in whole pages (for the reserve and balloons) */
 uint64_t serve_ram_share(unsigned div, uint64_t lo, uint64_t hi);
 int serve_swap_begin(void);                /* before the device exists */

@@ -20,8 +20,8 @@
  *                             so far stays resident
  *   after the device exists   uzram_reserve(): the allocator's frames up
  *                             to --mem-limit less the slot table's room
- *                             (swap_reserve(); else SWAP_RESERVE) resident
- *                             now; the data path run once on a scratch
+ *                             (swap_reserve(); else RAM / 64 within
+ *                             4..16 MiB) resident now; the data path run once on a scratch
  *                             device of the same algorithm and cluster
  *                             size (warm_up()), so that its code and data
  *                             are touched, and thereby locked;
@@ -29,8 +29,8 @@
  *                             MCL_ONFAULT): every page touched from now on
  *                             stays; SCHED_RR (priority 1) for every
  *                             thread, and the threads made later inherit it;
- *                             the compactor thread (below)
- *   at the end                serve_swap_end() stops the compactor
+ *                             the compactor and the refill threads (below)
+ *   at the end                serve_swap_end() stops both
  *
  * The compactor. The kernel compacts zram's allocator from its shrinker,
  * that is whenever it reclaims memory, and a swap device is written to
@@ -38,6 +38,17 @@
  * by over 1/32 (and 1 MiB): checked every COMPACT_MS, so a rewrite-heavy
  * swap load does not leave a tenth of the pool in half-empty zspages
  * while the guest runs out of memory (the swap test's hog, issue 22).
+ *
+ * The refill thread. Past the reserve, a queue thread that made new
+ * frames resident itself (MADV_POPULATE_WRITE on the store) allocated
+ * under GFP_NOIO exactly when the kernel was short of memory and swapping
+ * to us: v50 on 7.3 deadlocked so with a reserve of RAM / 64 (issue 30).
+ * Now the device is in no-fault mode (uzram_set_refill()): stores take
+ * resident frames from the allocator's cache only, and this thread, not a
+ * queue thread, keeps that cache filled, to a target between RAM / 256
+ * (1..4 MiB) and RAM / 64 (4..16 MiB) that follows the rate of writes. A
+ * store that finds none waits REFILL_WAIT_MS for it and then fails
+ * (ENOSPC: the kernel keeps the page dirty and writes it again later).
  *
  * Why on fault, not all of it: MCL_CURRENT alone makes every page of every
  * mapping resident and locked, the libraries' pages that the server never
@@ -87,6 +98,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -237,8 +249,59 @@ static void *compactor_main(void *arg)
 	return NULL;
 }
 
+/*
+ * The refill thread: keeps the no-fault pool filled (uzram_set_refill()),
+ * so that no queue thread ever faults memory in for the store. It is the
+ * one thread of the server that faults for the store, and it keeps
+ * PR_SET_IO_FLUSHER and SCHED_RR as the others: without the first (tried, v42
+ * on 6.12) its direct reclaim waited in throttle_direct_reclaim() for
+ * kswapd, which waited on our device, whose writes waited for the refill;
+ * a NOIO allocation is throttled a second at most, and a real-time one
+ * may go below the min watermark.
+ */
+#define REFILL_POLL_MS 200
+
+static struct {
+	pthread_t thread;
+	_Atomic bool stop;
+	bool running;
+	struct uzram *dev;
+} refiller;
+
+static void *refiller_main(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&refiller.stop))
+		if (uzram_refill(refiller.dev, REFILL_POLL_MS) < 0)
+			/* the limit: nothing to make now, try again later */
+			usleep(REFILL_POLL_MS * 1000);
+	return NULL;
+}
+
+/* A thread that takes no signal (the server's main thread takes them). */
+static int thread_nosig(pthread_t *t, void *(*fn)(void *), const char *what)
+{
+	sigset_t all, old;
+	int r;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = pthread_create(t, NULL, fn, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r)
+		report_error("serve", "--swap: the %s thread: %s", what, strerror(r));
+	return r ? -1 : 0;
+}
+
 void serve_swap_end(void)
 {
+	if (refiller.running) {
+		atomic_store(&refiller.stop, true);
+		pthread_join(refiller.thread, NULL);
+		refiller.running = false;
+		/* the writes that follow, if any, fault in as without --swap */
+		uzram_set_refill(refiller.dev, 0, 0, 0);
+	}
 	if (!compactor.running)
 		return;
 	pthread_mutex_lock(&compactor.lock);
@@ -268,12 +331,10 @@ uint64_t serve_ram_share(unsigned div, uint64_t lo, uint64_t hi)
  * counts as memory used, and above the watermarks the policy thread would
  * write back all there is, trying to come down to a level it never can.
  * Half the limit at least, or the low watermark's share. Without a limit,
- * SWAP_RESERVE, whatever the RAM: RAM / 64 (3 MiB in v50's 256 MiB guest)
- * deadlocked v50 on 7.3 in make test (2026-12-04): the server grew its
- * kept store past the reserve under GFP_NOIO, which can neither swap nor
- * fail, with free memory below the min watermark (a stall of 240 s and
- * more); the hog's data fits in 16 MiB there, and v30 took the same time
- * with either (BENCHMARKS.md, "The server's own memory").
+ * RAM / 64 within 4..16 MiB: RAM / 64 (3 MiB in v50's 256 MiB guest)
+ * deadlocked v50 on 7.3 in make test (2026-12-04) while queue threads grew
+ * the store past the reserve by faulting under GFP_NOIO; now none does
+ * (the refill thread above), and the reserve is only the pool's start.
  */
 static uint64_t swap_reserve(struct uzram *dev, const struct uzram_config *cfg)
 {
@@ -284,7 +345,7 @@ static uint64_t swap_reserve(struct uzram *dev, const struct uzram_config *cfg)
 	uint32_t low = cfg->low_watermark ? cfg->low_watermark : high - 10;
 
 	if (!limit)
-		return SWAP_RESERVE;
+		return serve_ram_share(SWAP_RESERVE_DIV, SWAP_RESERVE_LO, SWAP_RESERVE_HI);
 	if (cfg->backing && reserve > limit / 100 * low - limit / 64)
 		reserve = limit / 100 * low - limit / 64;
 	return reserve;
@@ -322,10 +383,9 @@ static uint64_t lock_shmem_files(void)
 
 int serve_swap_ready(struct uzram *dev, const struct uzram_config *cfg)
 {
-	uint64_t shmem;
+	uint64_t shmem, pool_min, pool_max;
 	uint64_t reserve = swap_reserve(dev, cfg);
 	struct uzram_keep_info keep = { 0 };
-	sigset_t all, old;
 	int r;
 
 	/*
@@ -350,22 +410,28 @@ int serve_swap_ready(struct uzram *dev, const struct uzram_config *cfg)
 		return -1;
 	}
 	compactor.dev = dev;
-	/* no signal for it: the server's main thread takes them */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	r = pthread_create(&compactor.thread, NULL, compactor_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (r) {
-		report_error("serve", "--swap: the compactor thread: %s", strerror(r));
+	if (thread_nosig(&compactor.thread, compactor_main, "compactor") < 0)
+		return -1;
+	compactor.running = true;
+	refiller.dev = dev;
+	pool_min = serve_ram_share(REFILL_MIN_DIV, REFILL_MIN_LO, REFILL_MIN_HI);
+	pool_max = serve_ram_share(REFILL_MAX_DIV, REFILL_MAX_LO, REFILL_MAX_HI);
+	if (uzram_set_refill(dev, pool_min, pool_max, REFILL_WAIT_MS) < 0) {
+		report_error("serve", "--swap: %s", cli_lib_error());
 		return -1;
 	}
-	compactor.running = true;
+	if (thread_nosig(&refiller.thread, refiller_main, "refill") < 0)
+		return -1;
+	refiller.running = true;
 	if (realtime_all() < 0)
 		return -1;
 	report_error("serve", "--swap: memory locked (%llu MiB of files on tmpfs), "
-		     "%llu MiB reserved%s, SCHED_RR", (unsigned long long)(shmem >> 20),
+		     "%llu MiB reserved%s, a no-fault pool of %llu-%llu KiB, SCHED_RR",
+		     (unsigned long long)(shmem >> 20),
 		     (unsigned long long)((keep.adopted ? keep.reserve : reserve) >> 20),
 		     keep.adopted ? " (the dead server's, kept)" :
-		     r == -ENOSPC ? " (less: the memory limit came first)" : "");
+		     r == -ENOSPC ? " (less: the memory limit came first)" : "",
+		     (unsigned long long)(pool_min >> 10),
+		     (unsigned long long)(pool_max >> 10));
 	return 0;
 }

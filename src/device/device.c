@@ -275,6 +275,17 @@ static void lock_figures(struct uzram_stats *st)
 	st->frame_wait_ns = lc.wait_ns[LOCK_FRAME];
 }
 
+static void refill_figures(struct uzram *dev, struct uzram_stats *st)
+{
+	struct zpool_refill_stats rs;
+
+	zpool_refill_stats(dev->pool, &rs);
+	st->refill_waits = rs.waits;
+	st->refill_misses = rs.misses;
+	st->refill_made = rs.made;
+	st->refill_target = rs.target;
+}
+
 UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
 			  size_t st_size)
 {
@@ -290,6 +301,7 @@ UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,
 	full.dedup_index_bytes = atomic_load_explicit(&dev->index_bytes,
 						      memory_order_relaxed);
 	lock_figures(&full);
+	refill_figures(dev, &full);
 	if (dev->tier) {
 		full.bd_capacity = dev->tier->sp.nsegs << SEG_SHIFT;
 		full.bd_space = space_used(&dev->tier->sp);

@@ -3,6 +3,8 @@
  * reserve.c - uzram_reserve(): the allocator's memory made resident before
  * it is needed (see uzram.h). Only the allocator holds a reserve; the page
  * table's chunks are allocated as the device fills (mem_limit covers both).
+ * uzram_set_refill(), uzram_refill(): the no-fault pool on top of it
+ * (src/zpool/zpool_reserve.c).
  */
 #include <errno.h>
 
@@ -25,4 +27,33 @@ int uzram_reserve(struct uzram *dev, uint64_t bytes)
 		return uzram_set_error(r, "reserve of %llu bytes: out of memory",
 				       (unsigned long long)bytes);
 	return 0;
+}
+
+UZRAM_API int uzram_set_refill(struct uzram *dev, uint64_t min, uint64_t max,
+			       unsigned wait_ms)
+{
+	if (!dev)
+		return uzram_set_error(-EINVAL, "set_refill: NULL device");
+	if (zpool_set_refill(dev->pool, min, max, wait_ms))
+		return uzram_set_error(-EINVAL, "set_refill: a minimum of %llu "
+				       "bytes past the maximum, %llu",
+				       (unsigned long long)min,
+				       (unsigned long long)max);
+	return 0;
+}
+
+UZRAM_API long long uzram_refill(struct uzram *dev, unsigned timeout_ms)
+{
+	long r;
+
+	if (!dev)
+		return uzram_set_error(-EINVAL, "refill: NULL device");
+	r = zpool_refill(dev->pool, timeout_ms);
+	if (r == -EINVAL)
+		return uzram_set_error(-EINVAL, "refill: the no-fault pool is off");
+	if (r < 0)
+		return uzram_set_error((int)r, "refill: %s", r == -ENOSPC ?
+				       "the memory limit or the allocator's "
+				       "space came first" : "out of memory");
+	return (long long)r << PAGE_SHIFT;
 }

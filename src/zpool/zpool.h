@@ -96,6 +96,37 @@ int zpool_reserve(struct zpool *pool, uint64_t bytes);
 /* The bytes the cache keeps as the reserve now. (zpool_reserve.c) */
 uint64_t zpool_reserved(const struct zpool *pool);
 
+/*
+ * The no-fault pool (zpool_reserve.c): from now on zpool_store() never
+ * makes memory resident. It takes a frame of the cache (the reserve's, or
+ * one a free left); when there is none, it wakes the refill and waits for
+ * it up to wait_ms, then fails with -ENOSPC and nothing stored. A thread
+ * of the caller's calls zpool_refill() in a loop, which keeps the cache
+ * between half of a target and the target; the target is between min and
+ * max bytes and follows the stores' demand. min 0 ends the mode (stores
+ * make frames themselves again). Returns 0 or -EINVAL (min > max).
+ * Thread-safe with stores and frees; not with itself.
+ *
+ * zpool_refill(): wait up to timeout_ms until the cache falls under half
+ * the target or a store waits, then make frames resident (faulting, and
+ * waiting in reclaim if the kernel makes it) until the cache holds the
+ * target. Returns the pages made (0: nothing was needed), -ENOSPC (the
+ * limit or the region: no frame could be made) or -ENOMEM; -EINVAL when
+ * the mode is off. For one thread at a time.
+ */
+int zpool_set_refill(struct zpool *pool, uint64_t min, uint64_t max,
+		     unsigned wait_ms);
+long zpool_refill(struct zpool *pool, unsigned timeout_ms);
+
+struct zpool_refill_stats {
+	uint64_t waits;   /* stores that found no frame and waited */
+	uint64_t misses;  /* of those, stores that failed (-ENOSPC) */
+	uint64_t made;    /* bytes the refill made resident, in total */
+	uint64_t target;  /* bytes it fills the cache to now; 0: mode off */
+	uint64_t cached;  /* bytes of resident frames cached now */
+};
+void zpool_refill_stats(const struct zpool *pool, struct zpool_refill_stats *st);
+
 /* Restart the high-water mark (mem_used_max) from the current mem_used. */
 void zpool_reset_max(struct zpool *pool);
 
@@ -105,6 +136,7 @@ void zpool_reset_max(struct zpool *pool);
  * Allocate an object of `size` bytes (1..max_object), copy `data` into it and
  * store its handle in *handle. Returns 0, or:
  *   -ENOSPC  the limit, or the reserved address space, would be exceeded;
+ *            or, in a no-fault pool, no resident frame came in time;
  *   -ENOMEM  metadata could not be allocated;
  *   -EINVAL  size is 0 or above max_object.
  * Nothing is allocated when it fails.

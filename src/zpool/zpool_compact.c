@@ -278,7 +278,6 @@ long zpool_compact(struct zpool *pool)
 		freed += class_shrink(pool, c);
 		pthread_mutex_unlock(&c->lock);
 	}
-	/* all of the cache but the reserve (zpool_reserve.c) */
-	return freed + (long)zp_cache_trim(pool,
-		atomic_load_explicit(&pool->reserve_pages, memory_order_relaxed));
+	/* all of the cache but the reserve and the no-fault pool's target */
+	return freed + (long)zp_cache_trim(pool, zp_cache_keep(pool));
 }

@@ -28,7 +28,8 @@
  *                      stack[0], bump  populate p pages
  *
  * The cached frames' pages are bounded by zp_cache_cap():
- * max(CACHE_MIN_PAGES, mem_used / 256, the reserve of zpool_reserve.c). (Slack has a budget of its own:
+ * max(CACHE_MIN_PAGES, mem_used / 256, zp_cache_keep(): the reserve of
+ * zpool_reserve.c, a no-fault pool's target). (Slack has a budget of its own:
  * counted with the cache, it would keep the cache over its cap with
  * nothing a trim could release, and every free would then release the
  * frame it had just cached.) Past the cap, the thread that freed calls
@@ -46,6 +47,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -147,6 +149,24 @@ static int pages_populate(struct zpool *pool, uint32_t f, uint32_t from,
 }
 
 /*
+ * Make pages [from, to) of frame f, which nothing else uses, resident by
+ * writing to them: for the refill thread (zpool_reserve.c), which may wait
+ * in reclaim there. MADV_POPULATE_WRITE would hold the mmap lock (read)
+ * all that time, and a writer queued behind it (a malloc growing its
+ * arena with mprotect) would then stop every queue thread's madvise (v42
+ * on 6.12 hung so); a page fault holds only its mapping's lock since
+ * Linux 6.4 (per-VMA locks).
+ */
+static void pages_touch(struct zpool *pool, uint32_t f, uint32_t from,
+			uint32_t to)
+{
+	volatile unsigned char *p = frame_addr(pool, f);
+
+	for (size_t i = (size_t)from << PAGE_SHIFT; i < (size_t)to << PAGE_SHIFT; i += PAGE)
+		p[i] = 0;
+}
+
+/*
  * Give `len` bytes of the region at `off` back, in a pool over a file
  * (zpool_create_file()): MADV_DONTNEED on a shared mapping only unmaps the
  * pages, the file keeps them; a hole frees them, whatever maps them, locked
@@ -231,14 +251,29 @@ static void frames_release(struct zpool *pool, const uint32_t *fr,
 
 /* ---- the cache ---- */
 
+/*
+ * What the cache keeps whatever its cap: the reserve of zpool_reserve.c,
+ * and in a no-fault pool its refill target.
+ */
+uint64_t zp_cache_keep(const struct zpool *pool)
+{
+	uint64_t keep = atomic_load_explicit(&pool->reserve_pages,
+					     memory_order_relaxed);
+	uint64_t target = atomic_load_explicit(&pool->pool_target,
+					       memory_order_relaxed);
+
+	if (atomic_load_explicit(&pool->nofault, memory_order_relaxed) &&
+	    target > keep)
+		keep = target;
+	return keep;
+}
+
 uint64_t zp_cache_cap(struct zpool *pool)
 {
 	uint64_t cap = atomic_load_explicit(&pool->mem_used,
 					    memory_order_relaxed) >>
 		       (PAGE_SHIFT + CACHE_SHARE_SHIFT);
-
-	uint64_t keep = atomic_load_explicit(&pool->reserve_pages,
-					     memory_order_relaxed);
+	uint64_t keep = zp_cache_keep(pool);
 
 	if (cap < keep)
 		cap = keep;
@@ -276,7 +311,7 @@ uint64_t zp_cache_trim(struct zpool *pool, uint64_t target)
 	unsigned n = 0;
 
 	/* the reserve stays, but for a store that needs its memory (0) */
-	keep = atomic_load_explicit(&pool->reserve_pages, memory_order_relaxed);
+	keep = zp_cache_keep(pool);
 	if (target && target < keep)
 		target = keep;
 
@@ -302,25 +337,19 @@ uint64_t zp_cache_trim(struct zpool *pool, uint64_t target)
 }
 
 /*
- * A frame for a zspage of `pages` pages, with at least those resident and
- * counted in mem_used; *resident gets how many are. Returns 0, -ENOSPC (the
- * limit, or the region is full, even after emptying the cache) or -ENOMEM.
+ * A cached frame of at least `pages` resident pages, or -1; a longer one
+ * only while its extra pages fit the slack budget, unless `any` (a
+ * no-fault pool, whose frames are all resident already): else a trim
+ * releases such frames in a batch, where releasing the extra pages here
+ * would cost a system call and a TLB flush alone.
  */
-int zp_frame_get(struct zpool *pool, uint32_t pages, uint32_t *frame,
-		 uint32_t *resident)
+static int64_t frame_cached(struct zpool *pool, uint32_t pages, bool any,
+			    uint32_t *resident)
 {
-	uint64_t bytes;
-	int64_t f;
-	uint32_t r;
-	int err;
+	for (uint32_t r = pages; r <= ZP_MAX_PAGES; r++) {
+		int64_t f;
 
-	/*
-	 * A longer frame only while its extra pages fit the slack budget:
-	 * else a trim releases such frames in a batch, where releasing the
-	 * extra pages here would cost a system call and a TLB flush alone.
-	 */
-	for (r = pages; r <= ZP_MAX_PAGES; r++) {
-		if (r > pages && !slack_fits(pool, r - pages))
+		if (r > pages && !any && !slack_fits(pool, r - pages))
 			break;
 		f = stack_pop(pool, r);
 		if (f < 0)
@@ -328,11 +357,29 @@ int zp_frame_get(struct zpool *pool, uint32_t pages, uint32_t *frame,
 		cache_sub(pool, r);
 		atomic_fetch_add_explicit(&pool->slack_pages, r - pages,
 					  memory_order_relaxed);
-		*frame = (uint32_t)f;
 		*resident = r;
-		return 0;
+		return f;
 	}
-	for (r = pages - 1; r > 0; r--) {
+	return -1;
+}
+
+/*
+ * A frame made resident here: from a partly resident cached one (unless
+ * FRAME_FREE_ONLY) or a free one; the part of zp_frame_get() that faults.
+ * The refill (zpool_reserve.c) fills its target with free frames only,
+ * leaving the cached ones to the stores of their own length, and serves a
+ * waiting store from any; it touches the pages (FRAME_TOUCH, see
+ * pages_touch()). Same returns as zp_frame_get().
+ */
+int zp_frame_make(struct zpool *pool, uint32_t pages, unsigned how,
+		  uint32_t *frame, uint32_t *resident)
+{
+	bool touch = how & FRAME_TOUCH;
+	uint64_t bytes;
+	int64_t f;
+	int err;
+
+	for (uint32_t r = how & FRAME_FREE_ONLY ? 0 : pages - 1; r > 0; r--) {
 		f = stack_pop(pool, r);
 		if (f < 0)
 			continue;
@@ -341,7 +388,11 @@ int zp_frame_get(struct zpool *pool, uint32_t pages, uint32_t *frame,
 			stack_push(pool, r, (uint32_t)f);
 			break;
 		}
-		err = pages_populate(pool, (uint32_t)f, r, pages);
+		err = 0;
+		if (touch)
+			pages_touch(pool, (uint32_t)f, r, pages);
+		else
+			err = pages_populate(pool, (uint32_t)f, r, pages);
 		cache_sub(pool, r);
 		if (err) {
 			uint32_t one = (uint32_t)f;
@@ -372,7 +423,11 @@ int zp_frame_get(struct zpool *pool, uint32_t pages, uint32_t *frame,
 		zp_mem_sub(pool, bytes);
 		return -ENOSPC;
 	}
-	err = pages_populate(pool, (uint32_t)f, 0, pages);
+	err = 0;
+	if (touch)
+		pages_touch(pool, (uint32_t)f, 0, pages);
+	else
+		err = pages_populate(pool, (uint32_t)f, 0, pages);
 	if (err) {
 		stack_push(pool, 0, (uint32_t)f);
 		zp_mem_sub(pool, bytes);
@@ -382,6 +437,124 @@ int zp_frame_get(struct zpool *pool, uint32_t pages, uint32_t *frame,
 	*frame = (uint32_t)f;
 	*resident = pages;
 	return 0;
+}
+
+/* ---- the no-fault pool's side of a store (see zpool_reserve.c) ---- */
+
+/* pool_lock and its condition variables (on CLOCK_MONOTONIC): 0 or -ENOMEM */
+int zp_pool_sync_init(struct zpool *pool)
+{
+	pthread_condattr_t ca;
+	int e;
+
+	if (pthread_condattr_init(&ca))
+		return -ENOMEM;
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	e = pthread_mutex_init(&pool->pool_lock, NULL);
+	if (!e && (e = pthread_cond_init(&pool->refill_cv, &ca)))
+		pthread_mutex_destroy(&pool->pool_lock);
+	if (!e && (e = pthread_cond_init(&pool->filled_cv, &ca))) {
+		pthread_cond_destroy(&pool->refill_cv);
+		pthread_mutex_destroy(&pool->pool_lock);
+	}
+	pthread_condattr_destroy(&ca);
+	pool->pool_sync = !e;
+	return e ? -ENOMEM : 0;
+}
+
+/* The low watermark: under it, a take wakes the refill thread. */
+uint64_t zp_pool_low(const struct zpool *pool)
+{
+	return atomic_load_explicit(&pool->pool_target, memory_order_relaxed) / 2;
+}
+
+static void pool_wake_refill(struct zpool *pool)
+{
+	pthread_mutex_lock(&pool->pool_lock);
+	pthread_cond_signal(&pool->refill_cv);
+	pthread_mutex_unlock(&pool->pool_lock);
+}
+
+/*
+ * A cached frame for a store in a no-fault pool. None there: wake the
+ * refill thread and wait for it up to pool_wait_ms (with the class lock
+ * held: the refill takes none), then fail with -ENOSPC, having faulted
+ * nothing in. Counted in pool_waits and pool_misses.
+ */
+static int pool_take(struct zpool *pool, uint32_t pages, uint32_t *frame,
+		     uint32_t *resident)
+{
+	uint32_t ms = atomic_load_explicit(&pool->pool_wait_ms, memory_order_relaxed);
+	struct timespec until;
+	int64_t f;
+	int rc = 0;
+
+	atomic_fetch_add_explicit(&pool->pool_want[pages], 1, memory_order_relaxed);
+	f = frame_cached(pool, pages, true, resident);
+	if (f >= 0) {
+		if (atomic_load_explicit(&pool->cache_pages, memory_order_relaxed) <
+		    zp_pool_low(pool))
+			pool_wake_refill(pool);
+		*frame = (uint32_t)f;
+		return 0;
+	}
+	atomic_fetch_add_explicit(&pool->pool_waits, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&pool->pool_short[pages], 1, memory_order_relaxed);
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&pool->pool_lock);
+	pool->pool_waiters++;
+	pthread_cond_signal(&pool->refill_cv);
+	/*
+	 * The refill pushes, then broadcasts under pool_lock: no lost
+	 * wake-up. Woken with none left for us (another store took it, or
+	 * the frame was of another length), ask again.
+	 */
+	for (bool woken = false;; woken = true) {
+		f = frame_cached(pool, pages, true, resident);
+		if (f >= 0 || rc == ETIMEDOUT)
+			break;
+		if (woken) {
+			atomic_fetch_add_explicit(&pool->pool_short[pages], 1,
+						  memory_order_relaxed);
+			pthread_cond_signal(&pool->refill_cv);
+		}
+		rc = pthread_cond_timedwait(&pool->filled_cv, &pool->pool_lock, &until);
+	}
+	pool->pool_waiters--;
+	pthread_mutex_unlock(&pool->pool_lock);
+	if (f < 0) {
+		atomic_fetch_add_explicit(&pool->pool_misses, 1, memory_order_relaxed);
+		return -ENOSPC;
+	}
+	*frame = (uint32_t)f;
+	return 0;
+}
+
+/*
+ * A frame for a zspage of `pages` pages, with at least those resident and
+ * counted in mem_used; *resident gets how many are. Returns 0, -ENOSPC (the
+ * limit, or the region is full, even after emptying the cache; in a
+ * no-fault pool, no cached frame came in time) or -ENOMEM.
+ */
+int zp_frame_get(struct zpool *pool, uint32_t pages, uint32_t *frame,
+		 uint32_t *resident)
+{
+	int64_t f;
+
+	if (atomic_load_explicit(&pool->nofault, memory_order_acquire))
+		return pool_take(pool, pages, frame, resident);
+	f = frame_cached(pool, pages, false, resident);
+	if (f >= 0) {
+		*frame = (uint32_t)f;
+		return 0;
+	}
+	return zp_frame_make(pool, pages, 0, frame, resident);
 }
 
 /*

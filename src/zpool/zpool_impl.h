@@ -4,10 +4,11 @@
  *   zpool.c          objects: store, free, map, handles
  *   zpool_compact.c  compaction
  *   zpool_zspage.c   making and retiring zspages, borrowing between classes
+ *   zpool_reserve.c  the reserve, and the refill of the no-fault pool
  *   zpool_adopt.c    taking over a pool a killed process left in a file
  *   zpool_frame.c    frames: the free stack, the cache of resident frames,
- *                    populating and releasing pages
- *   zpool_adopt.c    taking over a pool a killed process left in a file
+ *                    populating and releasing pages; a no-fault pool's
+ *                    takes and waits
  *   zpool_region.c   the address space, size classes, create/destroy
  *   zpool_mem.c      accounting of mem_used against the limit
  * Each file uses only those below it in this list.
@@ -143,6 +144,33 @@ struct zpool {
 	_Atomic uint64_t releases;     /* release batches, for tests */
 	_Atomic uint64_t reserve_pages; /* the cache keeps this many
 					 * (zpool_reserve.c) */
+
+	/*
+	 * The no-fault pool (zpool_set_pool()): while nofault is set, stores
+	 * take cached frames only (zpool_frame.c) and a refill thread makes
+	 * them (zpool_refill(), zpool_reserve.c). pool_lock guards the
+	 * waiters count and orders the two condition variables' wake-ups;
+	 * the rest are atomics.
+	 */
+	_Atomic bool nofault;
+	_Atomic uint64_t pool_min, pool_max;  /* bounds of pool_target, pages */
+	_Atomic uint64_t pool_target;  /* the refill fills up to this; half
+					* of it is the low watermark */
+	_Atomic uint32_t pool_wait_ms; /* a store's wait for the refill */
+	pthread_mutex_t pool_lock;
+	pthread_cond_t refill_cv;      /* the refill thread waits here */
+	pthread_cond_t filled_cv;      /* stores wait here for frames */
+	unsigned pool_waiters;         /* stores waiting now (pool_lock) */
+	_Atomic uint64_t pool_want[ZP_MAX_PAGES + 1]; /* frames of each
+					* length taken or missed since the
+					* last refill */
+	_Atomic uint64_t pool_short[ZP_MAX_PAGES + 1]; /* stores of each
+					* length that found none, since the
+					* last refill */
+	_Atomic uint64_t pool_waits;   /* stores that waited for the refill */
+	_Atomic uint64_t pool_misses;  /* stores that failed: none came */
+	_Atomic uint64_t pool_made;    /* pages the refill made resident */
+	bool pool_sync;                /* pool_lock, condvars initialized */
 };
 
 static inline void counter_add(_Atomic uint64_t *c, int64_t d)
@@ -166,12 +194,19 @@ void zp_frame_give(struct zpool *pool, uint32_t frame, uint32_t pages,
 uint64_t zp_cache_trim(struct zpool *pool, uint64_t target);
 bool zp_cache_over(struct zpool *pool);
 uint64_t zp_cache_cap(struct zpool *pool);
+uint64_t zp_cache_keep(const struct zpool *pool);
 uint32_t zp_frame_shrink(struct zpool *pool, uint32_t frame, uint32_t pages,
 			 uint32_t resident);
 void zp_frames_init(struct zpool *pool);
 void zp_file_punch(struct zpool *pool, uint64_t off, uint64_t len);
 void zp_frame_free_push(struct zpool *pool, uint32_t frame);
 void zp_frames_fini(struct zpool *pool);
+/* a frame made resident now, whatever the pool's mode (may fault) */
+enum { FRAME_FREE_ONLY = 1u << 0, FRAME_TOUCH = 1u << 1 };
+int zp_frame_make(struct zpool *pool, uint32_t pages, unsigned how,
+		  uint32_t *frame, uint32_t *resident);
+uint64_t zp_pool_low(const struct zpool *pool);
+int zp_pool_sync_init(struct zpool *pool);
 
 /* zpool_zspage.c: zspages and borrowing (class lock held) */
 int zp_zspage_new(struct zpool *pool, struct size_class *c,

@@ -258,6 +258,9 @@ static int pool_new(uint64_t max_objects, size_t max_object,
 	pool->fd = -1;
 	pool->max_object = max_object;
 	pool->meta_fixed = sizeof(*pool);
+	err = zp_pool_sync_init(pool);
+	if (err)
+		goto fail;
 	err = classes_init(pool);
 	if (err)
 		goto fail;
@@ -338,6 +341,11 @@ void zpool_destroy(struct zpool *pool)
 		}
 	}
 	zp_frames_fini(pool);
+	if (pool->pool_sync) {
+		pthread_mutex_destroy(&pool->pool_lock);
+		pthread_cond_destroy(&pool->refill_cv);
+		pthread_cond_destroy(&pool->filled_cv);
+	}
 	if (pool->cells)
 		munmap(pool->cells, pool->ncells * sizeof(pool->cells[0]));
 	if (pool->frames)

@@ -15,11 +15,34 @@
  *
  * Frames are all taken before any is given to the cache, or a take would
  * pop the frame just given back.
+ *
+ * The no-fault pool (zpool_set_refill()) goes further, as the kernel's
+ * mempools do for its I/O path: stores never make memory resident at all.
+ * They take cached frames only (zpool_frame.c, pool_take()), and a refill
+ * thread of the caller's, which may fault and wait in reclaim, keeps the
+ * cache filled:
+ *
+ *      stores (queue threads)                 refill thread
+ *      take a cached frame >= their length    zpool_refill(): waits on
+ *        cache < target / 2: wake ------------> refill_cv, then makes a
+ *        none: wake, wait pool_wait_ms          frame of each length a
+ *          on filled_cv <---------------------  store found none of, and
+ *          still none: -ENOSPC, nothing         frames (zp_frame_make())
+ *          faulted in (pool_misses)             up to the target, by the
+ *                                               lengths stores took since
+ *                                               the last refill
+ *
+ * The target adapts to the rate of takes: it doubles (up to the maximum)
+ * after a refill during which a store had to wait, and comes down by an
+ * eighth (to the minimum) after each TARGET_DECAY_S seconds without one.
+ * The refill also makes the next CELLS_AHEAD handle cells resident, which
+ * stores touch as they take never-used handles.
  */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "zpool_impl.h"
 
@@ -92,4 +115,200 @@ uint64_t zpool_reserved(const struct zpool *pool)
 {
 	return atomic_load_explicit(&pool->reserve_pages,
 				    memory_order_relaxed) << PAGE_SHIFT;
+}
+
+/* ---- the no-fault pool ---- */
+
+#define TARGET_DECAY_S 10
+#define CELLS_AHEAD 8192u            /* 64 KiB of handle cells */
+
+int zpool_set_refill(struct zpool *pool, uint64_t min, uint64_t max,
+		     unsigned wait_ms)
+{
+	if (min > max)
+		return -EINVAL;
+	min >>= PAGE_SHIFT;
+	max >>= PAGE_SHIFT;
+	if (!min) {
+		atomic_store_explicit(&pool->nofault, false, memory_order_release);
+		return 0;
+	}
+	atomic_store_explicit(&pool->pool_min, min, memory_order_relaxed);
+	atomic_store_explicit(&pool->pool_max, max, memory_order_relaxed);
+	atomic_store_explicit(&pool->pool_target, min, memory_order_relaxed);
+	atomic_store_explicit(&pool->pool_wait_ms, wait_ms, memory_order_relaxed);
+	atomic_store_explicit(&pool->nofault, true, memory_order_release);
+	return 0;
+}
+
+/*
+ * The cells stores will touch next (zpool.c's handle_get()), resident
+ * now: an atomic add of 0 to one cell a page writes, and so faults the
+ * page in, without changing what a store may be writing there. Not
+ * MADV_POPULATE_WRITE: see zpool_frame.c's pages_touch().
+ */
+static void cells_ahead(struct zpool *pool)
+{
+	uint64_t b = atomic_load_explicit(&pool->handle_bump, memory_order_relaxed);
+	uint64_t e = b + CELLS_AHEAD < pool->ncells ? b + CELLS_AHEAD : pool->ncells;
+	const uint64_t per_page = PAGE / sizeof(pool->cells[0]);
+
+	for (uint64_t i = b; i < e; i += per_page)
+		atomic_fetch_add_explicit(&pool->cells[i], 0, memory_order_relaxed);
+}
+
+/* The target from the waits since the last call (see the top). */
+static uint64_t target_adapt(struct zpool *pool)
+{
+	static _Thread_local uint64_t seen;
+	static _Thread_local time_t changed;
+	uint64_t waits = atomic_load_explicit(&pool->pool_waits, memory_order_relaxed);
+	uint64_t t = atomic_load_explicit(&pool->pool_target, memory_order_relaxed);
+	uint64_t min = atomic_load_explicit(&pool->pool_min, memory_order_relaxed);
+	uint64_t max = atomic_load_explicit(&pool->pool_max, memory_order_relaxed);
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (waits != seen) {
+		t = t * 2 < max ? t * 2 : max;
+		changed = now.tv_sec;
+	} else if (now.tv_sec - changed >= TARGET_DECAY_S) {
+		t -= t / 8;
+		changed = now.tv_sec;
+	}
+	seen = waits;
+	t = t < min ? min : t;
+	atomic_store_explicit(&pool->pool_target, t, memory_order_relaxed);
+	return t;
+}
+
+/* Wait up to ms for the cache to fall under the low watermark or a store to wait. */
+static void refill_wait(struct zpool *pool, unsigned ms)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&pool->pool_lock);
+	while (!pool->pool_waiters &&
+	       atomic_load_explicit(&pool->cache_pages, memory_order_relaxed) >=
+	       zp_pool_low(pool) &&
+	       pthread_cond_timedwait(&pool->refill_cv, &pool->pool_lock, &until) == 0)
+		;
+	pthread_mutex_unlock(&pool->pool_lock);
+}
+
+/* Frames of each length to make for `need` pages, by the takes' lengths. */
+static void refill_quota(struct zpool *pool, uint64_t need,
+			 uint64_t quota[ZP_MAX_PAGES + 1])
+{
+	bool used[ZP_MAX_PAGES + 1];
+	uint64_t w[ZP_MAX_PAGES + 1], sum = 0;
+
+	lengths_used(pool, used);
+	for (unsigned p = 1; p <= ZP_MAX_PAGES; p++) {
+		w[p] = atomic_exchange_explicit(&pool->pool_want[p], 0,
+						memory_order_relaxed);
+		sum += w[p] * p;
+	}
+	if (!sum)       /* no take yet: every length in use alike */
+		for (unsigned p = 1; p <= ZP_MAX_PAGES; p++) {
+			w[p] = used[p];
+			sum += w[p] * p;
+		}
+	quota[0] = 0;
+	for (unsigned p = 1; p <= ZP_MAX_PAGES; p++)
+		quota[p] = sum ? (need * w[p] + sum - 1) / sum : 0;
+}
+
+/* Wake the stores waiting for frames. */
+static void refill_wake(struct zpool *pool)
+{
+	pthread_mutex_lock(&pool->pool_lock);
+	if (pool->pool_waiters)
+		pthread_cond_broadcast(&pool->filled_cv);
+	pthread_mutex_unlock(&pool->pool_lock);
+}
+
+/*
+ * A frame of each length a store found none of, whatever the cache holds:
+ * a cache at its target may hold only other lengths (the reserve's
+ * shares, what frees left), and a store takes only its own or longer. A
+ * cached shorter frame is grown for it first, which costs no more memory
+ * than it adds. The pages made.
+ */
+static uint64_t refill_short(struct zpool *pool, int *err)
+{
+	uint64_t made = 0;
+
+	for (unsigned p = ZP_MAX_PAGES; p > 0 && !*err; p--) {
+		uint32_t f, res;
+
+		if (!atomic_exchange_explicit(&pool->pool_short[p], 0,
+					      memory_order_relaxed))
+			continue;
+		*err = zp_frame_make(pool, p, FRAME_TOUCH, &f, &res);
+		if (*err)
+			break;
+		zp_frame_give(pool, f, res, res);
+		made += res;
+		refill_wake(pool);
+	}
+	return made;
+}
+
+long zpool_refill(struct zpool *pool, unsigned timeout_ms)
+{
+	uint64_t quota[ZP_MAX_PAGES + 1], target, cached, made = 0;
+	bool more = true;
+	int err = 0;
+
+	if (!atomic_load_explicit(&pool->nofault, memory_order_acquire))
+		return -EINVAL;
+	refill_wait(pool, timeout_ms);
+	cells_ahead(pool);
+	made = refill_short(pool, &err);
+	target = target_adapt(pool);
+	cached = atomic_load_explicit(&pool->cache_pages, memory_order_relaxed);
+	if (err || cached >= target) {
+		atomic_fetch_add_explicit(&pool->pool_made, made, memory_order_relaxed);
+		return made ? (long)made : err;
+	}
+	refill_quota(pool, target - cached, quota);
+	/* a frame of each length in turn, so that a waiting store soon has its */
+	while (more && !err &&
+	       atomic_load_explicit(&pool->cache_pages, memory_order_relaxed) < target) {
+		more = false;
+		for (unsigned p = 1; p <= ZP_MAX_PAGES && !err; p++) {
+			uint32_t f, res;
+
+			if (!quota[p])
+				continue;
+			quota[p]--;
+			more = true;
+			err = zp_frame_make(pool, p, FRAME_FREE_ONLY | FRAME_TOUCH, &f, &res);
+			if (err)
+				break;
+			zp_frame_give(pool, f, res, res);
+			made += res;
+			refill_wake(pool);
+		}
+	}
+	atomic_fetch_add_explicit(&pool->pool_made, made, memory_order_relaxed);
+	return made ? (long)made : err;
+}
+
+void zpool_refill_stats(const struct zpool *pool, struct zpool_refill_stats *st)
+{
+	st->waits = atomic_load_explicit(&pool->pool_waits, memory_order_relaxed);
+	st->misses = atomic_load_explicit(&pool->pool_misses, memory_order_relaxed);
+	st->made = atomic_load_explicit(&pool->pool_made, memory_order_relaxed) << PAGE_SHIFT;
+	st->target = atomic_load_explicit(&pool->nofault, memory_order_relaxed) ?
+		atomic_load_explicit(&pool->pool_target, memory_order_relaxed) << PAGE_SHIFT : 0;
+	st->cached = atomic_load_explicit(&pool->cache_pages, memory_order_relaxed) << PAGE_SHIFT;
 }

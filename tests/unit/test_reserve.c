@@ -5,8 +5,19 @@
  * while the data fits), discards do not give it back to the OS (the
  * cache's floor), it stops at mem_limit with -ENOSPC, and 0 ends it so
  * that uzram_compact() returns it.
+ *
+ * The no-fault pool (uzram_set_refill()): a write that finds it empty,
+ * with no refill running, fails with -ENOSPC within a bounded time, makes
+ * nothing resident and keeps the cluster's old data; after a refill the
+ * same write succeeds. With a refill thread, writes that need new memory
+ * all succeed from frames it made.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <string.h>
+#include <time.h>
 
 #include "uzram.h"
 #include "testutil.h"
@@ -85,11 +96,147 @@ static void test_reserve_stops_at_limit(void **state)
 	uzram_close(dev);
 }
 
+#define CLUSTER 4096u
+#define SLOTS 256u
+
+/* Incompressible bytes: each such cluster is stored raw, a zspage page. */
+static void fill_random(uint8_t *buf, size_t n, uint64_t *seed)
+{
+	for (size_t i = 0; i < n; i += 8) {
+		uint64_t r = tu_rand(seed);
+
+		memcpy(buf + i, &r, 8);
+	}
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void refill_stats(struct uzram *dev, struct uzram_stats *st)
+{
+	assert_int_equal(uzram_stats(dev, st, sizeof *st), 0);
+}
+
+static void test_refill_empty_pool_fails_fast(void **state)
+{
+	struct uzram *dev = open_dev(0);
+	uint8_t old[CLUSTER], buf[CLUSTER], back[CLUSTER];
+	uint64_t seed = 30, m0;
+	struct uzram_stats st;
+	unsigned slot;
+	double t0, took = 0;
+	int r = 0;
+
+	(void)state;
+	/* every slot holds a compressible page, stored before the mode */
+	for (unsigned i = 0; i < CLUSTER; i++)
+		old[i] = (uint8_t)(i / 64);
+	for (slot = 0; slot < SLOTS; slot++)
+		assert_int_equal(uzram_write(dev, old, CLUSTER,
+					     (uint64_t)slot * CLUSTER), 0);
+	uzram_compact(dev);     /* the cache goes: the pool is empty */
+	assert_int_equal(uzram_set_refill(dev, 64 << 10, 256 << 10, 20), 0);
+
+	/* raw pages need new zspages: once the free spots are gone, one fails */
+	for (slot = 0; slot < SLOTS; slot++) {
+		fill_random(buf, CLUSTER, &seed);
+		m0 = mem_used(dev);
+		t0 = now_s();
+		r = uzram_write(dev, buf, CLUSTER, (uint64_t)slot * CLUSTER);
+		took = now_s() - t0;
+		if (r)
+			break;
+	}
+	assert_int_equal(r, -ENOSPC);
+	if (took > 2.0)
+		fail_msg("the failed write took %.3f s, its wait is 20 ms", took);
+	/* nothing was faulted in for it, and the slot kept its data */
+	assert_true(mem_used(dev) <= m0);
+	assert_int_equal(uzram_read(dev, back, CLUSTER, (uint64_t)slot * CLUSTER), 0);
+	assert_memory_equal(back, old, CLUSTER);
+	refill_stats(dev, &st);
+	assert_int_equal(st.refill_misses, 1);
+	assert_true(st.refill_waits >= 1);
+	assert_true(st.failed_writes >= 1);
+	assert_int_equal(st.refill_target, 64 << 10);
+
+	/* a refill, and the same write succeeds */
+	assert_true(uzram_refill(dev, 0) > 0);
+	assert_int_equal(uzram_write(dev, buf, CLUSTER, (uint64_t)slot * CLUSTER), 0);
+	assert_int_equal(uzram_read(dev, back, CLUSTER, (uint64_t)slot * CLUSTER), 0);
+	assert_memory_equal(back, buf, CLUSTER);
+	refill_stats(dev, &st);
+	assert_int_equal(st.refill_misses, 1);
+	assert_true(st.refill_made > 0);
+
+	/* min 0 ends the mode: writes fault in again, the refill refuses */
+	assert_int_equal(uzram_set_refill(dev, 0, 0, 0), 0);
+	assert_int_equal(uzram_refill(dev, 0), -EINVAL);
+	assert_int_equal(uzram_set_refill(dev, 2, 1, 0), -EINVAL);
+	assert_int_equal(uzram_set_refill(NULL, 1, 1, 0), -EINVAL);
+	for (slot = 0; slot < SLOTS; slot++) {
+		fill_random(buf, CLUSTER, &seed);
+		assert_int_equal(uzram_write(dev, buf, CLUSTER,
+					     (uint64_t)slot * CLUSTER), 0);
+	}
+	uzram_close(dev);
+}
+
+struct refiller {
+	struct uzram *dev;
+	atomic_bool stop;
+};
+
+static void *refill_main(void *arg)
+{
+	struct refiller *rf = arg;
+
+	while (!atomic_load(&rf->stop))
+		uzram_refill(rf->dev, 10);
+	return NULL;
+}
+
+static void test_refill_thread_serves_writes(void **state)
+{
+	struct uzram *dev = open_dev(0);
+	struct refiller rf = { .dev = dev };
+	uint64_t seed = 31, n = tu_scaled(2048);
+	uint8_t buf[CLUSTER], back[CLUSTER];
+	struct uzram_stats st;
+	pthread_t th;
+
+	(void)state;
+	/* a long wait: this checks the wake-ups, not the machine's speed */
+	assert_int_equal(uzram_set_refill(dev, 64 << 10, 1 << 20, 10000), 0);
+	assert_int_equal(pthread_create(&th, NULL, refill_main, &rf), 0);
+	for (uint64_t i = 0; i < n; i++) {
+		fill_random(buf, CLUSTER, &seed);
+		assert_int_equal(uzram_write(dev, buf, CLUSTER, (i % 8192) * CLUSTER), 0);
+	}
+	atomic_store(&rf.stop, true);
+	pthread_join(th, NULL);
+	refill_stats(dev, &st);
+	assert_int_equal(st.refill_misses, 0);
+	/* the raw pages' memory came from the refill */
+	assert_true(st.refill_made >= n * CLUSTER / 2);
+	/* the last page written reads back */
+	assert_int_equal(uzram_read(dev, back, CLUSTER, ((n - 1) % 8192) * CLUSTER), 0);
+	assert_memory_equal(back, buf, CLUSTER);
+	uzram_close(dev);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reserve_serves_stores),
 		cmocka_unit_test(test_reserve_stops_at_limit),
+		cmocka_unit_test(test_refill_empty_pool_fails_fast),
+		cmocka_unit_test(test_refill_thread_serves_writes),
 	};
 
 	return tu_run_tests(tests, NULL, NULL);

@@ -807,6 +807,68 @@ static void test_rss(void **state)
 }
 
 
+struct refill_arg {
+	struct zpool *pool;
+	atomic_bool stop;
+};
+
+static void *refill_loop(void *arg)
+{
+	struct refill_arg *ra = arg;
+
+	while (!atomic_load(&ra->stop))
+		zpool_refill(ra->pool, 10);
+	return NULL;
+}
+
+/*
+ * A no-fault pool whose cache holds its target, all of one zspage length,
+ * still serves a store of a longer one: the refill makes a frame of each
+ * length a store found none of, whatever the cache holds.
+ */
+static void test_refill_serves_other_length(void **state)
+{
+	struct refill_arg ra = { 0 };
+	const struct size_class *lo = NULL, *hi = NULL;
+	uint32_t h[4096], one;
+	unsigned char data[ZP_FRAME] = { 1 };
+	uint64_t cached;
+	unsigned n;
+	pthread_t th;
+
+	(void)state;
+	assert_int_equal(zpool_create(64 * 1024, 4096, &ra.pool), 0);
+	for (unsigned i = 0; i < ra.pool->nclasses; i++) {
+		const struct size_class *c = &ra.pool->classes[i];
+
+		if (!lo || c->pages < lo->pages)
+			lo = c;
+		if (!hi || c->pages > hi->pages)
+			hi = c;
+	}
+	assert_true(lo->pages < hi->pages);
+	/* zspages of the short length, emptied: the cache holds only those */
+	n = lo->objs * 8 < 4096 ? lo->objs * 8 : 4096;
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(zpool_store(ra.pool, data, lo->size, &h[i]), 0);
+	for (unsigned i = 0; i < n; i++)
+		zpool_free(ra.pool, h[i]);
+	cached = atomic_load(&ra.pool->cache_pages);
+	assert_true(cached >= lo->pages);
+	for (unsigned r = hi->pages; r <= ZP_MAX_PAGES; r++)
+		assert_int_equal((uint32_t)atomic_load(&ra.pool->stack[r]), 0);
+	/* a target the cache already holds */
+	assert_int_equal(zpool_set_refill(ra.pool, cached << PAGE_SHIFT,
+					  cached << PAGE_SHIFT, 5000), 0);
+	assert_int_equal(pthread_create(&th, NULL, refill_loop, &ra), 0);
+	assert_int_equal(zpool_store(ra.pool, data, hi->size, &one), 0);
+	atomic_store(&ra.stop, true);
+	pthread_join(th, NULL);
+	assert_int_equal(atomic_load(&ra.pool->pool_misses), 0);
+	zpool_free(ra.pool, one);
+	zpool_destroy(ra.pool);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -825,6 +887,7 @@ int main(void)
 		cmocka_unit_test(test_handles_run_out),
 		cmocka_unit_test(test_reservation_shrinks),
 		cmocka_unit_test(test_rss),
+		cmocka_unit_test(test_refill_serves_other_length),
 	};
 
 	return tu_run_tests(tests, NULL, NULL);

@@ -100,7 +100,7 @@ memwatch()
 	local used st
 	while sleep 20; do
 		used=$(awk 'NR > 1 { u += $4 } END { print u * 1024 }' /proc/swaps)
-		st=$(uzram stat --socket "$1" --all | awk '$1 ~ /^(pages_stored|compr_data_size|mem_used_total|requests_trim|failed_writes)$/ { printf " %s=%s", $1, $2 }')
+		st=$(uzram stat --socket "$1" --all | awk '$1 ~ /^(pages_stored|compr_data_size|mem_used_total|requests_trim|failed_writes|refill_waits|refill_misses)$/ { printf " %s=%s", $1, $2 }')
 		info "memwatch swap_used=$used$st $(awk '$1 ~ /^(VmRSS|VmLck|RssAnon|RssFile|RssShmem):$/ { printf " %s=%s", $1, $2 }' /proc/$UZRAM_PID/status)" \
 			"free_kb=$(awk '/MemFree/ {print $2}' /proc/meminfo) avail_kb=$(awk '/MemAvailable/ {print $2}' /proc/meminfo)"
 	done
@@ -163,6 +163,10 @@ if mkswap "$dev" > /dev/null && swapon --discard=pages -p 10 "$dev"; then
 	figure uzram-VmHWM "$(awk '$1 == "VmHWM:" { print $2 * 1024 }' /proc/$UZRAM_PID/status)" bytes
 	after_hog uzram "$dev" stat_field $s pages_stored
 	figure uzram-failed_writes "$(stat_field $s failed_writes)" requests
+	# the no-fault pool (serve_swap.c): writes that waited for the refill
+	# thread, and those of them that failed (the kernel retries them)
+	figure uzram-refill_waits "$(stat_field $s refill_waits)" requests
+	figure uzram-refill_misses "$(stat_field $s refill_misses)" requests
 	check uzram-swapoff bounded 300 swapoff "$dev"
 else
 	fail uzram-swapon "mkswap or swapon on $dev"

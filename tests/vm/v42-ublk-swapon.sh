@@ -50,10 +50,16 @@ check server-locked bash -c "grep -q 'VmLck:[[:space:]]*[1-9]' /proc/$pid/status
 # field 41 of stat: the policy, 2 = SCHED_RR, for every thread (serve_swap.c)
 check server-realtime bash -c "! awk '{ sub(/.*\\) /, \"\"); if (\$39 != 2) print }' /proc/$pid/task/*/stat | grep -q ."
 info "server threads: $(ls /proc/$pid/task | wc -l); $(grep -h 'memory locked' "$f.log")"
-# without --mem-limit the reserve is 16 MiB whatever the RAM (serve_swap.c:
-# RAM / 64 deadlocked v50 on 7.3, its server growing under GFP_NOIO)
+# without --mem-limit the reserve is RAM / 64 within 4..16 MiB, and past
+# it no queue thread faults memory in: a no-fault pool of RAM / 256
+# (1..4 MiB) up to RAM / 64 (4..16 MiB) kept filled by a refill thread
+# (serve.h; a reserve of RAM / 64 that the queue threads grew past by
+# faulting deadlocked v50 on 7.3)
+share() { local b=$((ram_kib * 1024 / $1)); ((b < $2 << 20)) && b=$(($2 << 20)); ((b > $3 << 20)) && b=$(($3 << 20)); echo $((b / 4096 * 4096)); }
 reserved=$(sed -n 's/.*), \([0-9]*\) MiB reserved.*/\1/p' "$f.log" | tail -n 1)
-check reserve-16m test "${reserved:-0}" -eq 16
+check reserve-ram-64 test "${reserved:-0}" -eq $(($(share 64 4 16) >> 20))
+pool=$(sed -n 's/.*a no-fault pool of \([0-9]*-[0-9]*\) KiB.*/\1/p' "$f.log" | tail -n 1)
+check no-fault-pool test "$pool" = "$(($(share 256 1 4) >> 10))-$(($(share 64 4 16) >> 10))"
 # the guest's root is tmpfs: every page of the server's program is locked,
 # not only those it ran (a page it first runs under pressure could be
 # swapped out to its own device; doc/block-device.md, the hang of v42):
@@ -80,7 +86,10 @@ check hog-completes test "$rc" = 0
 info "hog: status $rc in $(elapsed "$t0") s, pswpout $out, pswpin $in"
 check hog-swapped test "$out" -gt 1000
 info "server: $(grep -E 'VmRSS|VmLck' /proc/$pid/status | tr -s ' \t\n' ' ')"
-info "stat: $(uzram stat --socket "$f.sock" --all | awk '$1 ~ /^(pages_stored|mem_used_total|mem_used_max|failed_writes)$/' | tr -s ' \n' ' ')"
+info "stat: $(uzram stat --socket "$f.sock" --all | awk '$1 ~ /^(pages_stored|mem_used_total|mem_used_max|failed_writes|refill_.*)$/' | tr -s ' \n' ' ')"
+for k in refill_waits refill_misses refill_made; do
+	figure "$k" "$(stat_field "$f.sock" $k)" ""
+done
 
 # the NBD transport, beside it
 check swapon-nbd bounded 120 uzram swapon --transport nbd --size 32M --algorithm lz4 --priority 5

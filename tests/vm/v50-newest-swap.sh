@@ -80,6 +80,14 @@ meminfo uzram
 check uzram-hog run_hog uzram
 for p in $(pidof uzram); do proc_memory "$p"; done
 figure uzram-mem_used_max "$(stat_field "$f.sock" mem_used_max)" bytes
+# the no-fault pool (serve_swap.c): writes that waited for its refill
+# thread, writes that failed for it (the kernel keeps the page and
+# retries), what the thread made resident; and the server's peak RSS
+for k in refill_waits refill_misses refill_made; do
+	figure "uzram-$k" "$(stat_field "$f.sock" $k)" ""
+done
+spid=$(sed -n 's/^uzram serve: --keeper: the server is pid //p' "$f.log" | tail -n 1)
+[[ -n $spid ]] && figure uzram-server-VmHWM "$(awk '/^VmHWM:/ { print $2 }' /proc/$spid/status)" kB
 check swapoff bounded 300 uzram swapoff
 check no-swap-left test "$(tail -n +2 /proc/swaps | wc -l)" -eq 0
 check no-server-left bash -c '! pidof uzram'
