@@ -198,8 +198,12 @@ privs_by()
 # them, the memory falls, and the file reads back whole.
 write_fast()
 {
-	local d=$1 m0 m1 n
+	local d=$1 m0 m1 n bs
 	step "$WHO: written fast, re-encoded later"
+	# a file's block is a cluster, 16 KiB unless --cluster says otherwise
+	# (mount_fs.c's FS_CLUSTER: 4 KiB clusters cost more CPU a byte)
+	bs=$(as stat -f -c %S "$d")
+	((bs == 16384)) || fail "the file system's block is $bs bytes, not 16 KiB"
 	compressible_data "$T/fast.$WHO" $((8 << 20)) >/dev/null
 	chmod 644 "$T/fast.$WHO"
 	as dd if="$T/fast.$WHO" of="$d/fast" bs=1M status=none
@@ -401,8 +405,9 @@ round_trips()
 {
 	local d=$1 log files releases
 	step "$WHO: the requests of tar x, counted"
-	UZRAM_FS_DEBUG=1 fs_mount "$d" --size 512M
+	UZRAM_FS_DEBUG=1 fs_mount "$d" --size 512M --cluster 4K
 	log=$(dirname "$(grep -lxF "$d" "$UZRAM_RUNTIME_DIR"/m-*/dir)")/log
+	[[ $(stat -f -c %S "$d") == 4096 ]] || fail "--cluster 4K not taken"
 	as tar -xf "$TAR" -C "$d"
 	files=$(find "$d" -type f | wc -l)
 	as sh -c "echo x >'$d/last' && cat '$d/last' >/dev/null" # an OPEN
