@@ -29,7 +29,9 @@
  * it fills it further, and the block goes to the device once, whole,
  * when it is full, when any other write or a read, truncate or hole
  * punch comes, or within a second (the compactor thread), or before
- * a save. One block is staged at a time, for the whole file system:
+ * a save. One block is staged at a time, for the whole file system, and
+ * none on a device with a memory limit (cfg->no_stage: there the device's
+ * ENOSPC must come from the write itself):
  *
  *   write(a, 0..10K)   blocks 0 (none whole)  -> stage a:0, 10K
  *   write(a, 10K..20K) stage a:0 gets 6K, full -> device; 4K -> stage a:1
@@ -187,7 +189,7 @@ static int stage_new(struct uzfs *fs, struct node *n, const char *src,
 	if (r < 0)
 		return r;
 	pthread_mutex_lock(&fs->stage_lock);
-	if (!fs->stage_node) {
+	if (!fs->stage_node && !fs->no_stage) {
 		memcpy(fs->stage_buf, src, tail);
 		fs->stage_node = n;
 		fs->stage_fblk = fblk;

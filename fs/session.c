@@ -196,6 +196,7 @@ int uzfs_mount(const struct uzfs_config *cfg, const char *dir, struct uzfs **fsp
 		fs->debug = cfg->debug;
 		fs->threads = cfg->threads;
 		fs->spin_us = cfg->spin_us;
+		fs->no_stage = cfg->no_stage;
 		pthread_mutex_init(&fs->stop_lock, NULL);
 		pthread_cond_init(&fs->stop_cond, NULL);
 		pthread_mutex_init(&fs->stage_lock, NULL);

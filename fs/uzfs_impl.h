@@ -77,6 +77,7 @@ struct uzfs {
 	/* The staged tail (bmap.c), guarded by stage_lock: the partial last
 	 * block of the file written last, kept here until it is whole. */
 	pthread_mutex_t stage_lock;
+	bool no_stage;                /* cfg->no_stage: never stage */
 	struct node *stage_node;      /* NULL: nothing staged */
 	uint64_t stage_fblk, stage_blk; /* its file block and device block */
 	uint32_t stage_len;           /* bytes from the block's start */

@@ -150,6 +150,8 @@ static int build_fs(struct mount_req *m, struct uzram **dev, struct uzfs **fs)
 		.mode = m->set_mode ? m->mode : 0755,
 		.allow_other = geteuid() == 0,
 		.debug = getenv("UZRAM_FS_DEBUG") != NULL,
+		/* with a limit the device's ENOSPC must reach write() */
+		.no_stage = m->mem_limit != 0,
 		/* a tuning knob for measurements; see fs/session.c */
 		.threads = getenv("UZRAM_FS_THREADS") ?
 			   (unsigned)atoi(getenv("UZRAM_FS_THREADS")) : 1,

@@ -355,7 +355,7 @@ run_user()
 # ENOSPC at the size: the write fails, the file system stays whole.
 full_fs()
 {
-	local d=$1
+	local d=$1 i p0
 	step "$WHO: ENOSPC at --size, nothing lost"
 	fs_mount "$d" --size 16M
 	as dd if=/dev/urandom of="$d/keep" bs=1M count=4 status=none
@@ -379,8 +379,15 @@ full_fs()
 		fail "not ENOTCONN: $(cat "$T/ls.err")"
 	um umount "$d" 2>/dev/null || fail "uzram umount after SIGKILL"
 	is_mounted "$d" && fail "$d still mounted"
-	fs_mount "$d" --size 16M
+	fs_mount "$d" --size 16M --mem-limit 64M
 	as touch "$d/new" || fail "touch after the new mount: $(as touch "$d/new" 2>&1)"
+	# with a memory limit the device's ENOSPC must reach write() itself:
+	# no block is staged (fs/bmap.c), a 1-byte file is on the device at once
+	for ((i = 0; i < 5; i++)); do
+		p0=$(dev_pages "$d")
+		as sh -c "printf x >'$d/lim$i'"
+		(($(dev_pages "$d") > p0)) || fail "a block staged with --mem-limit"
+	done
 	um umount "$d" 2>"$T/umount.err" || fail "uzram umount: $(cat "$T/umount.err")"
 	[[ -z $(ls -A "$UZRAM_RUNTIME_DIR") ]] || fail "runtime files left"
 }
