@@ -234,7 +234,7 @@ dev_pages()
 # compactor may come in between, so 5 tries, of which one must see it.
 staged_tail()
 {
-	local d=$1 i p0 p1 p2 seen=0
+	local d=$1 ref=$2 i p0 p1 p2 seen=0
 	step "$WHO: a file's last block stays staged until it is read"
 	as sh -c "printf y >'$d/st-pre' && cat '$d/st-pre' >/dev/null"
 	for ((i = 0; i < 5; i++)); do
@@ -256,6 +256,18 @@ staged_tail()
 	done
 	((i < 100)) || fail "the staged block not on the device 10 s later"
 	as sh -c "rm -f '$d'/st*"
+	# every operation on a file whose last block is staged, against tmpfs
+	p0=$(dev_pages "$d")
+	as mkdir "$d/stg" "$ref/stg"
+	as python3 "$ITEST_DIR/fs_staged.py" "$d/stg" "$ref/stg" >"$T/staged.out" 2>&1 ||
+		fail "$(cat "$T/staged.out")"
+	cat "$T/staged.out"
+	as rm -rf "$d/stg" "$ref/stg"
+	for ((i = 0; i < 100; i++)); do
+		(($(dev_pages "$d") == p0)) && break
+		sleep 0.1
+	done
+	((i < 100)) || fail "deleted files' blocks still on the device: $p0 -> $(dev_pages "$d") pages"
 }
 
 has_cap()
@@ -324,7 +336,7 @@ run_user()
 	as rm "$d/a" "$d/b"
 	privileges "$d" "$ref"
 	write_fast "$d"
-	staged_tail "$d"
+	staged_tail "$d" "$ref"
 
 	step "$WHO: the model test, $SEEDS seeds of $STEPS steps"
 	for ((s = 1; s <= SEEDS; s++)); do
