@@ -345,6 +345,10 @@ run_user()
 			fail "$(cat "$T/model.err")"
 		as sh -c "rm -rf '$d'/* '$ref'/*"
 	done
+	# compared every 7 steps: operations meet a staged block (fs/bmap.c)
+	as python3 "$ITEST_DIR/fs_model.py" "$d" "$ref" "$((SEEDS + 1))$RANDOM_SALT" \
+		"$STEPS" 7 >/dev/null 2>"$T/model.err" || fail "$(cat "$T/model.err")"
+	as sh -c "rm -rf '$d'/* '$ref'/*"
 	real_programs "$d" "$ref"
 	step "$WHO: memory given back after rm -rf"
 	# the device's memory (uzram stat --mount); the keeper's RSS is shown
