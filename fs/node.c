@@ -57,6 +57,9 @@
  *       target and xattrs. Read for getattr, read, lseek; write for the rest.
  *   fs->alloc_lock (mutex): the free-block bitmap (alloc.c), held only
  *       inside alloc.c.
+ *   fs->stage_lock (mutex): bmap.c's staged block (the partial last block
+ *       of the file written last), after a node's lock or alone (the
+ *       compactor, a save); nothing of ours is taken under it.
  *   nlookup is atomic: readdirplus counts references under the read lock;
  *   a count that reaches zero takes the write lock to free.
  * The device needs no lock of ours: libuzram locks its own pages, and no

@@ -47,6 +47,8 @@
  * The compactor: freed blocks give their objects back to the device's
  * allocator at once; a second after frees of 1 MiB or more it also runs
  * uzram_compact(), so half-empty zspages go back to the system as well.
+ * Each second it also writes bmap.c's staged block (the last, partial
+ * block of the file written last) to the device.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -129,11 +131,14 @@ static void *compactor(void *arg)
 		clock_gettime(CLOCK_REALTIME, &t);
 		t.tv_sec += 1;
 		pthread_cond_timedwait(&fs->stop_cond, &fs->stop_lock, &t);
-		if (fs->stopping || atomic_load(&fs->freed) < (min ? min : 1))
+		if (fs->stopping)
 			continue;
-		atomic_store(&fs->freed, 0);
 		pthread_mutex_unlock(&fs->stop_lock);
-		uzram_compact(fs->dev);
+		bmap_stage_flush(fs, NULL); /* a file's last block, not left out */
+		if (atomic_load(&fs->freed) >= (min ? min : 1)) {
+			atomic_store(&fs->freed, 0);
+			uzram_compact(fs->dev);
+		}
 		pthread_mutex_lock(&fs->stop_lock);
 	}
 	pthread_mutex_unlock(&fs->stop_lock);
@@ -191,9 +196,12 @@ int uzfs_mount(const struct uzfs_config *cfg, const char *dir, struct uzfs **fsp
 		fs->debug = cfg->debug;
 		fs->threads = cfg->threads;
 		fs->spin_us = cfg->spin_us;
+		fs->no_stage = cfg->no_stage;
 		pthread_mutex_init(&fs->stop_lock, NULL);
 		pthread_cond_init(&fs->stop_cond, NULL);
-		r = alloc_init(fs);
+		pthread_mutex_init(&fs->stage_lock, NULL);
+		fs->stage_buf = malloc(fs->bsize);
+		r = fs->stage_buf ? alloc_init(fs) : -ENOMEM;
 	}
 	if (!r)
 		r = tree_init(fs, cfg);
@@ -259,6 +267,8 @@ void uzfs_free(struct uzfs *fs)
 		pthread_rwlock_destroy(&fs->ns_lock);
 	}
 	alloc_release(fs);
+	free(fs->stage_buf);
+	pthread_mutex_destroy(&fs->stage_lock);
 	pthread_cond_destroy(&fs->stop_cond);
 	pthread_mutex_destroy(&fs->stop_lock);
 	free(fs);

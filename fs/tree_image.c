@@ -262,9 +262,12 @@ int uzfs_save(struct uzfs *fs, const char *path, char *why, size_t whylen)
 {
 	struct out o = { 0 };
 	uint64_t first = 0;
-	int r = tree_record(fs, &o);
+	int r = bmap_stage_flush(fs, NULL); /* bmap.c's staged block */
 
 	if (r < 0) {
+		snprintf(why, whylen, "cannot write a file's last block: %s",
+			 strerror(-r));
+	} else if ((r = tree_record(fs, &o)) < 0) {
 		snprintf(why, whylen, "out of memory for the tree's record");
 	} else if ((r = record_write(fs, &o, &first)) < 0) {
 		snprintf(why, whylen, "cannot write the tree's record (%zu bytes) "

@@ -23,6 +23,9 @@ struct uzfs_config {
 	unsigned threads;      /* > 1: libfuse's multi-threaded loop; else one */
 	unsigned spin_us;      /* one thread: the longest spin on /dev/fuse
 				* after a reply, in us (fs/reqloop.c); 0 none */
+	bool no_stage;         /* every write on the device before its reply
+				* (fs/bmap.c stages none): for a device with a
+				* memory limit, whose ENOSPC must reach write() */
 	bool load;             /* dev came from an image of uzfs_save(): mount
 				* the tree it holds, not an empty one */
 	char *why;             /* a buffer for what was wrong with the loaded */

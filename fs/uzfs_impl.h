@@ -74,6 +74,15 @@ struct uzfs {
 	uint64_t nfree, rotor;
 	_Atomic uint64_t freed;       /* blocks freed since the last compaction */
 
+	/* The staged tail (bmap.c), guarded by stage_lock: the partial last
+	 * block of the file written last, kept here until it is whole. */
+	pthread_mutex_t stage_lock;
+	bool no_stage;                /* cfg->no_stage: never stage */
+	struct node *stage_node;      /* NULL: nothing staged */
+	uint64_t stage_fblk, stage_blk; /* its file block and device block */
+	uint32_t stage_len;           /* bytes from the block's start */
+	char *stage_buf;              /* bsize bytes */
+
 	/* The namespace (node.c), guarded by ns_lock. */
 	pthread_rwlock_t ns_lock;
 	struct dent **hash;
@@ -122,6 +131,9 @@ long bmap_write(struct uzfs *fs, struct node *n, const char *buf, size_t len,
 		uint64_t off);
 int64_t bmap_seek(struct uzfs *fs, const struct node *n, uint64_t off,
 		  bool data);                               /* read lock */
+/* The staged tail onto the device: n's (a read lock on n is enough), or
+ * any node's (n NULL: no node lock needed); 0 or a negative errno. */
+int bmap_stage_flush(struct uzfs *fs, const struct node *n);
 
 /* node.c */
 struct node *node_of(struct uzfs *fs, fuse_ino_t ino);

@@ -48,7 +48,13 @@ static const struct cli_option mount_opts[] = {
 	{ "size", 's', required_argument, "SIZE",
 	  "the device and file system (default: half of RAM,\n"
 	  "as tmpfs)" },
-	CLI_CODEC_OPTIONS,
+	{ "algorithm", 'a', required_argument, "ALGO",
+	  "the compression algorithm (default lz4)" },
+	{ "level", 'l', required_argument, "N",
+	  "its level (default: its own)" },
+	{ "cluster", 'C', required_argument, "4K..64K",
+	  "pages compressed together (default 4K; 16K with\n"
+	  "--via fs, a file's block)" },
 	{ "mem-limit", 'm', required_argument, "SIZE",
 	  "the file system is made no larger than about SIZE,\n"
 	  "so that it, not the device, reports ENOSPC" },

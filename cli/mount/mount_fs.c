@@ -59,6 +59,21 @@
 #define FAST_LEVEL 64
 #define REENCODE_AGE 16
 
+/*
+ * Clusters of 16 KiB unless --cluster says otherwise (a device's default
+ * is one page): a file's block is one cluster (fs/bmap.c). Measured
+ * (BENCHMARKS.md, "CPU per byte", branch fsdata): a 512 MiB dd bs=1M
+ * took the keeper 1.34-1.50 s of CPU a GiB against 1.76-2.00 s with 4
+ * KiB clusters (lz4 at acceleration 64 compresses a 4 KiB cluster so
+ * little that 42% of them were stored raw, each a page to populate; at 16
+ * KiB 24%), at 466-646 MB/s against 451-537 MB/s; /usr/include held 44.3
+ * MiB once re-encoded against 50.3 MiB; untar, grep -r, rm -rf, a C build
+ * and 4 KiB random writes (fio) were the same within the noise. 32 and 64
+ * KiB gained no more. The price: a file takes whole 16 KiB blocks of
+ * --size (st_blocks, df), where tmpfs counts 4 KiB pages.
+ */
+#define FS_CLUSTER (16u << 10)
+
 static void write_fast(const struct mount_req *m, struct uzram_config *cfg)
 {
 	if (m->mem_limit || m->image[0] ||
@@ -83,6 +98,7 @@ static int device_config(const struct mount_req *m, struct uzram_config *cfg)
 			cfg->size = 0;
 	}
 	cfg->mem_limit = m->mem_limit;
+	cfg->cluster_size = FS_CLUSTER;
 	/* a large write's clusters are compressed on every core (the NBD
 	 * server leaves this to --threads; here the fs is the only user) */
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -134,6 +150,8 @@ static int build_fs(struct mount_req *m, struct uzram **dev, struct uzfs **fs)
 		.mode = m->set_mode ? m->mode : 0755,
 		.allow_other = geteuid() == 0,
 		.debug = getenv("UZRAM_FS_DEBUG") != NULL,
+		/* with a limit the device's ENOSPC must reach write() */
+		.no_stage = m->mem_limit != 0,
 		/* a tuning knob for measurements; see fs/session.c */
 		.threads = getenv("UZRAM_FS_THREADS") ?
 			   (unsigned)atoi(getenv("UZRAM_FS_THREADS")) : 1,
