@@ -437,6 +437,7 @@ int ublk_front_start(struct uzram *dev, const struct ublk_opts *o,
 		q->depth = f->info.queue_depth;
 		q->max_io = f->info.max_io_buf_bytes;
 		q->user_copy = f->info.flags & UBLK_F_USER_COPY;
+		q->resident = o->resident_buffers;
 		q->op_fetch = f->ctrl.ioctl_encode ? UZ_IO_FETCH_REQ :
 			      UBLK_IO_FETCH_REQ;
 		q->op_commit = f->ctrl.ioctl_encode ?

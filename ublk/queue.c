@@ -54,8 +54,17 @@
  * no request for IDLE_MS, the pages of every buffer that went past its
  * first KEEP bytes are given back (the next request faults them in), and
  * the thread then sleeps with no timeout until the next request. Under
- * mlockall (`uzram serve --swap`) the kernel refuses MADV_DONTNEED, so the
- * range is unlocked, dropped and locked again on fault.
+ * mlockall the kernel refuses MADV_DONTNEED, so the range would be
+ * unlocked, dropped and locked again on fault.
+ *
+ * But not for swap (ublk_opts.resident_buffers, `uzram serve --swap`):
+ * there the buffers are made resident before the first request and stay
+ * so (one of max_io per queue with user copy, swap's default). A queue
+ * thread that faults in its buffer allocates while the kernel is short of
+ * memory and waits on its own device, and munlock() takes the mmap lock
+ * for writing, which the server's refill thread may hold for reading in a
+ * fault that waits in reclaim for this very queue: a queue thread so
+ * waited for ever (v32 on 6.12, make test of 2026-12-04).
  */
 #include <assert.h>
 #include <errno.h>
@@ -219,6 +228,12 @@ static int queue_setup(struct ublk_queue *q)
 		q->what = "the buffers";
 		return -ENOMEM;
 	}
+	if (q->resident) {
+		/* written, not only read: a read maps the shared zero page */
+		memset(q->buf, 0, (size_t)nbufs(q) * q->max_io);
+		for (unsigned b = 0; b < nbufs(q); b++)
+			q->touched[b] = (uint32_t)q->max_io;
+	}
 	/*
 	 * One thread submits and reaps: the driver's completions run as task
 	 * work when the thread waits for them, with no interrupt to deliver
@@ -306,7 +321,7 @@ static void *queue_main(void *arg)
 	queue_ready(q, 0, NULL);
 	held = q->depth;
 	while (held > 0 && !leaving) {
-		if (q->idle_released)
+		if (q->idle_released || q->resident)
 			r = io_uring_submit_and_wait(&q->ring, 1);
 		else
 			r = queue_wait_idle(q);

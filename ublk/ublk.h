@@ -49,6 +49,10 @@ struct ublk_opts {
 			       * (for a store that outlives the server) */
 	bool recover;         /* recover dev_id, left by a killed server */
 	bool read_only;
+	bool resident_buffers; /* buffers made resident at the start and
+				* never given back when idle: a queue thread
+				* then neither faults nor takes the mmap lock
+				* (serve --swap; queue.c) */
 };
 
 #define UBLK_DEFAULT_DEPTH 64

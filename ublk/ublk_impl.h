@@ -72,6 +72,7 @@ struct ublk_queue {
 	int leave_fd;             /* eventfd: readable when the server hands
 				   * the device over (-1: none) */
 	bool idle_released;       /* buffers given back, no request since */
+	bool resident;            /* buffers resident for good (ublk_opts) */
 	pthread_mutex_t lock;
 	pthread_cond_t cv;
 	bool ready;               /* every tag fetched, or failed (err) */

@@ -661,6 +661,8 @@ static void serve_limits(struct serve_args *a)
 	/* swap: one buffer per queue, not per tag, where the kernel can */
 	if (a->swap && !a->ublk_copy_set)
 		a->uo.copy = UBLK_COPY_LEAST_MEMORY;
+	/* swap: no queue thread faults or takes the mmap lock (ublk/queue.c) */
+	a->uo.resident_buffers = a->swap;
 }
 
 /* The device of the options, ready to serve: 0, or the exit status. */

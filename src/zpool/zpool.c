@@ -108,7 +108,8 @@
  *  - The frame stacks, the frame and handle bump counters and the pool-wide
  *    counters (mem_used, cache_pages, ...) are atomics; there is no
  *    pool-wide lock. Pages are released (zp_cache_trim()) with no class
- *    lock held, except by a store that hits the limit.
+ *    lock held, except by a store that hits the limit; in a no-fault pool
+ *    never by a store or a free (zp_trim_due()).
  *  - The caller never frees a handle while it is mapped (zpool.h), so a free
  *    never has to wait for readers.
  */
@@ -243,7 +244,7 @@ int zpool_store(struct zpool *pool, const void *data, size_t size,
 	*handle = h;
 out:
 	pthread_mutex_unlock(&c->lock);
-	if (unlikely(created && err) && zp_cache_over(pool))
+	if (unlikely(created && err) && zp_trim_due(pool))
 		zp_cache_trim(pool, zp_cache_cap(pool) / 2);
 	return err;
 }
@@ -312,6 +313,6 @@ void zpool_free(struct zpool *pool, uint32_t handle)
 	zp_compact_auto(pool, c);
 	pthread_mutex_unlock(&c->lock);
 	/* releases, when due, happen with no class lock held */
-	if (zp_cache_over(pool))
+	if (zp_trim_due(pool))
 		zp_cache_trim(pool, zp_cache_cap(pool) / 2);
 }

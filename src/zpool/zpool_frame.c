@@ -39,6 +39,16 @@
  * for up to 64 frames. Kernels that refuse MADV_DONTNEED there get one
  * madvise() per frame. zpool_compact() releases the cache and the slack.
  *
+ * Not in a no-fault pool (zp_trim_due()): there the threads that store and
+ * free serve a swap device, and a release takes the process's mmap lock
+ * (madvise() for reading; munlock() and mlock2() of memory locked on fault
+ * for writing). The refill thread may hold that lock in a fault while it
+ * waits in reclaim for the swap device's writes, and a writer waiting for
+ * it stops every reader after it: a queue thread that frees so waited
+ * for ever in munlock(), and the device with it (v32 on 6.12, make test
+ * of 2026-12-04). There the cache runs past its cap until the refill
+ * trims it (zpool_refill()), a few hundred milliseconds later at most.
+ *
  * In a pool over a file (a kept store), pages are given back by punching
  * holes in the file (zp_file_punch()), one call per frame.
  *
@@ -284,6 +294,13 @@ bool zp_cache_over(struct zpool *pool)
 {
 	return atomic_load_explicit(&pool->cache_pages, memory_order_relaxed) >
 	       zp_cache_cap(pool);
+}
+
+/* Whether a store or a free should trim the cache now (see the top). */
+bool zp_trim_due(struct zpool *pool)
+{
+	return !atomic_load_explicit(&pool->nofault, memory_order_relaxed) &&
+	       zp_cache_over(pool);
 }
 
 static void cache_sub(struct zpool *pool, uint64_t pages)

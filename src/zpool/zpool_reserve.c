@@ -36,7 +36,8 @@
  * after a refill during which a store had to wait, and comes down by an
  * eighth (to the minimum) after each TARGET_DECAY_S seconds without one.
  * The refill also makes the next CELLS_AHEAD handle cells resident, which
- * stores touch as they take never-used handles.
+ * stores touch as they take never-used handles, and it, not the frees,
+ * gives a cache past its cap back to the system (zpool_frame.c says why).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -271,6 +272,8 @@ long zpool_refill(struct zpool *pool, unsigned timeout_ms)
 	if (!atomic_load_explicit(&pool->nofault, memory_order_acquire))
 		return -EINVAL;
 	refill_wait(pool, timeout_ms);
+	if (zp_cache_over(pool))
+		zp_cache_trim(pool, zp_cache_cap(pool) / 2);
 	cells_ahead(pool);
 	made = refill_short(pool, &err);
 	target = target_adapt(pool);

@@ -869,6 +869,39 @@ static void test_refill_serves_other_length(void **state)
 	zpool_destroy(ra.pool);
 }
 
+/*
+ * In a no-fault pool, frees never give memory back themselves (a release
+ * takes the mmap lock, which a swap server's queue thread must not wait
+ * for: zpool_frame.c); the cache runs past its cap until the refill trims
+ * it. Fails where zpool_free() trims (before 2026-12-04).
+ */
+static void test_nofault_frees_leave_trim_to_refill(void **state)
+{
+	enum { N = 4096 };
+	struct zpool *pool;
+	static uint32_t h[N];
+	unsigned char data[3000];
+	uint64_t releases;
+
+	(void)state;
+	memset(data, 7, sizeof data);
+	assert_int_equal(zpool_create(64 * 1024, N, &pool), 0);
+	for (unsigned i = 0; i < N; i++)
+		assert_int_equal(zpool_store(pool, data, sizeof data, &h[i]), 0);
+	/* a small target, so the frees' frames are past the cache's cap */
+	assert_int_equal(zpool_set_refill(pool, 16 * 4096, 16 * 4096, 1), 0);
+	releases = atomic_load(&pool->releases);
+	for (unsigned i = 0; i < N; i++)
+		zpool_free(pool, h[i]);
+	assert_true(zp_cache_over(pool));
+	assert_true(atomic_load(&pool->releases) == releases);
+	/* the refill gives the excess back */
+	zpool_refill(pool, 1);
+	assert_false(zp_cache_over(pool));
+	assert_true(atomic_load(&pool->releases) > releases);
+	zpool_destroy(pool);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -888,6 +921,7 @@ int main(void)
 		cmocka_unit_test(test_reservation_shrinks),
 		cmocka_unit_test(test_rss),
 		cmocka_unit_test(test_refill_serves_other_length),
+		cmocka_unit_test(test_nofault_frees_leave_trim_to_refill),
 	};
 
 	return tu_run_tests(tests, NULL, NULL);

@@ -238,8 +238,15 @@ check swapped-in test "$in" -gt 1000
 check adopted-each-time test "$(adopted)" -ge 3
 check last-adopted bash -c "sed -n '/the server is pid $(server)\$/,\$p' '$f.log' | grep -q 'adopted the kept store'"
 info "$(grep -E 'adopted|keeper' "$f.log" | tr '\n' ';')"
+# A write that found the no-fault pool empty fails with ENOSPC, and the
+# kernel keeps the page dirty and writes it again later (doc/block-device.md,
+# rule 7): counted, not a failure. Any other error, a read's above all, is.
+writes_refused=$(dmesg | grep -cE 'Write-error on swap-device' || true)
+figure write-errors-retried "$writes_refused" lines
+info "stat: $(uzram stat --socket "$f.sock" --all | awk '$1 ~ /^refill_(waits|misses)$/' | tr -s ' \n' ' ')"
+not_write_error() { grep -vE 'op 0x1:\(WRITE\)|Write-error on swap-device|Other side returned error \(28\)' || true; }
 if [ "$SWAP_TRANSPORT" = ublk ]; then
-	check no-io-errors bash -c "! dmesg | grep -E 'ublkb|swap' | grep -qiE 'error|fail'"
+	io_errors=$(dmesg | grep -E 'ublkb|swap' | grep -iE 'error|fail' | not_write_error)
 else
 	# nbd.ko says "Receive control failed" at each death, and "Connection
 	# timed out, retrying" for the requests it sends again: no I/O error
@@ -247,8 +254,10 @@ else
 	# the keeper hears the kernel's NBD_CMD_LINK_DEAD (it reattaches on
 	# it, also when a request timed out on a live server)
 	check link-dead-heard grep -q "the kernel reports $dev's connection dead" "$f.log"
-	check no-io-errors bash -c "! dmesg | grep -qiE 'I/O error|Read-error|Write-error|swap.*(error|fail)|nbd[0-9]+: Attempted send on invalid'"
+	io_errors=$(dmesg | grep -iE 'I/O error|Read-error|Write-error|swap.*(error|fail)|nbd[0-9]+: Attempted send on invalid' | not_write_error)
 fi
+[ -z "$io_errors" ] || info "errors: $(echo "$io_errors" | head -n 5 | tr '\n' ';')"
+check no-io-errors test -z "$io_errors"
 s=$(server)
 check server-locked bash -c "grep -q 'VmLck:[[:space:]]*[1-9]' /proc/$s/status"
 info "server: $(grep -E 'VmRSS|RssShmem|VmLck' /proc/$s/status | tr -s ' \t\n' ' ')"
