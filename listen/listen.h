@@ -46,6 +46,7 @@ struct nbd_server_config {
 	size_t buffer_limit;      /* request/reply buffers, all clients */
 	unsigned handshake_secs;  /* whole handshake; 0: NBD_HANDSHAKE_SECS */
 	unsigned idle_secs;       /* --timeout; 0: none */
+	bool resident_buffers;    /* --swap: nbd_shared.resident_buffers */
 	const char *ctl_socket;   /* --ctl-socket, or NULL: see ctl_path.c */
 	const char *image;        /* save the device here at a clean end and
 				   * for `uzram ctl save`; NULL: none */

@@ -112,6 +112,9 @@ struct nbd_shared {
 	uint32_t max_block;       /* largest READ/WRITE payload, advertised */
 	unsigned handshake_secs;  /* whole handshake, from accept */
 	unsigned idle_secs;       /* --timeout: no request for this long, 0 off */
+	bool resident_buffers;    /* serve --swap: request buffers made
+				   * resident when mapped and kept while the
+				   * connection lasts (transmission.c) */
 	_Atomic bool stopping;    /* shutdown began: answer NBD_ESHUTDOWN */
 };
 

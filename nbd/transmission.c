@@ -55,6 +55,15 @@
  * so an idle connection holds at most MIN_BUF. Buffers are mapped, not
  * malloc()ed, so that what is given back leaves the process at once.
  *
+ * Not for swap (nbd_shared.resident_buffers, `serve --swap`): there a
+ * thread's buffer is mapped resident (MAP_POPULATE), at least SWAP_BUF,
+ * and kept until the thread ends. munmap() and mmap() take the process's
+ * mmap lock for writing, which the swap server's refill thread may hold
+ * for reading in a fault that waits in reclaim for this device's writes,
+ * and a buffer that faults in as a request lands allocates exactly then
+ * (doc/block-device.md; the same hang as ublk's, v32 on 2026-12-04). A
+ * buffer grows, once, for a request larger than any before it.
+ *
  * Shutdown: a request read once the server's stopping flag is set is
  * answered with NBD_ESHUTDOWN (its payload skipped), as the spec asks;
  * requests read before run normally.
@@ -123,7 +132,7 @@ static bool lead(struct worker *w)
 		if (tx_help_locked(w))
 			continue;
 		c->idle++;
-		if (!w->buf) {
+		if (!w->buf || c->exp->shared->resident_buffers) {
 			pthread_cond_wait(&c->lead_cv, &c->lock);
 		} else if (timed_wait(&c->lead_cv, &c->lock, IDLE_RELEASE_MS) ==
 			   ETIMEDOUT) {
@@ -250,17 +259,23 @@ static int buf_reserve(struct worker *w, size_t n)
 {
 	struct nbd_shared *sh = w->c->exp->shared;
 	size_t cap = n < MIN_BUF ? MIN_BUF : (n + 4095) & ~(size_t)4095;
+	int populate = 0;
 	void *p;
 
 	if (n == 0 || n <= w->cap)
 		return 0;
 	buf_release(w);
+	if (sh->resident_buffers) {
+		populate = MAP_POPULATE;
+		if (cap < SWAP_BUF)
+			cap = SWAP_BUF;
+	}
 	if (cap > sh->buf_limit)
 		cap = n;
 	if (nbd_budget_get(sh, cap) < 0)
 		return -1;
 	p = mmap(NULL, cap, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		 MAP_PRIVATE | MAP_ANONYMOUS | populate, -1, 0);
 	if (p == MAP_FAILED) {
 		nbd_budget_put(sh, cap);
 		return -1;
@@ -272,7 +287,7 @@ static int buf_reserve(struct worker *w, size_t n)
 
 static void buf_trim(struct worker *w)
 {
-	if (w->cap > KEEP_BUF)
+	if (w->cap > KEEP_BUF && !w->c->exp->shared->resident_buffers)
 		buf_release(w);
 }
 
@@ -404,20 +419,22 @@ static int wait_request(struct worker *w)
 	 * at queue depth 1 sends its next request only after our reply, so
 	 * timing every wait would cost two more system calls per request.
 	 */
-	if (w->cap <= MIN_BUF && !idle_ms)
+	const bool keep = w->cap <= MIN_BUF || c->exp->shared->resident_buffers;
+
+	if (keep && !idle_ms)
 		return 0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		waited = ms_since(&t0);
 		ms = -1;
-		if (w->cap > MIN_BUF)
+		if (!keep)
 			ms = waited < IDLE_RELEASE_MS ?
 			     (int)(IDLE_RELEASE_MS - waited) : 0;
 		else if (idle_ms)
 			ms = waited < idle_ms ? (int)(idle_ms - waited) : 0;
 		if (conn_wait_input(c, ms) > 0)
 			return 0;
-		if (w->cap > MIN_BUF)
+		if (!keep)
 			buf_release(w);
 		if (!idle_ms || ms_since(&t0) < idle_ms)
 			continue;

@@ -18,6 +18,7 @@
 #define MIN_BUF      NBD_IDLE_BUF  /* smallest buffer, kept while waiting */
 #define KEEP_BUF     (4u << 20)
 #define IDLE_RELEASE_MS 250        /* idle this long: give the buffer back */
+#define SWAP_BUF     (1u << 20)    /* the least a swap server's thread maps */
 
 struct nbd_request {
 	uint16_t flags;

@@ -201,6 +201,7 @@ static int server_init(struct server *srv)
 			cfg->buffer_limit);
 		return 1;
 	}
+	srv->shared.resident_buffers = cfg->resident_buffers;
 	if (!cfg->max_connections ||
 	    cfg->max_connections > nbd_max_connections_for(cfg->buffer_limit)) {
 		report_error("serve", "a buffer limit of %zu bytes serves "

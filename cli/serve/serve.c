@@ -663,6 +663,7 @@ static void serve_limits(struct serve_args *a)
 		a->uo.copy = UBLK_COPY_LEAST_MEMORY;
 	/* swap: no queue thread faults or takes the mmap lock (ublk/queue.c) */
 	a->uo.resident_buffers = a->swap;
+	a->sc.resident_buffers = a->swap;
 }
 
 /* The device of the options, ready to serve: 0, or the exit status. */
