@@ -183,7 +183,22 @@ static uint64_t target_adapt(struct zpool *pool)
 	return t;
 }
 
-/* Wait up to ms for the cache to fall under the low watermark or a store to wait. */
+/* Whether a store found no frame of its length since the last refill. */
+static bool short_pending(struct zpool *pool)
+{
+	for (unsigned p = 1; p <= ZP_MAX_PAGES; p++)
+		if (atomic_load_explicit(&pool->pool_short[p], memory_order_relaxed))
+			return true;
+	return false;
+}
+
+/*
+ * Wait up to ms for the cache to fall under the low watermark or a store
+ * to find none of its length. Not merely for a store to be waiting: one
+ * woken for the frame just made is still counted until it runs, and a
+ * refill that returned at once for it, with nothing to make, spun at
+ * SCHED_RR beside the very thread it waited for.
+ */
 static void refill_wait(struct zpool *pool, unsigned ms)
 {
 	struct timespec until;
@@ -196,7 +211,7 @@ static void refill_wait(struct zpool *pool, unsigned ms)
 		until.tv_nsec -= 1000000000L;
 	}
 	pthread_mutex_lock(&pool->pool_lock);
-	while (!pool->pool_waiters &&
+	while (!short_pending(pool) &&
 	       atomic_load_explicit(&pool->cache_pages, memory_order_relaxed) >=
 	       zp_pool_low(pool) &&
 	       pthread_cond_timedwait(&pool->refill_cv, &pool->pool_lock, &until) == 0)

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "zpool_check.h"
@@ -902,6 +903,39 @@ static void test_nofault_frees_leave_trim_to_refill(void **state)
 	zpool_destroy(pool);
 }
 
+/*
+ * The refill sleeps while a store still counted as waiting has what it
+ * asked for: it returned at once there, and its thread spun at SCHED_RR
+ * beside the store it waited for (fails on the code before 2026-12-04).
+ */
+static void test_refill_sleeps_with_nothing_to_make(void **state)
+{
+	struct zpool *pool;
+	struct timespec t0, t1;
+	long ms;
+
+	(void)state;
+	assert_int_equal(zpool_create(64 * 1024, 1024, &pool), 0);
+	assert_int_equal(zpool_set_refill(pool, 16 * 4096, 16 * 4096, 1), 0);
+	/* filled to its target: nothing left to make */
+	while (zpool_refill(pool, 1) > 0)
+		;
+	for (unsigned p = 1; p <= ZP_MAX_PAGES; p++)
+		assert_int_equal((int)atomic_load(&pool->pool_short[p]), 0);
+	pthread_mutex_lock(&pool->pool_lock);
+	pool->pool_waiters++; /* a store woken, not yet run */
+	pthread_mutex_unlock(&pool->pool_lock);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(zpool_refill(pool, 100), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	assert_true(ms >= 90);
+	pthread_mutex_lock(&pool->pool_lock);
+	pool->pool_waiters--;
+	pthread_mutex_unlock(&pool->pool_lock);
+	zpool_destroy(pool);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -922,6 +956,7 @@ int main(void)
 		cmocka_unit_test(test_rss),
 		cmocka_unit_test(test_refill_serves_other_length),
 		cmocka_unit_test(test_nofault_frees_leave_trim_to_refill),
+		cmocka_unit_test(test_refill_sleeps_with_nothing_to_make),
 	};
 
 	return tu_run_tests(tests, NULL, NULL);
