@@ -460,12 +460,16 @@ UZRAM_API int uzram_reserve(struct uzram *dev, uint64_t bytes);
  * writes. A write that finds no frame wakes it and waits up to wait_ms;
  * then it fails with -ENOSPC, the cluster's old data kept, and counts in
  * stats.refill_misses and failed_writes (with a backing store it is
- * written through instead, as at mem_limit). min 0 ends the mode.
+ * written through instead, as at mem_limit). In this mode writes and
+ * discards never give memory back to the system either (that takes the
+ * process's mmap lock, which the refilling thread may hold in a fault):
+ * uzram_refill() does, once the cache passes its cap. min 0 ends the mode.
  * Returns 0 or -EINVAL (NULL device, min > max). Thread-safe with I/O;
  * not with itself.
  *
  * uzram_refill(): wait up to timeout_ms until the pool falls under half
- * its target or a write waits, then fill it to the target. Returns the
+ * its target or a write found no frame of its size, then fill it to the
+ * target (and trim a cache past its cap). Returns the
  * bytes made resident (0: none needed), -ENOSPC (mem_limit or the address
  * space came first), -ENOMEM, or -EINVAL (NULL device, the mode off).
  * For one thread at a time.

@@ -131,6 +131,28 @@ mkfifo /tmp/stallwatch.fifo
 stallwatch &
 stallwatcher=$!
 
+# The first kill comes 1-7 s after the hog starts; in 3 of 9 runs of
+# 2026-12-04 (6.12, host load 6-10) none came for 400 s, with swap I/O
+# going on, no task in D and no line on the console. If none has come in
+# 120 s, put the blocked tasks, every CPU's backtrace and the server's
+# threads' states on the console: forked before the hog, builtins after.
+progresswatch()
+{
+	local t st srv
+	srv=$(server)
+	sleep 120
+	[ -e /tmp/kill-1 ] && return
+	echo "# progresswatch: no kill after 120 s; sysrq w and l, the server's threads:"
+	echo w > /proc/sysrq-trigger
+	echo l > /proc/sysrq-trigger
+	for t in /proc/$srv/task/*; do
+		read -r st < "$t/stat" && echo "# progresswatch: $st"
+		read -r st < "$t/wchan" && echo "# progresswatch: wchan $st"
+	done
+	read -r st < /proc/pressure/memory && echo "# progresswatch: memory pressure $st"
+}
+progresswatch &
+
 # NBD swaps in 2-6x slower than ublk under TCG (BENCHMARKS.md): v45 runs
 # one pass of the hog, and waits longer for it
 passes=${SWAP_HOG_PASSES:-2}
@@ -163,6 +185,7 @@ for k in 1 2 3; do
 	sleep $((1 + RANDOM % 6))
 	kill -0 "$hog" 2>/dev/null || break
 	s=$(server)
+	: > /tmp/kill-$k
 	info "kill $k: server $s, $(elapsed "$t0") s in, pswpout $(($(vmstat pswpout) - out0)), pswpin $(($(vmstat pswpin) - in0))"
 	info "kill $k: keeper's cgroup: $(cgmem)"
 	kill -KILL "$s" && kills=$((kills + 1))
