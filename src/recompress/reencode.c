@@ -34,7 +34,7 @@
  * then read back at once (a FUSE file system's 1 MiB writes come a few ms
  * apart, its reads 128 KiB at a time) had its clusters re-encoded between
  * the writes and during the read, on the CPU the I/O needed (BENCHMARKS.md,
- * "The re-encoder and the foreground"). A walk that found nothing is not
+ * the fs section, "the re-encoder against the foreground"). A walk that found nothing is not
  * repeated until a write arrives or, with an age, the clock ticks.
  *
  * Memory: the new object is stored before the old one is freed, one
