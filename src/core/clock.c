@@ -3,7 +3,9 @@
  * clock.c - the device's coarse clock and the slots' idle ages, which
  * the store's paths stamp and the tier's policy, write-back and
  * recompression read. The scheme (4-second ticks, 8-bit stamps saturated
- * at AGE_MAX) is described at the top of tier_policy.c.
+ * at AGE_MAX) is described at the top of tier_policy.c. On a device with a
+ * re-encoder, reads and writes also note the time of the last I/O here
+ * (store_clock_io()), by which the re-encoder paces itself (reencode.c).
  */
 #include <time.h>
 
