@@ -7,7 +7,17 @@
  * What the kernel may cache: everything. Only the kernel changes the tree
  * (nothing else reaches the device), so entries, negative entries and
  * attributes are kept an hour, and open files keep their page cache
- * (keep_cache). Writes go through to the device at once (no writeback
+ * (keep_cache). Nor does a newer mtime drop a file's pages (libfuse's
+ * default FUSE_CAP_AUTO_INVAL_DATA, off here): with it the kernel also
+ * asked for the attributes before every read() and dropped the pages of
+ * every file it saw written (our WRITE moves the mtime, which the kernel
+ * does not track without the writeback cache), so a compiler's output
+ * was read back from the device by ar and every write after a refresh
+ * asked for security.capability again. `make -j2 lib` of uzram's source
+ * on a fresh mount (BENCHMARKS.md, branch fsfast): 8,339 requests with
+ * it, 4,630 without (READ 1,770 against 479, GETATTR 1,747 against 525,
+ * GETXATTR 1,535 against 365). The model test also reads through the page
+ * cache (t66) to catch a page kept stale. Writes go through to the device at once (no writeback
  * cache), so write() itself reports ENOSPC, as on tmpfs. The writeback
  * cache was measured (untar of /usr/include as nobody, 8,925 files, load
  * 3 on 2 cores): it halves the WRITEs (one per file, at close) but the
@@ -24,6 +34,10 @@
  * needs them for the next name). The keeper spent 0.30 s in user space
  * (LZ4 the largest part) and 0.52 s in the kernel reading requests and
  * writing replies, of 1.6 s: the rest is the round trips themselves.
+ * Profiled again with 16 KiB clusters (BENCHMARKS.md, branch fsfast):
+ * the file system's own code is under a tenth of the keeper's samples in
+ * untar and rm -rf; waking the requester at each reply (~28% in untar)
+ * and task switches are the rest, per round trip.
  *
  * Threads: one by default, in our own loop (reqloop.c: /dev/fuse read
  * non-blocking with a short adaptive spin after each reply, so a request
@@ -81,6 +95,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* requests are small: a splice through a pipe costs two more calls */
 	conn->want &= ~(unsigned)FUSE_CAP_SPLICE_READ;
 	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+	/* only the kernel changes the tree: no page cache to drop when a
+	 * file's mtime moves (the top of the file) */
+	conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;
 	/* every listing with the attributes: no LOOKUP after it */
 	conn->want &= ~(unsigned)FUSE_CAP_READDIRPLUS_AUTO;
 	conn->max_write = MAX_IO;

@@ -145,7 +145,8 @@ struct uzram_config {
 				* its priority 0; the re-encode is
 				* uzram_recompress()'s, so a cluster is
 				* replaced only by a smaller object. The
-				* thread paces itself while writes arrive: at
+				* thread paces itself while reads or writes
+				* arrive (and for 100 ms after the last): at
 				* most one cluster per millisecond (see
 				* uzram_reencode_wait()). Not with a dict
 				* (-EINVAL); ignored with an image, as the

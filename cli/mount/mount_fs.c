@@ -48,8 +48,10 @@
  * s with lz4 alone; the corpus (/usr/include) held 0.84x tmpfs's memory
  * right after untar and 0.38x, as with lz4 alone, 15 s later. The age
  * keeps just-written data cheap to read for a while (a file is often
- * read right after it is written) and keeps the re-encoder off the CPU
- * while a burst of writes and reads goes on.
+ * read right after it is written); once clusters are due, the re-encoder
+ * takes one a millisecond at most while reads or writes reach the device
+ * (src/recompress/reencode.c), so a file read back 12-20 s after it was
+ * written, or a write that takes that long, does not share the CPU with it.
  *
  * Not with --mem-limit (the fast objects are larger until re-encoded, so
  * the limit would come sooner), nor with --image (a device opened from an

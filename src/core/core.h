@@ -257,6 +257,11 @@ static inline uint32_t round16(uint32_t n)
 #define TICK_SHIFT 2
 #define AGE_MAX 128u
 uint32_t store_clock(const struct uzram *dev);
+/* store_clock(), and on a device with a re-encoder also the foreground I/O
+ * it paces itself by (dev->io_ms, reencode.c). */
+uint32_t store_clock_io(struct uzram *dev);
+/* CLOCK_MONOTONIC_COARSE in milliseconds, the unit of dev->io_ms. */
+int64_t store_coarse_ms(void);
 
 static inline unsigned slot_age(uint32_t flags, uint32_t now)
 {
@@ -514,6 +519,13 @@ struct uzram {
 	 */
 	struct reencoder *reenc;
 	_Alignas(64) _Atomic uint64_t writes;
+	/*
+	 * With a re-encoder: when the last uzram_read() or uzram_write()
+	 * came (store_coarse_ms()), written only when it changes (once per
+	 * coarse tick at most), so readers on other threads share a line
+	 * that stays clean; reencode.c naps while it is recent.
+	 */
+	_Alignas(64) _Atomic int64_t io_ms;
 };
 
 /*

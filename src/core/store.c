@@ -71,7 +71,9 @@
  * to the last byte asked for, other codecs all of it) and copy out the
  * part asked for. The read path takes no device-wide lock, allocates
  * nothing once the thread's buffers fit the largest cluster it has used,
- * makes no system call and writes no shared counter.
+ * makes no system call and writes no shared counter (on a device with a
+ * re-encoder it stores the time of the last I/O, dev->io_ms, once per
+ * coarse clock tick at most: reencode.c's sign that the device is in use).
  *
  * The counters stay in pages (as zram's mm_stat): a cluster of n pages
  * counts n in pages_stored, same_pages and huge_pages.
@@ -536,7 +538,7 @@ UZRAM_API int uzram_read(struct uzram *dev, void *buf, size_t len,
 	ret = check_io(dev, "read", off, len);
 	if (ret)
 		return ret;
-	now = store_clock(dev);
+	now = store_clock_io(dev); /* reads slow the re-encoder too */
 	for (struct span sp; len; dst += sp.n, off += sp.n, len -= sp.n) {
 		struct slot *s;
 
@@ -589,8 +591,10 @@ UZRAM_API int uzram_write(struct uzram *dev, const void *buf, size_t len,
 	ret = check_io(dev, "write", off, len);
 	if (ret)
 		return ret;
-	if (dev->reenc)   /* writes arrive: the re-encoder slows (reencode.c) */
+	if (dev->reenc) { /* writes arrive: the re-encoder slows (reencode.c) */
 		stats_inc(&dev->writes);
+		(void)store_clock_io(dev);
+	}
 	for (struct span sp; len; src += sp.n, off += sp.n, len -= sp.n) {
 		size_t whole = len >> dev->cshift, failed;
 

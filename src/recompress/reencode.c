@@ -26,12 +26,16 @@
  *
  * Pacing, so that the thread does not compete with the foreground: after
  * each cluster it re-encodes, if uzram_write() was called since its last
- * look (dev->writes), it naps PACE_US, so while writes arrive it takes at
- * most one cluster per nap (a few percent of a core with zstd on 4 KiB);
- * once they stop it runs flat out. Reads do not slow it: the read path
- * writes no shared counter (store.c), and the clusters it takes are idle.
- * A walk that found nothing is not repeated until a write arrives or, with
- * an age, the clock ticks.
+ * look (dev->writes), or uzram_read() or uzram_write() within the last
+ * QUIET_MS (dev->io_ms, store.c), it naps PACE_US, so while I/O arrives it
+ * takes at most one cluster per nap (a few percent of a core with zstd on
+ * 4 KiB); once the device has been quiet for QUIET_MS it runs flat out.
+ * Reads count as well, and the gaps between writes: a file written and
+ * then read back at once (a FUSE file system's 1 MiB writes come a few ms
+ * apart, its reads 128 KiB at a time) had its clusters re-encoded between
+ * the writes and during the read, on the CPU the I/O needed (BENCHMARKS.md,
+ * the fs section, "the re-encoder against the foreground"). A walk that found nothing is not
+ * repeated until a write arrives or, with an age, the clock ticks.
  *
  * Memory: the new object is stored before the old one is freed, one
  * cluster at a time, so the thread holds at most one extra object. It is
@@ -65,6 +69,7 @@
 #define PACE_US 1000         /* the nap after a cluster while writes arrive */
 #define IDLE_MS 100          /* between walks, with no age */
 #define IDLE_AGE_MS 1000     /* between walks, with an age */
+#define QUIET_MS 100         /* I/O this recent: nap after each cluster */
 
 struct reencoder {
 	pthread_t thread;
@@ -98,15 +103,17 @@ static uint64_t writes_now(struct uzram *dev)
 	return atomic_load_explicit(&dev->writes, memory_order_relaxed);
 }
 
-/* The pass's hook (recompress.h): nap while writes arrive; false: stop. */
+/* The pass's hook (recompress.h): nap while I/O arrives; false: stop. */
 static bool reenc_pace(struct uzram *dev, bool worked)
 {
 	struct reencoder *r = dev->reenc;
 	uint64_t w = writes_now(dev);
-	bool go;
+	int64_t quiet = store_coarse_ms() -
+			atomic_load_explicit(&dev->io_ms, memory_order_relaxed);
+	bool busy = w != r->seen || quiet < QUIET_MS, go;
 
 	pthread_mutex_lock(&r->lock);
-	if (worked && w != r->seen && !r->hurry && !r->stop) {
+	if (worked && busy && !r->hurry && !r->stop) {
 		struct timespec ts = deadline(PACE_US);
 
 		r->seen = w;

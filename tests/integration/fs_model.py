@@ -8,13 +8,15 @@ contents, and every operation must fail or succeed alike (same errno).
 
 Files under test are read with O_DIRECT where the file system allows it,
 so the check sees what the file system holds and not the kernel's page
-cache.
+cache; with CACHED, through the page cache instead, so the check sees what
+programs see: a cache the kernel kept stale would show there (uzram's file
+system lets the kernel keep pages and attributes, fs/session.c).
 
 With EVERY > 1 the trees are compared only every EVERY steps, so that
 operations meet state the file system has not been asked to read back
 yet (fs/bmap.c's staged block, a cache).
 
-usage: fs_model.py TEST_DIR REF_DIR SEED STEPS [EVERY]
+usage: fs_model.py TEST_DIR REF_DIR SEED STEPS [EVERY [cached]]
 """
 import ctypes
 import errno
@@ -190,6 +192,7 @@ def main():
     test, ref, seed, steps = sys.argv[1], sys.argv[2], int(sys.argv[3]), \
         int(sys.argv[4])
     every = int(sys.argv[5]) if len(sys.argv) > 5 else 1
+    direct = not (len(sys.argv) > 6 and sys.argv[6] == "cached")
     rng = random.Random(seed)
     history = []
     os.umask(0o022)
@@ -205,7 +208,7 @@ def main():
                                          "\n  ".join(history[-15:])))
         if (step + 1) % every and step + 1 < steps:
             continue
-        st, sr = snapshot(test, True), snapshot(ref, False)
+        st, sr = snapshot(test, direct), snapshot(ref, False)
         if st != sr:
             sys.exit("seed %d step %d: after %s: %s\nhistory:\n  %s" %
                      (seed, step, describe(op), first_difference(st[0], sr[0])

@@ -10,7 +10,8 @@
 # SEEK_DATA/SEEK_HOLE, xattrs; data written fast and re-encoded later;
 # memory given back after rm -rf; ENOSPC at --size with nothing lost; the
 # keeper killed (ENOTCONN), uzram umount, and DIR mounted again; no RELEASE
-# for a file tar makes (the requests of tar x counted).
+# for a file tar makes (the requests of tar x counted); a written file's
+# pages kept by the kernel; the model test read through the page cache.
 source "$(dirname "$0")/functions.sh"
 require fusermount3 tar setpriv git sqlite3 rsync flock diff stress-ng
 real_server || skip_all "uzram mount is a uzram command"
@@ -356,6 +357,11 @@ run_user()
 	as python3 "$ITEST_DIR/fs_model.py" "$d" "$ref" "$((SEEDS + 1))$RANDOM_SALT" \
 		"$STEPS" 7 >/dev/null 2>"$T/model.err" || fail "$(cat "$T/model.err")"
 	as sh -c "rm -rf '$d'/* '$ref'/*"
+	# read through the page cache: the kernel keeps it (no auto_inval_data,
+	# fs/session.c), so a page it kept stale would differ here
+	as python3 "$ITEST_DIR/fs_model.py" "$d" "$ref" "$((SEEDS + 2))$RANDOM_SALT" \
+		"$STEPS" 1 cached >/dev/null 2>"$T/model.err" || fail "$(cat "$T/model.err")"
+	as sh -c "rm -rf '$d'/* '$ref'/*"
 	real_programs "$d" "$ref"
 	step "$WHO: memory given back after rm -rf"
 	# the device's memory (uzram stat --mount); the keeper's RSS is shown
@@ -449,6 +455,24 @@ os.close(fd)' "$d/eight"
 	as rm "$d/eight"
 }
 
+# kept_pages DIR LOG: a file written whole pages at a time keeps them in
+# the page cache after a stat, and reads back with no READ: the kernel is
+# not asked to drop a file's pages when its mtime moves (no
+# auto_inval_data, fs/session.c); before, the stat's GETATTR showed our
+# newer mtime and the read went to the device.
+kept_pages()
+{
+	local d=$1 log=$2 n0 n1
+	as dd if=/dev/urandom of="$d/kept" bs=64K count=1 status=none
+	n0=$(grep -c 'opcode: READ ' "$log" || true)
+	as stat "$d/kept" >/dev/null
+	as cat "$d/kept" >/dev/null
+	n1=$(grep -c 'opcode: READ ' "$log" || true)
+	echo "$WHO: 64 KiB written, stat, read back: $((n1 - n0)) READs"
+	((n1 == n0)) || fail "$((n1 - n0)) READs for pages the kernel held"
+	as rm "$d/kept"
+}
+
 # large_reads DIR LOG: as root, the mount's bdi reads ahead max_write
 # (1 MiB, fs/session.c), so a sequential read of 8 MiB out of the page
 # cache takes 8 READs, not 64 of the kernel's default 128 KiB.
@@ -483,6 +507,7 @@ round_trips()
 	echo "$WHO: tar x of $files files: $(grep -oE 'opcode: [A-Z_]+' "$log" |
 		sort | uniq -c | sort -rn | awk '{ printf "%s %s, ", $3, $1 }')"
 	killpriv_v2 "$d" "$log"
+	kept_pages "$d" "$log"
 	large_reads "$d" "$log"
 	if grep -A1 'opcode: OPEN ' "$log" | grep -q 'error: -38'; then
 		releases=$(grep -c 'opcode: RELEASE' "$log" || true)

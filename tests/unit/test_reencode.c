@@ -3,8 +3,9 @@
  * test_reencode.c - write fast, re-encode later (uzram_config.fast_algorithm,
  * src/recompress/reencode.c): the device ends at the final codec's density
  * (the same compressed bytes as a device of that codec alone), an age holds
- * young clusters back until the clock moves, the config is checked, a save
- * racing the thread keeps every cluster, and a
+ * young clusters back until the clock moves, reads and writes keep it
+ * paced (one cluster a nap) until the device has been quiet, the config
+ * is checked, a save racing the thread keeps every cluster, and a
  * model-based randomized run of writers, readers and the re-encoding thread
  * on shared clusters (partial writes of 16 KiB clusters included) never
  * reads stale or torn data and never loses a write (under TSan and ASan in
@@ -14,6 +15,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "store_check.h"
@@ -115,6 +117,67 @@ static void test_age(void **state)
 	dev->clock0 -= 600;
 	assert_int_equal(uzram_reencode_wait(dev, 60000), 0);
 	assert_true(get_stats(dev).pages_recompressed > 0);
+	check_dev(dev, ref, "after the re-encode");
+	uzram_close(dev);
+	free(ref);
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Whether the device's last-I/O time (private: dev->io_ms) is now. */
+static void assert_io_now(struct uzram *dev, const char *what)
+{
+	struct timespec ts;
+	int64_t ms;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (ms - atomic_load(&dev->io_ms) > 1000)
+		fail_msg("%s did not note the I/O", what);
+}
+
+/*
+ * Reads slow the thread as writes do. Each uzram_read() and uzram_write()
+ * notes the time (dev->io_ms); while it is recent, the thread re-encodes
+ * one cluster a nap (PACE_US, 1 ms) at most. The time is held in the
+ * future here after the writes, so that no gap in this thread's own I/O
+ * (a loaded machine) lets the thread run free: all 1024 clusters (no age) would
+ * then be done in a fraction of the 200 ms. Once the device is quiet it
+ * catches up.
+ */
+static void test_reads(void **state)
+{
+	uint8_t *ref = calloc(NPAGES, PG), page[PG];
+	struct uzram *dev = open_fast(NPAGES * PG, 0, 0);
+	uint64_t n;
+	double t0;
+
+	(void)state;
+	assert_non_null(ref);
+	atomic_store(&dev->io_ms, 0);
+	assert_int_equal(uzram_read(dev, page, PG, 0), 0);
+	assert_io_now(dev, "uzram_read");
+	t0 = now_ms();
+	fill(dev, ref); /* its writes pace the thread meanwhile */
+	atomic_store(&dev->io_ms, INT64_MAX / 2);
+	usleep(200 * 1000);
+	n = get_stats(dev).pages_recompressed;
+	/* one a nap, each nap 1 ms or more; 16 pages of slack */
+	if ((double)n > now_ms() - t0 + 16)
+		fail_msg("%llu pages re-encoded in %.0f ms of I/O",
+			 (unsigned long long)n, now_ms() - t0);
+	atomic_store(&dev->io_ms, 0);
+	dev_write(dev, ref, DATA(1), PG, 1 * PG);
+	assert_io_now(dev, "uzram_write");
+	atomic_store(&dev->io_ms, 0);
+	assert_int_equal(uzram_reencode_wait(dev, 60000), 0);
+	assert_true(get_stats(dev).pages_recompressed > n + NPAGES / 2);
 	check_dev(dev, ref, "after the re-encode");
 	uzram_close(dev);
 	free(ref);
@@ -347,6 +410,7 @@ int main(void)
 		cmocka_unit_test(test_config),
 		cmocka_unit_test(test_density),
 		cmocka_unit_test(test_age),
+		cmocka_unit_test(test_reads),
 		cmocka_unit_test(test_save_racing),
 		cmocka_unit_test(test_model_concurrent),
 	};
