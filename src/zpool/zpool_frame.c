@@ -479,6 +479,18 @@ int zp_pool_sync_init(struct zpool *pool)
 	return e ? -ENOMEM : 0;
 }
 
+/* *t = CLOCK_MONOTONIC's now + ms, for the pool's timed waits. */
+void zp_deadline(struct timespec *t, unsigned ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, t);
+	t->tv_sec += ms / 1000;
+	t->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (t->tv_nsec >= 1000000000L) {
+		t->tv_sec++;
+		t->tv_nsec -= 1000000000L;
+	}
+}
+
 /* The low watermark: under it, a take wakes the refill thread. */
 uint64_t zp_pool_low(const struct zpool *pool)
 {
@@ -517,13 +529,7 @@ static int pool_take(struct zpool *pool, uint32_t pages, uint32_t *frame,
 	}
 	atomic_fetch_add_explicit(&pool->pool_waits, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&pool->pool_short[pages], 1, memory_order_relaxed);
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	zp_deadline(&until, ms);
 	pthread_mutex_lock(&pool->pool_lock);
 	pool->pool_waiters++;
 	pthread_cond_signal(&pool->refill_cv);

@@ -194,6 +194,7 @@ void zp_frame_give(struct zpool *pool, uint32_t frame, uint32_t pages,
 uint64_t zp_cache_trim(struct zpool *pool, uint64_t target);
 bool zp_cache_over(struct zpool *pool);
 bool zp_trim_due(struct zpool *pool);
+void zp_deadline(struct timespec *t, unsigned ms);
 uint64_t zp_cache_cap(struct zpool *pool);
 uint64_t zp_cache_keep(const struct zpool *pool);
 uint32_t zp_frame_shrink(struct zpool *pool, uint32_t frame, uint32_t pages,

@@ -203,13 +203,7 @@ static void refill_wait(struct zpool *pool, unsigned ms)
 {
 	struct timespec until;
 
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	zp_deadline(&until, ms);
 	pthread_mutex_lock(&pool->pool_lock);
 	while (!short_pending(pool) &&
 	       atomic_load_explicit(&pool->cache_pages, memory_order_relaxed) >=
