@@ -131,27 +131,42 @@ mkfifo /tmp/stallwatch.fifo
 stallwatch &
 stallwatcher=$!
 
-# The first kill comes 1-7 s after the hog starts; in 3 of 9 runs of
-# 2026-12-04 (6.12, host load 6-10) none came for 400 s, with swap I/O
-# going on, no task in D and no line on the console. If none has come in
-# 120 s, put the blocked tasks, every CPU's backtrace and the server's
-# threads' states on the console: forked before the hog, builtins after.
+# The test's own steps come seconds apart; in 4 of 12 runs of 2026-12-04
+# (6.12, host load 6-10) the script stood still for 400 s, once before the
+# first kill and once after it, with swap I/O going on, no task in D and
+# nothing on the console. So every step it reports also counts in
+# /tmp/steps, and when none has come for 120 s, the blocked tasks, every
+# CPU's backtrace and the uzram threads' states go to the console, once a
+# stall: builtins only, since a fork may be what stands still.
+info() { echo "# $*"; echo >> /tmp/steps; }
+: > /tmp/steps
 progresswatch()
 {
-	local t st srv
-	srv=$(server)
-	sleep 120
-	[ -e /tmp/kill-1 ] && return
-	echo "# progresswatch: no kill after 120 s; sysrq w and l, the server's threads:"
-	echo w > /proc/sysrq-trigger
-	echo l > /proc/sysrq-trigger
-	for t in /proc/$srv/task/*; do
-		read -r st < "$t/stat" && echo "# progresswatch: $st"
-		read -r st < "$t/wchan" && echo "# progresswatch: wchan $st"
+	local t st p comm steps last=-1 still=0
+	exec 8<> /tmp/stallwatch.fifo
+	while :; do
+		read -r -t 30 -u 8 _
+		mapfile -t steps < /tmp/steps
+		if [ "${#steps[@]}" = "$last" ]; then still=$((still + 30)); else still=0; fi
+		last=${#steps[@]}
+		[ "$still" -ge 120 ] || continue
+		still=-100000
+		echo "# progresswatch: no step for 120 s; sysrq w and l, uzram's threads:"
+		echo w > /proc/sysrq-trigger
+		echo l > /proc/sysrq-trigger
+		for p in /proc/[0-9]*; do
+			read -r comm < "$p/comm" 2>/dev/null || continue
+			[ "$comm" = uzram ] || continue
+			for t in "$p"/task/*; do
+				read -r st < "$t/stat" && echo "# progresswatch: $st"
+				read -r st < "$t/wchan" && echo "# progresswatch: wchan $st"
+			done
+		done
+		read -r st < /proc/pressure/memory && echo "# progresswatch: memory $st"
 	done
-	read -r st < /proc/pressure/memory && echo "# progresswatch: memory pressure $st"
 }
 progresswatch &
+progresswatcher=$!
 
 # NBD swaps in 2-6x slower than ublk under TCG (BENCHMARKS.md): v45 runs
 # one pass of the hog, and waits longer for it
@@ -185,7 +200,6 @@ for k in 1 2 3; do
 	sleep $((1 + RANDOM % 6))
 	kill -0 "$hog" 2>/dev/null || break
 	s=$(server)
-	: > /tmp/kill-$k
 	info "kill $k: server $s, $(elapsed "$t0") s in, pswpout $(($(vmstat pswpout) - out0)), pswpin $(($(vmstat pswpin) - in0))"
 	info "kill $k: keeper's cgroup: $(cgmem)"
 	kill -KILL "$s" && kills=$((kills + 1))
@@ -245,6 +259,8 @@ if [ "$restarts" -gt 1 ]; then
 fi
 
 touch /tmp/hog.stop
+# the hog's last run has no steps of ours: the watch ends here
+kill "$progresswatcher" 2>/dev/null
 (sleep "$hog_wait"; kill -KILL "$hog") 2>/dev/null & watchdog=$!
 wait "$hog"
 rc=$?
@@ -286,7 +302,7 @@ check server-locked bash -c "grep -q 'VmLck:[[:space:]]*[1-9]' /proc/$s/status"
 info "server: $(grep -E 'VmRSS|RssShmem|VmLck' /proc/$s/status | tr -s ' \t\n' ' ')"
 info "stat: $(uzram stat --socket "$f.sock" --all | awk '$1 ~ /^(pages_stored|mem_used_total|failed_writes|failed_reads)$/' | tr -s ' \n' ' ')"
 
-kill "$tailer" "$stallwatcher" 2>/dev/null
+kill "$tailer" "$stallwatcher" "$progresswatcher" 2>/dev/null
 check swapoff bounded 300 uzram swapoff
 check no-swap-left test "$(tail -n +2 /proc/swaps | wc -l)" -eq 0
 check no-keeper-left bash -c "! kill -0 $keeper 2>/dev/null"
