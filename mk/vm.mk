@@ -65,13 +65,19 @@
 #                           and a backing file on a virtio disk, beside
 #                           the guest's zram without one; not in make
 #                           test (10 min and more under TCG)
+#   make test-vm-nbd-ab [VMT_NBD_VARIANTS='default wbt=0']  issue 30 item 4
+#                           (v36, 6.1): the hog on zram, then over NBD once
+#                           per variant of the nbd0 queue, connections or
+#                           socket, in one boot, each under tests/vm/
+#                           tsample.c (where every thread's time goes);
+#                           not in make test (5-25 min a boot under TCG)
 #   make test-vm-swap-repeat [VM_REPEAT=5]   the swap tests VM_REPEAT times
 #                           in a row, a guest each, their figures each time
 #
 # The first run fetches the kernels (build/vm/, about 180 MB, kept; see
 # tests/vm/fetch-kernel.sh): nothing of the host's /boot or apt is used.
 
-VM_TESTS ?= $(filter-out $(VM_SWAP) $(VM_SWAP_RANDOM) $(VM_SWAP_FAST) $(VM_KEEPER) $(VM_KEEPER_NBD) $(VM_BEYOND),$(sort $(wildcard tests/vm/v*.sh)))
+VM_TESTS ?= $(filter-out $(VM_SWAP) $(VM_SWAP_RANDOM) $(VM_SWAP_FAST) $(VM_KEEPER) $(VM_KEEPER_NBD) $(VM_BEYOND) $(VM_NBD_AB),$(sort $(wildcard tests/vm/v*.sh)))
 VM_QUICK := $(addprefix tests/vm/,v10-ext4.sh v12-discard.sh v13-multiconn.sh \
 	v14-reconnect.sh v15-server-killed.sh v16-hang-report.sh v31-swapon.sh)
 VM_UBLK := $(addprefix tests/vm/,v40-ublk.sh v41-ublk-faults.sh v42-ublk-swapon.sh \
@@ -94,6 +100,7 @@ VM_KEEPER := tests/vm/v44-swap-keeper.sh
 VM_KEEPER_RESTARTS ?= 5
 VM_KEEPER_NBD := tests/vm/v45-swap-keeper-nbd.sh
 VM_BEYOND := tests/vm/v51-swap-beyond-ram.sh
+VM_NBD_AB := tests/vm/v36-nbd-swap-ab.sh
 VM_REPEAT ?= 5
 SWAP_UZRAM_HOG_MIB ?= 576
 VM_RUN = UZRAM=$(abspath $(BUILD)/uzram) UZRAM_TEST_CORPUS=$(CORPUS_DIR) \
@@ -103,7 +110,7 @@ VM_RUN = UZRAM=$(abspath $(BUILD)/uzram) UZRAM_TEST_CORPUS=$(CORPUS_DIR) \
 .PHONY: deps-vm test-vm test-vm-quick test-vm-ublk test-vm-swap test-vm-swap-repeat \
 	test-vm-swap-uzram test-vm-swap-random test-vm-keeper test-vm-keeper-repeat \
 	test-vm-keeper-nbd test-vm-keeper-nbd-repeat \
-	test-vm-swap-beyond-ram
+	test-vm-swap-beyond-ram test-vm-nbd-ab
 
 deps-vm: deps
 	@scripts/deps.sh test vm
@@ -153,6 +160,9 @@ test-vm-keeper-repeat test-vm-keeper-nbd-repeat: deps-vm all $(CORPUS_READY)
 	done; echo "== keeper runs: $$failed of $(VM_REPEAT) failed"; test $$failed = 0
 test-vm-swap-beyond-ram: deps-vm all $(CORPUS_READY)
 	$(VM_RUN) $(VM_BEYOND)
+
+test-vm-nbd-ab: deps-vm all $(CORPUS_READY)
+	$(VM_RUN) $(VM_NBD_AB)
 
 test-vm-swap-repeat: deps-vm all $(CORPUS_READY)
 	@failed=0; for i in $$(seq $(VM_REPEAT)); do \
