@@ -283,7 +283,9 @@ info "$(grep -E 'adopted|keeper' "$f.log" | tr '\n' ';')"
 writes_refused=$(dmesg | grep -cE 'Write-error on swap-device' || true)
 figure write-errors-retried "$writes_refused" lines
 info "stat: $(uzram stat --socket "$f.sock" --all | awk '$1 ~ /^refill_(waits|misses)$/' | tr -s ' \n' ' ')"
-not_write_error() { grep -vE 'op 0x1:\(WRITE\)|Write-error on swap-device|Other side returned error \(28\)' || true; }
+# Nor is the kernel's own warning of a failed allocation (7.3's kswapd
+# allocating a swap cluster's table, swap_cluster_alloc_table(), falls back)
+not_write_error() { grep -vE 'op 0x1:\(WRITE\)|Write-error on swap-device|Other side returned error \(28\)|page allocation failure' || true; }
 if [ "$SWAP_TRANSPORT" = ublk ]; then
 	io_errors=$(dmesg | grep -E 'ublkb|swap' | grep -iE 'error|fail' | not_write_error)
 else
