@@ -370,9 +370,10 @@ TEST_SCALE ?= 1
 
 # The phases of make test and why they run two at a time: mk/test.mk.
 test: deps-test deps-vm
-	@mkdir -p build && rm -f $(TEST_RESULTS) $(TEST_TIMES)
+	@mkdir -p build && rm -rf $(TEST_RESULTS) $(TEST_TIMES) $(TEST_LOGS)
 	$(MAKE) -j$(TEST_JOBS) --no-print-directory test-build
-	$(MAKE) -j$(TEST_JOBS) --no-print-directory --output-sync=target test-phases
+	@$(MAKE) -j$(TEST_JOBS) --no-print-directory --output-sync=target test-phases || \
+		{ scripts/test-summary.sh $(TEST_LOGS); exit 1; }
 	@echo "phases, in seconds:"; sort -rn $(TEST_TIMES) | sed 's/^/  /'
 	@echo "tests: $$(wc -l < $(TEST_RESULTS)) passed, 0 failed"
 

@@ -439,7 +439,8 @@ UZRAM_API int uzram_set_mem_limit(struct uzram *dev, uint64_t bytes);
  * data reaches `bytes`. Past it, stores allocate as usual (or fail with
  * -ENOSPC at mem_limit: give a reserve equal to mem_limit for a device
  * that never allocates after this call, but for the slot table's chunks,
- * 8 bytes per 4 KiB of disk, allocated as the disk fills). Lock the
+ * 16 bytes per cluster, allocated as the disk fills, or all at once by
+ * uzram_set_refill()). Lock the
  * process's memory (mlockall) to keep the reserve from being swapped out.
  * The reserve counts in mem_used_total. 0 ends it. Thread-safe with I/O;
  * not with itself. Returns 0, -EINVAL (NULL device), -ENOSPC (mem_limit or
@@ -452,7 +453,9 @@ UZRAM_API int uzram_reserve(struct uzram *dev, uint64_t bytes);
  * The no-fault pool, for a device whose writes must never fault memory in
  * (swap: a write may come from the kernel's reclaim, and a queue thread
  * that faults then allocates exactly when memory is short). After
- * uzram_set_refill(dev, min, max, wait_ms) with min > 0, writes take the
+ * uzram_set_refill(dev, min, max, wait_ms) with min > 0, the whole slot
+ * table is made resident at once (16 bytes a cluster, as the kernel's zram
+ * allocates its table when its size is set), and writes take the
  * allocator's memory only from resident frames kept cached (the reserve's
  * and those frees leave), never from a page fault or a system call; a
  * thread of the caller's (not a thread that serves I/O: it faults, and
@@ -465,8 +468,8 @@ UZRAM_API int uzram_reserve(struct uzram *dev, uint64_t bytes);
  * discards never give memory back to the system either (that takes the
  * process's mmap lock, which the refilling thread may hold in a fault):
  * uzram_refill() does, once the cache passes its cap. min 0 ends the mode.
- * Returns 0 or -EINVAL (NULL device, min > max). Thread-safe with I/O;
- * not with itself.
+ * Returns 0, -EINVAL (NULL device, min > max), -ENOSPC (mem_limit cannot
+ * hold the slot table) or -ENOMEM. Thread-safe with I/O; not with itself.
  *
  * uzram_refill(): wait up to timeout_ms until the pool falls under half
  * its target or a write found no frame of its size, then fill it to the

@@ -47,7 +47,9 @@
 #
 # Each phase's output is printed whole when it ends (--output-sync), so
 # the lines of two phases never mix; a failing phase stops make test once
-# the phases running beside it end.
+# the phases running beside it end, and make test then ends with what
+# failed (scripts/test-summary.sh: each failed phase's failing lines, from
+# its log in build/test-logs/), as CI shows only the end of the output.
 #
 # make test makes test-build first, alone (TEST_JOBS jobs at a time), so no two
 # phases ever build the same file: the only builds in the phases are their
@@ -90,9 +92,12 @@ TEST_PHASES := test-vm-swap-uzram test-vm-quick test-vm-ublk test-integration te
 # seconds each phase took, longest first, so that CI's log shows what makes
 # the run long. The sub-make's status is the phase's.
 TEST_TIMES := $(abspath build/test-times.txt)
+TEST_LOGS := $(abspath build/test-logs)
 
 test-timed-%:
-	@t=$$(date +%s); $(MAKE) --no-print-directory $*; r=$$?; \
+	@t=$$(date +%s); mkdir -p $(TEST_LOGS); \
+	{ $(MAKE) --no-print-directory $*; echo $$? > $(TEST_LOGS)/$*.rc; } 2>&1 | \
+		tee $(TEST_LOGS)/$*.log; r=$$(cat $(TEST_LOGS)/$*.rc); \
 	echo "$$(($$(date +%s) - t)) s $*" >> $(TEST_TIMES); exit $$r
 
 # The corpora first: each keeps one core busy (Python, gcore) for a while.

@@ -278,7 +278,10 @@ static void *refiller_main(void *arg)
 	return NULL;
 }
 
-/* A thread that takes no signal (the server's main thread takes them). */
+/*
+ * A thread that takes no signal (the server's main thread takes them),
+ * named uzram-WHAT.
+ */
 static int thread_nosig(pthread_t *t, void *(*fn)(void *), const char *what)
 {
 	sigset_t all, old;
@@ -288,6 +291,12 @@ static int thread_nosig(pthread_t *t, void *(*fn)(void *), const char *what)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	r = pthread_create(t, NULL, fn, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!r) { /* named, for the kernel's task dumps and top(1) */
+		char name[16];
+
+		snprintf(name, sizeof name, "uzram-%s", what);
+		(void)pthread_setname_np(*t, name);
+	}
 	if (r)
 		report_error("serve", "--swap: the %s thread: %s", what, strerror(r));
 	return r ? -1 : 0;

@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <sys/mman.h>
 
 #include "uzram.h"
 
@@ -30,6 +31,11 @@
 #define PAGE_MASK ((uint64_t)PAGE - 1)
 
 _Static_assert(PAGE == 1u << PAGE_SHIFT, "PAGE_SHIFT and UZRAM_PAGE_SIZE differ");
+
+/* madvise()'s populate, for the headers of a libc older than Linux 5.14 */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 /*
  * error.c: the library's per-thread error message.

@@ -674,6 +674,11 @@ static inline int slot_decode(struct uzram *dev, const struct slot *s,
  * with *err -ENOSPC (the chunk would pass the memory limit) or -ENOMEM.
  */
 struct slot *slot_get(struct uzram *dev, uint64_t idx, int *err);
+/*
+ * Make every chunk of the table now and resident (table.c says for what);
+ * 0, -ENOSPC (mem_limit cannot hold the table) or -ENOMEM.
+ */
+int table_make_all(struct uzram *dev);
 
 /* Count contents that hold (sign 1) or held (sign -1) a cluster of len bytes. */
 void content_account(struct uzram *dev, const struct content *c,

@@ -20,6 +20,15 @@
  * the room the tier makes for it is not taken by writers on other threads
  * first (chunk_room()).
  *
+ * A device in the no-fault mode (uzram_set_refill()) has its whole table
+ * made and resident when the mode begins (table_make_all()), as the
+ * kernel's zram allocates its table when its size is set: a chunk made
+ * by a write would be an mmap() (the mmap lock, for writing) and page
+ * faults in a thread that serves swap I/O. v32 on 6.12 hung so: a queue
+ * thread's mmap() of a chunk queued for the lock behind the refill
+ * thread's munlock(), which waited for a fault in reclaim, which waited
+ * for that queue.
+ *
  * Locks: none. The directory's entries are published with a
  * compare-and-swap; of two threads making one chunk, the loser unmaps its
  * copy and takes the winner's.
@@ -115,4 +124,33 @@ struct slot *slot_get(struct uzram *dev, uint64_t idx, int *err)
 	}
 	chunk_room_done(dev, idx >> CHUNK_SHIFT);
 	return &chunk[idx & (CHUNK_SLOTS - 1)];
+}
+
+/*
+ * Make the page p resident and writable without changing it: an atomic or
+ * of 0 is a write for the MMU, and a slot's lock word may be in use.
+ */
+static void page_touch_write(void *p)
+{
+	atomic_fetch_or_explicit((_Atomic uint32_t *)p, 0, memory_order_relaxed);
+}
+
+int table_make_all(struct uzram *dev)
+{
+	for (uint64_t i = 0; i < dev->nchunks; i++) {
+		int err = 0;
+		struct slot *s = slot_get(dev, i << CHUNK_SHIFT, &err);
+		unsigned char *p = (unsigned char *)s;
+		size_t len = chunk_bytes(dev, i);
+
+		if (!s)
+			return err;
+		if (madvise(p, len, MADV_POPULATE_WRITE) == 0)
+			continue;
+		if (errno != EINVAL) /* EINVAL: a kernel before 5.14 */
+			return -ENOMEM;
+		for (size_t off = 0; off < len; off += PAGE)
+			page_touch_write(p + off);
+	}
+	return 0;
 }

@@ -2,7 +2,8 @@
 /*
  * reserve.c - uzram_reserve(): the allocator's memory made resident before
  * it is needed (see uzram.h). Only the allocator holds a reserve; the page
- * table's chunks are allocated as the device fills (mem_limit covers both).
+ * table's chunks are allocated as the device fills (mem_limit covers both),
+ * but in the no-fault mode, which makes them all at once.
  * uzram_set_refill(), uzram_refill(): the no-fault pool on top of it
  * (src/zpool/zpool_reserve.c).
  */
@@ -32,8 +33,17 @@ int uzram_reserve(struct uzram *dev, uint64_t bytes)
 UZRAM_API int uzram_set_refill(struct uzram *dev, uint64_t min, uint64_t max,
 			       unsigned wait_ms)
 {
+	int r;
+
 	if (!dev)
 		return uzram_set_error(-EINVAL, "set_refill: NULL device");
+	/* the table first: a write must not make a chunk of it either */
+	if (min && (r = table_make_all(dev)))
+		return uzram_set_error(r, "set_refill: the slot table of %llu "
+				       "bytes: %s", (unsigned long long)
+				       table_bytes_only(dev), r == -ENOSPC ?
+				       "the memory limit came first" :
+				       "out of memory");
 	if (zpool_set_refill(dev->pool, min, max, wait_ms))
 		return uzram_set_error(-EINVAL, "set_refill: a minimum of %llu "
 				       "bytes past the maximum, %llu",

@@ -59,10 +59,6 @@ static uint64_t page_up(uint64_t n)
 	return (n + PAGE - 1) & ~(uint64_t)(PAGE - 1);
 }
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23       /* Linux 5.14 */
-#endif
-
 /*
  * Map into this process the pages the file has in [off, off + len), which
  * addr maps: they are locked then if the process locks what it faults in

@@ -65,10 +65,6 @@
 
 #include "zpool_impl.h"
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23       /* Linux 5.14 */
-#endif
-
 static unsigned char *frame_addr(const struct zpool *pool, uint32_t f)
 {
 	return pool->base + ((uint64_t)f << ZP_FRAME_SHIFT);

@@ -10,7 +10,8 @@
  * with no refill running, fails with -ENOSPC within a bounded time, makes
  * nothing resident and keeps the cluster's old data; after a refill the
  * same write succeeds. With a refill thread, writes that need new memory
- * all succeed from frames it made.
+ * all succeed from frames it made. The mode makes the whole slot table
+ * first, and refuses a limit that cannot hold it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -34,16 +35,21 @@ static uint64_t mem_used(struct uzram *dev)
 	return st.mem_used_total;
 }
 
-static struct uzram *open_dev(uint64_t limit)
+static struct uzram *open_dev_sized(uint64_t size, uint64_t limit)
 {
 	struct uzram_config cfg;
 	struct uzram *dev = NULL;
 
 	uzram_config_init(&cfg);
-	cfg.size = 64 * MIB;
+	cfg.size = size;
 	cfg.mem_limit = limit;
 	assert_int_equal(uzram_open(&cfg, &dev), 0);
 	return dev;
+}
+
+static struct uzram *open_dev(uint64_t limit)
+{
+	return open_dev_sized(64 * MIB, limit);
 }
 
 static void test_reserve_serves_stores(void **state)
@@ -187,6 +193,54 @@ static void test_refill_empty_pool_fails_fast(void **state)
 	uzram_close(dev);
 }
 
+/*
+ * The no-fault mode makes the whole slot table at once, so that no write
+ * maps a chunk of it (an mmap() in a thread serving swap: the v32 hang
+ * of 2026-12-04): table_bytes is the full table before any write, and a
+ * write at the far end of the device does not grow it. A limit that
+ * cannot hold the table is refused, the mode stays off, nothing is lost.
+ */
+static void test_refill_makes_whole_table(void **state)
+{
+	/* 16 chunks of table, 4 MiB */
+	const uint64_t size = 1024 * MIB, full = size / CLUSTER * 16;
+	struct uzram *dev = open_dev_sized(size, 0);
+	uint8_t buf[CLUSTER], back[CLUSTER];
+	struct uzram_stats st;
+	uint64_t seed = 7;
+
+	(void)state;
+	assert_int_equal(uzram_stats(dev, &st, sizeof st), 0);
+	assert_true(st.table_bytes < full);
+	assert_int_equal(uzram_set_refill(dev, 64 << 10, 256 << 10, 20), 0);
+	assert_int_equal(uzram_stats(dev, &st, sizeof st), 0);
+	assert_true(st.table_bytes >= full);
+	/* the mode ended (writes fault in again), the table stays whole */
+	assert_int_equal(uzram_set_refill(dev, 0, 0, 0), 0);
+	fill_random(buf, CLUSTER, &seed);
+	assert_int_equal(uzram_write(dev, buf, CLUSTER, size - CLUSTER), 0);
+	assert_int_equal(uzram_read(dev, back, CLUSTER, size - CLUSTER), 0);
+	assert_memory_equal(back, buf, CLUSTER);
+	{
+		uint64_t before = st.table_bytes;
+
+		assert_int_equal(uzram_stats(dev, &st, sizeof st), 0);
+		assert_int_equal(st.table_bytes, before);
+	}
+	uzram_close(dev);
+
+	/* a limit of 1 MiB holds a chunk or two, not the table */
+	dev = open_dev_sized(size, MIB);
+	fill_random(buf, CLUSTER, &seed);
+	assert_int_equal(uzram_write(dev, buf, CLUSTER, 0), 0);
+	assert_int_equal(uzram_set_refill(dev, 64 << 10, 256 << 10, 20), -ENOSPC);
+	assert_non_null(strstr(uzram_last_error(), "slot table"));
+	assert_int_equal(uzram_refill(dev, 0), -EINVAL); /* the mode is off */
+	assert_int_equal(uzram_read(dev, back, CLUSTER, 0), 0);
+	assert_memory_equal(back, buf, CLUSTER);
+	uzram_close(dev);
+}
+
 struct refiller {
 	struct uzram *dev;
 	atomic_bool stop;
@@ -237,6 +291,7 @@ int main(void)
 		cmocka_unit_test(test_reserve_stops_at_limit),
 		cmocka_unit_test(test_refill_empty_pool_fails_fast),
 		cmocka_unit_test(test_refill_thread_serves_writes),
+		cmocka_unit_test(test_refill_makes_whole_table),
 	};
 
 	return tu_run_tests(tests, NULL, NULL);
