@@ -464,10 +464,11 @@ UZRAM_API int uzram_reserve(struct uzram *dev, uint64_t bytes);
  * writes. A write that finds no frame wakes it and waits up to wait_ms;
  * then it fails with -ENOSPC, the cluster's old data kept, and counts in
  * stats.refill_misses and failed_writes (with a backing store it is
- * written through instead, as at mem_limit). In this mode writes and
- * discards never give memory back to the system either (that takes the
- * process's mmap lock, which the refilling thread may hold in a fault):
- * uzram_refill() does, once the cache passes its cap. min 0 ends the mode.
+ * written through instead, as at mem_limit). In this mode writes,
+ * discards and uzram_compact() never give memory back to the system (that
+ * takes the process's mmap lock, which the refilling thread may hold in a
+ * fault): uzram_refill() does, once the cache passes its cap. min 0 ends
+ * the mode.
  * Returns 0, -EINVAL (NULL device, min > max), -ENOSPC (mem_limit cannot
  * hold the slot table) or -ENOMEM. Thread-safe with I/O; not with itself.
  *

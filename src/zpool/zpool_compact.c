@@ -263,9 +263,17 @@ static long class_shrink(struct zpool *pool, struct size_class *c)
 /*
  * Compact every class, then give back every resident page that holds no
  * zspage page: the cache and the slack. Returns the pages given back.
+ *
+ * Not in a no-fault pool: there giving pages back is the refill thread's
+ * alone (zpool_frame.c says why), and the slack stays until its zspage
+ * leaves and the refill trims the cache. Shrinking a zspage's slack here
+ * is a munlock() under the class lock in a locked process: v32 on 6.12
+ * hung with the compactor in munlock() behind the refill's fault in
+ * reclaim, and a queue thread's store waiting for that class lock.
  */
 long zpool_compact(struct zpool *pool)
 {
+	bool nofault = atomic_load_explicit(&pool->nofault, memory_order_acquire);
 	long freed = 0;
 
 	for (unsigned i = 0; i < pool->nclasses; i++) {
@@ -275,9 +283,12 @@ long zpool_compact(struct zpool *pool)
 		note_compacted(pool, drained(pool, c));
 		compact_class(pool, c, ~0u, MIGRATE_PATIENCE);
 		compact_lend(pool, c);
-		freed += class_shrink(pool, c);
+		if (!nofault)
+			freed += class_shrink(pool, c);
 		pthread_mutex_unlock(&c->lock);
 	}
+	if (nofault)
+		return freed;
 	/* all of the cache but the reserve and the no-fault pool's target */
 	return freed + (long)zp_cache_trim(pool, zp_cache_keep(pool));
 }

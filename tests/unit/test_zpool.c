@@ -904,6 +904,48 @@ static void test_nofault_frees_leave_trim_to_refill(void **state)
 }
 
 /*
+ * Nor does compaction give pages back in a no-fault pool: it did, with
+ * munlock() under a class lock, and v32 on 6.12 hung (the compactor behind
+ * the refill's fault in reclaim, a store behind the compactor). Its moves
+ * still free zspages into the cache, for the refill to trim.
+ */
+static void test_nofault_compact_leaves_trim_to_refill(void **state)
+{
+	enum { N = 4096 };
+	struct zpool *pool;
+	static uint32_t h[N];
+	unsigned char data[1000];
+	uint64_t releases, slack;
+
+	(void)state;
+	memset(data, 5, sizeof data);
+	assert_int_equal(zpool_create(64 * 1024, N, &pool), 0);
+	for (unsigned i = 0; i < N; i++)
+		assert_int_equal(zpool_store(pool, data, sizeof data, &h[i]), 0);
+	assert_int_equal(zpool_set_refill(pool, 16 * 4096, 16 * 4096, 1), 0);
+	/* three objects of four freed: zspages to compact, frames to free */
+	for (unsigned i = 0; i < N; i++)
+		if (i % 4)
+			zpool_free(pool, h[i]);
+	releases = atomic_load(&pool->releases);
+	slack = atomic_load(&pool->slack_pages);
+	assert_true(zpool_compact(pool) == 0);
+	assert_true(atomic_load(&pool->releases) == releases);
+	assert_true(atomic_load(&pool->slack_pages) == slack);
+	assert_true(zp_cache_over(pool));
+	zpool_refill(pool, 1);
+	assert_false(zp_cache_over(pool));
+	assert_true(atomic_load(&pool->releases) > releases);
+	for (unsigned i = 0; i < N; i += 4) {
+		const void *p = zpool_map(pool, h[i]);
+
+		assert_memory_equal(p, data, sizeof data);
+		zpool_unmap(pool, p);
+	}
+	zpool_destroy(pool);
+}
+
+/*
  * The refill sleeps while a store still counted as waiting has what it
  * asked for: it returned at once there, and its thread spun at SCHED_RR
  * beside the store it waited for (fails on the code before 2026-12-04).
@@ -956,6 +998,7 @@ int main(void)
 		cmocka_unit_test(test_rss),
 		cmocka_unit_test(test_refill_serves_other_length),
 		cmocka_unit_test(test_nofault_frees_leave_trim_to_refill),
+		cmocka_unit_test(test_nofault_compact_leaves_trim_to_refill),
 		cmocka_unit_test(test_refill_sleeps_with_nothing_to_make),
 	};
 
