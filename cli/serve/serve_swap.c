@@ -15,7 +15,9 @@
  *                             their reclaim, no dirty throttling of the
  *                             process by others' writeback);
  *                             oom_score_adj -1000: the OOM killer picks
- *                             another process; mlockall(MCL_CURRENT |
+ *                             another process; malloc set never to make
+ *                             or give back memory by a system call on
+ *                             the data path (swap_malloc()); mlockall(MCL_CURRENT |
  *                             MCL_ONFAULT): what the program has touched
  *                             so far stays resident
  *   after the device exists   uzram_reserve(): the allocator's frames up
@@ -95,6 +97,8 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -120,6 +124,35 @@
 /* a read-only data mapping past this is left out of lock_shmem_files() */
 #define SHMEM_DATA_MAX (4u << 20)
 
+/*
+ * malloc under --swap. A malloc that grows the heap (brk), makes a thread
+ * its own arena (mmap, then mprotect as it grows), maps a large block or
+ * trims what was freed, takes the process's mmap lock for writing: on 6.1,
+ * where a page fault holds that lock, a queue thread's malloc then waits
+ * for the refill thread's fault in reclaim, which waits for that queue (the
+ * v42 hang had a malloc's mprotect in it). So: one arena for all threads,
+ * never trimmed, grown in steps of MALLOC_PAD and grown once now, before
+ * mlockall() locks it. The data path's few small mallocs (a zspage
+ * descriptor too long for its tail) then come from a heap that is
+ * resident and locked; blocks of 128 KiB and more (a zstd context, on a
+ * thread's first use) are still mapped. Measured in v32 (6.12): the
+ * server's VmHWM less the store's peak was 25.2-25.4 MB with and without.
+ */
+#define MALLOC_PAD (1u << 20)
+
+static void swap_malloc(void)
+{
+	void *p;
+
+	mallopt(M_ARENA_MAX, 1);
+	mallopt(M_TRIM_THRESHOLD, INT_MAX);
+	mallopt(M_TOP_PAD, MALLOC_PAD);
+	p = malloc(MALLOC_PAD);
+	if (p)
+		memset(p, 0, MALLOC_PAD);
+	free(p);
+}
+
 int serve_swap_begin(void)
 {
 	FILE *f;
@@ -136,6 +169,7 @@ int serve_swap_begin(void)
 			"/proc/self/oom_score_adj: %s", strerror(errno));
 		return -1;
 	}
+	swap_malloc();
 	if (mlockall(MCL_CURRENT | MCL_ONFAULT) < 0) {
 		report_error("serve", "--swap: mlockall: %s", strerror(errno));
 		return -1;
