@@ -131,6 +131,7 @@ static struct zspage *zspage_make(struct zpool *pool, struct size_class *c,
 		return NULL;
 	zs->frame = f;
 	zs->resident = (uint8_t)c->pages;
+	zs->stocked = 0;
 	zs->inuse = 0;
 	zs->free_head = OBJ_NIL;
 	zs->prev = zs->next = 0;

@@ -84,6 +84,8 @@ struct zspage {
 	uint8_t group;
 	uint8_t resident;           /* pages of the frame resident, >= pages
 				     * of the class; see zpool_frame.c */
+	uint8_t stocked;            /* malloc'ed at desc_max bytes, for the
+				     * descriptor stock (zpool_reserve.c) */
 	uint32_t owner[];           /* handle, or OBJ_FREE | next free's */
 };
 
@@ -171,6 +173,15 @@ struct zpool {
 	_Atomic uint64_t pool_misses;  /* stores that failed: none came */
 	_Atomic uint64_t pool_made;    /* pages the refill made resident */
 	bool pool_sync;                /* pool_lock, condvars initialized */
+	/*
+	 * The descriptor stock (zpool_reserve.c): descriptors of desc_max
+	 * bytes that the refill made and touched, for the classes whose
+	 * zspage's tail cannot hold theirs; a list through each block's
+	 * first word, under pool_lock.
+	 */
+	void *desc_stock;
+	unsigned desc_count;
+	size_t desc_max;               /* 0: no class mallocs one */
 };
 
 static inline void counter_add(_Atomic uint64_t *c, int64_t d)
@@ -178,6 +189,11 @@ static inline void counter_add(_Atomic uint64_t *c, int64_t d)
 	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed)
 			      + (uint64_t)d, memory_order_relaxed);
 }
+
+/* zpool_reserve.c: a new zspage's malloc'ed descriptor, and its end */
+struct zspage *zp_desc_get(struct zpool *pool, const struct size_class *c);
+void zp_desc_put(struct zpool *pool, struct zspage *zs);
+void zp_desc_stock_free(struct zpool *pool);
 
 /* zpool_mem.c: accounting (atomic, no lock needed) */
 void zp_mem_note_max(struct zpool *pool);

@@ -336,10 +336,11 @@ void zpool_destroy(struct zpool *pool)
 
 				c->group[g] = zs->next ?
 					c->frames[zs->next - 1].zs : NULL;
-				free(zs);
+				zp_desc_put(pool, zs);
 			}
 		}
 	}
+	zp_desc_stock_free(pool);
 	zp_frames_fini(pool);
 	if (pool->pool_sync) {
 		pthread_mutex_destroy(&pool->pool_lock);

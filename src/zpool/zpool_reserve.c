@@ -38,6 +38,16 @@
  * The refill also makes the next CELLS_AHEAD handle cells resident, which
  * stores touch as they take never-used handles, and it, not the frees,
  * gives a cache past its cap back to the system (zpool_frame.c says why).
+ *
+ * And it keeps a stock of zspage descriptors for the classes whose
+ * zspage's tail cannot hold theirs (zpool_zspage.c): a store's new zspage
+ * otherwise mallocs one, and a malloc that reaches a page of the heap not
+ * yet touched faults in the store's thread (v44 on 7.3 stood still so, a
+ * queue thread's "page allocation stall" in malloc while the refill's own
+ * fault waited in reclaim). Stocked descriptors are all desc_max bytes,
+ * malloc'ed and written by the refill; a store takes one, and an ended
+ * zspage's goes back while the stock is under DESC_STOCK. With the stock
+ * empty a store mallocs its own, as outside the mode.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -122,6 +132,98 @@ uint64_t zpool_reserved(const struct zpool *pool)
 
 #define TARGET_DECAY_S 10
 #define CELLS_AHEAD 8192u            /* 64 KiB of handle cells */
+#define DESC_STOCK 128u              /* descriptors kept made */
+
+/* The largest malloc'ed descriptor of any class, or 0 if none is. */
+static size_t desc_max(const struct zpool *pool)
+{
+	size_t max = 0;
+
+	for (unsigned i = 0; i < pool->nclasses; i++) {
+		const struct size_class *c = &pool->classes[i];
+		size_t n = sizeof(struct zspage) + c->objs * sizeof(uint32_t);
+
+		if (!c->desc_off && n > max)
+			max = n;
+	}
+	return max;
+}
+
+struct zspage *zp_desc_get(struct zpool *pool, const struct size_class *c)
+{
+	struct zspage *zs = NULL;
+
+	if (atomic_load_explicit(&pool->nofault, memory_order_acquire) &&
+	    pool->desc_max) {
+		pthread_mutex_lock(&pool->pool_lock);
+		if ((zs = pool->desc_stock)) {
+			pool->desc_stock = *(void **)(void *)zs;
+			pool->desc_count--;
+		}
+		if (pool->desc_count < DESC_STOCK / 2)
+			pthread_cond_signal(&pool->refill_cv);
+		pthread_mutex_unlock(&pool->pool_lock);
+		if (zs) {
+			zs->stocked = 1;
+			return zs;
+		}
+	}
+	zs = malloc(sizeof(*zs) + c->objs * sizeof(zs->owner[0]));
+	if (zs)
+		zs->stocked = 0;
+	return zs;
+}
+
+void zp_desc_put(struct zpool *pool, struct zspage *zs)
+{
+	if (zs->stocked &&
+	    atomic_load_explicit(&pool->nofault, memory_order_acquire)) {
+		pthread_mutex_lock(&pool->pool_lock);
+		if (pool->desc_count < DESC_STOCK) {
+			*(void **)(void *)zs = pool->desc_stock;
+			pool->desc_stock = zs;
+			pool->desc_count++;
+			zs = NULL;
+		}
+		pthread_mutex_unlock(&pool->pool_lock);
+	}
+	free(zs);
+}
+
+/* Fill the descriptor stock; the refill thread's, which may fault. */
+static void desc_stock_fill(struct zpool *pool)
+{
+	for (;;) {
+		void *p;
+
+		pthread_mutex_lock(&pool->pool_lock);
+		if (pool->desc_count >= DESC_STOCK) {
+			pthread_mutex_unlock(&pool->pool_lock);
+			return;
+		}
+		pthread_mutex_unlock(&pool->pool_lock);
+		p = malloc(pool->desc_max);
+		if (!p)
+			return;
+		memset(p, 0, pool->desc_max); /* resident now, not in a store */
+		pthread_mutex_lock(&pool->pool_lock);
+		*(void **)p = pool->desc_stock;
+		pool->desc_stock = p;
+		pool->desc_count++;
+		pthread_mutex_unlock(&pool->pool_lock);
+	}
+}
+
+void zp_desc_stock_free(struct zpool *pool)
+{
+	while (pool->desc_stock) {
+		void *p = pool->desc_stock;
+
+		pool->desc_stock = *(void **)p;
+		free(p);
+	}
+	pool->desc_count = 0;
+}
 
 int zpool_set_refill(struct zpool *pool, uint64_t min, uint64_t max,
 		     unsigned wait_ms)
@@ -138,6 +240,7 @@ int zpool_set_refill(struct zpool *pool, uint64_t min, uint64_t max,
 	atomic_store_explicit(&pool->pool_max, max, memory_order_relaxed);
 	atomic_store_explicit(&pool->pool_target, min, memory_order_relaxed);
 	atomic_store_explicit(&pool->pool_wait_ms, wait_ms, memory_order_relaxed);
+	pool->desc_max = desc_max(pool);
 	atomic_store_explicit(&pool->nofault, true, memory_order_release);
 	return 0;
 }
@@ -208,6 +311,7 @@ static void refill_wait(struct zpool *pool, unsigned ms)
 	while (!short_pending(pool) &&
 	       atomic_load_explicit(&pool->cache_pages, memory_order_relaxed) >=
 	       zp_pool_low(pool) &&
+	       (!pool->desc_max || pool->desc_count >= DESC_STOCK / 2) &&
 	       pthread_cond_timedwait(&pool->refill_cv, &pool->pool_lock, &until) == 0)
 		;
 	pthread_mutex_unlock(&pool->pool_lock);
@@ -284,6 +388,8 @@ long zpool_refill(struct zpool *pool, unsigned timeout_ms)
 	if (zp_cache_over(pool))
 		zp_cache_trim(pool, zp_cache_cap(pool) / 2);
 	cells_ahead(pool);
+	if (pool->desc_max)
+		desc_stock_fill(pool);
 	made = refill_short(pool, &err);
 	target = target_adapt(pool);
 	cached = atomic_load_explicit(&pool->cache_pages, memory_order_relaxed);

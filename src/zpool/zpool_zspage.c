@@ -24,7 +24,7 @@ int zp_zspage_new(struct zpool *pool, struct size_class *c,
 	if (!c->desc_off) {
 		if (!zp_mem_reserve(pool, c->desc_bytes))
 			return -ENOSPC;
-		zs = malloc(sizeof(*zs) + c->objs * sizeof(zs->owner[0]));
+		zs = zp_desc_get(pool, c);
 		if (!zs) {
 			zp_mem_sub(pool, c->desc_bytes);
 			return -ENOMEM;
@@ -33,16 +33,18 @@ int zp_zspage_new(struct zpool *pool, struct size_class *c,
 	err = zp_frame_get(pool, c->pages, &f, &resident);
 	if (err) {
 		if (zs) {
-			free(zs);
+			zp_desc_put(pool, zs);
 			zp_mem_sub(pool, c->desc_bytes);
 		}
 		return err;
 	}
 	/* a descriptor may have grown mem_used without new pages */
 	zp_mem_note_max(pool);
-	if (c->desc_off)
+	if (c->desc_off) {
 		zs = (struct zspage *)(void *)(pool->base +
 			((uint64_t)f << ZP_FRAME_SHIFT) + c->desc_off);
+		zs->stocked = 0;
+	}
 	zs->frame = f;
 	zs->resident = (uint8_t)resident;
 	/* the frame's owner, for zpool_free(); see frame_class() */
@@ -73,7 +75,7 @@ void zp_zspage_retire(struct zpool *pool, struct size_class *c,
 	c->zspages--;
 	pool->frames[f].zs = NULL;
 	if (!c->desc_off) {
-		free(zs);
+		zp_desc_put(pool, zs);
 		zp_mem_sub(pool, c->desc_bytes);
 	}
 	/* a descriptor in the zspage's tail goes with the frame */

@@ -946,6 +946,54 @@ static void test_nofault_compact_leaves_trim_to_refill(void **state)
 }
 
 /*
+ * A no-fault pool's new zspages take their malloc'ed descriptors from the
+ * stock the refill made (a malloc in a store's thread faulted, and v44 on
+ * 7.3 stood still), and ended zspages give them back to it.
+ */
+static void test_nofault_descriptors_from_stock(void **state)
+{
+	enum { N = 1024 };
+	struct zpool *pool;
+	static uint32_t h[N];
+	static unsigned char data[4096];
+	unsigned n = 0, full;
+
+	(void)state;
+	assert_int_equal(zpool_create(64 * 1024, N, &pool), 0);
+	assert_int_equal(zpool_set_refill(pool, 64 * 4096, 64 * 4096, 1), 0);
+	zpool_refill(pool, 1);
+	if (!pool->desc_max) {
+		zpool_destroy(pool);
+		skip();  /* every class's descriptor fits its zspage's tail */
+	}
+	full = pool->desc_count;
+	assert_true(full > 0);
+	/* an object of every size: every class opens a zspage */
+	for (size_t size = 16; size <= pool->max_object && n < N; size += 16) {
+		int r;
+
+		memset(data, (int)size, size);
+		while ((r = zpool_store(pool, data, size, &h[n])) == -ENOSPC)
+			zpool_refill(pool, 1);
+		assert_int_equal(r, 0);
+		n++;
+	}
+	assert_true(pool->desc_count < full);
+	for (unsigned i = 0; i < n; i++) {
+		const unsigned char *p = zpool_map(pool, h[i]);
+		size_t size = 16 * (i + 1);
+
+		for (size_t b = 0; b < size; b++)
+			assert_int_equal(p[b], (unsigned char)size);
+		zpool_unmap(pool, p);
+		zpool_free(pool, h[i]);
+	}
+	/* the ended zspages' descriptors went back */
+	assert_int_equal(pool->desc_count, full);
+	zpool_destroy(pool);
+}
+
+/*
  * The refill sleeps while a store still counted as waiting has what it
  * asked for: it returned at once there, and its thread spun at SCHED_RR
  * beside the store it waited for (fails on the code before 2026-12-04).
@@ -999,6 +1047,7 @@ int main(void)
 		cmocka_unit_test(test_refill_serves_other_length),
 		cmocka_unit_test(test_nofault_frees_leave_trim_to_refill),
 		cmocka_unit_test(test_nofault_compact_leaves_trim_to_refill),
+		cmocka_unit_test(test_nofault_descriptors_from_stock),
 		cmocka_unit_test(test_refill_sleeps_with_nothing_to_make),
 	};
 
