@@ -871,6 +871,26 @@ static void test_refill_serves_other_length(void **state)
 }
 
 /*
+ * A pool holding n objects of `size` bytes of `fill` (handles in h), then
+ * made a no-fault pool of a small target (16 pages), so that frames its
+ * frees or compaction leave are past the cache's cap.
+ */
+static struct zpool *nofault_pool_of(uint32_t *h, unsigned n, size_t size,
+				     int fill)
+{
+	unsigned char data[4096];
+	struct zpool *pool;
+
+	assert_true(size <= sizeof data);
+	memset(data, fill, size);
+	assert_int_equal(zpool_create(64 * 1024, n, &pool), 0);
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(zpool_store(pool, data, size, &h[i]), 0);
+	assert_int_equal(zpool_set_refill(pool, 16 * 4096, 16 * 4096, 1), 0);
+	return pool;
+}
+
+/*
  * In a no-fault pool, frees never give memory back themselves (a release
  * takes the mmap lock, which a swap server's queue thread must not wait
  * for: zpool_frame.c); the cache runs past its cap until the refill trims
@@ -879,18 +899,11 @@ static void test_refill_serves_other_length(void **state)
 static void test_nofault_frees_leave_trim_to_refill(void **state)
 {
 	enum { N = 4096 };
-	struct zpool *pool;
 	static uint32_t h[N];
-	unsigned char data[3000];
+	struct zpool *pool = nofault_pool_of(h, N, 3000, 7);
 	uint64_t releases;
 
 	(void)state;
-	memset(data, 7, sizeof data);
-	assert_int_equal(zpool_create(64 * 1024, N, &pool), 0);
-	for (unsigned i = 0; i < N; i++)
-		assert_int_equal(zpool_store(pool, data, sizeof data, &h[i]), 0);
-	/* a small target, so the frees' frames are past the cache's cap */
-	assert_int_equal(zpool_set_refill(pool, 16 * 4096, 16 * 4096, 1), 0);
 	releases = atomic_load(&pool->releases);
 	for (unsigned i = 0; i < N; i++)
 		zpool_free(pool, h[i]);
@@ -912,17 +925,13 @@ static void test_nofault_frees_leave_trim_to_refill(void **state)
 static void test_nofault_compact_leaves_trim_to_refill(void **state)
 {
 	enum { N = 4096 };
-	struct zpool *pool;
 	static uint32_t h[N];
 	unsigned char data[1000];
+	struct zpool *pool = nofault_pool_of(h, N, sizeof data, 5);
 	uint64_t releases, slack;
 
 	(void)state;
 	memset(data, 5, sizeof data);
-	assert_int_equal(zpool_create(64 * 1024, N, &pool), 0);
-	for (unsigned i = 0; i < N; i++)
-		assert_int_equal(zpool_store(pool, data, sizeof data, &h[i]), 0);
-	assert_int_equal(zpool_set_refill(pool, 16 * 4096, 16 * 4096, 1), 0);
 	/* three objects of four freed: zspages to compact, frames to free */
 	for (unsigned i = 0; i < N; i++)
 		if (i % 4)
