@@ -46,7 +46,9 @@ system_install()
 		> "$dir/ex/example.c"
 	$make --no-print-directory install >"$dir/install.out" 2>&1 ||
 		fail "make install: $(cat "$dir/install.out")"
-	ldconfig -p | grep -q "libuzram.so.0 .*=> $lib/libuzram.so.0" ||
+	# grep reads all of ldconfig -p (no -q): with pipefail, a grep that
+	# stopped at the first match would fail the pipe by SIGPIPE.
+	ldconfig -p | grep "libuzram.so.0 .*=> $lib/libuzram.so.0" >/dev/null ||
 		fail "make install into /usr/local did not run ldconfig: $(cat "$dir/install.out")"
 	(cd "$dir/ex" && env -u PKG_CONFIG_PATH -u LD_LIBRARY_PATH bash -c "$cmd") ||
 		fail "the README's command failed after make install: $cmd"
@@ -56,7 +58,7 @@ system_install()
 		fail "make uninstall: $(cat "$dir/uninstall.out")"
 	out=$(find /usr/local -name '*uzram*' | grep -v "^/usr/local/src" || true)
 	[[ -z $out ]] || fail "make uninstall left: $out"
-	! ldconfig -p | grep -q libuzram || fail "make uninstall left libuzram in ld.so.cache"
+	! ldconfig -p | grep libuzram >/dev/null || fail "make uninstall left libuzram in ld.so.cache"
 
 	$make --no-print-directory install PREFIX=$other >"$dir/other.out" 2>&1 ||
 		fail "make install PREFIX=$other: $(cat "$dir/other.out")"
