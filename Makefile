@@ -361,8 +361,9 @@ check-integration: all $(CORPUS_READY)
 		test -z "$$dups" || { echo "check-integration: script numbers used twice: $$dups" >&2; exit 1; }
 	@mkdir -p $(dir $(TEST_RESULTS))
 	@set -e; for t in $(INTEGRATION_RUN); do \
-		echo "== $$t"; UZRAM=$(abspath $(BUILD)/uzram) \
+		echo "== $$t"; s=$$(date +%s); UZRAM=$(abspath $(BUILD)/uzram) \
 		UZRAM_TEST_CORPUS=$(CORPUS_DIR) bash $$t; \
+		echo "== $$t: $$(($$(date +%s) - s)) s"; \
 		echo "$$t $(CORPUS_DIR)" >> $(TEST_RESULTS); \
 	done
 
