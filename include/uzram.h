@@ -484,6 +484,20 @@ UZRAM_API int uzram_set_refill(struct uzram *dev, uint64_t min, uint64_t max,
 UZRAM_API long long uzram_refill(struct uzram *dev, unsigned timeout_ms);
 
 /*
+ * Make the calling thread ready to serve dev: its buffers and its codec
+ * contexts (those of the device's algorithm and of each recompression
+ * algorithm, whose objects it may read), which a thread otherwise makes at
+ * its first request, allocating then. A thread that serves a no-fault
+ * device (swap) calls it before its first request, as the kernel's zram
+ * makes its compression streams when the device is set up, never on the
+ * I/O path; the device's own write threads (uzram_config.threads) are made
+ * ready at open. A codec added later (uzram_add_recomp_algorithm(), a new
+ * dictionary) is not covered: call again. Thread-safe. Returns 0, -EINVAL
+ * (NULL device) or -ENOMEM.
+ */
+UZRAM_API int uzram_thread_prepare(struct uzram *dev);
+
+/*
  * Restart stats.mem_used_max from the current mem_used_total, as writing 0
  * to zram's mem_used_max does. Returns 0 or -EINVAL (NULL device).
  */

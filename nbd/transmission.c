@@ -62,7 +62,11 @@
  * for reading in a fault that waits in reclaim for this device's writes,
  * and a buffer that faults in as a request lands allocates exactly then
  * (doc/block-device.md; the same hang as ublk's, v32 on 2026-12-04). A
- * buffer grows, once, for a request larger than any before it.
+ * buffer grows, once, for a request larger than any before it. Each
+ * thread maps its buffer and makes its codec contexts when it starts
+ * (uzram_thread_prepare()); the first thread starts with the connection,
+ * the others when requests overlap (which, under pressure, is not
+ * guaranteed to allocate nothing).
  *
  * Shutdown: a request read once the server's stopping flag is set is
  * answered with NBD_ESHUTDOWN (its payload skipped), as the spec asks;
@@ -494,6 +498,12 @@ static void serve(struct nbd_conn *c)
 		return;
 	}
 	w->c = c;
+	if (c->exp->shared->resident_buffers) {
+		/* what its first request would allocate, before it: failures
+		 * are met again there */
+		(void)uzram_thread_prepare(c->exp->dev);
+		(void)buf_reserve(w, SWAP_BUF);
+	}
 	for (;;) {
 		if (!leading && !lead(w))
 			break;

@@ -2,8 +2,9 @@
 /*
  * queue.c - one ublk hardware queue: one thread, one io_uring, `depth`
  * tags. Each tag has one buffer of max_io bytes, made once when the queue
- * starts and given to the driver once per fetch: nothing is allocated or
- * mapped per request.
+ * starts and given to the driver once per fetch, and the thread's codec
+ * contexts are made before its first request (uzram_thread_prepare()):
+ * nothing is allocated or mapped per request.
  *
  *   start:   FETCH_REQ for every tag (the driver holds the commands)
  *   request: its CQE (user_data = tag) -> the descriptor desc[tag] says
@@ -233,6 +234,12 @@ static int queue_setup(struct ublk_queue *q)
 		memset(q->buf, 0, (size_t)nbufs(q) * q->max_io);
 		for (unsigned b = 0; b < nbufs(q); b++)
 			q->touched[b] = (uint32_t)q->max_io;
+	}
+	/* the codec contexts too (zstd at level 3: 186 KiB, malloc'ed) */
+	r = uzram_thread_prepare(q->dev);
+	if (r < 0) {
+		q->what = "the codec contexts";
+		return r;
 	}
 	/*
 	 * One thread submits and reaps: the driver's completions run as task

@@ -651,6 +651,12 @@ struct store_scratch {
 struct store_scratch *store_scratch_get(size_t cap);
 
 /*
+ * This thread's buffers and codec contexts for dev, made now rather than
+ * at its first request (uzram_thread_prepare()). 0, -ENOMEM or -EIO.
+ */
+int store_thread_prepare(struct uzram *dev);
+
+/*
  * Read [uoff, uoff + n) of the cluster of len bytes that a slot names into
  * dst, whatever its state, with the codec that made it: the one reader.
  * A whole cluster (n == len) is decoded straight into dst; a part of a
@@ -747,10 +753,13 @@ static inline void pp_band(size_t csize, int k, int nbands, uint32_t *lo,
 struct crew;
 
 /*
- * Start n threads (1..UZRAM_MAX_THREADS) and store the pool in *wp.
+ * Start n threads (1..UZRAM_MAX_THREADS) and store the pool in *wp. Each
+ * thread first calls on_start(arg), if given, whose failure it ignores
+ * (the thread then makes what failed at its first job).
  * 0, or a negative errno with nothing started.
  */
-int crew_create(unsigned n, struct crew **wp);
+int crew_create(unsigned n, int (*on_start)(void *arg), void *arg,
+		struct crew **wp);
 
 /* Stop and join the threads; NULL is accepted. No job may be running. */
 void crew_destroy(struct crew *w);

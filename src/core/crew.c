@@ -19,6 +19,10 @@
  *     v                        thread 1..n: take the first job, run it
  *   unlink the job, wait until no thread is in it, return
  *
+ * Each thread first makes its codec contexts (on_start: the device's
+ * store_thread_prepare()), and crew_create() returns once all have, so
+ * no job of theirs allocates them.
+ *
  * The caller never waits for a thread to start: if the pool is busy, it
  * does the whole job alone, so a pool can only add throughput. A job lives
  * on its caller's stack; the caller returns only after unlinking it and
@@ -26,7 +30,7 @@
  * so no thread can touch it afterwards.
  *
  * Lock rule: w->lock protects the job list, each job's helpers and err,
- * the writes of its failed, and w->stop. A job's next, and the reads of
+ * the writes of its failed, w->stop and w->starting. A job's next, and the reads of
  * failed that stop claiming, are atomic, outside the lock. fn is called
  * without the lock.
  */
@@ -53,12 +57,15 @@ struct job {
 };
 
 struct crew {
+	int (*on_start)(void *arg);
+	void *start_arg;
 	pthread_mutex_t lock;
 	pthread_cond_t work;    /* a job was posted, or the pool stops */
-	pthread_cond_t left;    /* a thread left a job */
+	pthread_cond_t left;    /* a thread left a job, or ended its start */
 	struct job *head, **tail;
 	bool stop;
 	unsigned n;
+	unsigned starting;      /* threads not yet through on_start */
 	pthread_t tid[];
 };
 
@@ -107,7 +114,11 @@ static void *crew_main(void *arg)
 {
 	struct crew *w = arg;
 
+	if (w->on_start)
+		(void)w->on_start(w->start_arg);
 	pthread_mutex_lock(&w->lock);
+	if (--w->starting == 0)
+		pthread_cond_broadcast(&w->left);
 	while (!w->stop) {
 		struct job *job = w->head;
 
@@ -172,7 +183,8 @@ static void crew_stop(struct crew *w, unsigned started)
 		pthread_join(w->tid[i], NULL);
 }
 
-int crew_create(unsigned n, struct crew **wp)
+int crew_create(unsigned n, int (*on_start)(void *arg), void *arg,
+		struct crew **wp)
 {
 	sigset_t all, old;
 	struct crew *w;
@@ -189,6 +201,9 @@ int crew_create(unsigned n, struct crew **wp)
 	pthread_cond_init(&w->left, NULL);
 	w->tail = &w->head;
 	w->n = n;
+	w->on_start = on_start;
+	w->start_arg = arg;
+	w->starting = n;
 	/* the caller's signals are its own: the threads block them all */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -201,6 +216,11 @@ int crew_create(unsigned n, struct crew **wp)
 		crew_destroy(w);
 		return err;
 	}
+	/* ready when crew_create() returns: no thread makes its start later */
+	pthread_mutex_lock(&w->lock);
+	while (w->starting)
+		pthread_cond_wait(&w->left, &w->lock);
+	pthread_mutex_unlock(&w->lock);
 	*wp = w;
 	return 0;
 }

@@ -66,13 +66,19 @@ int device_tier_open(struct uzram *dev, const char *target, unsigned high,
 	return tier_policy_start(dev);
 }
 
+/* A crew thread's start: its codec contexts made at open, not at its first job. */
+static int crew_prepare(void *dev)
+{
+	return store_thread_prepare(dev);
+}
+
 /* The threads a config asks for: the write crew, and the tier's. */
 static int device_start(struct uzram *dev, const struct uzram_config *c)
 {
 	int ret;
 
 	if (c->threads) {
-		ret = crew_create(c->threads, &dev->crew);
+		ret = crew_create(c->threads, crew_prepare, dev, &dev->crew);
 		if (ret)
 			return uzram_set_error(ret, "open: cannot start %lu "
 					       "threads: %s",

@@ -5,7 +5,9 @@
  * table's chunks are allocated as the device fills (mem_limit covers both),
  * but in the no-fault mode, which makes them all at once.
  * uzram_set_refill(), uzram_refill(): the no-fault pool on top of it
- * (src/zpool/zpool_reserve.c).
+ * (src/zpool/zpool_reserve.c). uzram_thread_prepare(): what a thread that
+ * serves such a device would allocate at its first request, made before
+ * (src/core/scratch.c).
  */
 #include <errno.h>
 
@@ -66,4 +68,18 @@ UZRAM_API long long uzram_refill(struct uzram *dev, unsigned timeout_ms)
 				       "the memory limit or the allocator's "
 				       "space came first" : "out of memory");
 	return (long long)r << PAGE_SHIFT;
+}
+
+UZRAM_API int uzram_thread_prepare(struct uzram *dev)
+{
+	int r;
+
+	if (!dev)
+		return uzram_set_error(-EINVAL, "thread_prepare: NULL device");
+	r = store_thread_prepare(dev);
+	if (r)
+		return uzram_set_error(r, "thread_prepare: %s",
+				       r == -ENOMEM ? "out of memory" :
+				       "a codec failed to decode its own output");
+	return 0;
 }

@@ -257,6 +257,19 @@ int zcomp_compress(const struct zcomp *zc, const void *src, size_t src_len,
 			       dst_cap);
 }
 
+int zcomp_prepare(const struct zcomp *zc, void *buf, size_t len, void *tmp,
+		  size_t cap)
+{
+	int n = zcomp_compress(zc, buf, len, tmp, cap);
+
+	if (n > 0)
+		return zcomp_decompress(zc, tmp, (size_t)n, buf, len);
+	if (n != -E2BIG)
+		return n;
+	/* nothing to decode, but the context all the same */
+	return zc->b->dctx_create && !dctx_get(zc) ? -ENOMEM : 0;
+}
+
 int zcomp_decompress(const struct zcomp *zc, const void *src, size_t src_len,
 		     void *dst, size_t dst_len)
 {

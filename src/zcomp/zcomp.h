@@ -80,6 +80,16 @@ int zcomp_decompress_prefix(const struct zcomp *zc, const void *src,
 			    size_t src_len, void *dst, size_t want,
 			    size_t dst_len);
 
+/*
+ * Make this thread's contexts for zc now, as its first zcomp_compress()
+ * and zcomp_decompress() would (a context's work space included, which
+ * some codecs size at the first call): compress len bytes of buf into tmp
+ * (cap bytes), then decode them back into buf. 0, or -ENOMEM, or -EIO
+ * (the codec failed to decode its own output).
+ */
+int zcomp_prepare(const struct zcomp *zc, void *buf, size_t len, void *tmp,
+		  size_t cap);
+
 /* Known codec names separated by single spaces: "lz4 lz4hc zstd deflate". */
 const char *zcomp_known(void);
 

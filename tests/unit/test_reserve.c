@@ -12,8 +12,15 @@
  * same write succeeds. With a refill thread, writes that need new memory
  * all succeed from frames it made. The mode makes the whole slot table
  * first, and refuses a limit that cannot hold it.
+ *
+ * uzram_thread_prepare(): a thread's first write and read of a zstd
+ * device allocate its codec contexts (measured with mallinfo2(), so that
+ * the check cannot pass for want of a measure); after the call they
+ * allocate nothing. The write crew's threads are ready when uzram_open()
+ * returns.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -284,6 +291,94 @@ static void test_refill_thread_serves_writes(void **state)
 	uzram_close(dev);
 }
 
+/* Bytes malloc has handed out and not had back, over all its arenas. */
+static size_t heap_in_use(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
+struct first_io {
+	struct uzram *dev;
+	bool prepare;
+	size_t grew; /* heap_in_use()'s growth over the first write and read */
+};
+
+/* A new thread's first write and read of cluster 0, after the call or not. */
+static void *first_io_main(void *arg)
+{
+	struct first_io *f = arg;
+	uint8_t buf[4096];
+	size_t before, after;
+
+	if (f->prepare)
+		assert_int_equal(uzram_thread_prepare(f->dev), 0);
+	for (size_t i = 0; i < sizeof buf; i++)
+		buf[i] = (uint8_t)("a page of text "[i % 15] + (i >> 10));
+	before = heap_in_use();
+	assert_int_equal(uzram_write(f->dev, buf, sizeof buf, 0), 0);
+	assert_int_equal(uzram_read(f->dev, buf, sizeof buf, 0), 0);
+	after = heap_in_use();
+	f->grew = after > before ? after - before : 0;
+	return NULL;
+}
+
+static size_t first_io_grew(struct uzram *dev, bool prepare)
+{
+	struct first_io f = { .dev = dev, .prepare = prepare };
+	pthread_t t;
+
+	assert_int_equal(pthread_create(&t, NULL, first_io_main, &f), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	return f.grew;
+}
+
+static void test_thread_prepare_makes_contexts(void **state)
+{
+	struct uzram_config cfg;
+	struct uzram *dev = NULL;
+	size_t without, with;
+
+	(void)state;
+	if (heap_in_use() == 0)
+		skip(); /* a sanitizer's malloc: mallinfo2() sees nothing */
+	uzram_config_init(&cfg);
+	cfg.size = 16 * MIB;
+	cfg.algorithm = "zstd";
+	assert_int_equal(uzram_open(&cfg, &dev), 0);
+	/* cluster 0's zspage exists: the threads rewrite the same bytes */
+	first_io_grew(dev, true);
+	without = first_io_grew(dev, false);
+	with = first_io_grew(dev, true);
+	/* a zstd compression and decompression context: 186 KiB at level 3 */
+	assert_true(without >= 64 * 1024);
+	assert_true(with < 1024);
+	assert_int_equal(uzram_thread_prepare(NULL), -EINVAL);
+	uzram_close(dev);
+}
+
+static void test_crew_ready_at_open(void **state)
+{
+	struct uzram_config cfg;
+	struct uzram *dev = NULL;
+	size_t before, grew;
+
+	(void)state;
+	if (heap_in_use() == 0)
+		skip();
+	uzram_config_init(&cfg);
+	cfg.size = 16 * MIB;
+	cfg.algorithm = "zstd";
+	cfg.threads = 2;
+	before = heap_in_use();
+	assert_int_equal(uzram_open(&cfg, &dev), 0);
+	grew = heap_in_use() - before;
+	/* each of the two threads holds its zstd contexts already */
+	assert_true(grew >= 2 * 160 * 1024);
+	uzram_close(dev);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -292,6 +387,8 @@ int main(void)
 		cmocka_unit_test(test_refill_empty_pool_fails_fast),
 		cmocka_unit_test(test_refill_thread_serves_writes),
 		cmocka_unit_test(test_refill_makes_whole_table),
+		cmocka_unit_test(test_thread_prepare_makes_contexts),
+		cmocka_unit_test(test_crew_ready_at_open),
 	};
 
 	return tu_run_tests(tests, NULL, NULL);
