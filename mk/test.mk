@@ -41,9 +41,10 @@
 #   test-vm-ublk     the ublk tests in a 6.12 guest, then swap on Debian
 #                    13's newest kernel beside its zram (mk/vm.mk; not
 #                    the keeper's v44: see there), about 4 min
-#   test-vm-swap-uzram   the swap hog (2x the guest's RAM) on uzram, with
-#                    its server in the guest, on NBD and on ublk (mk/vm.mk),
-#                    about 6 min
+#   test-vm-swap-uzram   swap on uzram with its server in the guest: the
+#                    sequential hog (1.5x the guest's RAM) over NBD, and
+#                    two processes rewriting random pages (1.33x) on ublk
+#                    (mk/vm.mk), about 6 min
 #
 # Each phase's output is printed whole when it ends (--output-sync), so
 # the lines of two phases never mix; a failing phase stops make test once
