@@ -62,11 +62,11 @@
  * for reading in a fault that waits in reclaim for this device's writes,
  * and a buffer that faults in as a request lands allocates exactly then
  * (doc/block-device.md; the same hang as ublk's, v32 on 2026-12-04). A
- * buffer grows, once, for a request larger than any before it. Each
- * thread maps its buffer and makes its codec contexts when it starts
- * (uzram_thread_prepare()); the first thread starts with the connection,
- * the others when requests overlap (which, under pressure, is not
- * guaranteed to allocate nothing).
+ * buffer grows, once, for a request larger than any before it. And the
+ * NBD_MAX_THREADS threads a connection may add start with it, each mapping its
+ * buffer and making its codec contexts (uzram_thread_prepare()) before it
+ * reads a request: without --swap they start as requests overlap, which
+ * under pressure is the moment not to make a thread.
  *
  * Shutdown: a request read once the server's stopping flag is set is
  * answered with NBD_ESHUTDOWN (its payload skipped), as the spec asks;
@@ -160,6 +160,8 @@ static void tx_spawn_locked(struct nbd_conn *c)
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, NBD_THREAD_STACK);
 	if (!pthread_create(&c->threads[c->nspawned], &attr, thread_main, c)) {
+		/* for ps and the hang reports; a failure changes nothing */
+		(void)pthread_setname_np(c->threads[c->nspawned], "uzram-nbd-req");
 		c->nspawned++;
 		c->nthreads++;
 	}
@@ -549,6 +551,14 @@ void nbd_transmission(struct nbd_conn *c)
 	c->helpers = ncpu > NBD_MAX_THREADS ? NBD_MAX_THREADS - 1 :
 		     ncpu > 1 ? (int)ncpu - 1 : 0;
 	c->nthreads = 1;
+	if (c->exp->shared->resident_buffers) {
+		/* swap: every thread now, none made while the kernel waits */
+		pthread_mutex_lock(&c->lock);
+		for (int i = 0; i < NBD_MAX_THREADS &&
+				c->nspawned < NBD_MAX_THREADS; i++)
+			tx_spawn_locked(c); /* a failure: made later, if ever */
+		pthread_mutex_unlock(&c->lock);
+	}
 	serve(c);
 	pthread_mutex_lock(&c->lock);
 	c->nthreads--;

@@ -33,6 +33,9 @@ check server-oom-protected test "$(cat /proc/$pid/oom_score_adj)" = -1000
 # uzram-swap@ and uzram-mount@ start side by side)
 check runtime-dir-private test "$(stat -c %a /run/uzram)" = 700
 check server-locked bash -c "grep -q 'VmLck:[[:space:]]*[1-9]' /proc/$pid/status"
+# the request threads a connection may add (NBD_MAX_THREADS, 8) all
+# started with it: none is made while the kernel swaps
+check request-threads-at-start bash -c "test \$(grep -lx uzram-nbd-req /proc/$pid/task/*/comm | wc -l) -ge 8"
 # field 41 of stat: the policy, 2 = SCHED_RR, for every thread (serve_swap.c)
 check server-realtime bash -c "! awk '{ sub(/.*\\) /, \"\"); if (\$39 != 2) print }' /proc/$pid/task/*/stat | grep -q ."
 # 6.1 has no ublk: auto took nbd above; asked for, ublk is refused by name
