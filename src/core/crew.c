@@ -30,9 +30,9 @@
  * so no thread can touch it afterwards.
  *
  * Lock rule: w->lock protects the job list, each job's helpers and err,
- * the writes of its failed, w->stop and w->starting. A job's next, and the reads of
- * failed that stop claiming, are atomic, outside the lock. fn is called
- * without the lock.
+ * the writes of its failed, w->stop and w->starting. A job's next, and
+ * the reads of failed that stop claiming, are atomic, outside the lock.
+ * fn and on_start are called without the lock.
  */
 #include <errno.h>
 #include <pthread.h>
