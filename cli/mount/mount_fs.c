@@ -102,9 +102,11 @@ static int device_config(const struct mount_req *m, struct uzram_config *cfg)
 	cfg->mem_limit = m->mem_limit;
 	cfg->cluster_size = FS_CLUSTER;
 	/* a large write's clusters are compressed on every core (the NBD
-	 * server leaves this to --threads; here the fs is the only user) */
+	 * server leaves this to --threads; here the fs is the only user),
+	 * but not on two: there the one helper took 30% more CPU for the
+	 * same throughput (1 GiB dd, quiet, BENCHMARKS.md, 2026-12-04) */
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	cfg->threads = ncpu > 1 ? (uint32_t)(ncpu - 1 < 7 ? ncpu - 1 : 7) : 0;
+	cfg->threads = ncpu > 2 ? (uint32_t)(ncpu - 1 < 7 ? ncpu - 1 : 7) : 0;
 	for (int i = 0; i + 1 < m->serve_argc; i += 2) {
 		const char *name = m->serve_argv[i], *arg = m->serve_argv[i + 1];
 
