@@ -334,19 +334,29 @@ static size_t first_io_grew(struct uzram *dev, bool prepare)
 	return f.grew;
 }
 
-static void test_thread_prepare_makes_contexts(void **state)
+/* A 16 MiB zstd device with `threads` write threads. */
+static struct uzram *open_zstd(uint32_t threads)
 {
 	struct uzram_config cfg;
 	struct uzram *dev = NULL;
+
+	uzram_config_init(&cfg);
+	cfg.size = 16 * MIB;
+	cfg.algorithm = "zstd";
+	cfg.threads = threads;
+	assert_int_equal(uzram_open(&cfg, &dev), 0);
+	return dev;
+}
+
+static void test_thread_prepare_makes_contexts(void **state)
+{
+	struct uzram *dev;
 	size_t without, with;
 
 	(void)state;
 	if (heap_in_use() == 0)
 		skip(); /* a sanitizer's malloc: mallinfo2() sees nothing */
-	uzram_config_init(&cfg);
-	cfg.size = 16 * MIB;
-	cfg.algorithm = "zstd";
-	assert_int_equal(uzram_open(&cfg, &dev), 0);
+	dev = open_zstd(0);
 	/* cluster 0's zspage exists: the threads rewrite the same bytes */
 	first_io_grew(dev, true);
 	without = first_io_grew(dev, false);
@@ -360,19 +370,14 @@ static void test_thread_prepare_makes_contexts(void **state)
 
 static void test_crew_ready_at_open(void **state)
 {
-	struct uzram_config cfg;
-	struct uzram *dev = NULL;
+	struct uzram *dev;
 	size_t before, grew;
 
 	(void)state;
 	if (heap_in_use() == 0)
 		skip();
-	uzram_config_init(&cfg);
-	cfg.size = 16 * MIB;
-	cfg.algorithm = "zstd";
-	cfg.threads = 2;
 	before = heap_in_use();
-	assert_int_equal(uzram_open(&cfg, &dev), 0);
+	dev = open_zstd(2);
 	grew = heap_in_use() - before;
 	/* each of the two threads holds its zstd contexts already */
 	assert_true(grew >= 2 * 160 * 1024);
