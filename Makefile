@@ -376,6 +376,8 @@ test: deps-test deps-vm
 	@$(MAKE) -j$(TEST_JOBS) --no-print-directory --output-sync=target test-phases || \
 		{ scripts/test-summary.sh $(TEST_LOGS); exit 1; }
 	@echo "phases, in seconds:"; sort -rn $(TEST_TIMES) | sed 's/^/  /'
+	@sed -n 's/.*(CPU \([0-9]*\) s)$$/\1/p' $(TEST_TIMES) | \
+		awk '{ s += $$1 } END { print "  CPU of the phases together: " s " s" }'
 	@echo "tests: $$(wc -l < $(TEST_RESULTS)) passed, 0 failed"
 
 # Every source file names its licence, MIT (scripts/check-spdx.sh).

@@ -90,16 +90,20 @@ TEST_PHASES := test-vm-swap-uzram test-vm-quick test-vm-ublk test-integration te
 .PHONY: test-phases test-build $(TEST_PHASES)
 
 # Each phase runs in a make of its own, timed: make test ends with the
-# seconds each phase took, longest first, so that CI's log shows what makes
-# the run long. The sub-make's status is the phase's.
+# seconds each phase took, longest first, and the CPU seconds (user +
+# system) of everything it ran, so that CI's log shows what makes the run
+# long and whether a phase keeps its core busy or waits (a VM phase's
+# guest may keep two). The sub-make's status is the phase's.
 TEST_TIMES := $(abspath build/test-times.txt)
 TEST_LOGS := $(abspath build/test-logs)
 
 test-timed-%:
 	@t=$$(date +%s); mkdir -p $(TEST_LOGS); \
-	{ $(MAKE) --no-print-directory $*; echo $$? > $(TEST_LOGS)/$*.rc; } 2>&1 | \
+	{ $(MAKE) --no-print-directory $*; echo $$? > $(TEST_LOGS)/$*.rc; \
+	  times > $(TEST_LOGS)/$*.cpu; } 2>&1 | \
 		tee $(TEST_LOGS)/$*.log; r=$$(cat $(TEST_LOGS)/$*.rc); \
-	echo "$$(($$(date +%s) - t)) s $*" >> $(TEST_TIMES); exit $$r
+	echo "$$(($$(date +%s) - t)) s $* (CPU $$(scripts/cpu-seconds.sh \
+		$(TEST_LOGS)/$*.cpu) s)" >> $(TEST_TIMES); exit $$r
 
 # The corpora first: each keeps one core busy (Python, gcore) for a while.
 test-build: $(CORPUS_ALT_DIR)/MANIFEST $(CORPUS_TEXT_DIR)/MANIFEST \
