@@ -811,6 +811,20 @@ UZRAM_API long uzram_backing_compact(struct uzram *dev);
  */
 UZRAM_API long uzram_mark_idle_age(struct uzram *dev, uint32_t seconds);
 
+/*
+ * Tell the device that its reads are swap-ins (`uzram serve --swap` does).
+ * The kernel frees most swap slots right after the swap-in that read them
+ * and tells only its own drivers (zram's swap_slot_free_notify): a device
+ * outside the kernel keeps the dead copy. With on non-zero, a read makes
+ * the clusters it reads idle and of the greatest age (as if unused for
+ * 512 s) instead of young, so the tier's policy, writeback of idle
+ * clusters and the re-encoder take them before the clusters written and
+ * not read since, which the kernel still needs. Writes stamp as always;
+ * on 0 goes back to zram's rule. Returns 0, or -EINVAL (NULL device).
+ * Thread-safe with I/O.
+ */
+UZRAM_API int uzram_set_swap_reads(struct uzram *dev, int on);
+
 #ifdef __cplusplus
 }
 #endif

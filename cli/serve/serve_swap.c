@@ -27,6 +27,11 @@
  *                             device of the same algorithm and cluster
  *                             size (warm_up()), so that its code and data
  *                             are touched, and thereby locked;
+ *                             uzram_set_swap_reads(): a cluster read
+ *                             (swapped in) becomes the oldest, the first
+ *                             the tier writes back and the re-encoder
+ *                             packs, as the kernel mostly frees its slot
+ *                             without telling us (src/core/clock.c);
  *                             mlockall(MCL_CURRENT | MCL_FUTURE |
  *                             MCL_ONFAULT): every page touched from now on
  *                             stays; SCHED_RR (priority 1) for every
@@ -444,6 +449,8 @@ int serve_swap_ready(struct uzram *dev, const struct uzram_config *cfg)
 		report_error("serve", "--swap: %s", cli_lib_error());
 		return -1;
 	}
+	/* a read is a swap-in, mostly of a page the kernel then drops */
+	(void)uzram_set_swap_reads(dev, 1);
 	if (warm_up(dev) < 0)
 		return -1;
 	shmem = lock_shmem_files();

@@ -306,6 +306,26 @@ static inline void slot_touch_at(struct slot *s, uint32_t now)
 			memory_order_relaxed, memory_order_relaxed));
 }
 
+/*
+ * Record a read at tick now on a device whose reads are swap-ins
+ * (uzram_set_swap_reads(), clock.c): the cluster becomes idle and as old
+ * as an age can be, the first the tier and the re-encoder take. Locking as
+ * slot_touch_at().
+ */
+static inline void slot_cool_at(struct slot *s, uint32_t now)
+{
+	uint32_t f = atomic_load_explicit(&s->flags, memory_order_relaxed);
+	uint32_t want;
+
+	do {
+		want = (f & ~SLOT_STAMP_MASK) | SLOT_IDLE |
+		       ((now - AGE_MAX) & 0xffu) << SLOT_STAMP_SHIFT;
+		if (want == f)
+			return;
+	} while (!atomic_compare_exchange_weak_explicit(&s->flags, &f, want,
+			memory_order_relaxed, memory_order_relaxed));
+}
+
 /* Saturate ages past AGE_MAX so the 8-bit stamp never wraps; shared lock. */
 void slot_age_saturate(struct slot *s, uint32_t now);
 
@@ -499,6 +519,8 @@ struct uzram {
 	struct crew *crew;    /* cfg.threads' pool (core.h), or NULL */
 	_Atomic int64_t clock0; /* CLOCK_MONOTONIC_COARSE seconds at open
 				 * (atomic only so tests may move it) */
+	_Atomic bool swap_reads; /* a read makes its clusters old and idle,
+				  * not young (uzram_set_swap_reads()) */
 	/*
 	 * A save in progress (image_save.c), or NULL; save_users counts the
 	 * writers that may be looking at it (save_hooks below).

@@ -529,6 +529,7 @@ UZRAM_API int uzram_read(struct uzram *dev, void *buf, size_t len,
 			 uint64_t off)
 {
 	unsigned char *dst = buf;
+	bool swap_reads;
 	uint32_t now;
 	int ret;
 
@@ -539,6 +540,8 @@ UZRAM_API int uzram_read(struct uzram *dev, void *buf, size_t len,
 	if (ret)
 		return ret;
 	now = store_clock_io(dev); /* reads slow the re-encoder too */
+	swap_reads = atomic_load_explicit(&dev->swap_reads,
+					  memory_order_relaxed);
 	for (struct span sp; len; dst += sp.n, off += sp.n, len -= sp.n) {
 		struct slot *s;
 
@@ -549,7 +552,10 @@ UZRAM_API int uzram_read(struct uzram *dev, void *buf, size_t len,
 			continue;
 		}
 		slot_lock_shared(s);
-		slot_touch_at(s, now);
+		if (swap_reads)
+			slot_cool_at(s, now);
+		else
+			slot_touch_at(s, now);
 		ret = slot_read_inline(dev, s, sp.ulen, sp.uoff, sp.n, dst);
 		slot_unlock_shared(s);
 		if (ret)

@@ -5,7 +5,8 @@
  * per-call and the device's writeback limit, largest objects first; reads
  * (whole and partial), rewrites, partial writes, discards and write-zeroes
  * of written-back clusters; compaction of the backing store after churn;
- * write-through when memory is full; idle ages; faults (a failing write
+ * write-through when memory is full; idle ages, and reads that age
+ * (uzram_set_swap_reads()); faults (a failing write
  * leaves its clusters in memory, also when it is one of several writes in
  * flight, and a failing read fails that request only) and
  * bad backing stores refused with a clear error.
@@ -486,6 +487,102 @@ static void test_idle_ages(void **state)
 	done(dev, ref);
 }
 
+/* Pages of [first, last] whose cluster is on the backing store. */
+static uint64_t backed_in(struct uzram *dev, uint64_t first, uint64_t last)
+{
+	uint64_t n = 0;
+
+	for (uint64_t p = first; p <= last; p++) {
+		struct slot *s = slot_peek(dev, p);
+
+		n += s && slot_state(s) == SLOT_BACKED;
+	}
+	return n;
+}
+
+/*
+ * uzram_set_swap_reads(): a read makes its clusters idle and old, so
+ * writeback of idle clusters and the policy take them first; writes, and
+ * reads once it is off, make them young again. Under zram's rule the
+ * policy would take the huge pages first (the largest, all as young).
+ */
+static void test_swap_reads(void **state)
+{
+	uint8_t *ref;
+	struct uzram *dev = filled(&ref);
+	uint8_t buf[PG];
+
+	(void)state;
+	assert_int_equal(uzram_set_swap_reads(NULL, 1), -EINVAL);
+	assert_int_equal(uzram_set_swap_reads(dev, 1), 0);
+	for (uint64_t p = 0; p < 50; p++)
+		assert_int_equal(uzram_read(dev, buf, PG, p * PG), 0);
+	memcpy(buf, ref + 10 * PG, PG);
+	dev_write(dev, ref, buf, PG, 10 * PG);            /* unchanged */
+	dev_write(dev, ref, data_page(1), PG, 11 * PG);   /* new data */
+	assert_int_equal(uzram_set_swap_reads(dev, 0), 0);
+	assert_int_equal(uzram_read(dev, buf, PG, 12 * PG), 0);
+	/* nothing was written or read 8 s ago but the 47 swap-ins */
+	assert_int_equal(uzram_mark_idle_age(dev, 8), 47);
+	assert_int_equal(uzram_mark_idle_age(dev, 508), 47);
+	assert_int_equal(uzram_writeback(dev, UZRAM_WB_IDLE, 0, UINT64_MAX, 0),
+			 47);
+	assert_int_equal(backed_in(dev, 0, 49), 47);
+	assert_int_equal(backed_in(dev, 10, 12), 0);
+	check_dev(dev, ref, "swap reads, writeback of idle clusters");
+	done(dev, ref);
+}
+
+/*
+ * The policy, on a device whose reads are swap-ins: of the clusters read
+ * (pages 0-255, compressed data) and those written and not read since (the
+ * rest, with the 64 huge ones, the largest), it writes back read ones
+ * only, as long as they hold what it must move out. The limit is set so
+ * that it must move out about a quarter of their bytes (high watermark
+ * 90%, low 89%: need = mem_used - 89% of the limit).
+ */
+static void test_swap_reads_policy(void **state)
+{
+	struct uzram_config cfg;
+	struct uzram *dev = NULL;
+	struct uzram_stats st;
+	uint64_t cooled = 0, limit;
+	uint8_t *ref, buf[PG];
+
+	(void)state;
+	uzram_config_init(&cfg);
+	cfg.size = NPAGES * PG;
+	cfg.backing = backing_file();
+	cfg.high_watermark = 90;
+	cfg.low_watermark = 89;
+	assert_int_equal(uzram_open(&cfg, &dev), 0);
+	unlink(path);
+	ref = calloc(1, NPAGES * PG);
+	assert_non_null(ref);
+	fill(dev, ref);
+	assert_int_equal(uzram_set_swap_reads(dev, 1), 0);
+	for (uint64_t p = 0; p < 256; p++) {
+		assert_int_equal(uzram_read(dev, buf, PG, p * PG), 0);
+		cooled += lz4_stored_size(ref + p * PG);
+	}
+	st = get_stats(dev);
+	limit = (st.mem_used_total - cooled / 4) / 90 * 100;
+	assert_int_equal(uzram_set_mem_limit(dev, limit), 0);
+	/* a wait of at most 30 s, not a timing: the thread is woken at once */
+	for (int i = 0; i < 1500; i++) {
+		st = get_stats(dev);
+		if (st.policy_written_back > 0 &&
+		    st.mem_used_total <= limit / 100 * 90)
+			break;
+		usleep(20000);
+	}
+	assert_true(st.policy_written_back > 0);
+	assert_int_equal(backed_in(dev, 0, 255), st.bd_count);
+	assert_true(st.bd_count < 256);
+	check_dev(dev, ref, "swap reads, the policy");
+	done(dev, ref);
+}
+
 static void test_faults(void **state)
 {
 	uint8_t *ref;
@@ -587,10 +684,13 @@ static void test_policy_sleeps(void **state)
 	 * Until it has gone to sleep: its start may switch once or twice,
 	 * and on a busy machine it may wait for a CPU (no switch counted)
 	 * for a while before it does, so it must stay put for 3 looks in a
-	 * row.
+	 * row (within 30 s: a policy thread that never sleeps is this test's
+	 * failure, or an earlier failed test's device left open).
 	 */
 	after = wakeups(tid);
-	for (int still = 0; still < 3;) {
+	for (int still = 0, looks = 0; still < 3; looks++) {
+		if (looks == 300)
+			fail_msg("the policy thread %ld never went to sleep", tid);
 		before = after;
 		assert_true(before >= 0);
 		usleep(100 * 1000);
@@ -813,6 +913,8 @@ int main(void)
 		cmocka_unit_test(test_table_room),
 		cmocka_unit_test(test_lower_limit),
 		cmocka_unit_test(test_idle_ages),
+		cmocka_unit_test(test_swap_reads),
+		cmocka_unit_test(test_swap_reads_policy),
 		cmocka_unit_test(test_faults),
 		cmocka_unit_test(test_policy_sleeps),
 		cmocka_unit_test(test_fault_in_flight),

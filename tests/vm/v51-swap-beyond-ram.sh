@@ -112,6 +112,7 @@ info "uzram after the hog:$(stats)"
 figure uzram-mem_used_max "$(stat_field "$f.sock" mem_used_max)" bytes
 figure uzram-VmHWM "$(awk '$1 == "VmHWM:" { print $2 * 1024 }' /proc/$pid/status)" bytes
 figure uzram-bd_writes "$(stat_field "$f.sock" bd_writes)"
+figure uzram-bd_reads "$(stat_field "$f.sock" bd_reads)"
 figure uzram-bd_space "$(stat_field "$f.sock" bd_space)" bytes
 figure uzram-failed_writes "$(stat_field "$f.sock" failed_writes)" requests
 [[ $backing_kind == file ]] &&
