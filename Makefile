@@ -90,12 +90,15 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 INTEGRATION := $(sort $(wildcard tests/integration/t*.sh))
 SYSTEMD_UNITS := $(sort $(wildcard systemd/*.service systemd/*.socket))
 # Scripts whose checks do not depend on which bytes the corpus holds (the
-# protocol, signals, TLS, limits): make test runs them on one corpus only.
-INTEGRATION_ANY_DATA := $(addprefix tests/integration/,t24-messages.sh t27-run.sh \
+# protocol, signals, TLS, limits, and those that read no byte of it, with
+# data of their own (fio's, qemu-io's patterns): make test runs them on one
+# corpus only.
+INTEGRATION_ANY_DATA := $(addprefix tests/integration/,t20-nbdinfo.sh \
+	t24-messages.sh t27-run.sh t40-qemu-io.sh t45-fio.sh \
 	t50-bad-client.sh t53-limits.sh t54-signals-ctl.sh t55-tls.sh \
 	t56-ctl-socket.sh t57-spec-errors.sh t58-tcp-port.sh t59-ublk-cli.sh t64-mount-gone.sh \
-	t66-fs.sh t67-fs-image.sh t72-image-lock.sh t75-man.sh t76-metrics.sh t80-readme.sh t82-generator.sh \
-	t83-socket-activation.sh)
+	t66-fs.sh t67-fs-image.sh t68-fs-loop.sh t72-image-lock.sh t75-man.sh t76-metrics.sh \
+	t80-readme.sh t82-generator.sh t83-socket-activation.sh)
 
 .PHONY: all lib cli deps deps-test deps-bench unit check-unit check-header \
 	check-sanitizers check-integration check-install check-layers check-namespace check-spdx test run bench bench-quick fuzz \
