@@ -287,43 +287,40 @@ static inline bool slot_selected(uint32_t f, bool huge, bool idle,
 }
 
 /*
- * Record an access at tick now: set the stamp, clear the idle bit. Writes
- * the slot only when something changes. The caller holds the lock shared
- * (or exclusively); the stamp and idle bits are the only bits that those
- * sharing the lock change, always with a compare-and-swap.
+ * Set a slot's access stamp to tick `stamp` and its idle bit to `idle`,
+ * writing the slot only when something changes. The caller holds the lock
+ * shared (or exclusively); the stamp and idle bits are the only bits that
+ * those sharing the lock change, always with a compare-and-swap.
  */
-static inline void slot_touch_at(struct slot *s, uint32_t now)
+static inline void slot_set_age(struct slot *s, uint32_t stamp, bool idle)
 {
 	uint32_t f = atomic_load_explicit(&s->flags, memory_order_relaxed);
 	uint32_t want;
 
 	do {
 		want = (f & ~(SLOT_STAMP_MASK | SLOT_IDLE)) |
-		       (now << SLOT_STAMP_SHIFT);
+		       (stamp & 0xffu) << SLOT_STAMP_SHIFT |
+		       (idle ? SLOT_IDLE : 0);
 		if (want == f)
 			return;
 	} while (!atomic_compare_exchange_weak_explicit(&s->flags, &f, want,
 			memory_order_relaxed, memory_order_relaxed));
 }
 
+/* Record an access at tick now: stamp it, clear the idle bit. */
+static inline void slot_touch_at(struct slot *s, uint32_t now)
+{
+	slot_set_age(s, now, false);
+}
+
 /*
  * Record a read at tick now on a device whose reads are swap-ins
  * (uzram_set_swap_reads(), clock.c): the cluster becomes idle and as old
- * as an age can be, the first the tier and the re-encoder take. Locking as
- * slot_touch_at().
+ * as an age can be, the first the tier and the re-encoder take.
  */
 static inline void slot_cool_at(struct slot *s, uint32_t now)
 {
-	uint32_t f = atomic_load_explicit(&s->flags, memory_order_relaxed);
-	uint32_t want;
-
-	do {
-		want = (f & ~SLOT_STAMP_MASK) | SLOT_IDLE |
-		       ((now - AGE_MAX) & 0xffu) << SLOT_STAMP_SHIFT;
-		if (want == f)
-			return;
-	} while (!atomic_compare_exchange_weak_explicit(&s->flags, &f, want,
-			memory_order_relaxed, memory_order_relaxed));
+	slot_set_age(s, now - AGE_MAX, true);
 }
 
 /* Saturate ages past AGE_MAX so the 8-bit stamp never wraps; shared lock. */
