@@ -5,6 +5,9 @@
     report.py summary TARGET [RAWDIR]   progress lines for one target
     report.py build RAWDIR ROOT         ROOT/bench/results.json (every figure),
                                         ROOT/BENCHMARKS.md, ROOT/bench/chart.png
+    report.py check ROOT                every section of ROOT/BENCHMARKS.md is
+                                        one build writes or one of
+                                        bench/sections/, word for word
 
 Inputs in RAWDIR (all written by run.sh):
     env.json              machine, versions, date, mode
@@ -16,14 +19,18 @@ Inputs in RAWDIR (all written by run.sh):
     T.skip                the reason target T was skipped
     perf-randread.txt     bench/profile.sh's profile (full runs)
 and ROOT/bench/notes.md, hand-written notes on a run, copied in if present,
-as are the sections that side benches (make bench-dict) leave in
-ROOT/bench/sections/*.md.
+as are ROOT/bench/sections/*.md, in the order of their names: the sections
+that side benches (make bench-dict) write, and the hand-written ones (the
+VM swap runs, the file system's, a run's figures not taken). A section of
+BENCHMARKS.md that is in none of these is lost at the next build: write it
+into bench/sections/ and let bench/section.py copy it in.
 
 Units: MB = 10^6 bytes, latencies in microseconds, IOPS in requests/s.
 Standard library only.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -887,6 +894,37 @@ def build(raw, root):
         print("  %-46s %-12s %s" % (r["measure"], met, r["value"]))
 
 
+# The headings markdown() writes from a run's figures (the beginning of each).
+GENERATED = ("Targets of issue 4", "Targets of issue 14", "Targets run", "Codec limit",
+             "Reads", "Read latency", "Writes", "nbdcopy", "Memory held", "Profile", "Notes")
+
+
+def check(root):
+    """Exit 1 when BENCHMARKS.md has a section the next build would drop or
+    change: neither generated nor the same as its bench/sections file."""
+    doc = open(os.path.join(root, "BENCHMARKS.md")).read()
+    secdir = os.path.join(root, "bench", "sections")
+    kept = {}
+    for n in sorted(os.listdir(secdir)):
+        if n.endswith(".md"):
+            t = open(os.path.join(secdir, n)).read().rstrip()
+            kept[t.split("\n", 1)[0]] = (n, t)
+    bad = 0
+    for part in re.split(r"(?m)^(?=## )", doc):
+        if not part.startswith("## "):
+            continue
+        head = part.split("\n", 1)[0]
+        if head in kept:
+            if part.rstrip() != kept[head][1]:
+                print("BENCHMARKS.md: '%s' differs from bench/sections/%s" % (head, kept[head][0]))
+                bad += 1
+        elif not head[3:].startswith(GENERATED):
+            print("BENCHMARKS.md: '%s' is in no bench/sections/*.md: the next build drops it"
+                  % head)
+            bad += 1
+    sys.exit(1 if bad else 0)
+
+
 def main():
     if len(sys.argv) >= 3 and sys.argv[1] == "summary":
         raw = sys.argv[3] if len(sys.argv) > 3 else os.path.join(
@@ -894,6 +932,8 @@ def main():
         summary(sys.argv[2], raw)
     elif len(sys.argv) == 4 and sys.argv[1] == "build":
         build(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 3 and sys.argv[1] == "check":
+        check(sys.argv[2])
     else:
         print(__doc__, file=sys.stderr)
         sys.exit(2)

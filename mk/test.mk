@@ -85,7 +85,7 @@ INTEGRATION_TEXT := $(addprefix tests/integration/,t26-ctl.sh \
 # would join the end of the queue when that one ended.
 TEST_PHASES := test-vm-swap-uzram test-vm-quick test-vm-ublk test-integration test-tsan test-asan test-unit \
 	test-unit-alt test-deb fuzz-smoke-nbd fuzz-smoke-image check-layers \
-	check-namespace check-spdx check-install check-header
+	check-namespace check-spdx check-install check-header check-bench-doc
 
 .PHONY: test-phases test-build $(TEST_PHASES)
 
