@@ -10,6 +10,10 @@
 #
 # check NAME CMD...   runs CMD; PASS or FAIL with NAME. Never exits.
 # pass NAME [MSG] / fail NAME MSG     print one line; fail also counts.
+# watch_steps                         from now on, 120 s without a step
+#                                     (each line above is one) has hungwatch
+#                                     put the tasks and memory on the console
+# step                                a step without a line
 # bounded SECONDS CMD...              CMD under timeout -s KILL; its status,
 #                                     124+13 (137) when it was killed
 # uzram_start NAME ARGS...            `uzram serve --socket /run/NAME.sock
@@ -32,10 +36,14 @@
 set -uo pipefail
 failures=0
 
-pass() { echo "RESULT $VM_TEST/$1 PASS${2:+ $2}"; }
-fail() { echo "RESULT $VM_TEST/$1 FAIL ${2:-}"; failures=$((failures + 1)); }
-figure() { echo "FIGURE $VM_TEST/$1 $2 ${3:-}"; }
-info() { echo "# $*"; }
+# each line a test prints is a step; after watch_steps, hungwatch reports
+# the test when it has made none for two minutes (tests/vm/hungwatch.c)
+watch_steps() { : > /run/vm-steps; }
+step() { [ ! -e /run/vm-steps ] || echo >> /run/vm-steps; }
+pass() { echo "RESULT $VM_TEST/$1 PASS${2:+ $2}"; step; }
+fail() { echo "RESULT $VM_TEST/$1 FAIL ${2:-}"; failures=$((failures + 1)); step; }
+figure() { echo "FIGURE $VM_TEST/$1 $2 ${3:-}"; step; }
+info() { echo "# $*"; step; }
 
 check()
 {

@@ -25,6 +25,15 @@
  *                                  |
  *                                  +--> sysrq w, l, t (console level 7)
  *
+ * It also reports a test that stands still: guest-lib.sh's check, pass,
+ * fail and info append a byte to /run/vm-steps, and when a test has made
+ * no step for STEP_STALL_S seconds, the same report follows a line that
+ * says so, with the memory (sysrq m). The kernel misses that stall: a
+ * task waiting for a swap-in waits killable, which hung_task.c skips, and
+ * a watcher in bash is as likely as the test to have its pages on the
+ * device that stands still (v44 stood 300 s with nothing on the console,
+ * 2026-12-04).
+ *
  * It must run when the guest is short of memory, since that is when hangs
  * come: it locks what it maps, its buffers are static, it runs SCHED_FIFO
  * at 60 (above the swap server's SCHED_RR 1) and allocates as the
@@ -41,6 +50,8 @@
 #include <sys/mman.h>
 #include <sys/klog.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef PR_SET_IO_FLUSHER
@@ -48,7 +59,9 @@
 #endif
 #define SYSLOG_ACTION_CONSOLE_LEVEL 8
 
-enum { MAX_REPORTS = 4 };
+enum { MAX_REPORTS = 4, STEP_STALL_S = 120, STEP_POLL_MS = 10000 };
+
+#define STEP_FILE "/run/vm-steps"
 
 static const char *const triggers[] = {
 	"blocked for more than",   /* hung_task.c */
@@ -137,17 +150,23 @@ static ssize_t next(int fd, int ms)
  * console's level is set with syslog(2), the sysrq descriptor was opened
  * at start.
  */
-static void report(int fd, int first)
+static void report(int fd, int first, const char *why)
 {
-	mirror(rec);
-	/* the rest of the kernel's report: what came within a second */
-	while (next(fd, 1000) > 0)
+	if (why) {
+		say(why);
+	} else {
 		mirror(rec);
+		/* the rest of the kernel's report: what came within a second */
+		while (next(fd, 1000) > 0)
+			mirror(rec);
+	}
 	say(first ? "HUNGWATCH the blocked tasks, the CPUs, every task:\n" :
 		    "HUNGWATCH the blocked tasks, the CPUs:\n");
 	klogctl(SYSLOG_ACTION_CONSOLE_LEVEL, NULL, 7);
 	ask('w');
 	ask('l');
+	if (why)
+		ask('m');
 	if (first)
 		ask('t');
 	sleep(5);
@@ -158,10 +177,27 @@ static void report(int fd, int first)
 	say("HUNGWATCH end of report\n");
 }
 
+/*
+ * 1 when the test's last step (STEP_FILE's mtime) is STEP_STALL_S old,
+ * once a step: stat() allocates nothing of ours.
+ */
+static int stood_still(time_t *reported)
+{
+	struct stat st;
+
+	if (stat(STEP_FILE, &st) < 0 || st.st_mtime == *reported ||
+	    time(NULL) - st.st_mtime < STEP_STALL_S)
+		return 0;
+	*reported = st.st_mtime;
+	return 1;
+}
+
 int main(void)
 {
 	struct sched_param sp = { .sched_priority = 60 };
 	int fd, count, reports = 0;
+	time_t reported = 0;
+	ssize_t n;
 	char counts[16];
 	FILE *f;
 
@@ -187,14 +223,18 @@ int main(void)
 		return 1;
 	}
 	while (reports < MAX_REPORTS) {
-		if (next(fd, -1) < 0)
+		n = next(fd, STEP_POLL_MS);
+		if (n < 0)
 			return 1;
-		if (triggered(rec)) {
-			report(fd, reports++ == 0);
-			snprintf(counts, sizeof counts, "%d\n", reports);
-			if (write(count, counts, strlen(counts)) < 0)
-				say("HUNGWATCH cannot count\n");
-		}
+		if (n > 0 && triggered(rec))
+			report(fd, reports == 0, NULL);
+		else if (stood_still(&reported))
+			report(fd, reports == 0, "HUNGWATCH the test has made no step for 120 s\n");
+		else
+			continue;
+		snprintf(counts, sizeof counts, "%d\n", ++reports);
+		if (write(count, counts, strlen(counts)) < 0)
+			say("HUNGWATCH cannot count\n");
 	}
 	return 0;
 }
