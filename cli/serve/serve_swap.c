@@ -137,25 +137,37 @@
  * for the refill thread's fault in reclaim, which waits for that queue (the
  * v42 hang had a malloc's mprotect in it). So: one arena for all threads,
  * never trimmed, grown in steps of MALLOC_PAD and grown once now, before
- * mlockall() locks it. The data path's few small mallocs (a zspage
- * descriptor too long for its tail) then come from a heap that is
- * resident and locked; blocks of 128 KiB and more (a zstd context, on a
- * thread's first use) are still mapped. Measured in v32 (6.12): the
- * server's VmHWM less the store's peak was 25.2-25.4 MB with and without.
+ * mlockall() locks it, and every page of it up to the break made resident
+ * (the block comes from the heap only under a raised mmap threshold: until
+ * 2026-12-04 it was mapped, touched and unmapped, and the heap stayed as
+ * it was). The data path itself mallocs nothing (zspage descriptors come
+ * from the no-fault pool's stock, src/zpool/zpool_reserve.c); the threads'
+ * codec contexts are made before they serve (uzram_thread_prepare()).
+ * Measured in v32 (6.12): the server's VmHWM less the store's peak was
+ * 25.2-25.4 MB with and without.
  */
 #define MALLOC_PAD (1u << 20)
+#define MMAP_THRESHOLD_DEFAULT (128u << 10)
 
 static void swap_malloc(void)
 {
-	void *p;
+	long page = sysconf(_SC_PAGESIZE);
+	char *p, *start, *end;
 
 	mallopt(M_ARENA_MAX, 1);
 	mallopt(M_TRIM_THRESHOLD, INT_MAX);
 	mallopt(M_TOP_PAD, MALLOC_PAD);
+	mallopt(M_MMAP_THRESHOLD, 2 * MALLOC_PAD);
 	p = malloc(MALLOC_PAD);
-	if (p)
-		memset(p, 0, MALLOC_PAD);
+	mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_DEFAULT);
+	if (!p)
+		return;
+	start = (char *)((uintptr_t)p & ~(uintptr_t)(page - 1));
 	free(p);
+	/* the heap from the block to the break, the top pad with it */
+	end = sbrk(0);
+	if (end != (void *)-1 && end > start)
+		(void)madvise(start, (size_t)(end - start), MADV_POPULATE_WRITE);
 }
 
 int serve_swap_begin(void)

@@ -98,9 +98,11 @@ uint64_t zpool_reserved(const struct zpool *pool);
 
 /*
  * The no-fault pool (zpool_reserve.c): from now on zpool_store() never
- * makes memory resident. It takes a frame of the cache (the reserve's, or
- * one a free left); when there is none, it wakes the refill and waits for
- * it up to wait_ms, then fails with -ENOSPC and nothing stored. A thread
+ * makes memory resident, nor mallocs. It takes a frame of the cache (the
+ * reserve's, or one a free left), and a new zspage's descriptor from a
+ * stock where the zspage's tail cannot hold it; when there is none, it
+ * wakes the refill and waits for it up to wait_ms, then fails with -ENOSPC
+ * and nothing stored. A thread
  * of the caller's calls zpool_refill() in a loop, which keeps the cache
  * between half of a target and the target; the target is between min and
  * max bytes and follows the stores' demand. min 0 ends the mode (stores

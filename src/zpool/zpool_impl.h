@@ -191,7 +191,8 @@ static inline void counter_add(_Atomic uint64_t *c, int64_t d)
 }
 
 /* zpool_reserve.c: a new zspage's malloc'ed descriptor, and its end */
-struct zspage *zp_desc_get(struct zpool *pool, const struct size_class *c);
+int zp_desc_get(struct zpool *pool, const struct size_class *c,
+		struct zspage **out);
 void zp_desc_put(struct zpool *pool, struct zspage *zs);
 void zp_desc_stock_free(struct zpool *pool);
 

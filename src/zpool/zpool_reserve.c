@@ -47,7 +47,10 @@
  * fault waited in reclaim). Stocked descriptors are all desc_max bytes,
  * malloc'ed and written by the refill; a store takes one, and an ended
  * zspage's goes back while the stock is under DESC_STOCK. With the stock
- * empty a store mallocs its own, as outside the mode.
+ * empty a store waits for the refill as for a frame, then fails with
+ * -ENOSPC: it never mallocs (it did until 2026-12-04, and v44 on 6.12
+ * stood still 300 s in CI and here with a queue thread in _int_malloc on a
+ * fresh heap page, in reclaim behind kswapd, whose bios that queue held).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -149,29 +152,63 @@ static size_t desc_max(const struct zpool *pool)
 	return max;
 }
 
-struct zspage *zp_desc_get(struct zpool *pool, const struct size_class *c)
+/*
+ * A stocked descriptor, as pool_take() takes a frame: the refill woken
+ * under half the stock; none: wait for it up to pool_wait_ms (class lock
+ * held), then -ENOSPC, nothing malloc'ed. Counted in pool_waits and
+ * pool_misses.
+ */
+static int desc_take(struct zpool *pool, struct zspage **out)
 {
-	struct zspage *zs = NULL;
+	uint32_t ms = atomic_load_explicit(&pool->pool_wait_ms, memory_order_relaxed);
+	struct zspage *zs;
+	struct timespec until;
+	bool waiting = false;
+	int rc = 0;
+
+	pthread_mutex_lock(&pool->pool_lock);
+	while (!(zs = pool->desc_stock) && rc != ETIMEDOUT) {
+		if (!waiting) {
+			waiting = true;
+			pool->pool_waiters++;
+			atomic_fetch_add_explicit(&pool->pool_waits, 1, memory_order_relaxed);
+			zp_deadline(&until, ms);
+		}
+		pthread_cond_signal(&pool->refill_cv);
+		rc = pthread_cond_timedwait(&pool->filled_cv, &pool->pool_lock, &until);
+	}
+	if (waiting)
+		pool->pool_waiters--;
+	if (zs) {
+		pool->desc_stock = *(void **)(void *)zs;
+		pool->desc_count--;
+	}
+	if (pool->desc_count < DESC_STOCK / 2)
+		pthread_cond_signal(&pool->refill_cv);
+	pthread_mutex_unlock(&pool->pool_lock);
+	if (!zs) {
+		atomic_fetch_add_explicit(&pool->pool_misses, 1, memory_order_relaxed);
+		return -ENOSPC;
+	}
+	zs->stocked = 1;
+	*out = zs;
+	return 0;
+}
+
+int zp_desc_get(struct zpool *pool, const struct size_class *c,
+		struct zspage **out)
+{
+	struct zspage *zs;
 
 	if (atomic_load_explicit(&pool->nofault, memory_order_acquire) &&
-	    pool->desc_max) {
-		pthread_mutex_lock(&pool->pool_lock);
-		if ((zs = pool->desc_stock)) {
-			pool->desc_stock = *(void **)(void *)zs;
-			pool->desc_count--;
-		}
-		if (pool->desc_count < DESC_STOCK / 2)
-			pthread_cond_signal(&pool->refill_cv);
-		pthread_mutex_unlock(&pool->pool_lock);
-		if (zs) {
-			zs->stocked = 1;
-			return zs;
-		}
-	}
+	    pool->desc_max)
+		return desc_take(pool, out);
 	zs = malloc(sizeof(*zs) + c->objs * sizeof(zs->owner[0]));
-	if (zs)
-		zs->stocked = 0;
-	return zs;
+	if (!zs)
+		return -ENOMEM;
+	zs->stocked = 0;
+	*out = zs;
+	return 0;
 }
 
 void zp_desc_put(struct zpool *pool, struct zspage *zs)
@@ -210,6 +247,8 @@ static void desc_stock_fill(struct zpool *pool)
 		*(void **)p = pool->desc_stock;
 		pool->desc_stock = p;
 		pool->desc_count++;
+		if (pool->pool_waiters)
+			pthread_cond_broadcast(&pool->filled_cv);
 		pthread_mutex_unlock(&pool->pool_lock);
 	}
 }

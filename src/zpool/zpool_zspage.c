@@ -24,10 +24,10 @@ int zp_zspage_new(struct zpool *pool, struct size_class *c,
 	if (!c->desc_off) {
 		if (!zp_mem_reserve(pool, c->desc_bytes))
 			return -ENOSPC;
-		zs = zp_desc_get(pool, c);
-		if (!zs) {
+		err = zp_desc_get(pool, c, &zs);
+		if (err) {
 			zp_mem_sub(pool, c->desc_bytes);
-			return -ENOMEM;
+			return err;
 		}
 	}
 	err = zp_frame_get(pool, c->pages, &f, &resident);

@@ -1002,6 +1002,106 @@ static void test_nofault_descriptors_from_stock(void **state)
 	zpool_destroy(pool);
 }
 
+/* The class of the first size whose zspage's tail cannot hold its
+ * descriptor, or NULL. */
+static const struct size_class *malloc_desc_class(const struct zpool *pool)
+{
+	for (unsigned i = 0; i < pool->nclasses; i++)
+		if (!pool->classes[i].desc_off)
+			return &pool->classes[i];
+	return NULL;
+}
+
+static uint64_t live_objects(struct zpool *pool)
+{
+	struct zpool_stats st;
+
+	zpool_stats(pool, &st);
+	return st.objects;
+}
+
+/* Take the whole descriptor stock out of the pool; its count. */
+static unsigned stock_take_all(struct zpool *pool, void **list)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&pool->pool_lock);
+	*list = pool->desc_stock;
+	n = pool->desc_count;
+	pool->desc_stock = NULL;
+	pool->desc_count = 0;
+	pthread_mutex_unlock(&pool->pool_lock);
+	return n;
+}
+
+static void list_free(void *list)
+{
+	while (list) {
+		void *next = *(void **)list;
+
+		free(list);
+		list = next;
+	}
+}
+
+static void *refill_later(void *arg)
+{
+	struct zpool *pool = arg;
+
+	usleep(20 * 1000);
+	return (void *)(intptr_t)zpool_refill(pool, 0);
+}
+
+/*
+ * With the stock empty, a no-fault store does not malloc its zspage's
+ * descriptor (a queue thread's malloc faulted on a fresh heap page and v44
+ * stood still 300 s): it waits for the refill, and takes what the refill
+ * stocked; none within the wait: -ENOSPC, nothing stored, a miss counted.
+ * Fails on the code before 2026-12-04, which malloc'ed.
+ */
+static void test_nofault_empty_stock_waits(void **state)
+{
+	static unsigned char data[4096];
+	const struct size_class *c;
+	struct zpool *pool;
+	pthread_t t;
+	uint64_t misses, objects;
+	const unsigned char *p;
+	void *list, *ret;
+	uint32_t h;
+
+	(void)state;
+	assert_int_equal(zpool_create(64 * 1024, 1024, &pool), 0);
+	assert_int_equal(zpool_set_refill(pool, 64 * 4096, 64 * 4096, 10), 0);
+	zpool_refill(pool, 1);
+	if (!pool->desc_max || !(c = malloc_desc_class(pool))) {
+		zpool_destroy(pool);
+		skip();  /* every class's descriptor fits its zspage's tail */
+	}
+	memset(data, 0x5a, sizeof data);
+	assert_true(stock_take_all(pool, &list) > 0);
+	misses = atomic_load(&pool->pool_misses);
+	objects = live_objects(pool);
+	/* no refill runs: the store waits 10 ms and fails */
+	assert_int_equal(zpool_store(pool, data, c->size, &h), -ENOSPC);
+	assert_int_equal(atomic_load(&pool->pool_misses), misses + 1);
+	assert_null(pool->desc_stock);
+	assert_int_equal(live_objects(pool), objects);
+	/* a refill 20 ms later stocks one: the store, waiting up to 5 s, takes it */
+	assert_int_equal(zpool_set_refill(pool, 64 * 4096, 64 * 4096, 5000), 0);
+	assert_int_equal(pthread_create(&t, NULL, refill_later, pool), 0);
+	assert_int_equal(zpool_store(pool, data, c->size, &h), 0);
+	assert_int_equal(pthread_join(t, &ret), 0);
+	assert_true((intptr_t)ret >= 0);
+	assert_int_equal(atomic_load(&pool->pool_misses), misses + 1);
+	p = zpool_map(pool, h);
+	assert_memory_equal(p, data, c->size);
+	zpool_unmap(pool, p);
+	zpool_free(pool, h);
+	list_free(list);
+	zpool_destroy(pool);
+}
+
 /*
  * The refill sleeps while a store still counted as waiting has what it
  * asked for: it returned at once there, and its thread spun at SCHED_RR
@@ -1057,6 +1157,7 @@ int main(void)
 		cmocka_unit_test(test_nofault_frees_leave_trim_to_refill),
 		cmocka_unit_test(test_nofault_compact_leaves_trim_to_refill),
 		cmocka_unit_test(test_nofault_descriptors_from_stock),
+		cmocka_unit_test(test_nofault_empty_stock_waits),
 		cmocka_unit_test(test_refill_sleeps_with_nothing_to_make),
 	};
 
