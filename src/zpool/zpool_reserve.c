@@ -23,14 +23,14 @@
  * cache filled:
  *
  *      stores (queue threads)                 refill thread
- *      take a cached frame >= their length    zpool_refill(): waits on
- *        cache < target / 2: wake ------------> refill_cv, then makes a
- *        none: wake, wait pool_wait_ms          frame of each length a
- *          on filled_cv <---------------------  store found none of, and
- *          still none: -ENOSPC, nothing         frames (zp_frame_make())
- *          faulted in (pool_misses)             up to the target, by the
- *                                               lengths stores took since
- *                                               the last refill
+ *      take a cached frame of their length    zpool_refill(): waits on
+ *        (longer: within the slack budget)      refill_cv, then makes a
+ *        cache < target / 2: wake ------------> frame of each length a
+ *        none: wake, wait pool_wait_ms          store found none of, and
+ *          on filled_cv <---------------------  frames (zp_frame_make())
+ *          still none: any longer one, else     up to the target, by the
+ *          -ENOSPC, nothing faulted in          lengths stores took since
+ *          (pool_misses)                        the last refill
  *
  * The target adapts to the rate of takes: it doubles (up to the maximum)
  * after a refill during which a store had to wait, and comes down by an
