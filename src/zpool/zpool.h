@@ -102,11 +102,11 @@ uint64_t zpool_reserved(const struct zpool *pool);
  * reserve's, or one a free left), and a new zspage's descriptor from a
  * stock where the zspage's tail cannot hold it; when there is none, it
  * wakes the refill and waits for it up to wait_ms, then fails with -ENOSPC
- * and nothing stored. A thread
- * of the caller's calls zpool_refill() in a loop, which keeps the cache
- * between half of a target and the target; the target is between min and
- * max bytes and follows the stores' demand. min 0 ends the mode (stores
- * make frames themselves again). Returns 0 or -EINVAL (min > max).
+ * and nothing stored. A thread of the caller's calls zpool_refill() in a
+ * loop, which keeps the cache between half of a target and the target;
+ * the target is between min and max bytes and follows the stores' demand.
+ * min 0 ends the mode (stores make frames themselves again). Returns 0 or
+ * -EINVAL (min > max).
  * Thread-safe with stores and frees; not with itself.
  *
  * zpool_refill(): wait up to timeout_ms until the cache falls under half

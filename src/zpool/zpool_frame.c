@@ -508,9 +508,10 @@ static void pool_wake_refill(struct zpool *pool)
  * none); when the wait runs out, any longer frame; then fail with
  * -ENOSPC, having faulted nothing in. Counted in pool_waits and
  * pool_misses. Until 2026-12-04 a store took any longer frame at once, and
- * the slack stays resident while its zspage lives (the refill cannot
- * shrink it, zpool_compact.c): v32 with lz4 held 21 MB more than before
- * the mode, and bench/pool-mem.c with a 1 MiB target 29 MB.
+ * the slack stays resident while its zspage lives (compaction does not
+ * shrink it in this mode, zpool_compact.c): v32 with lz4 peaked at 265-269
+ * MB so, 248-249 MB with the budget (BENCHMARKS.md), and bench/pool-mem.c
+ * with a 1 MiB target held 29 MB more than without the pool, 1 MB with it.
  */
 static int pool_take(struct zpool *pool, uint32_t pages, uint32_t *frame,
 		     uint32_t *resident)

@@ -893,9 +893,9 @@ static void test_refill_serves_other_length(void **state)
 /*
  * A no-fault store past the slack budget waits for a frame of its own
  * length rather than take a longer cached one: the slack stayed resident
- * while its zspage lived, and v32 with lz4 held 21 MB more than before the
- * pool (BENCHMARKS.md). Fails on the code before 2026-12-04, which took
- * any longer frame at once.
+ * while its zspage lived, and v32 with lz4 peaked at 265-269 MB so, 248-249
+ * MB with the budget (BENCHMARKS.md). Fails on the code before 2026-12-04,
+ * which took any longer frame at once.
  */
 static void test_nofault_store_keeps_slack_budget(void **state)
 {

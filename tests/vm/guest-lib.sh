@@ -11,8 +11,9 @@
 # check NAME CMD...   runs CMD; PASS or FAIL with NAME. Never exits.
 # pass NAME [MSG] / fail NAME MSG     print one line; fail also counts.
 # watch_steps                         from now on, 120 s without a step
-#                                     (each line above is one) has hungwatch
-#                                     put the tasks and memory on the console
+#                                     (each RESULT, FIGURE or # line is one)
+#                                     has hungwatch put the tasks and memory
+#                                     on the console
 # step                                a step without a line
 # bounded SECONDS CMD...              CMD under timeout -s KILL; its status,
 #                                     124+13 (137) when it was killed
