@@ -24,6 +24,16 @@
  */
 const char *cli_lib_error(void);
 
+/*
+ * A share of RAM for a default size: pages * page_size / div, at most cap
+ * (0: none), rounded down to whole 4K pages, which the device takes. Half
+ * of an odd number of pages is not one (uzram mount's default on a 24 GiB
+ * machine once was 12638078976 bytes).
+ */
+unsigned long long ram_share(unsigned long long pages,
+			     unsigned long long page_size, unsigned div,
+			     unsigned long long cap);
+
 /* Parse "123", "4K", "1.5G" (powers of 1024) into bytes; 0 or -EINVAL. */
 int parse_size(const char *s, unsigned long long *out);
 

@@ -299,6 +299,17 @@ int cli_take_size(const char *arg, unsigned long long min,
 	return 0;
 }
 
+unsigned long long ram_share(unsigned long long pages,
+			     unsigned long long page_size, unsigned div,
+			     unsigned long long cap)
+{
+	unsigned long long v = pages * page_size / div;
+
+	if (cap && v > cap)
+		v = cap;
+	return v & ~(unsigned long long)(UZRAM_PAGE_SIZE - 1);
+}
+
 int cli_take_cluster(const char *arg, unsigned long long *out)
 {
 	if (parse_size(arg, out) < 0 || *out < UZRAM_PAGE_SIZE ||

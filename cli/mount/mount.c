@@ -447,8 +447,8 @@ static void sizes(struct mount_req *m)
 	static char size[32];
 
 	if (!m->size) {
-		m->size = (unsigned long long)sysconf(_SC_PHYS_PAGES) *
-			  (unsigned long long)sysconf(_SC_PAGESIZE) / 2;
+		m->size = ram_share(sysconf(_SC_PHYS_PAGES),
+				    sysconf(_SC_PAGESIZE), 2, 0);
 		snprintf(size, sizeof size, "%llu", m->size);
 		m->serve_argv[m->serve_argc++] = "--size";
 		m->serve_argv[m->serve_argc++] = size;

@@ -375,10 +375,9 @@ void serve_swap_end(void)
 uint64_t serve_ram_share(unsigned div, uint64_t lo, uint64_t hi)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-	uint64_t b = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / div : 0;
+	uint64_t b = pages > 0 && psz > 0 ? ram_share(pages, psz, div, hi) : 0;
 
-	b = b < lo ? lo : b > hi ? hi : b;
-	return b & ~(uint64_t)(psz > 0 ? psz - 1 : 4095);
+	return b < lo ? lo : b;
 }
 
 /*

@@ -569,13 +569,9 @@ static int swapon_dry_run(const struct swapon_args *a)
 /* The defaults of what was not given: zram-generator's size and algorithm. */
 static void swapon_defaults(struct swapon_args *a)
 {
-	if (!a->size) {
-		unsigned long long ram = (unsigned long long)sysconf(_SC_PHYS_PAGES) *
-					 (unsigned long long)sysconf(_SC_PAGESIZE);
-
-		a->size = ram / 2 < (4096ull << 20) ? ram / 2 : 4096ull << 20;
-		a->size &= ~(unsigned long long)(UZRAM_PAGE_SIZE - 1);
-	}
+	if (!a->size)
+		a->size = ram_share(sysconf(_SC_PHYS_PAGES),
+				    sysconf(_SC_PAGESIZE), 2, 4096ull << 20);
 	if (!a->algorithm)
 		a->algorithm = have_algorithm("zstd") ? "zstd" : "lz4";
 }

@@ -41,6 +41,38 @@ static void test_sizes(void **state)
 			fail_msg("parse_size('%s') took it (%llu)", bad[i], v);
 }
 
+/*
+ * Default sizes from RAM are whole 4K pages, which the device and every
+ * size option take: half of 6,170,937 pages (a 24 GiB machine's) is not.
+ */
+static void test_ram_share(void **state)
+{
+	static const struct {
+		unsigned long long pages, psz; unsigned div;
+		unsigned long long cap, want;
+	} c[] = {
+		{ 6170937, 4096, 2, 0, 3085468ull * 4096 },
+		{ 6170938, 4096, 2, 0, 3085469ull * 4096 },
+		{ 6170937, 4096, 2, 4096ull << 20, 4096ull << 20 },
+		{ 1001, 4096, 2, 4096ull << 20, 500ull * 4096 },
+		{ 3, 4096, 2, 0, 4096 },
+		{ 1, 4096, 2, 0, 0 },
+		{ 100003, 16384, 64, 0, 6250ull * 4096 },
+		{ 65537, 65536, 2, 0, 524296ull * 4096 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		unsigned long long v = ram_share(c[i].pages, c[i].psz,
+						 c[i].div, c[i].cap);
+
+		if (v != c[i].want || v % 4096)
+			fail_msg("ram_share(%llu, %llu, %u, %llu) = %llu, want "
+				 "%llu", c[i].pages, c[i].psz, c[i].div,
+				 c[i].cap, v, c[i].want);
+	}
+}
+
 static void test_uints(void **state)
 {
 	unsigned long long v;
@@ -208,6 +240,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_uints),
+		cmocka_unit_test(test_ram_share),
 		cmocka_unit_test(test_levels_and_algorithms),
 		cmocka_unit_test(test_hostport),
 		cmocka_unit_test(test_cli_parse),
