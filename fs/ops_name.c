@@ -7,6 +7,7 @@
  * (default_permissions).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,15 +153,29 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 	make_reply(req, parent, name, S_IFLNK | 0777, 0, link, NULL);
 }
 
-/* Only when the kernel cannot open without us: else it makes the file
- * with mknod and opens it without asking, and the file needs no release
- * either. (With create, each file made before the kernel's first plain
- * OPEN, answered ENOSYS, had a RELEASE: all of them on a new mount that
- * tar x fills.) */
+/*
+ * A file made by open(O_CREAT) and opened to be written only (tar x, cp,
+ * a compiler's output) is written with direct I/O where the kernel took
+ * FUSE_DIRECT_IO_ALLOW_MMAP (wire.c): through the page cache the kernel
+ * ends a WRITE at every page it holds only in part, so tar's 10 KiB
+ * writes went as two WRITEs each, and before each write it asked for
+ * security.capability (a GETXATTR), which a direct write does not (it
+ * flags the write instead, ops_file.c's kill_privs()). Opened again
+ * later, the file is cached as any other (no OPEN comes: no_open).
+ *
+ * Other kernels: the file is made with mknod and opened without asking,
+ * and needs no RELEASE either; the first CREATE is answered ENOSYS and
+ * the kernel stops asking. A created handle has a RELEASE (a request the
+ * writer does not wait for) until the kernel's first plain OPEN.
+ */
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      mode_t mode, struct fuse_file_info *fi)
 {
-	if (req_fs(req)->no_open) {
+	struct uzfs *fs = req_fs(req);
+
+	if (atomic_load(&fs->dio_create)) {
+		fi->direct_io = (fi->flags & O_ACCMODE) == O_WRONLY;
+	} else if (fs->no_open) {
 		fuse_reply_err(req, ENOSYS); /* the kernel stops asking */
 		return;
 	}

@@ -101,6 +101,11 @@ struct uzfs {
 	_Atomic bool init_pending;    /* its reply not yet written */
 	_Atomic bool kernel_killpriv; /* the kernel offered the flag */
 	_Atomic bool killpriv;        /* and took it: ops_file.c kills */
+	/* FUSE_DIRECT_IO_ALLOW_MMAP, the same way: the kernel offered it,
+	 * and took it (a created file written to only bypasses the page
+	 * cache: ops_name.c's op_create) */
+	_Atomic bool kernel_dio_mmap;
+	_Atomic bool dio_create;
 	unsigned threads, spin_us;
 	pthread_t compactor;
 	bool compactor_on;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * wire.c - the bytes between libfuse and /dev/fuse, for what libfuse 3.14
- * (Debian 12's) does not pass on: FUSE_HANDLE_KILLPRIV_V2.
+ * (Debian 12's) does not pass on: FUSE_HANDLE_KILLPRIV_V2 and
+ * FUSE_DIRECT_IO_ALLOW_MMAP.
  *
  * Why. Before each write and truncate the kernel asks the file system
  * whether the file has a security.capability (a GETXATTR), unless the
@@ -34,6 +35,12 @@
  * CREATE makes a new file, whose bits stay). What the file system then
  * does is in ops_file.c (kill_privs()). A kernel that does not offer the
  * flag sees the INIT reply unchanged, and clears the bits itself as before.
+ *
+ * FUSE_DIRECT_IO_ALLOW_MMAP (Linux 6.6+, in flags2) lets a file opened
+ * with FOPEN_DIRECT_IO be mapped shared, the kernel keeping the mapping's
+ * pages and the direct writes coherent. Without it a shared mmap of such
+ * a file fails with ENODEV, so a created file gets direct I/O only where
+ * the kernel took it (ops_name.c's op_create says why it pays).
  */
 #include <errno.h>
 #include <linux/fuse.h>
@@ -43,6 +50,11 @@
 #include <unistd.h>
 
 #include "uzfs_impl.h"
+
+#ifndef FUSE_DIRECT_IO_ALLOW_MMAP /* Linux 6.6's FUSE_DIRECT_IO_RELAX */
+#define FUSE_DIRECT_IO_ALLOW_MMAP (1ULL << 36)
+#endif
+#define DIO_MMAP_FLAGS2 ((uint32_t)(FUSE_DIRECT_IO_ALLOW_MMAP >> 32))
 
 /* The WRITE this thread is serving asked for the set-ID bits to go. */
 static _Thread_local bool write_kills;
@@ -72,6 +84,10 @@ static void inspect(struct uzfs *fs, const char *buf, size_t len)
 		atomic_store(&fs->kernel_killpriv, in->major == 7 &&
 			     in->minor >= 33 &&
 			     (in->flags & FUSE_HANDLE_KILLPRIV_V2));
+		atomic_store(&fs->kernel_dio_mmap, in->major == 7 &&
+			     (in->flags & FUSE_INIT_EXT) &&
+			     alen >= offsetof(struct fuse_init_in, flags2) + 4 &&
+			     (in->flags2 & DIO_MMAP_FLAGS2));
 		atomic_store(&fs->init_pending, true);
 	}
 }
@@ -85,29 +101,38 @@ static ssize_t wire_read(int fd, void *buf, size_t len, void *userdata)
 	return r;
 }
 
-/* The INIT reply in iov (the header, then fuse_init_out) with the flag
- * added, into out and arg; false when iov is not that reply. */
+/* The INIT reply in iov (the header, then fuse_init_out) with the flags
+ * the kernel offered added, into out and arg; false when iov is not that
+ * reply or nothing is added. */
 static bool init_reply(struct uzfs *fs, const struct iovec *iov, int count,
 		       struct iovec *out, struct fuse_init_out *arg)
 {
 	const struct fuse_out_header *h = iov[0].iov_base;
+	bool killpriv = atomic_load(&fs->kernel_killpriv);
+	bool dio = atomic_load(&fs->kernel_dio_mmap);
 
 	if (!atomic_load(&fs->init_pending) || count != 2 ||
 	    iov[0].iov_len < sizeof *h ||
 	    h->unique != atomic_load(&fs->init_unique))
 		return false;
 	atomic_store(&fs->init_pending, false);
-	if (h->error || !atomic_load(&fs->kernel_killpriv) ||
-	    iov[1].iov_len > sizeof *arg ||
+	if (h->error || iov[1].iov_len > sizeof *arg ||
 	    iov[1].iov_len < offsetof(struct fuse_init_out, flags) + 4)
 		return false;
+	dio = dio && iov[1].iov_len >= offsetof(struct fuse_init_out, flags2) + 4;
 	memcpy(arg, iov[1].iov_base, iov[1].iov_len);
-	if (arg->major != 7)
+	if (arg->major != 7 || !(killpriv || dio))
 		return false; /* libfuse waits for the INIT of 7.x */
-	arg->flags |= FUSE_HANDLE_KILLPRIV_V2;
+	if (killpriv)
+		arg->flags |= FUSE_HANDLE_KILLPRIV_V2;
+	if (dio) {
+		arg->flags |= FUSE_INIT_EXT;
+		arg->flags2 |= DIO_MMAP_FLAGS2;
+	}
 	out[0] = iov[0];
 	out[1] = (struct iovec){ .iov_base = arg, .iov_len = iov[1].iov_len };
-	atomic_store(&fs->killpriv, true);
+	atomic_store(&fs->killpriv, killpriv);
+	atomic_store(&fs->dio_create, dio);
 	return true;
 }
 
