@@ -193,9 +193,14 @@ if ((EUID == 0)); then
 	grep -q "the kernel's ext4 on a loop device" "$T/mount.err" ||
 		fail "the path taken is not named: $(cat "$T/mount.err")"
 
-	step "root: --mode 1777 lets another user write, read back with O_DIRECT"
+	step "root: no --size: half of RAM in whole pages; --mode 1777 lets another user write, read back with O_DIRECT"
 	mkdir "$T/tmp"
-	mount_fs "$T/tmp" --size 32M --mode 1777
+	mount_fs "$T/tmp" --mode 1777
+	# half of an odd number of pages once made serve refuse the size
+	assert_eq "$(um stat --mount "$T/tmp" --json | python3 -c \
+		'import json, sys; print(json.load(sys.stdin)["disksize"])')" \
+		"$(($(sed -n 's/^MemTotal: *\([0-9]*\) kB$/\1/p' /proc/meminfo) * 1024 / 2 / 4096 * 4096))" \
+		"the default size (half of MemTotal, whole 4 KiB pages)"
 	head -c $((2 * MiB)) "$CORPUS/heap-python.core" >"$T/core2"
 	chmod 644 "$T/core2"
 	chmod 711 "$T"
