@@ -37,7 +37,9 @@
  * The kernel keeps its reference while the file is open anywhere and
  * sends forget once the last name and the last handle are gone, so that
  * is when the blocks go. The file system has no open or opendir (the
- * kernel's no_open: one round trip less per open and per close).
+ * kernel's no_open: one round trip less per open and per close); only a
+ * file made by open(O_CREAT) gets a handle, direct I/O when it is opened
+ * to be written only (ops_name.c's op_create).
  *
  * Names. Every name is a struct dent in one hash table keyed by (directory,
  * name); a directory also keeps its dents in an array in creation order,
