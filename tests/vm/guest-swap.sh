@@ -31,11 +31,32 @@ sysctl -q -w kernel.sysrq=1
 
 vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
 
+# Clock ticks: the guest's CPUs busy (/proc/stat's first line, all but
+# idle and iowait), and a process's own and its threads' (utime + stime).
+busy_ticks() { awk 'NR == 1 { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
+pid_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+kswapd_pid() { grep -lx kswapd0 /proc/[0-9]*/comm 2>/dev/null | head -n 1 | cut -d/ -f3; }
+# "TID NAME TICKS" for each thread of process $1
+thread_ticks()
+{
+	local t
+	for t in /proc/"$1"/task/*; do
+		echo "${t##*/} $(cat "$t/comm" 2>/dev/null | tr -d ' ') $(pid_ticks "$1/task/${t##*/}")"
+	done
+}
+ticks_s() { awk -v t="$1" -v hz="$(getconf CLK_TCK 2>/dev/null || echo 100)" 'BEGIN { printf "%.1f", t / hz }'; }
+
 # run_hog NAME: the hog with its figures; 0 if every page read back right.
+# Where the CPU went over its run, in CPU seconds: all of the guest's
+# CPUs busy, kswapd (which compresses for zram), uzram's server (all its
+# threads); what is left is the hog and the kernel's work in its context.
 run_hog()
 {
-	local name=$1 in0 out0 t0 rc secs in out
+	local name=$1 in0 out0 t0 rc secs in out b0 k0 u0 kp
 	in0=$(vmstat pswpin); out0=$(vmstat pswpout)
+	kp=$(kswapd_pid)
+	b0=$(busy_ticks); k0=$(pid_ticks "$kp"); u0=$(pid_ticks "${UZRAM_PID:-0}")
+	[[ $name == uzram ]] && thread_ticks "$UZRAM_PID" >/tmp/threads.0
 	t0=$(now)
 	if [[ $workload == random ]]; then
 		bounded 1500 rhog "$hog_mib" /data/heap-python.core 2 1 > /tmp/hog.$name 2>&1
@@ -56,6 +77,15 @@ run_hog()
 	figure "$name-pswpout" "$out" pages
 	figure "$name-swapin-rate" "$(awk -v n=$in -v s=$secs 'BEGIN { printf "%.0f", n / s }')" pages/s
 	figure "$name-swapout-rate" "$(awk -v n=$out -v s=$secs 'BEGIN { printf "%.0f", n / s }')" pages/s
+	figure "$name-cpu-busy" "$(ticks_s $(($(busy_ticks) - b0)))" s
+	figure "$name-cpu-kswapd" "$(ticks_s $(($(pid_ticks "$kp") - k0)))" s
+	if [[ $name == uzram ]]; then
+		figure "$name-cpu-server" "$(ticks_s $(($(pid_ticks "$UZRAM_PID") - u0)))" s
+		info "the server's threads, CPU seconds over the run: $(thread_ticks "$UZRAM_PID" |
+			awk -v hz="$(getconf CLK_TCK 2>/dev/null || echo 100)" \
+			'NR == FNR { t0[$1] = $3; next }
+			 { printf "%s %.1f, ", $2, ($3 - t0[$1]) / hz }' /tmp/threads.0 -)"
+	fi
 	return $rc
 }
 
