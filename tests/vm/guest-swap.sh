@@ -193,6 +193,9 @@ if mkswap "$dev" > /dev/null && swapon --discard=pages -p 10 "$dev"; then
 	figure uzram-VmHWM "$(awk '$1 == "VmHWM:" { print $2 * 1024 }' /proc/$UZRAM_PID/status)" bytes
 	after_hog uzram "$dev" stat_field $s pages_stored
 	figure uzram-failed_writes "$(stat_field $s failed_writes)" requests
+	# writes found equal to what their slot held (store.c's check, which
+	# costs each write an XXH3): whether swap ever meets one
+	figure uzram-pages_unchanged "$(stat_field $s pages_unchanged)" pages
 	# the no-fault pool (serve_swap.c): writes that waited for the refill
 	# thread, and those of them that failed (the kernel retries them)
 	figure uzram-refill_waits "$(stat_field $s refill_waits)" requests
