@@ -31,13 +31,14 @@
  * once a file), 1.9 WRITEs (tar writes 10 KiB at a time), SETATTR
  * (utimens) and a GETATTR of the directory (the kernel
  * drops a directory's attributes at each change, and default_permissions
- * needs them for the next name). Where the kernel can map direct files
- * (Linux 6.6+), a file is made with CREATE and written direct instead
- * (ops_name.c's op_create): no GETXATTR, and one WRITE per write() of
- * tar's, not two (/usr/include: 71,496 requests waited for, now 54,607,
- * and a RELEASE a file that tar does not wait for). The keeper spent 0.30 s in user space
+ * needs them for the next name). The keeper spent 0.30 s in user space
  * (LZ4 the largest part) and 0.52 s in the kernel reading requests and
  * writing replies, of 1.6 s: the rest is the round trips themselves.
+ * Where the kernel can map direct files (Linux 6.6+), a file is now made
+ * with CREATE and written direct (ops_name.c's op_create): no GETXATTR,
+ * and one WRITE per write() of tar's, not two (/usr/include: 71,496
+ * requests waited for, now 54,607, and a RELEASE a file that tar does not
+ * wait for).
  * Profiled again with 16 KiB clusters (BENCHMARKS.md, branch fsfast):
  * the file system's own code is under a tenth of the keeper's samples in
  * untar and rm -rf; waking the requester at each reply (~28% in untar)

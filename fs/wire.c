@@ -37,10 +37,11 @@
  * flag sees the INIT reply unchanged, and clears the bits itself as before.
  *
  * FUSE_DIRECT_IO_ALLOW_MMAP (Linux 6.6+, in flags2) lets a file opened
- * with FOPEN_DIRECT_IO be mapped shared, the kernel keeping the mapping's
- * pages and the direct writes coherent. Without it a shared mmap of such
- * a file fails with ENODEV, so a created file gets direct I/O only where
- * the kernel took it (ops_name.c's op_create says why it pays).
+ * with FOPEN_DIRECT_IO be mapped shared, and with it the kernel writes
+ * back and drops the page cache of a direct write's range first, so what
+ * other descriptors cached or mapped of the file stays right. So a
+ * created file gets direct I/O only where the kernel took the flag
+ * (ops_name.c's op_create says why it pays).
  */
 #include <errno.h>
 #include <linux/fuse.h>
