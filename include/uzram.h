@@ -820,7 +820,11 @@ UZRAM_API long uzram_mark_idle_age(struct uzram *dev, uint32_t seconds);
  * 512 s) instead of young, so the tier's policy, writeback of idle
  * clusters and the re-encoder take them before the clusters written and
  * not read since, which the kernel still needs. Writes stamp as always;
- * on 0 goes back to zram's rule. Returns 0, or -EINVAL (NULL device).
+ * and, as the kernel writes out only pages that changed, a write is not
+ * compared with what its cluster holds (the check for a rewrite of the
+ * same bytes, and the hash it keeps per cluster, cost every write and
+ * almost never hit on swap), unless the device dedups. On 0 goes back to
+ * zram's rule and to the check. Returns 0, or -EINVAL (NULL device).
  * Thread-safe with I/O.
  */
 UZRAM_API int uzram_set_swap_reads(struct uzram *dev, int on);

@@ -31,7 +31,9 @@
  *                             (swapped in) becomes the oldest, the first
  *                             the tier writes back and the re-encoder
  *                             packs, as the kernel mostly frees its slot
- *                             without telling us (src/core/clock.c);
+ *                             without telling us (src/core/clock.c), and
+ *                             no write is compared with what its slot
+ *                             held (src/core/store.c);
  *                             mlockall(MCL_CURRENT | MCL_FUTURE |
  *                             MCL_ONFAULT): every page touched from now on
  *                             stays; SCHED_RR (priority 1) for every

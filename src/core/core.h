@@ -517,7 +517,8 @@ struct uzram {
 	_Atomic int64_t clock0; /* CLOCK_MONOTONIC_COARSE seconds at open
 				 * (atomic only so tests may move it) */
 	_Atomic bool swap_reads; /* a read makes its clusters old and idle,
-				  * not young (uzram_set_swap_reads()) */
+				  * not young, and writes are not compared
+				  * (uzram_set_swap_reads(), store.c) */
 	/*
 	 * A save in progress (image_save.c), or NULL; save_users counts the
 	 * writers that may be looking at it (save_hooks below).

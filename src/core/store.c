@@ -54,6 +54,7 @@
  * bits differ is new data, and one whose bits match is decoded and compared
  * byte for byte (the bits alone are wrong once in 65536), and stores
  * nothing if equal. A partial write compares the bytes it would change.
+ * Not on a swap device (swap_writes()): its writes are new data.
  *
  * Dedup (cfg.dedup): new data of a whole cluster is looked up by its whole
  * XXH3 in dedup.c's index before it is compressed, and a match confirmed
@@ -378,6 +379,18 @@ static bool cluster_commit(struct uzram *dev, struct slot *s, uint64_t idx,
 }
 
 /*
+ * A swap device's writes (uzram_set_swap_reads()) are pages the kernel
+ * writes out because they changed: one in 30,000 was equal to what its
+ * slot held (v33, BENCHMARKS.md), so the check below and the XXH3 tag it
+ * needs are skipped there, unless dedup wants the hash anyway.
+ */
+static bool swap_writes(const struct uzram *dev)
+{
+	return atomic_load_explicit(&dev->swap_reads, memory_order_relaxed) &&
+	       !dev->hooks.share_same;
+}
+
+/*
  * Whether the slot already holds exactly the cluster src, whose tag bits
  * (core.h; 0 for a same-filled cluster) are `tag`. The tag, read without the
  * lock, rules out almost every changed cluster; a match is confirmed byte for
@@ -415,14 +428,16 @@ static int cluster_write_full(struct uzram *dev, uint64_t idx,
 		return ret;
 	if (!t)
 		return -ENOMEM;
-	/* SLOT_SAME, or the tag alone until cluster_store() adds the state */
+	/* SLOT_SAME, or the tag alone until cluster_store() adds the state;
+	 * on a swap device without dedup, no tag: nothing is compared */
 	if (cluster_same(src, len, &c.val)) {
 		c.flags = SLOT_SAME;
-	} else {
+	} else if (!swap_writes(dev)) {
 		hash = XXH3_64bits(src, len);
 		c.flags = hash_tag(hash);
 	}
-	if (cluster_unchanged(dev, s, src, len, c.flags >> SLOT_TAG_SHIFT, t)) {
+	if (!swap_writes(dev) &&
+	    cluster_unchanged(dev, s, src, len, c.flags >> SLOT_TAG_SHIFT, t)) {
 		stats_add(&dev->stats.pages_unchanged, (int64_t)(len >> PAGE_SHIFT));
 		return 0;
 	}

@@ -567,6 +567,68 @@ static void test_compact(void **state)
 	free(ref2);
 }
 
+/*
+ * A swap device (uzram_set_swap_reads()) stores every write: the kernel
+ * writes out only pages that changed, so no write is compared with what
+ * its cluster holds. Elsewhere, and with dedup, a rewrite of the same
+ * bytes stores nothing (pages_unchanged). Either way the data reads back.
+ */
+static void test_swap_writes_not_compared(void **state)
+{
+	const uint64_t n = 16, size = n * PG;
+	struct uzram_config cfg;
+	struct uzram *dev, *dd;
+	uint8_t *ref, *ref2;
+
+	(void)state;
+	dev = dev_open(size, NULL, 0, 0);
+	uzram_config_init(&cfg);
+	cfg.size = size;
+	cfg.dedup = 1;
+	dd = tu_open(&cfg, "dedup");
+	ref = calloc(1, size);
+	ref2 = calloc(1, size);
+	assert_non_null(ref);
+	assert_non_null(ref2);
+	dev_write(dev, ref, tar, size, 0);
+	dev_write(dev, ref, tar, size, 0);
+	assert_int_equal(get_stats(dev).pages_unchanged, n);
+
+	assert_int_equal(uzram_set_swap_reads(dev, 1), 0);
+	dev_write(dev, ref, tar, size, 0);
+	assert_int_equal(get_stats(dev).pages_unchanged, n);
+	check_dev(dev, ref, "rewritten on a swap device");
+	dev_write(dev, ref, core, size, 0);     /* other bytes, then back */
+	dev_write(dev, ref, tar, size, 0);
+	memset(ref2, 0x5a, PG);                 /* a same-filled page */
+	dev_write(dev, ref, ref2, PG, 3 * PG);
+	dev_write(dev, ref, ref2, PG, 3 * PG);
+	assert_int_equal(get_stats(dev).pages_unchanged, n);
+	check_dev(dev, ref, "written again on a swap device");
+
+	/* off again: the clusters written without a tag are stored once
+	 * more (but the same-filled one), and compared from then on */
+	assert_int_equal(uzram_set_swap_reads(dev, 0), 0);
+	memcpy(ref2, ref, size);
+	dev_write(dev, ref, ref2, size, 0);
+	assert_int_equal(get_stats(dev).pages_unchanged, n + 1);
+	dev_write(dev, ref, ref2, size, 0);
+	assert_int_equal(get_stats(dev).pages_unchanged, 2 * n + 1);
+	check_dev(dev, ref, "after swap mode");
+
+	/* dedup hashes every write anyway: compared */
+	memset(ref2, 0, size);
+	assert_int_equal(uzram_set_swap_reads(dd, 1), 0);
+	dev_write(dd, ref2, tar, size, 0);
+	dev_write(dd, ref2, tar, size, 0);
+	assert_int_equal(get_stats(dd).pages_unchanged, n);
+	check_dev(dd, ref2, "dedup on a swap device");
+	uzram_close(dev);
+	uzram_close(dd);
+	free(ref);
+	free(ref2);
+}
+
 /* The algorithm string is copied: the caller's buffer may change. */
 static void test_algorithm_copied(void **state)
 {
@@ -604,6 +666,7 @@ int main(void)
 		cmocka_unit_test(test_stats_prefix),
 		cmocka_unit_test(test_compact),
 		cmocka_unit_test(test_algorithm_copied),
+		cmocka_unit_test(test_swap_writes_not_compared),
 	};
 
 	return tu_run_tests(tests, load_corpus, free_corpus);
