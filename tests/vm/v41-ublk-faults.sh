@@ -58,6 +58,7 @@ if uzram_start r1 --ublk --ublk-recovery --size 64M --image /tmp/r.img; then
 	dev=$(ublk_of r1); id=${dev#/dev/ublkb}
 	bounded 60 dd if=/tmp/data of="$dev" bs=1M oflag=direct 2>/dev/null
 	check save bounded 60 uzram ctl --socket /run/r1.sock save
+	r1_pid=$UZRAM_PID
 	kill -KILL "$UZRAM_PID"; wait "$UZRAM_PID" 2>/dev/null
 	sleep 1
 	check quiesced bash -c "uzram ublk list | awk '\$1 == $id { print \$2 }' | grep -qx quiesced"
@@ -72,8 +73,15 @@ if uzram_start r1 --ublk --ublk-recovery --size 64M --image /tmp/r.img; then
 		check waiting-read-done wait_bounded "$reader" 60
 		check recovered-data cmp /tmp/back /tmp/data
 		info "read while waiting: $(wc -c < /tmp/back) bytes; $(cmp /tmp/back /tmp/data 2>&1 | head -c 200)"
-		bounded 60 dd if="$dev" of=/tmp/back2 bs=1M count=8 iflag=direct 2>/dev/null
+		bounded 60 dd if="$dev" of=/tmp/back2 bs=1M count=8 iflag=direct 2>/tmp/dd2.err
 		check read-after-take-over cmp /tmp/back2 /tmp/data
+		if ! cmp -s /tmp/back2 /tmp/data; then
+			# once seen under make test's load (2026-12-05): the new
+			# server gone, the device waiting again; what to look at
+			info "r1 was pid $r1_pid, r2 is pid $UZRAM_PID ($(kill -0 "$UZRAM_PID" 2>/dev/null && echo alive || echo gone));" \
+				"dd: $(head -c 200 /tmp/dd2.err); devices: $(uzram ublk list 2>&1 | tr '\n' ' ')"
+			info "r2's messages: $(tail -c 800 /run/r2.err | tr '\n' ' ')"
+		fi
 		check write-after bounded 60 dd if=/tmp/data of="$dev" bs=1M seek=16 oflag=direct
 		kill -TERM "$UZRAM_PID"
 		check stop-r2 wait_bounded "$UZRAM_PID" 60
