@@ -607,13 +607,18 @@ static void test_swap_writes_not_compared(void **state)
 	check_dev(dev, ref, "written again on a swap device");
 
 	/* off again: the clusters written without a tag are stored once
-	 * more (but the same-filled one), and compared from then on */
+	 * more (but same-filled ones, whichever the corpus has), and
+	 * compared from then on */
 	assert_int_equal(uzram_set_swap_reads(dev, 0), 0);
 	memcpy(ref2, ref, size);
+	uint64_t same = 0;
+	for (uint64_t i = 0; i < n; i++)
+		same += !memcmp(ref2 + i * PG, ref2 + i * PG + 8, PG - 8);
+	assert_true(same >= 1); /* page 3 */
 	dev_write(dev, ref, ref2, size, 0);
-	assert_int_equal(get_stats(dev).pages_unchanged, n + 1);
+	assert_int_equal(get_stats(dev).pages_unchanged, n + same);
 	dev_write(dev, ref, ref2, size, 0);
-	assert_int_equal(get_stats(dev).pages_unchanged, 2 * n + 1);
+	assert_int_equal(get_stats(dev).pages_unchanged, 2 * n + same);
 	check_dev(dev, ref, "after swap mode");
 
 	/* dedup hashes every write anyway: compared */
