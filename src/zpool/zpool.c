@@ -108,8 +108,13 @@
  *  - The frame stacks, the frame and handle bump counters and the pool-wide
  *    counters (mem_used, cache_pages, ...) are atomics; there is no
  *    pool-wide lock. Pages are released (zp_cache_trim()) with no class
- *    lock held, except by a store that hits the limit; in a no-fault pool
- *    never by a store or a free (zp_trim_due()).
+ *    lock held; in a no-fault pool never by a store or a free
+ *    (zp_trim_due()).
+ *  - A store that needs a new zspage drops its class lock while it gets
+ *    one (zp_zspage_make(): a descriptor and a frame, which may fault
+ *    pages in, trim the cache at the limit or wait for a no-fault pool's
+ *    refill) and adds it under the lock again, as zsmalloc's zs_malloc()
+ *    allocates outside the class lock.
  *  - The caller never frees a handle while it is mapped (zpool.h), so a free
  *    never has to wait for readers.
  */
@@ -221,9 +226,19 @@ int zpool_store(struct zpool *pool, const void *data, size_t size,
 		zs = fullest(c, NULL);
 	}
 	if (!zs) {
-		err = zp_zspage_new(pool, c, &zs);
+		/*
+		 * Made with the lock dropped (zp_zspage_make()); another store
+		 * may add a zspage to c meanwhile, and this one still takes
+		 * its own, as zsmalloc's does: at most one spare zspage a
+		 * racing thread, which the stores after fill first
+		 * (fullest()).
+		 */
+		pthread_mutex_unlock(&c->lock);
+		err = zp_zspage_make(pool, c, &zs);
+		lockstat_mutex_lock(&c->lock, LOCK_CLASS);
 		if (err)
 			goto out;
+		zp_zspage_add(pool, c, zs);
 		created = true;
 	}
 	err = handle_get(pool, c, &h);

@@ -504,8 +504,9 @@ static void pool_wake_refill(struct zpool *pool)
  * A cached frame for a store in a no-fault pool: of its own length, or a
  * longer one while the slack fits its budget, as outside the mode. None
  * there: wake the refill thread, which makes one of this length, and wait
- * for it up to pool_wait_ms (with the class lock held: the refill takes
- * none); when the wait runs out, any longer frame; then fail with
+ * for it up to pool_wait_ms (with no class lock held, zp_zspage_make():
+ * the class's other stores go on); when the wait runs out, any longer
+ * frame; then fail with
  * -ENOSPC, having faulted nothing in. Counted in pool_waits and
  * pool_misses. Until 2026-12-04 a store took any longer frame at once, and
  * the slack stays resident while its zspage lives (compaction does not

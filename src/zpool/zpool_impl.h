@@ -227,9 +227,10 @@ int zp_frame_make(struct zpool *pool, uint32_t pages, unsigned how,
 uint64_t zp_pool_low(const struct zpool *pool);
 int zp_pool_sync_init(struct zpool *pool);
 
-/* zpool_zspage.c: zspages and borrowing (class lock held) */
-int zp_zspage_new(struct zpool *pool, struct size_class *c,
-		  struct zspage **out);
+/* zpool_zspage.c: zspages and borrowing (class lock held, but _make) */
+int zp_zspage_make(struct zpool *pool, const struct size_class *c,
+		   struct zspage **out);
+void zp_zspage_add(struct zpool *pool, struct size_class *c, struct zspage *zs);
 void zp_zspage_retire(struct zpool *pool, struct size_class *c,
 		      struct zspage *zs);
 struct size_class *zp_borrow(struct zpool *pool, struct size_class *c,

@@ -154,8 +154,8 @@ static size_t desc_max(const struct zpool *pool)
 
 /*
  * A stocked descriptor, as pool_take() takes a frame: the refill woken
- * under half the stock; none: wait for it up to pool_wait_ms (class lock
- * held), then -ENOSPC, nothing malloc'ed. Counted in pool_waits and
+ * under half the stock; none: wait for it up to pool_wait_ms (no class
+ * lock held), then -ENOSPC, nothing malloc'ed. Counted in pool_waits and
  * pool_misses.
  */
 static int desc_take(struct zpool *pool, struct zspage **out)

@@ -4,7 +4,8 @@
  * bigger classes; below both zpool.c (store, free) and zpool_compact.c.
  *
  * The layout, the borrowing policy and the lock rules are described at the
- * top of zpool.c. Every function here runs with the class lock held.
+ * top of zpool.c. Every function here runs with the class lock held, but
+ * zp_zspage_make(), which runs with none.
  */
 #include <assert.h>
 #include <errno.h>
@@ -12,10 +13,19 @@
 
 #include "zpool_impl.h"
 
-/* ---- zspages (class lock held) ---- */
+/* ---- zspages ---- */
 
-int zp_zspage_new(struct zpool *pool, struct size_class *c,
-		  struct zspage **out)
+/*
+ * A new zspage for class c, with no lock held (c's layout only is read):
+ * its descriptor and a frame with its pages resident, every object free.
+ * It belongs to nobody until zp_zspage_add(). As zsmalloc's zs_malloc()
+ * allocates a zspage outside the class lock: the frame may take a while
+ * (pages faulting in, or in a no-fault pool the refill thread's next
+ * frame, up to pool_wait_ms), and the class's other stores and frees go on
+ * meanwhile.
+ */
+int zp_zspage_make(struct zpool *pool, const struct size_class *c,
+		   struct zspage **out)
 {
 	struct zspage *zs = NULL;
 	uint32_t f, resident;
@@ -47,18 +57,25 @@ int zp_zspage_new(struct zpool *pool, struct size_class *c,
 	}
 	zs->frame = f;
 	zs->resident = (uint8_t)resident;
-	/* the frame's owner, for zpool_free(); see frame_class() */
-	atomic_store_explicit(&pool->frames[f].cls,
-			      (uint32_t)(c - pool->classes), memory_order_release);
 	zs->inuse = 0;
 	zs->free_head = 0;
 	for (uint32_t i = 0; i < c->objs; i++)
 		zs->owner[i] = OBJ_FREE | (i + 1 < c->objs ? i + 1 : OBJ_NIL);
+	*out = zs;
+	return 0;
+}
+
+/* A zspage of zp_zspage_make() joins class c (class lock held). */
+void zp_zspage_add(struct zpool *pool, struct size_class *c, struct zspage *zs)
+{
+	uint32_t f = zs->frame;
+
+	/* the frame's owner, for zpool_free(); see frame_class() */
+	atomic_store_explicit(&pool->frames[f].cls,
+			      (uint32_t)(c - pool->classes), memory_order_release);
 	pool->frames[f].zs = zs;
 	group_add(c, zs, 0);
 	c->zspages++;
-	*out = zs;
-	return 0;
 }
 
 /*

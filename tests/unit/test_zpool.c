@@ -1195,6 +1195,80 @@ static void test_refill_sleeps_with_nothing_to_make(void **state)
 	zpool_destroy(pool);
 }
 
+struct waiting_store {
+	struct zpool *pool;
+	size_t size;
+	uint32_t handle;
+	int rc;
+	atomic_bool done;
+};
+
+static void *store_waiting(void *arg)
+{
+	struct waiting_store *w = arg;
+	unsigned char data[4096];
+
+	memset(data, 0x3c, w->size);
+	w->rc = zpool_store(w->pool, data, w->size, &w->handle);
+	atomic_store(&w->done, true);
+	return NULL;
+}
+
+/*
+ * A store that waits for the refill's next frame holds no class lock
+ * (zp_zspage_make(), as zsmalloc makes a zspage outside its class lock): a
+ * free of the same class, which a swap server's other queue thread or a
+ * trim runs, completes while that store still waits, where it waited for
+ * the store's pool_wait_ms before (fails on the code before 2026-12-05:
+ * the free returns only after the store's 10 s ran out). Then the refill
+ * runs, and the store takes its frame and keeps its bytes.
+ */
+static void test_nofault_wait_holds_no_class_lock(void **state)
+{
+	const size_t size = 1000;
+	const struct size_class *c;
+	struct waiting_store w = { .size = size };
+	unsigned char data[1000];
+	const unsigned char *p;
+	struct zpool *pool;
+	uint32_t h[64];
+	pthread_t t;
+
+	(void)state;
+	memset(data, 0x17, sizeof data);
+	assert_int_equal(zpool_create(64 * 1024, 1024, &pool), 0);
+	c = &pool->classes[pool->size_index[(size + ZP_ALIGN - 1) / ZP_ALIGN]];
+	assert_true(c->objs <= 64);
+	/* one full zspage of the class, made outside the mode */
+	for (uint32_t i = 0; i < c->objs; i++)
+		assert_int_equal(zpool_store(pool, data, size, &h[i]), 0);
+	assert_int_equal(c->zspages, 1);
+	/* no-fault, nothing cached, no refill: the next store waits */
+	assert_int_equal(zpool_set_refill(pool, 16 * 4096, 16 * 4096, 10000), 0);
+	assert_int_equal(atomic_load(&pool->cache_pages), 0);
+	w.pool = pool;
+	assert_int_equal(pthread_create(&t, NULL, store_waiting, &w), 0);
+	while (!atomic_load(&pool->pool_waits))
+		usleep(1000);
+	zpool_free(pool, h[0]);
+	assert_false(atomic_load(&w.done));
+	assert_true(zpool_refill(pool, 0) >= 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(w.rc, 0);
+	p = zpool_map(pool, w.handle);
+	for (size_t i = 0; i < size; i++)
+		assert_int_equal(p[i], 0x3c);
+	zpool_unmap(pool, p);
+	zpool_free(pool, w.handle);
+	for (uint32_t i = 1; i < c->objs; i++) {
+		p = zpool_map(pool, h[i]);
+		assert_memory_equal(p, data, size);
+		zpool_unmap(pool, p);
+		zpool_free(pool, h[i]);
+	}
+	zpool_destroy(pool);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1220,6 +1294,7 @@ int main(void)
 		cmocka_unit_test(test_nofault_empty_stock_waits),
 		cmocka_unit_test(test_nofault_store_keeps_slack_budget),
 		cmocka_unit_test(test_refill_sleeps_with_nothing_to_make),
+		cmocka_unit_test(test_nofault_wait_holds_no_class_lock),
 	};
 
 	return tu_run_tests(tests, NULL, NULL);

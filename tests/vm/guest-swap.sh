@@ -200,6 +200,9 @@ if mkswap "$dev" > /dev/null && swapon --discard=pages -p 10 "$dev"; then
 	# thread, and those of them that failed (the kernel retries them)
 	figure uzram-refill_waits "$(stat_field $s refill_waits)" requests
 	figure uzram-refill_misses "$(stat_field $s refill_misses)" requests
+	# stores and frees that waited for a size class's lock, and how long
+	figure uzram-class_lock_waits "$(stat_field $s class_lock_waits)" waits
+	figure uzram-class_lock_wait_ns "$(stat_field $s class_lock_wait_ns)" ns
 	check uzram-swapoff bounded 300 swapoff "$dev"
 else
 	fail uzram-swapon "mkswap or swapon on $dev"
