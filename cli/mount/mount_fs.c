@@ -200,6 +200,35 @@ static int build_fs(struct mount_req *m, struct uzram **dev, struct uzfs **fs)
 	return 0;
 }
 
+/*
+ * The save into --image failed after DIR was unmounted (its directory not
+ * writable, its file system full, ...): the tree is still in this
+ * process's memory and nothing else keeps it, so save it where it can
+ * be written rather than drop it, and say where.
+ */
+static void rescue_save(const struct mount_req *m, struct uzfs *fs)
+{
+	const char *dirs[] = { getenv("HOME"), "/var/tmp", "/tmp" };
+	const char *base = strrchr(m->image, '/');
+	char path[PATH_MAX], why[512];
+
+	base = base ? base + 1 : m->image;
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+		if (!dirs[i] || dirs[i][0] != '/' ||
+		    snprintf(path, sizeof path, "%s/%s.rescued-%d", dirs[i],
+			     base, (int)getpid()) >= (int)sizeof path)
+			continue;
+		if (uzfs_save(fs, path, why, sizeof why) == 0) {
+			report_error("mount", "the tree of %s is saved in %s "
+				     "instead: mv it to %s, or mount it with "
+				     "--image %s", m->dir, path, m->image, path);
+			return;
+		}
+	}
+	report_error("mount", "the tree of %s could not be saved anywhere: "
+		     "it is lost", m->dir);
+}
+
 int mount_fs_keep(struct mount_req *m)
 {
 	struct uzram *dev = NULL;
@@ -240,6 +269,7 @@ int mount_fs_keep(struct mount_req *m)
 			report_error("mount", "cannot save the tree of %s into %s "
 				  "(the image there is unchanged): %s", m->dir,
 				  m->image, why);
+			rescue_save(m, fs);
 			r = -1;
 		}
 	}
