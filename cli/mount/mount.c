@@ -297,6 +297,30 @@ static int fuse_unavailable(const char *fuse, int err)
 	return -1;
 }
 
+/* Append /usr/sbin and /sbin to PATH where they are not on it. */
+static void sbin_on_path(void)
+{
+	static char buf[8192];
+	const char *path = getenv("PATH");
+	const char *dirs[] = { "/usr/sbin", "/sbin" };
+
+	snprintf(buf, sizeof buf, "%s", path ? path : "/usr/bin:/bin");
+	for (size_t i = 0; i < 2; i++) {
+		size_t n = strlen(dirs[i]), len = strlen(buf);
+		bool have = false;
+
+		for (const char *p = buf; *p;) {
+			size_t k = strcspn(p, ":");
+
+			have |= k == n && !strncmp(p, dirs[i], n);
+			p += k + (p[k] == ':');
+		}
+		if (!have && len + n + 2 < sizeof buf)
+			snprintf(buf + len, sizeof buf - len, ":%s", dirs[i]);
+	}
+	setenv("PATH", buf, 1);
+}
+
 /* FUSE, the programs, and which path: loop as root when there is one. */
 static int check_system(struct mount_req *m)
 {
@@ -314,6 +338,9 @@ static int check_system(struct mount_req *m)
 		m->via = VIA_FS; /* cli/mount/mount_fs.c */
 		return need("fusermount3", "fuse3");
 	}
+	/* mkfs.ext4 is in /usr/sbin, on no user's PATH on Debian: without
+	 * it --via fuse, which needs no root, would say e2fsprogs is missing */
+	sbin_on_path();
 	if (need("nbdfuse", "libnbd-bin") < 0 || need("mkfs.ext4", "e2fsprogs") < 0 ||
 	    need("fusermount3", "fuse3") < 0)
 		return -1;
