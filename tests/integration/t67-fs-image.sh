@@ -349,6 +349,17 @@ save_fails()
 	grep -q "cannot save" "$T/umount.err" || fail "no message: $(cat "$T/umount.err")"
 	is_mounted "$d" && fail "$d still mounted"
 	cmp -s "$img" "$T/before.img" || fail "the old image changed"
+	# the tree is not lost: saved elsewhere, the message says where, and
+	# it mounts with what was written last (it was dropped before
+	# 2026-12-05)
+	local rescued
+	rescued=$(sed -n 's/.* is saved in \(.*\) instead: .*/\1/p' "$T/umount.err")
+	[[ -n $rescued && -f $rescued ]] ||
+		fail "no saved tree named: $(cat "$T/umount.err")"
+	mount_img "$d" "$rescued"
+	as test -f "$d/later" || fail "the rescued tree lacks the last file"
+	um umount "$d" || fail "umount of the rescued tree"
+	rm -f "$rescued"
 }
 
 members=$(complete_members "$TAR" "$T/files.tar")
