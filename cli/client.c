@@ -88,7 +88,8 @@ static const struct cli_word ctl_words[] = {
 	  "it if it saves 2% on a second sample, re-encode with it" },
 	{ "save", "[IMAGE]",
 	  "save the device to IMAGE, or to the server's --image,\n"
-	  "while it serves (uzram_save)" },
+	  "while it serves (uzram_save); not a mount's (its tree\n"
+	  "is saved at umount: uzram mount --image)" },
 	{ NULL, NULL, NULL },
 };
 

@@ -52,6 +52,11 @@ struct nbd_ctl_alone *nbd_ctl_alone_start(struct uzram *dev,
 	c->cfg.export.dev = dev;
 	c->cfg.export.name = "";
 	c->cfg.algorithm = algorithm;
+	/* the device holds the files' data but not the tree, which lives in
+	 * the keeper's memory until umount: a device image of it would mount
+	 * as nothing */
+	c->cfg.no_save = "a uzram mount's tree is saved into its --image at "
+			 "umount; a device image alone would not hold it";
 	c->srv.cfg = &c->cfg;
 	c->srv.started = time(NULL);
 	snprintf(c->srv.ctl_path, sizeof c->srv.ctl_path, "%s", ctl_path);

@@ -168,6 +168,10 @@ static void save_request(struct server *srv, const char *req, size_t len,
 {
 	char path[PATH_MAX];
 
+	if (srv->cfg->no_save) {
+		snprintf(out, n, "error: save: %s\n", srv->cfg->no_save);
+		return;
+	}
 	while (len > 4 && (req[len - 1] == '\n' || req[len - 1] == '\r'))
 		len--;
 	if (len == 4) {

@@ -50,6 +50,8 @@ struct nbd_server_config {
 	const char *ctl_socket;   /* --ctl-socket, or NULL: see ctl_path.c */
 	const char *image;        /* save the device here at a clean end and
 				   * for `uzram ctl save`; NULL: none */
+	const char *no_save;      /* why `uzram ctl save` is refused, or
+				   * NULL (a mount's keeper: ctl_alone.c) */
 	/* --metrics: HTTP GET /metrics on a Unix socket (metrics_path) or
 	 * on TCP (metrics_host, metrics_port); all NULL: none (metrics.c) */
 	const char *metrics_path;

@@ -339,6 +339,19 @@ save_fails()
 	cp "$img" "$T/before.img"
 	mount_img "$d" "$img"
 	as touch "$d/later"
+	# `uzram ctl save` would write the device without the tree: refused
+	# (it said "ok" and wrote an image no mount could open, or said the
+	# mount had no --image)
+	local dev_img
+	dev_img=$(dirname "$img")/device.img
+	for a in "" "$dev_img"; do
+		if um ctl --mount "$d" save $a >"$T/ctl.out" 2>&1; then
+			fail "ctl save $a on a mount: $(cat "$T/ctl.out")"
+		fi
+		grep -q "saved into its --image at umount" "$T/ctl.out" ||
+			fail "ctl save $a: $(cat "$T/ctl.out")"
+	done
+	[[ ! -e $dev_img ]] || fail "ctl save wrote $dev_img"
 	chmod 555 "$(dirname "$img")"
 	if um umount "$d" 2>"$T/umount.err"; then
 		chmod 755 "$(dirname "$img")"
