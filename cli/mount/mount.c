@@ -79,6 +79,10 @@ static const struct cli_option mount_opts[] = {
 	  "the whole tree there at umount (implies --via fs)" },
 	{ "foreground", 'f', no_argument, NULL,
 	  "stay in the foreground until DIR is unmounted" },
+	{ "nonempty", 'N', no_argument, NULL,
+	  "mount over a DIR that is not empty, hiding its files\n"
+	  "until umount, as mount(8) does (the boot's units:\n"
+	  "a /tmp may hold files until tmpfiles cleans it)" },
 	{ "help", 'h', no_argument, NULL, "this text" },
 	{ NULL, 0, 0, NULL, NULL },
 };
@@ -86,8 +90,9 @@ static const struct cli_option mount_opts[] = {
 const struct cli_command mount_cmd = {
 	.name = "mount",
 	.operands = "DIR",
-	.summary = "A compressed RAM file system at DIR (an empty directory); returns once\n"
-		   "DIR is usable. uzram umount DIR (or umount / fusermount3 -u) undoes it all.\n",
+	.summary = "A compressed RAM file system at DIR (an empty directory, or any with\n"
+		   "--nonempty); returns once DIR is usable. uzram umount DIR (or umount /\n"
+		   "fusermount3 -u) undoes it all.\n",
 	.shorts = "o:fh",
 	.opts = mount_opts,
 	.brief = "mount a compressed RAM file system",
@@ -211,7 +216,8 @@ static int need(const char *program, const char *package)
 	return -1;
 }
 
-/* DIR must be an empty directory that is not a mount point already. */
+/* DIR must be a directory that is not a mount point already, and empty
+ * unless --nonempty. */
 static int check_dir(const char *arg, struct mount_req *m)
 {
 	struct stat sb;
@@ -245,6 +251,8 @@ static int check_dir(const char *arg, struct mount_req *m)
 				"point", arg);
 		return -1;
 	}
+	if (m->nonempty)
+		return 0;
 	d = opendir(m->dir);
 	while (d && (e = readdir(d)))
 		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
@@ -252,7 +260,8 @@ static int check_dir(const char *arg, struct mount_req *m)
 		closedir(d);
 	if (!d || n) {
 		report_error("mount", "%s: %s", arg,
-			d ? "directory not empty" : strerror(errno));
+			d ? "directory not empty (--nonempty mounts over "
+			    "its files)" : strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -446,6 +455,9 @@ static int mount_take(void *ctx, int key, char *arg)
 		return 0;
 	case 'f':
 		m->foreground = true;
+		return 0;
+	case 'N':
+		m->nonempty = true;
 		return 0;
 	default:
 		return 2; /* not in mount_opts */

@@ -38,6 +38,7 @@ struct mount_req {
 	char image[PATH_MAX];        /* --image (--via fs), absolute, or "" */
 	bool size_set;               /* --size was given */
 	bool foreground;
+	bool nonempty;               /* --nonempty: DIR may hold files */
 
 	/* The keeper's state: what is built, so teardown knows what to undo. */
 	int notify_fd;               /* to the waiting parent, or -1 */

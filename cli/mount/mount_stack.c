@@ -383,7 +383,10 @@ static int build_fuse(struct mount_req *m)
 	 * just created with mode 0 (tar's placeholders do that); the kernel
 	 * makes the usual checks instead (default_permissions).
 	 */
-	mount_opts(m, opts, sizeof opts,
+	/* fuse2fs is libfuse 2's: its fusermount refuses a DIR with files
+	 * unless told (libfuse 3's, --via fs, never does) */
+	mount_opts(m, opts, sizeof opts, m->nonempty ?
+		   "fsname=uzram,big_writes,fakeroot,default_permissions,nonempty" :
 		   "fsname=uzram,big_writes,fakeroot,default_permissions");
 	m->fuse2fs = spawn(m, argv, -1);
 	for (int t = 0; m->fuse2fs && t < READY_MS; t += 20) {

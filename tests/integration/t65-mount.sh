@@ -164,6 +164,18 @@ mkdir "$T/full"
 echo keep >"$T/full/file"
 assert_mount_fails "directory not empty" "$T/full" --size 32M
 assert_eq "$(cat "$T/full/file")" keep "file in the non-empty DIR"
+
+step "--nonempty (the boot's units, over a /tmp a boot left files in): mounted over them, there again after umount"
+vias="fs fuse"
+((EUID != 0)) || vias+=" loop"
+for via in $vias; do
+	mount_fs "$T/full" --size 32M --nonempty --via "$via"
+	[[ ! -e $T/full/file ]] || fail "--via $via: the hidden file shows"
+	echo new >"$T/full/new" || fail "--via $via: no write"
+	um umount "$T/full" || fail "--via $via: umount"
+	assert_eq "$(cat "$T/full/file")" keep "--via $via: the file after umount"
+	[[ ! -e $T/full/new ]] || fail "--via $via: the mount's file is left"
+done
 echo keep >"$T/plain"
 assert_mount_fails "not a directory" "$T/plain" --size 32M
 assert_eq "$(cat "$T/plain")" keep "the plain file"

@@ -205,7 +205,7 @@ done
 has "$d/$swap.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram swapon --size \"2G\" --algorithm \"zstd\" --level \"5\" --mem-limit \"1G\" --cluster \"8K\" --dedup --threads \"2\" --backing \"/tmp/swap.backing\" --high-watermark \"85\" --low-watermark \"60\" --writeback-limit \"4G\" --recomp-algorithm \"zstd:12\" --priority \"5\""
 has "$d/$swap.d/50-uzram.conf" "ExecStop=$P/usr/bin/uzram swapoff"
 has "$d/$swap.d/50-uzram.conf" "RequiresMountsFor=/tmp"
-has "$d/$mnt.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram mount -f \"/tmp\" --size \"4G\" --mode \"1777\" --uid \"0\" --gid \"0\""
+has "$d/$mnt.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram mount -f --nonempty \"/tmp\" --size \"4G\" --mode \"1777\" --uid \"0\" --gid \"0\""
 has "$d/tmp.mount.d/50-uzram.conf" "Requires=$mnt"
 has "$d/tmp.mount.d/50-uzram.conf" "After=$mnt"
 has "$d/run-uzram-.mount.d/50-uzram.conf" "DefaultDependencies=no"
