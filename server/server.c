@@ -413,7 +413,9 @@ static int server_drain(struct server *srv, int run_status, bool *busy)
 			srv->nclients ? "clients" : "control requests");
 	else if (cfg->run)
 		status = run_status;
-	if (cfg->image) {
+	/* --read-only: nothing a client did can have changed the device, and
+	 * the image stays as it was (it was rewritten whole at every end) */
+	if (cfg->image && !cfg->export.read_only) {
 		/* a client that did not finish may still write: saves allow it */
 		if (save_image(srv, cfg->image, out, sizeof out) < 0) {
 			fprintf(stderr, "uzram serve: %s", out + 7);

@@ -80,7 +80,7 @@ static const struct cli_option serve_opts[] = {
 	  "open the device from FILE if it exists (its size,\n"
 	  "cluster, algorithms win; options that differ are an\n"
 	  "error), else create it; save it to FILE on SIGTERM,\n"
-	  "SIGINT or the end of --run" },
+	  "SIGINT or the end of --run (not with --read-only)" },
 	{ "tls", 'T', required_argument, "off|on|require",
 	  "on offers TLS (NBD_OPT_STARTTLS), require refuses\n"
 	  "clients without it; keys from --tls-psk or\n"

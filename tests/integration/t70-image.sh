@@ -95,6 +95,18 @@ assert_alive b
 contents "$T/rel.img" "$T/back2"
 cmp "$T/want2" "$T/back2" || fail "the image saved by ctl differs"
 
+step "--read-only on the image: served, refused writes, the image not rewritten at the end"
+cp -p "$T/rel.img" "$T/ro-before.img"
+touch -d @1000000000 "$T/rel.img"
+start_server ro --image "$T/rel.img" --read-only
+nbdcopy "${URI[ro]}" "$T/ro-back"
+cmp "$T/want2" "$T/ro-back" || fail "the read-only device differs"
+qio_fails "${URI[ro]}" "write -P 0x11 0 4096"
+stop_server ro
+assert_eq "$(stat -c %Y "$T/rel.img")" 1000000000 "the image's mtime after a read-only run"
+cmp -s "$T/rel.img" "$T/ro-before.img" || fail "the image changed under --read-only"
+grep -q "saved" "${ERR[ro]}" && fail "a read-only server saved: $(cat "${ERR[ro]}")"
+
 step "options that conflict with the image are refused"
 # a copy: server b holds $IMG itself (t72 checks that refusal)
 cp "$IMG" "$T/conflict.img"
