@@ -226,7 +226,13 @@ static int check_dir(const char *arg, struct mount_req *m)
 	int n = 0;
 
 	if (stat(arg, &sb) < 0 || !realpath(arg, m->dir)) {
-		report_error("mount", "%s: %s", arg, strerror(errno));
+		if (errno == ENOTCONN)	/* a FUSE mount whose server died */
+			report_error("mount", "%s: %s: the file system there "
+				"has lost its process (%s umount %s, or "
+				"fusermount3 -u, takes it down)", arg,
+				strerror(errno), cli_prog, arg);
+		else
+			report_error("mount", "%s: %s", arg, strerror(errno));
 		return -1;
 	}
 	if (!S_ISDIR(sb.st_mode)) {

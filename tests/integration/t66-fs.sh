@@ -406,6 +406,12 @@ full_fs()
 	# ECONNABORTED while a request was in flight, ENOTCONN after
 	grep -Eq "not connected|connection abort" "$T/ls.err" ||
 		fail "not ENOTCONN: $(cat "$T/ls.err")"
+	# mounting again before the umount says what to do
+	if um mount "$d" --size 16M 2>"$T/again.err"; then
+		fail "mounted over the dead mount"
+	fi
+	grep -q "lost its process.*umount $d" "$T/again.err" ||
+		fail "no advice: $(cat "$T/again.err")"
 	um umount "$d" 2>/dev/null || fail "uzram umount after SIGKILL"
 	is_mounted "$d" && fail "$d still mounted"
 	fs_mount "$d" --size 16M --mem-limit 64M
