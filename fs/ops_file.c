@@ -247,6 +247,27 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	fuse_reply_err(req, 0); /* the data is where it stays */
 }
 
+/* a <= b, for timespecs */
+static bool time_le(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec ||
+	       (a->tv_sec == b->tv_sec && a->tv_nsec <= b->tv_nsec);
+}
+
+/*
+ * relatime, tmpfs's default (the kernel's relatime_need_update()): a read
+ * moves atime to now when atime is not after mtime or ctime, or a day
+ * old. FUSE leaves atime to the file system (the kernel marks its inodes
+ * S_NOATIME, and refetches atime after a read); the kernel's page cache
+ * answers reads it holds, so this is as often as reads reach us. n->lock
+ * held for reading: whether it is due.
+ */
+static bool atime_due(const struct node *n, const struct timespec *now)
+{
+	return time_le(&n->atime, &n->mtime) || time_le(&n->atime, &n->ctime) ||
+	       now->tv_sec - n->atime.tv_sec >= 24 * 60 * 60;
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -254,8 +275,11 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct node *n = node_of(fs, ino);
 	char *buf = malloc(size ? size : 1);
 	int r = buf ? 0 : -ENOMEM;
+	struct timespec now;
+	bool touch;
 
 	(void)fi;
+	clock_gettime(CLOCK_REALTIME_COARSE, &now);
 	pthread_rwlock_rdlock(&n->lock);
 	if ((uint64_t)off >= n->size)
 		size = 0;
@@ -263,7 +287,14 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		size = (size_t)(n->size - (uint64_t)off);
 	if (!r && size)
 		r = bmap_read(fs, n, buf, size, (uint64_t)off);
+	touch = atime_due(n, &now);
 	pthread_rwlock_unlock(&n->lock);
+	if (touch) {	/* at most once a day a file, or after a change */
+		pthread_rwlock_wrlock(&n->lock);
+		if (atime_due(n, &now))
+			n->atime = now;
+		pthread_rwlock_unlock(&n->lock);
+	}
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else

@@ -28,6 +28,11 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fuse_entry_param e;
 	struct dent *d;
 
+	/* as tmpfs: a name no directory can hold is not merely absent */
+	if (strlen(name) > UZFS_NAME_MAX) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
 	pthread_rwlock_rdlock(&fs->ns_lock);
 	d = dent_find(fs, node_of(fs, parent), name);
 	if (d)

@@ -427,12 +427,47 @@ full_fs()
 	[[ -z $(ls -A "$UZRAM_RUNTIME_DIR") ]] || fail "runtime files left"
 }
 
+# as_tmpfs DIR: what the differential test of 2026-12-05 found apart
+# from tmpfs: a read moves an old atime (relatime; it never moved), and
+# a name of over 255 bytes is ENAMETOOLONG, not ENOENT, in a lookup too
+as_tmpfs()
+{
+	local d=$1
+	step "$WHO: relatime on read; ENAMETOOLONG for a long name looked up"
+	as python3 - "$d" <<'PY' || fail "differs from tmpfs (above)"
+import errno, os, sys, time
+d = sys.argv[1]
+f = os.path.join(d, "atime")
+with open(f, "w") as w:
+    w.write("a" * 10000)
+os.utime(f, ns=(10**15, 10**15))
+with open(f) as r:
+    r.read()
+a = os.stat(f).st_atime
+if abs(a - time.time()) > 60:
+    sys.exit("atime %s after a read of a file whose atime was 1970" % a)
+with open(f) as r:
+    r.read()
+if os.stat(f).st_atime != a:
+    sys.exit("atime moved again on a second read (relatime)")
+for p in ("q" * 256, "q" * 256 + "/x"):
+    try:
+        os.stat(os.path.join(d, p))
+        sys.exit("stat of a %d-byte name succeeded" % len(p))
+    except OSError as e:
+        if e.errno != errno.ENAMETOOLONG:
+            sys.exit("stat of a long name: %s, not ENAMETOOLONG" % e.strerror)
+os.unlink(f)
+PY
+}
+
 both()
 {
 	local d=$1 ref=$2
 	fs_mount "$d" --size 2G
 	run_user "$d" "$ref"
 	direct_written "$d"
+	as_tmpfs "$d"
 	um umount "$d" || fail "uzram umount $d"
 	is_mounted "$d" && fail "$d still mounted after uzram umount"
 	full_fs "$d"
