@@ -143,10 +143,41 @@ static int runtime_base(char *out, const char *who)
 	return 0;
 }
 
+/*
+ * Root, on a DIR that another user mounted (a FUSE mount's user_id): that
+ * user's RUN, in the runtime directories a user's uzram mount makes by
+ * default (runtime_base()), so that root's uzram umount, stat --mount and
+ * ctl --mount reach it. Only a private directory of that user's counts.
+ */
+static void owner_run(struct mount_req *m, const char *name)
+{
+	uid_t uid = mount_owner(m->dir);
+	char bases[2][64], run[PATH_MAX];
+	struct stat sb;
+
+	if (uid == (uid_t)-1 || uid == 0)
+		return;
+	snprintf(bases[0], sizeof bases[0], "/run/user/%u/uzram", (unsigned)uid);
+	snprintf(bases[1], sizeof bases[1], "/tmp/uzram-%u", (unsigned)uid);
+	for (int i = 0; i < 2; i++) {
+		if (snprintf(run, sizeof run, "%s/%s", bases[i], name) >=
+		    (int)sizeof run || lstat(bases[i], &sb) < 0 ||
+		    !S_ISDIR(sb.st_mode) || sb.st_uid != uid ||
+		    (sb.st_mode & 077) || lstat(run, &sb) < 0 ||
+		    !S_ISDIR(sb.st_mode) || sb.st_uid != uid)
+			continue;
+		if (strlen(run) < sizeof m->run) {
+			snprintf(m->run, sizeof m->run, "%s", run);
+			m->run_owner = uid;
+		}
+		return;
+	}
+}
+
 /* m->run for m->dir; -1 with a message when the sockets would not fit. */
 static int runtime_dir(struct mount_req *m, const char *who)
 {
-	char base[PATH_MAX];
+	char base[PATH_MAX], name[24];
 	uint64_t h = 0xcbf29ce484222325ull;
 	struct sockaddr_un sa;
 
@@ -154,9 +185,16 @@ static int runtime_dir(struct mount_req *m, const char *who)
 		return -1;
 	for (const unsigned char *p = (const unsigned char *)m->dir; *p; p++)
 		h = (h ^ *p) * 0x100000001b3ull;
-	if (snprintf(m->run, sizeof m->run, "%s/m-%016llx", base,
-		     (unsigned long long)h) < 0 ||
-	    strlen(m->run) + sizeof "/nbdfuse.pid" > sizeof sa.sun_path) {
+	snprintf(name, sizeof name, "m-%016llx", (unsigned long long)h);
+	if (snprintf(m->run, sizeof m->run, "%s/%s", base, name) >=
+	    (int)sizeof m->run) {
+		report_error(who, "runtime directory %s too long", base);
+		return -1;
+	}
+	if (geteuid() == 0 && !getenv(ENV_RUNTIME_DIR) &&
+	    access(m->run, F_OK) < 0)
+		owner_run(m, name);
+	if (strlen(m->run) + sizeof "/nbdfuse.pid" > sizeof sa.sun_path) {
 		report_error(who, "runtime directory %s too long for a socket", m->run);
 		return -1;
 	}
@@ -174,6 +212,14 @@ int mount_socket_path(const char *who, const char *dir, char *out, size_t n)
 	mount_path(&m, ctl, "sock.ctl"); /* --via fs has only this one */
 	if (access(sock, F_OK) < 0 && access(ctl, F_OK) < 0) {
 		report_error(who, "%s is not mounted by uzram mount", dir);
+		return -1;
+	}
+	/* root does not talk to a socket another user's process answers on
+	 * (ctl_path.c); it may take the mount down */
+	if (m.run_owner) {
+		report_error(who, "%s is uid %u's uzram mount: ask as that user "
+			"(root can take it down: %s umount %s)", dir,
+			(unsigned)m.run_owner, cli_prog, dir);
 		return -1;
 	}
 	snprintf(out, n, "%s", sock);
@@ -226,11 +272,18 @@ static int check_dir(const char *arg, struct mount_req *m)
 	int n = 0;
 
 	if (stat(arg, &sb) < 0 || !realpath(arg, m->dir)) {
+		uid_t owner;
+
 		if (errno == ENOTCONN)	/* a FUSE mount whose server died */
 			report_error("mount", "%s: %s: the file system there "
 				"has lost its process (%s umount %s, or "
 				"fusermount3 -u, takes it down)", arg,
 				strerror(errno), cli_prog, arg);
+		else if (errno == EACCES && abs_dir(arg, m->dir) == 0 &&
+			 (owner = mount_owner(m->dir)) != (uid_t)-1)
+			/* FUSE keeps out even root without allow_other */
+			report_error("mount", "%s: already a mount point, uid "
+				"%u's FUSE mount", arg, (unsigned)owner);
 		else
 			report_error("mount", "%s: %s", arg, strerror(errno));
 		return -1;

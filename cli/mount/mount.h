@@ -39,6 +39,8 @@ struct mount_req {
 	bool size_set;               /* --size was given */
 	bool foreground;
 	bool nonempty;               /* --nonempty: DIR may hold files */
+	uid_t run_owner;             /* root on another user's mount: that
+				      * user, whose RUN run is; else 0 */
 
 	/* The keeper's state: what is built, so teardown knows what to undo. */
 	int notify_fd;               /* to the waiting parent, or -1 */
@@ -60,6 +62,9 @@ int mount_write_run(const struct mount_req *m, const char *name,
 
 /* mount_run.c: whether path is a mount point in this mount namespace. */
 bool mount_point_is(const char *path);
+/* mount_run.c: the user who mounted the FUSE file system at path (its
+ * user_id), or (uid_t)-1: none there, or not FUSE. */
+uid_t mount_owner(const char *path);
 
 /* mount_run.c: copy what is left to read of fd (the keeper's log) to
  * stderr and close fd; the bytes copied. */

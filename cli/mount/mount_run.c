@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -71,6 +72,38 @@ bool mount_point_is(const char *path)
 	}
 	fclose(f);
 	return found;
+}
+
+uid_t mount_owner(const char *path)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[8192];
+	long uid = -1;
+
+	if (!f)
+		return (uid_t)-1;
+	while (uid < 0 && fgets(line, sizeof line, f)) {
+		char *save, *field = strtok_r(line, " ", &save), *opt;
+
+		for (int i = 1; field && i < 5; i++)
+			field = strtok_r(NULL, " ", &save);
+		if (!field || (unescape(field), strcmp(field, path)))
+			continue;
+		/* past " - ": the type, the source, the super options */
+		while ((field = strtok_r(NULL, " ", &save)) && strcmp(field, "-"))
+			;
+		field = field ? strtok_r(NULL, " ", &save) : NULL;
+		if (!field || strncmp(field, "fuse", 4))
+			break;
+		(void)strtok_r(NULL, " ", &save);
+		opt = strtok_r(NULL, " \n", &save);
+		opt = opt ? strstr(opt, "user_id=") : NULL;
+		if (opt)
+			uid = strtol(opt + 8, NULL, 10);
+		break;
+	}
+	fclose(f);
+	return uid < 0 ? (uid_t)-1 : (uid_t)uid;
 }
 
 void mount_remove_run(const struct mount_req *m)

@@ -641,3 +641,29 @@ as test -x "$UZRAM" || skip_all "user nobody cannot run $UZRAM"
 rm -rf "$T/ref"/*
 chown nobody:nogroup "$T/ref"
 both "$T/nb/fs" "$T/ref"
+
+# Root and a user's mount in the user's default runtime directory (no
+# UZRAM_RUNTIME_DIR, no XDG_RUNTIME_DIR: /tmp/uzram-UID): root's uzram
+# umount takes it down (it said "not mounted by uzram mount"), stat says
+# whose it is, and a mount over it says it is one.
+step "root on nobody's mount: stat names the owner, mount refuses, umount takes it down"
+d=$T/nb/own
+install -d -o nobody -g nogroup -m 755 "$d"
+nobody_run=/tmp/uzram-$(id -u nobody)
+[[ -e $nobody_run ]] || on_exit rm -rf "$nobody_run"
+"${AS[@]}" env -u UZRAM_RUNTIME_DIR -u XDG_RUNTIME_DIR "$UZRAM" mount "$d" \
+	--size 16M 2>"$T/own.err" || fail "nobody's mount: $(cat "$T/own.err")"
+on_exit _unmount "$d"
+is_mounted "$d" || fail "$d not mounted"
+keeper=$(pgrep -u nobody -f "mount $d" | head -n 1)
+env -u UZRAM_RUNTIME_DIR "$UZRAM" stat --mount "$d" >/dev/null 2>"$T/own.err" &&
+	fail "root's stat of nobody's mount answered"
+grep -q "is uid $(id -u nobody)'s uzram mount" "$T/own.err" ||
+	fail "stat: $(cat "$T/own.err")"
+env -u UZRAM_RUNTIME_DIR "$UZRAM" mount "$d" --size 16M 2>"$T/own.err" &&
+	fail "root mounted over nobody's mount"
+grep -q "already a mount point" "$T/own.err" || fail "mount: $(cat "$T/own.err")"
+env -u UZRAM_RUNTIME_DIR "$UZRAM" umount "$d" 2>"$T/own.err" ||
+	fail "root's uzram umount of nobody's mount: $(cat "$T/own.err")"
+is_mounted "$d" && fail "$d still mounted after root's uzram umount"
+[[ -z $keeper ]] || ! running "$keeper" || fail "nobody's keeper $keeper lives on"
