@@ -760,6 +760,13 @@ int cmd_mount(int argc, char **argv)
 			  "system)");
 		return 1;
 	}
+	/* ext4's or fuse2fs's options: uzram's own file system has none, and
+	 * took them silently */
+	if (m.opts && m.via == VIA_FS) {
+		report_error("mount", "-o is for ext4 (--via loop or fuse); "
+			  "uzram's own file system takes no mount options");
+		return 2;
+	}
 	sizes(&m);
 	if (make_run(&m) < 0)
 		return 1;

@@ -182,6 +182,7 @@ assert_eq "$(cat "$T/plain")" keep "the plain file"
 assert_mount_fails "No such file" "$T/missing" --size 32M
 mkdir "$T/e"
 assert_mount_fails "bad value" "$T/e" --size 32M --fs btrfs
+assert_mount_fails "takes no mount options" "$T/e" --size 32M --via fs -o noatime
 UZRAM_DEV_FUSE=$T/no-fuse assert_mount_fails "FUSE is unavailable: $T/no-fuse" \
 	"$T/e" --size 32M
 

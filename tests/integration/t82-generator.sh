@@ -224,6 +224,18 @@ step "the swap units' command lines pass uzram's own checks (swapon --dry-run)"
 for u in "$swap" uzram-swap@swap1.service uzram-swap@swap2.service; do
 	run_dry "$d/$u.d/50-uzram.conf"
 done
+# the transport it names is the one the real run would take: on a kernel
+# with neither (this machine's, say) it says the real run would stop
+# (it showed ublk's line as if it would run)
+out=$("$UZRAM" swapon --dry-run 2>&1) || fail "swapon --dry-run: $out"
+if [[ ! -e /dev/ublk-control && ! -e /sys/module/nbd ]] &&
+   ! modprobe -n nbd 2>/dev/null && ! modprobe -n ublk_drv 2>/dev/null; then
+	grep -q "would stop before it" <<<"$out" ||
+		fail "no transport here, and --dry-run did not say so: $out"
+else
+	grep -q "would stop" <<<"$out" &&
+		fail "--dry-run says the run would stop on a kernel with a transport: $out"
+fi
 
 step "systemd-analyze verify on every generated unit"
 verify "$d" "$swap" uzram-swap@swap1.service "$mnt" "$srv.service" "$srv.socket" 'uzram-ctl@vm\x2ddisk.socket'
