@@ -205,15 +205,37 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	pthread_rwlock_unlock(&n->lock);
 }
 
+/*
+ * Blocks the device's memory limit still lets in, at the compression the
+ * stored data has had so far (none, before any): what a writer can expect
+ * before the device's ENOSPC, which can come before the blocks run out
+ * (--mem-limit; df showed half the file system free at that ENOSPC).
+ */
+static uint64_t blocks_in_limit(struct uzfs *fs)
+{
+	struct uzram_stats st;
+	uint64_t left;
+
+	if (uzram_stats(fs->dev, &st, sizeof st) < 0 || !st.mem_limit)
+		return UINT64_MAX;
+	left = st.mem_limit > st.mem_used_total ?
+	       st.mem_limit - st.mem_used_total : 0;
+	if (st.compr_data_size && st.orig_data_size > st.compr_data_size)
+		left = (uint64_t)((double)left * (double)st.orig_data_size /
+				  (double)st.compr_data_size);
+	return left / fs->bsize;
+}
+
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct uzfs *fs = req_fs(req);
 	struct statvfs sv = { 0 };
-	uint64_t files = 1ull << 32;
+	uint64_t files = 1ull << 32, room = blocks_in_limit(fs);
 
 	(void)ino;
 	pthread_mutex_lock(&fs->alloc_lock);
-	sv.f_bfree = sv.f_bavail = fs->nfree;
+	sv.f_bfree = fs->nfree;	/* df's used: the blocks files hold */
+	sv.f_bavail = fs->nfree < room ? fs->nfree : room;
 	pthread_mutex_unlock(&fs->alloc_lock);
 	sv.f_bsize = sv.f_frsize = fs->bsize;
 	sv.f_blocks = fs->nblocks;

@@ -57,7 +57,9 @@ static const struct cli_option mount_opts[] = {
 	  "--via fs, a file's block)" },
 	{ "mem-limit", 'm', required_argument, "SIZE",
 	  "the file system is made no larger than about SIZE,\n"
-	  "so that it, not the device, reports ENOSPC" },
+	  "so that it, not the device, reports ENOSPC (--via\n"
+	  "fs: the device's ENOSPC reaches the write, and df's\n"
+	  "available space follows what the limit lets in)" },
 	{ "fs", 'F', required_argument, "ext4", "the file system (ext4 only)" },
 	{ NULL, 'o', required_argument, "OPTIONS",
 	  "mount options (the kernel's ext4 with --via loop,\n"

@@ -461,9 +461,30 @@ os.unlink(f)
 PY
 }
 
+# limit_df DIR: with --mem-limit below --size, df's available space is
+# what the limit still lets in: near nothing once a writer met ENOSPC (it
+# said 33M of 64M free there), and no more than the limit before.
+limit_df()
+{
+	local d=$1 avail
+	step "$WHO: --mem-limit: df's available space follows the memory limit"
+	fs_mount "$d" --size 64M --mem-limit 24M
+	avail=$(as df --output=avail -B1 "$d" | tail -n 1)
+	((avail > 8 << 20 && avail <= 24 << 20)) ||
+		fail "available $avail bytes on an empty mount limited to 24M"
+	if as dd if=/dev/urandom of="$d/fill" bs=1M count=64 status=none 2>"$T/dd.err"; then
+		fail "64 MiB of random bytes fit in a 24M memory limit"
+	fi
+	avail=$(as df --output=avail -B1 "$d" | tail -n 1)
+	echo "$WHO: at ENOSPC of --mem-limit 24M: df says $avail bytes available"
+	((avail <= 2 << 20)) || fail "df says $avail bytes available at ENOSPC"
+	um umount "$d" || fail "uzram umount $d"
+}
+
 both()
 {
 	local d=$1 ref=$2
+	limit_df "$d"
 	fs_mount "$d" --size 2G
 	run_user "$d" "$ref"
 	direct_written "$d"
