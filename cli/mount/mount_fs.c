@@ -95,9 +95,8 @@ static int device_config(const struct mount_req *m, struct uzram_config *cfg)
 	uzram_config_init(cfg);
 	cfg->size = m->size;
 	if (m->image[0] && access(m->image, F_OK) == 0) {
-		cfg->image = m->image; /* its size, unless --size says one */
-		if (!m->size_set)
-			cfg->size = 0;
+		cfg->image = m->image; /* its size: build_fs() checks --size */
+		cfg->size = 0;
 	}
 	cfg->mem_limit = m->mem_limit;
 	cfg->cluster_size = FS_CLUSTER;
@@ -174,6 +173,19 @@ static int build_fs(struct mount_req *m, struct uzram **dev, struct uzfs **fs)
 		report_error("mount", "cannot %s: %s", cfg.image ? "open the image" :
 			  "make the device", uzram_last_error());
 		return -1;
+	}
+	if (cfg.image && m->size_set) {
+		struct uzram_stats st;
+
+		if (uzram_stats(*dev, &st, sizeof st) == 0 &&
+		    st.disksize != ((m->size + 4095) & ~4095ull)) {
+			report_error("mount", "--size %llu conflicts with the "
+				"size of image %s, %llu bytes: leave --size out",
+				m->size, m->image,
+				(unsigned long long)st.disksize);
+			uzram_close(*dev);
+			return -1;
+		}
 	}
 	/* a new image: no other device may take it until we save it */
 	if (m->image[0] && !cfg.image && (r = uzram_image_claim(*dev, m->image)) < 0) {

@@ -174,6 +174,15 @@ assert os.lseek(fd, 10 << 20, os.SEEK_DATA if False else os.SEEK_HOLE) >= 9 << 2
 	done
 	cmp -s "$img" "$T/good.img" || fail "the good image changed"
 
+	step "$WHO: --size other than the image's is refused, saying to leave it out"
+	if um mount "$d" --via fs --image "$img" --size 96M 2>"$T/mount.err"; then
+		fail "mounted an image with another --size"
+	fi
+	grep -q "conflicts with the size of image $img.*leave --size out" "$T/mount.err" ||
+		fail "message: $(cat "$T/mount.err")"
+	is_mounted "$d" && fail "$d mounted with a conflicting --size"
+	cmp -s "$img" "$T/good.img" || fail "the image changed"
+
 	step "$WHO: SIGKILL of the keeper during its save: a whole image stays"
 	mount_img "$d" "$img"
 	as rm -rf "$d/usr"
