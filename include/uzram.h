@@ -61,6 +61,9 @@ UZRAM_API const char *uzram_version_string(void);
 /* Size of a device page. Device sizes are rounded up to a multiple of it. */
 #define UZRAM_PAGE_SIZE 4096u
 
+/* The largest device size, 16 TiB (2^32 pages); uzram_open() refuses more. */
+#define UZRAM_SIZE_MAX (UINT64_C(1) << 44)
+
 struct uzram;
 
 /*

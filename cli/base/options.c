@@ -293,6 +293,9 @@ int cli_take_size(const char *arg, unsigned long long min,
 	size_words(min, words, sizeof words);
 	if (*out < min)
 		return cli_bad_value("at least %s", words);
+	size_words(UZRAM_SIZE_MAX, words, sizeof words);
+	if (*out > UZRAM_SIZE_MAX)
+		return cli_bad_value("at most %s, the largest device", words);
 	size_words((*out + 4095) & ~4095ull, words, sizeof words);
 	if (*out % 4096)
 		return cli_bad_value("whole 4K pages, such as %s", words);

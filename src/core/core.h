@@ -416,7 +416,7 @@ struct image_lock;
 #define CLUSTER_MAX_SHIFT 16
 
 /* Handles are 32-bit: at most one object per page for 2^32 pages. */
-#define MAX_PAGES (UINT64_C(1) << 32)
+#define MAX_PAGES (UZRAM_SIZE_MAX / UZRAM_PAGE_SIZE)
 
 #define CHUNK_SHIFT 14
 #define CHUNK_SLOTS (UINT64_C(1) << CHUNK_SHIFT)

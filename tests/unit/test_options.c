@@ -42,6 +42,25 @@ static void test_sizes(void **state)
 }
 
 /*
+ * A device size on a command line: at least min, whole pages, and at most
+ * the largest device, 16T (the library said "open: size 109951162777600 is
+ * not between 1 and 17592186044416 bytes" for 100T).
+ */
+static void test_take_size(void **state)
+{
+	unsigned long long v;
+
+	(void)state;
+	assert_int_equal(cli_take_size("16T", 4096, &v), 0);
+	assert_true(v == UZRAM_SIZE_MAX);
+	assert_int_equal(cli_take_size("100T", 4096, &v), CLI_BAD_VALUE);
+	assert_int_equal(cli_take_size("16388G", 4096, &v), CLI_BAD_VALUE);
+	assert_int_equal(cli_take_size("1M", 4096, &v), 0);
+	assert_int_equal(cli_take_size("4K", 16 << 20, &v), CLI_BAD_VALUE);
+	assert_int_equal(cli_take_size("6000", 4096, &v), CLI_BAD_VALUE);
+}
+
+/*
  * Default sizes from RAM are whole 4K pages, which the device and every
  * size option take: half of 6,170,937 pages (a 24 GiB machine's) is not.
  */
@@ -240,6 +259,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_uints),
+		cmocka_unit_test(test_take_size),
 		cmocka_unit_test(test_ram_share),
 		cmocka_unit_test(test_levels_and_algorithms),
 		cmocka_unit_test(test_hostport),
