@@ -52,19 +52,23 @@ static void unescape(char *s)
 	*d = '\0';
 }
 
-bool mount_point_is(const char *path)
+/*
+ * The mountinfo line of the mount at path, in line (n bytes): its fifth
+ * field, the mount point (unescaped), is path; *save then goes on after
+ * that field, for strtok_r(). false: no mount there.
+ */
+static bool mount_line(const char *path, char *line, size_t n, char **save)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char line[8192];
 	bool found = false;
 
 	if (!f)
 		return false;
-	while (!found && fgets(line, sizeof line, f)) {
-		char *save, *field = strtok_r(line, " ", &save);
+	while (!found && fgets(line, (int)n, f)) {
+		char *field = strtok_r(line, " ", save);
 
 		for (int i = 1; field && i < 5; i++)
-			field = strtok_r(NULL, " ", &save);
+			field = strtok_r(NULL, " ", save);
 		if (field) {
 			unescape(field);
 			found = !strcmp(field, path);
@@ -74,36 +78,29 @@ bool mount_point_is(const char *path)
 	return found;
 }
 
+bool mount_point_is(const char *path)
+{
+	char line[8192], *save;
+
+	return mount_line(path, line, sizeof line, &save);
+}
+
 uid_t mount_owner(const char *path)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char line[8192];
-	long uid = -1;
+	char line[8192], *save, *field, *opt;
 
-	if (!f)
+	if (!mount_line(path, line, sizeof line, &save))
 		return (uid_t)-1;
-	while (uid < 0 && fgets(line, sizeof line, f)) {
-		char *save, *field = strtok_r(line, " ", &save), *opt;
-
-		for (int i = 1; field && i < 5; i++)
-			field = strtok_r(NULL, " ", &save);
-		if (!field || (unescape(field), strcmp(field, path)))
-			continue;
-		/* past " - ": the type, the source, the super options */
-		while ((field = strtok_r(NULL, " ", &save)) && strcmp(field, "-"))
-			;
-		field = field ? strtok_r(NULL, " ", &save) : NULL;
-		if (!field || strncmp(field, "fuse", 4))
-			break;
-		(void)strtok_r(NULL, " ", &save);
-		opt = strtok_r(NULL, " \n", &save);
-		opt = opt ? strstr(opt, "user_id=") : NULL;
-		if (opt)
-			uid = strtol(opt + 8, NULL, 10);
-		break;
-	}
-	fclose(f);
-	return uid < 0 ? (uid_t)-1 : (uid_t)uid;
+	/* past " - ": the type, the source, the super options */
+	while ((field = strtok_r(NULL, " ", &save)) && strcmp(field, "-"))
+		;
+	field = field ? strtok_r(NULL, " ", &save) : NULL;
+	if (!field || strncmp(field, "fuse", 4))
+		return (uid_t)-1;
+	(void)strtok_r(NULL, " ", &save);
+	opt = strtok_r(NULL, " \n", &save);
+	opt = opt ? strstr(opt, "user_id=") : NULL;
+	return opt ? (uid_t)strtoul(opt + 8, NULL, 10) : (uid_t)-1;
 }
 
 void mount_remove_run(const struct mount_req *m)

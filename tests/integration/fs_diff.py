@@ -20,7 +20,7 @@ bytes was ENOENT (both fixed, t66); what stays apart from tmpfs is filtered
 as "known" where it is compared (uzram-mount(1) lists it). Exit status 1
 when anything diverged. make test runs a few seeds (t63-fs-diff.sh).
 """
-import argparse, ctypes, ctypes.util, errno, hashlib, json, mmap, os, random
+import argparse, ctypes, ctypes.util, errno, gc, hashlib, json, mmap, os, random
 import shutil, stat, subprocess, sys, tempfile, time, traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -261,7 +261,6 @@ class Side:
         return os.path.join(self.root, p)
 
     def reset(self):
-        import gc
         gc.collect()  # views of a mapping left by an op refuse its close()
         for m in self.maps.values():
             try:
@@ -723,7 +722,6 @@ class Mounts:
     def close(self):
         # a mapping whose close() was refused (a view of it still alive)
         # keeps the mount busy: collect, retry, and at last detach it
-        import gc
         for _ in range(30):
             gc.collect()
             if subprocess.run([UZRAM, "umount", self.uz], stderr=subprocess.DEVNULL).returncode == 0:
