@@ -10,7 +10,8 @@ source /guest-lib.sh
 # runs (zram, uzram or both), the swap devices' size (a test may set
 # SWAP_SIZE), vm.page-cluster (the
 # kernel's default, 3, unless set), and extra options of `uzram serve` (a
-# test may set SWAP_SERVE_OPTS) and of nbd-client.
+# test may set SWAP_SERVE_OPTS) and of nbd-client, and the algorithms of
+# the zram runs (VMT_ZRAM_ALGS, lz4 unless set: "lz4 zstd" runs zram twice).
 workload=${VMT_SWAP_WORKLOAD:-${SWAP_WORKLOAD:-seq}}
 if [[ $workload == random ]]; then
 	hog_mib=${VMT_HOG_MIB:-640}
@@ -136,20 +137,31 @@ memwatch()
 	done
 }
 
-# 1. the kernel's zram
+# 1. the kernel's zram, once per algorithm of VMT_ZRAM_ALGS (lz4 unless
+# set; each other than lz4 names its figures zram_ALG-*, as zram_zstd-*)
+zram_run()
+{
+	local alg=$1 name=zram
+	[[ $alg == lz4 ]] || name=zram_$alg
+	if echo "$alg" > /sys/block/zram0/comp_algorithm && echo $swap_size > /sys/block/zram0/disksize &&
+		mkswap /dev/zram0 > /dev/null && swapon -p 10 /dev/zram0; then
+		pass $name-swapon
+		run_hog $name
+		after_hog $name /dev/zram0 zram_stored
+		# mm_stat: orig_data_size compr_data_size mem_used_total mem_limit mem_used_max ...
+		figure $name-mem_used_max "$(awk '{print $5}' /sys/block/zram0/mm_stat)" bytes
+		check $name-swapoff bounded 300 swapoff /dev/zram0
+		echo 1 > /sys/block/zram0/reset
+	else
+		fail $name-swapon "zram swap with $alg could not be set up"
+	fi
+}
 if [[ " $runs " != *" zram "* ]]; then
 	info "zram run skipped (VMT_SWAP_RUNS=$runs)"
-elif echo lz4 > /sys/block/zram0/comp_algorithm && echo $swap_size > /sys/block/zram0/disksize &&
-	mkswap /dev/zram0 > /dev/null && swapon -p 10 /dev/zram0; then
-	pass zram-swapon
-	run_hog zram
-	after_hog zram /dev/zram0 zram_stored
-	# mm_stat: orig_data_size compr_data_size mem_used_total mem_limit mem_used_max ...
-	figure zram-mem_used_max "$(awk '{print $5}' /sys/block/zram0/mm_stat)" bytes
-	check zram-swapoff bounded 300 swapoff /dev/zram0
-	echo 1 > /sys/block/zram0/reset
 else
-	fail zram-swapon "zram swap could not be set up"
+	for alg in ${VMT_ZRAM_ALGS:-lz4}; do
+		zram_run "$alg"
+	done
 fi
 
 # 2. uzram, its server in this guest: /dev/nbd0 attached by the kernel's

@@ -7,7 +7,7 @@
 # vm-mem: 384
 # vm-cpus: 2
 # vm-timeout: 2100
-# vm-modules: nbd zram lz4
+# vm-modules: nbd zram lz4 zstd
 # vm-programs: hog rhog swapwatch
 # vm-data: heap-python.core:64:8
 SWAP_TRANSPORT=nbd
