@@ -135,6 +135,9 @@
 	X("refill_waits", "refill_waits_total", FIG_COUNTER, FIG_ONE, \
 	  "writes that found the no-fault pool empty and waited", \
 	  st.refill_waits) \
+	X("refill_wait_ns", "refill_wait_seconds_total", FIG_COUNTER, FIG_NS, \
+	  "time writes waited for the no-fault pool's refill", \
+	  st.refill_wait_ns) \
 	X("refill_misses", "refill_misses_total", FIG_COUNTER, FIG_ONE, \
 	  "writes that failed: the no-fault pool stayed empty", \
 	  st.refill_misses) \

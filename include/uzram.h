@@ -409,6 +409,8 @@ struct uzram_stats {
 	uint64_t refill_made;       /* bytes the refill made resident (a
 				     * running total) */
 	uint64_t refill_target;     /* bytes it keeps cached now; 0: off */
+	uint64_t refill_wait_ns;    /* the time those waits took, in total
+				     * (after refill_target: a newer field) */
 };
 
 /*

@@ -288,6 +288,7 @@ static void refill_figures(struct uzram *dev, struct uzram_stats *st)
 	zpool_refill_stats(dev->pool, &rs);
 	st->refill_waits = rs.waits;
 	st->refill_misses = rs.misses;
+	st->refill_wait_ns = rs.wait_ns;
 	st->refill_made = rs.made;
 	st->refill_target = rs.target;
 }

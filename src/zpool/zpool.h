@@ -123,6 +123,7 @@ long zpool_refill(struct zpool *pool, unsigned timeout_ms);
 struct zpool_refill_stats {
 	uint64_t waits;   /* stores that found no frame and waited */
 	uint64_t misses;  /* of those, stores that failed (-ENOSPC) */
+	uint64_t wait_ns; /* the time those waits took, in total */
 	uint64_t made;    /* bytes the refill made resident, in total */
 	uint64_t target;  /* bytes it fills the cache to now; 0: mode off */
 	uint64_t cached;  /* bytes of resident frames cached now */

@@ -479,12 +479,30 @@ int zp_pool_sync_init(struct zpool *pool)
 void zp_deadline(struct timespec *t, unsigned ms)
 {
 	clock_gettime(CLOCK_MONOTONIC, t);
+	zp_deadline_from(t, ms);
+}
+
+/* *t += ms: the deadline of a wait that began at *t. */
+void zp_deadline_from(struct timespec *t, unsigned ms)
+{
 	t->tv_sec += ms / 1000;
 	t->tv_nsec += (long)(ms % 1000) * 1000000L;
 	if (t->tv_nsec >= 1000000000L) {
 		t->tv_sec++;
 		t->tv_nsec -= 1000000000L;
 	}
+}
+
+/* A store's wait for the refill, begun at *start, ended: its time counted. */
+void zp_wait_done(struct zpool *pool, const struct timespec *start)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	atomic_fetch_add_explicit(&pool->pool_wait_ns,
+				  (uint64_t)((now.tv_sec - start->tv_sec) * 1000000000LL +
+					     (now.tv_nsec - start->tv_nsec)),
+				  memory_order_relaxed);
 }
 
 /* The low watermark: under it, a take wakes the refill thread. */
@@ -518,7 +536,7 @@ static int pool_take(struct zpool *pool, uint32_t pages, uint32_t *frame,
 		     uint32_t *resident)
 {
 	uint32_t ms = atomic_load_explicit(&pool->pool_wait_ms, memory_order_relaxed);
-	struct timespec until;
+	struct timespec start, until;
 	int64_t f;
 	int rc = 0;
 
@@ -533,7 +551,9 @@ static int pool_take(struct zpool *pool, uint32_t pages, uint32_t *frame,
 	}
 	atomic_fetch_add_explicit(&pool->pool_waits, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&pool->pool_short[pages], 1, memory_order_relaxed);
-	zp_deadline(&until, ms);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	until = start;
+	zp_deadline_from(&until, ms);
 	pthread_mutex_lock(&pool->pool_lock);
 	pool->pool_waiters++;
 	pthread_cond_signal(&pool->refill_cv);
@@ -555,6 +575,7 @@ static int pool_take(struct zpool *pool, uint32_t pages, uint32_t *frame,
 	}
 	pool->pool_waiters--;
 	pthread_mutex_unlock(&pool->pool_lock);
+	zp_wait_done(pool, &start);
 	if (f < 0) {
 		atomic_fetch_add_explicit(&pool->pool_misses, 1, memory_order_relaxed);
 		return -ENOSPC;

@@ -171,6 +171,7 @@ struct zpool {
 					* last refill */
 	_Atomic uint64_t pool_waits;   /* stores that waited for the refill */
 	_Atomic uint64_t pool_misses;  /* stores that failed: none came */
+	_Atomic uint64_t pool_wait_ns; /* their waits' time, in total */
 	_Atomic uint64_t pool_made;    /* pages the refill made resident */
 	bool pool_sync;                /* pool_lock, condvars initialized */
 	/*
@@ -212,6 +213,8 @@ uint64_t zp_cache_trim(struct zpool *pool, uint64_t target);
 bool zp_cache_over(struct zpool *pool);
 bool zp_trim_due(struct zpool *pool);
 void zp_deadline(struct timespec *t, unsigned ms);
+void zp_deadline_from(struct timespec *t, unsigned ms);
+void zp_wait_done(struct zpool *pool, const struct timespec *start);
 uint64_t zp_cache_cap(struct zpool *pool);
 uint64_t zp_cache_keep(const struct zpool *pool);
 uint32_t zp_frame_shrink(struct zpool *pool, uint32_t frame, uint32_t pages,

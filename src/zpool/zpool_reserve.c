@@ -162,7 +162,7 @@ static int desc_take(struct zpool *pool, struct zspage **out)
 {
 	uint32_t ms = atomic_load_explicit(&pool->pool_wait_ms, memory_order_relaxed);
 	struct zspage *zs;
-	struct timespec until;
+	struct timespec start, until;
 	bool waiting = false;
 	int rc = 0;
 
@@ -172,13 +172,17 @@ static int desc_take(struct zpool *pool, struct zspage **out)
 			waiting = true;
 			pool->pool_waiters++;
 			atomic_fetch_add_explicit(&pool->pool_waits, 1, memory_order_relaxed);
-			zp_deadline(&until, ms);
+			clock_gettime(CLOCK_MONOTONIC, &start);
+			until = start;
+			zp_deadline_from(&until, ms);
 		}
 		pthread_cond_signal(&pool->refill_cv);
 		rc = pthread_cond_timedwait(&pool->filled_cv, &pool->pool_lock, &until);
 	}
-	if (waiting)
+	if (waiting) {
 		pool->pool_waiters--;
+		zp_wait_done(pool, &start);
+	}
 	if (zs) {
 		pool->desc_stock = *(void **)(void *)zs;
 		pool->desc_count--;
@@ -464,6 +468,7 @@ void zpool_refill_stats(const struct zpool *pool, struct zpool_refill_stats *st)
 {
 	st->waits = atomic_load_explicit(&pool->pool_waits, memory_order_relaxed);
 	st->misses = atomic_load_explicit(&pool->pool_misses, memory_order_relaxed);
+	st->wait_ns = atomic_load_explicit(&pool->pool_wait_ns, memory_order_relaxed);
 	st->made = atomic_load_explicit(&pool->pool_made, memory_order_relaxed) << PAGE_SHIFT;
 	st->target = atomic_load_explicit(&pool->nofault, memory_order_relaxed) ?
 		atomic_load_explicit(&pool->pool_target, memory_order_relaxed) << PAGE_SHIFT : 0;

@@ -175,6 +175,9 @@ static void test_refill_empty_pool_fails_fast(void **state)
 	refill_stats(dev, &st);
 	assert_int_equal(st.refill_misses, 1);
 	assert_true(st.refill_waits >= 1);
+	/* the miss waited its 20 ms, and no wait is longer than the write */
+	assert_true(st.refill_wait_ns >= 19 * 1000000ull);
+	assert_true(st.refill_wait_ns <= (uint64_t)(took * 1e9) * st.refill_waits);
 	assert_true(st.failed_writes >= 1);
 	assert_int_equal(st.refill_target, 64 << 10);
 

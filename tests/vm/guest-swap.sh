@@ -212,6 +212,7 @@ if mkswap "$dev" > /dev/null && swapon --discard=pages -p 10 "$dev"; then
 	# thread, and those of them that failed (the kernel retries them)
 	figure uzram-refill_waits "$(stat_field $s refill_waits)" requests
 	figure uzram-refill_misses "$(stat_field $s refill_misses)" requests
+	figure uzram-refill_wait_ns "$(stat_field $s refill_wait_ns)" ns
 	# stores and frees that waited for a size class's lock, and how long
 	figure uzram-class_lock_waits "$(stat_field $s class_lock_waits)" waits
 	figure uzram-class_lock_wait_ns "$(stat_field $s class_lock_wait_ns)" ns
