@@ -30,7 +30,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,42 +38,6 @@
 
 #include "uzram.h"
 #include "uzfs_impl.h"
-
-/* Whether the thread pid has CAP_FSETID (false when it cannot be seen:
- * a pid of another pid namespace is 0). */
-static bool caller_fsetid(pid_t pid)
-{
-	char path[64], line[128];
-	unsigned long long caps = 0;
-	FILE *f;
-
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	f = pid > 0 ? fopen(path, "re") : NULL;
-	if (!f)
-		return false;
-	while (fgets(line, sizeof line, f))
-		if (!strncmp(line, "CapEff:", 7)) {
-			caps = strtoull(line + 7, NULL, 16);
-			break;
-		}
-	fclose(f);
-	return caps >> CAP_FSETID & 1;
-}
-
-/* Whether the caller of req is in group gid. */
-static bool caller_in_group(fuse_req_t req, gid_t gid)
-{
-	gid_t list[64];
-	int k;
-
-	if (fuse_req_ctx(req)->gid == gid)
-		return true;
-	k = fuse_req_getgroups(req, 64, list);
-	for (int i = 0; i < k && i < 64; i++)
-		if (list[i] == gid)
-			return true;
-	return false;
-}
 
 /* Before a change of n's bytes or size by req's caller: clear the
  * set-group-ID bit of a file without group execute as tmpfs does (the
@@ -171,8 +134,10 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 			n->mtime = now;
 	}
 	if (!r) {
-		if (to_set & FUSE_SET_ATTR_MODE)
+		if (to_set & FUSE_SET_ATTR_MODE) {
 			n->mode = (n->mode & S_IFMT) | (attr->st_mode & 07777);
+			xattr_acl_chmod(n); /* posix_acl_chmod() */
+		}
 		/* FATTR_KILL_SUIDGID comes as FUSE_SET_ATTR_KILL_SUID */
 		if ((to_set & FUSE_SET_ATTR_KILL_SUID) &&
 		    !(to_set & FUSE_SET_ATTR_MODE))

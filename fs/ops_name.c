@@ -2,7 +2,8 @@
 /*
  * ops_name.c - the FUSE operations on names: lookup and forget, making
  * nodes (mknod, mkdir, create, symlink, link), removing and moving names
- * (unlink, rmdir, rename) and reading directories. Each takes fs->ns_lock
+ * (unlink, rmdir, rename, with RENAME_NOREPLACE, RENAME_EXCHANGE and
+ * RENAME_WHITEOUT) and reading directories. Each takes fs->ns_lock
  * (node.c has the lock rules); permissions are the kernel's
  * (default_permissions).
  */
@@ -20,6 +21,9 @@
 #endif
 #ifndef RENAME_EXCHANGE
 #define RENAME_EXCHANGE (1 << 1)
+#endif
+#ifndef RENAME_WHITEOUT
+#define RENAME_WHITEOUT (1 << 2)
 #endif
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -86,7 +90,9 @@ static int make(fuse_req_t req, struct node *dir, const char *name,
 	n = node_new(fs, mode, ctx->uid, gid);
 	if (!n)
 		return -ENOMEM;
-	r = dent_add(fs, dir, name, n);
+	r = xattr_acl_create(dir, n, ctx->umask);
+	if (!r)
+		r = dent_add(fs, dir, name, n);
 	if (r < 0) {
 		atomic_store(&n->nlookup, 0);
 		node_unlinked(fs, n); /* no name, no reference: freed */
@@ -318,8 +324,15 @@ static void exchange(struct dent *a, struct dent *b)
 	}
 }
 
+/*
+ * Move oname of odir to nname of ndir. wh, for RENAME_WHITEOUT: a node
+ * made beforehand (a char device 0/0, no name yet) that takes the old
+ * name's entry over, so the move and the whiteout happen together and
+ * nothing is allocated after the first change.
+ */
 static int do_rename(struct uzfs *fs, struct node *odir, const char *oname,
-		     struct node *ndir, const char *nname, unsigned flags)
+		     struct node *ndir, const char *nname, unsigned flags,
+		     struct node *wh)
 {
 	struct dent *src = dent_find(fs, odir, oname), *dst;
 	int r;
@@ -355,8 +368,25 @@ static int do_rename(struct uzfs *fs, struct node *odir, const char *oname,
 	if (dst) {
 		drop_name(fs, dst);
 	}
-	dent_remove(fs, src);
+	if (wh) {
+		src->child = wh;
+		atomic_store(&wh->nlink, 1);
+	} else {
+		dent_remove(fs, src);
+	}
 	return 0;
+}
+
+/*
+ * RENAME_WHITEOUT (overlayfs on an upper directory here, which the kernel
+ * allows only with CAP_MKNOD): what the old name becomes, a char device
+ * 0/0 of the caller's, as tmpfs's shmem_whiteout() makes.
+ */
+static struct node *whiteout_new(fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	return node_new(req_fs(req), S_IFCHR, ctx->uid, ctx->gid);
 }
 
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -365,16 +395,23 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct uzfs *fs = req_fs(req);
 	struct node *odir = node_of(fs, parent), *ndir = node_of(fs, newparent);
+	struct node *wh = NULL;
 	struct timespec now;
-	int r;
+	int r = 0;
 
-	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT) ||
+	    (flags & RENAME_EXCHANGE && flags & ~(unsigned)RENAME_EXCHANGE)) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
 	time_now(&now);
 	pthread_rwlock_wrlock(&fs->ns_lock);
-	r = do_rename(fs, odir, name, ndir, newname, flags);
+	if (flags & RENAME_WHITEOUT && !(wh = whiteout_new(req)))
+		r = -ENOMEM;
+	if (!r)
+		r = do_rename(fs, odir, name, ndir, newname, flags, wh);
+	if (wh && !atomic_load(&wh->nlink))
+		node_unlinked(fs, wh); /* not used: freed */
 	if (!r)
 		for (int i = 0; i < 2; i++) {
 			struct node *d = i ? ndir : odir;

@@ -89,6 +89,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	/* POSIX ACLs as tmpfs's: the kernel enforces them, we keep them in
+	 * step with the mode and apply the umask or a default ACL (xattr.c) */
+	if ((conn->capable & FUSE_CAP_POSIX_ACL) && (conn->capable & FUSE_CAP_DONT_MASK))
+		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
 	/* no open: O_TRUNC must then come as a setattr */
 	conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;
 	/* not the first version, where we alone would have to know the

@@ -174,9 +174,23 @@ int reqloop_run(struct fuse_session *se, unsigned spin_us);
 int wire_attach(struct uzfs *fs);
 bool wire_write_kills(void); /* the WRITE being served: kill set-ID bits */
 
-/* xattr.c: extended attributes */
+/* xattr.c: extended attributes, and POSIX ACLs kept with the mode */
 void ops_xattr_init(struct fuse_lowlevel_ops *ops);
 int xattr_remove(struct node *n, const char *name); /* n->lock for writing */
+void xattr_acl_chmod(struct node *n);               /* n->lock for writing */
+int xattr_acl_create(struct node *dir, struct node *n, mode_t umask);
+
+/* acl.c: POSIX ACLs in their xattr form (the mode arithmetic) */
+#define ACL_ACCESS "system.posix_acl_access"
+#define ACL_DEFAULT "system.posix_acl_default"
+int acl_check(const char *v, size_t size);
+int acl_update_mode(const char *v, size_t size, mode_t *mode);
+void acl_chmod(char *v, size_t size, mode_t mode);
+int acl_create_masq(char *v, size_t size, mode_t *mode);
+
+/* caller.c: a request's caller beyond uid, gid and pid */
+bool caller_fsetid(pid_t pid);
+bool caller_in_group(fuse_req_t req, gid_t gid);
 
 #define ENTRY_TIMEOUT 3600.0    /* only the kernel changes the tree */
 

@@ -3,6 +3,13 @@
  * xattr.c - extended attributes: a list of (name, value) on each node,
  * under the node's lock. Any namespace is kept (user., trusted.,
  * security., system.posix_acl_*); the kernel checks who may set which.
+ *
+ * POSIX ACLs are kept in step with the mode here, as a local file system
+ * does (acl.c says what and why): setting an access ACL sets the mode's
+ * bits (and keeps the ACL only where the mode cannot say it), a chmod
+ * rewrites a kept one (xattr_acl_chmod()), and a node made in a directory
+ * with a default ACL gets its ACLs from it, or else the umask
+ * (xattr_acl_create(); the kernel leaves the umask to us: FUSE_DONT_MASK).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -56,16 +63,115 @@ static int xattr_set(struct node *n, const char *name, const char *value,
 	return 0;
 }
 
+/*
+ * An access ACL set on n (posix_acl_update_mode()): the mode's bits from
+ * it, the set-group-ID bit off unless the caller is in the file's group
+ * or has CAP_FSETID, and the ACL kept only where the mode cannot say it.
+ * The caller holds n->lock for writing.
+ */
+static int acl_access_set(fuse_req_t req, struct node *n, const char *value,
+			  size_t size, int flags)
+{
+	mode_t mode = n->mode;
+	int r = acl_update_mode(value, size, &mode);
+
+	if (r < 0)
+		return r;
+	if (r) { /* the mode says it all: none kept (there may be none) */
+		(void)xattr_remove(n, ACL_ACCESS);
+	} else {
+		r = xattr_set(n, ACL_ACCESS, value, size, flags);
+		if (r < 0)
+			return r;
+	}
+	if ((mode & S_ISGID) && !caller_in_group(req, n->gid) &&
+	    !caller_fsetid(fuse_req_ctx(req)->pid))
+		mode &= ~(mode_t)S_ISGID;
+	n->mode = mode;
+	time_now(&n->ctime);
+	return 0;
+}
+
+static int xattr_set_any(fuse_req_t req, struct node *n, const char *name,
+			 const char *value, size_t size, int flags)
+{
+	bool empty = size == 4; /* a header alone: the ACL removed */
+
+	if (!strcmp(name, ACL_ACCESS))
+		return empty ? xattr_remove(n, name) : acl_access_set(req, n, value, size, flags);
+	if (!strcmp(name, ACL_DEFAULT)) {
+		if (!S_ISDIR(n->mode))
+			return -EACCES; /* as posix_acl_xattr_set() */
+		if (empty)
+			return xattr_remove(n, name);
+		if (acl_check(value, size) < 0)
+			return -EINVAL;
+	}
+	return xattr_set(n, name, value, size, flags);
+}
+
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			const char *value, size_t size, int flags)
 {
-	struct node *n = node_of(req_fs(req), ino);
+	struct uzfs *fs = req_fs(req);
+	struct node *n = node_of(fs, ino);
+	mode_t old;
 	int r;
 
 	pthread_rwlock_wrlock(&n->lock);
-	r = xattr_set(n, name, value, size, flags);
+	old = n->mode;
+	r = xattr_set_any(req, n, name, value, size, flags);
 	pthread_rwlock_unlock(&n->lock);
 	fuse_reply_err(req, -r);
+	/* the kernel keeps the mode an hour: the next stat must ask */
+	if (n->mode != old)
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
+}
+
+void xattr_acl_chmod(struct node *n)
+{
+	struct xattr *x = *xattr_find(n, ACL_ACCESS);
+
+	if (x)
+		acl_chmod(x->value, x->size, n->mode);
+}
+
+/*
+ * The mode and ACLs of n, just made in dir and not yet named
+ * (posix_acl_create()): with a default ACL in dir, an access ACL from it
+ * cut to the mode asked for (kept where the mode cannot say it) and, for
+ * a directory, the default ACL too; without, the umask. Symbolic links
+ * take neither. Returns 0 or -ENOMEM; the caller holds ns_lock for
+ * writing, so nothing else sees n yet.
+ */
+int xattr_acl_create(struct node *dir, struct node *n, mode_t umask)
+{
+	struct xattr *d;
+	char *v = NULL;
+	size_t size = 0;
+	int r = 0;
+
+	if (S_ISLNK(n->mode))
+		return 0;
+	pthread_rwlock_rdlock(&dir->lock);
+	d = *xattr_find(dir, ACL_DEFAULT);
+	if (d && (v = malloc(d->size))) {
+		memcpy(v, d->value, d->size);
+		size = d->size;
+	}
+	pthread_rwlock_unlock(&dir->lock);
+	if (!d) {
+		n->mode &= ~(umask & 0777);
+		return 0;
+	}
+	if (!v)
+		return -ENOMEM;
+	if (S_ISDIR(n->mode))
+		r = xattr_set(n, ACL_DEFAULT, v, size, 0);
+	if (!r && acl_create_masq(v, size, &n->mode))
+		r = xattr_set(n, ACL_ACCESS, v, size, 0);
+	free(v);
+	return r;
 }
 
 /* Reply with len bytes of buf, or only the length when size is 0. */

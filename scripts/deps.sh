@@ -9,7 +9,7 @@ pkgs_build="gcc g++ make pkg-config scdoc liblz4-dev libzstd-dev libdeflate-dev 
             libgnutls28-dev libnbd-dev libsystemd-dev liburing-dev libfuse3-dev"
 pkgs_test="systemd libcmocka-dev libxxhash-dev clang libclang-rt-14-dev qemu-utils libnbd-bin fio
            nbdkit gdb python3 python3-prometheus-client curl man-db e2fsprogs util-linux procps mount tar fuse3
-           fuse2fs gnutls-bin iproute2 coreutils git sqlite3 rsync stress-ng"
+           fuse2fs gnutls-bin iproute2 coreutils git sqlite3 rsync stress-ng acl"
 pkgs_bench="fio nbdkit gnuplot-nox gdb python3 dpkg-dev linux-perf procps libnbd-dev bc qemu-utils
             libnbd-bin e2fsprogs"
 # The VM bench (tests/vm/): qemu, and the programs copied into its guests.

@@ -9,11 +9,13 @@
 # stress-ng's file-system stressors; mmap, flock and fcntl locks,
 # SEEK_DATA/SEEK_HOLE, xattrs; data written fast and re-encoded later;
 # memory given back after rm -rf; ENOSPC at --size with nothing lost; the
-# keeper killed (ENOTCONN), uzram umount, and DIR mounted again; no RELEASE
+# keeper killed (ENOTCONN), uzram umount, and DIR mounted again; POSIX
+# ACLs (cp -a, default ACLs, enforcement) and, as root, RENAME_WHITEOUT
+# and an overlay's upper directory, as on tmpfs; no RELEASE
 # for a file tar makes (the requests of tar x counted); a written file's
 # pages kept by the kernel; the model test read through the page cache.
 source "$(dirname "$0")/functions.sh"
-require fusermount3 tar setpriv git sqlite3 rsync flock diff stress-ng
+require fusermount3 tar setpriv git sqlite3 rsync flock diff stress-ng setfacl getfacl
 real_server || skip_all "uzram mount is a uzram command"
 
 SEEDS=${FS_MODEL_SEEDS:-3}
@@ -481,6 +483,97 @@ limit_df()
 	um umount "$d" || fail "uzram umount $d"
 }
 
+# acls DIR REF: POSIX ACLs as tmpfs keeps them (fs/acl.c), the same steps
+# in DIR and in the tmpfs REF with the same output: `cp -a` of a 755 tree
+# (which sets each mode as a three-entry ACL after a mkdir 0700: the copy
+# was left 700, the ACL beside it), a default ACL inherited and the umask
+# without one, chmod through the mask, cp -a of a file with a named
+# entry, setfacl -b; as root, the kernel enforcing a named entry that
+# grants and one that denies.
+acls()
+{
+	local d=$1 ref=$2 dir out
+	step "$WHO: POSIX ACLs: cp -a, default ACLs and the umask, chmod, enforcement"
+	for dir in "$d/acl" "$ref/acl"; do
+		out=$T/acl.${dir//\//_}
+		as mkdir "$dir"
+		as bash -s "$dir" >"$out" 2>&1 <<'SH'
+set -u
+cd "$1" || exit 1
+umask 022
+mkdir src src/sub && echo x >src/f && chmod 755 src/f && chmod 2775 src/sub
+cp -a src cpa
+stat -c '%n %A' cpa cpa/f cpa/sub
+getfacl -cp cpa
+mkdir dd && setfacl -d -m u:daemon:rwx,g::r-x,o::- dd
+touch dd/f && mkdir dd/s
+stat -c '%n %A' dd/f dd/s
+getfacl -cp dd/f dd/s
+echo s >secret && chmod 600 secret && setfacl -m u:daemon:r secret
+echo p >pub && chmod 644 pub && setfacl -m u:daemon:- pub
+chmod 640 secret
+stat -c '%n %A' secret pub
+getfacl -cp secret
+cp -a secret sec2 && getfacl -cp sec2
+setfacl -b sec2 && stat -c '%n %A' sec2 && getfacl -cp sec2
+setfacl -k dd && touch dd/g && stat -c '%n %A' dd/g
+umask 077 && touch m077 && mkdir d077 && stat -c '%n %A' m077 d077
+SH
+		if [[ $WHO == root ]]; then
+			setpriv --reuid=daemon --regid=daemon --clear-groups cat "$dir/secret" \
+				>>"$out" 2>&1 || echo "secret: exit $?" >>"$out"
+			setpriv --reuid=daemon --regid=daemon --clear-groups cat "$dir/pub" \
+				>>"$out" 2>&1 || echo "pub: exit $?" >>"$out"
+		fi
+		sed -i "s|$dir|DIR|g" "$out"
+	done
+	diff "$T/acl.${d//\//_}_acl" "$T/acl.${ref//\//_}_acl" >"$T/acl.diff" ||
+		fail "ACLs apart from tmpfs's (<: uzram, >: tmpfs): $(head -n 12 "$T/acl.diff")"
+	grep -qx 'cpa drwxr-xr-x' "$T/acl.${d//\//_}_acl" ||
+		fail "cp -a: $(head -n 3 "$T/acl.${d//\//_}_acl")"
+}
+
+# whiteout DIR REF: RENAME_WHITEOUT (overlayfs's upper directory here;
+# root only, as the kernel asks for CAP_MKNOD): the old name becomes a
+# char device 0/0, the new one has the bytes; then an overlay with its
+# upper directory in DIR: a file changed, one deleted (a whiteout), a
+# directory replaced (opaque), the same as with its upper on tmpfs
+whiteout()
+{
+	local d=$1 ref=$2 dir lower=$T/ovl-lower merged=$T/ovl-merged
+	step "$WHO: RENAME_WHITEOUT, and an overlay's upper directory"
+	mkdir -p "$lower/d" "$merged"
+	echo a >"$lower/a"; echo b >"$lower/b"; echo x >"$lower/d/x"
+	for dir in "$d/ovl" "$ref/ovl"; do
+		mkdir -p "$dir/up" "$dir/work"
+		python3 - "$dir" <<'PY' >"$dir.out" || fail "RENAME_WHITEOUT in $dir (above)"
+import ctypes, os, stat, sys
+d = sys.argv[1]
+libc = ctypes.CDLL(None, use_errno=True)
+with open(os.path.join(d, "w"), "w") as f:
+    f.write("bytes")
+if libc.renameat2(-100, os.path.join(d, "w").encode(), -100,
+                  os.path.join(d, "w2").encode(), 4) != 0:
+    sys.exit("renameat2(RENAME_WHITEOUT): " + os.strerror(ctypes.get_errno()))
+st = os.lstat(os.path.join(d, "w"))
+print(stat.S_ISCHR(st.st_mode), st.st_rdev, open(os.path.join(d, "w2")).read())
+PY
+		mount -t overlay overlay -o "lowerdir=$lower,upperdir=$dir/up,workdir=$dir/work" \
+			"$merged" || fail "overlay with its upper in $dir: $(dmesg | tail -n 3)"
+		echo more >>"$merged/a" && rm "$merged/b" && rm -r "$merged/d" &&
+			mkdir "$merged/d" && echo new >"$merged/d/n" || fail "overlay on $dir"
+		umount "$merged"
+		mount -t overlay overlay -o "lowerdir=$lower,upperdir=$dir/up,workdir=$dir/work" \
+			"$merged" || fail "overlay again on $dir"
+		{ ls -A "$merged" "$merged/d"; cat "$merged/a"
+		  (cd "$dir/up" && find . -printf '%y %m %p\n' | sort); } >>"$dir.out"
+		umount "$merged"
+	done
+	diff "$d/ovl.out" "$ref/ovl.out" >"$T/ovl.diff" ||
+		fail "overlay apart from tmpfs's: $(head -n 12 "$T/ovl.diff")"
+	grep -qx 'c 0 ./b' "$d/ovl.out" || fail "no whiteout of b: $(cat "$d/ovl.out")"
+}
+
 both()
 {
 	local d=$1 ref=$2
@@ -489,6 +582,8 @@ both()
 	run_user "$d" "$ref"
 	direct_written "$d"
 	as_tmpfs "$d"
+	acls "$d" "$ref"
+	[[ $WHO != root ]] || whiteout "$d" "$ref"
 	um umount "$d" || fail "uzram umount $d"
 	is_mounted "$d" && fail "$d still mounted after uzram umount"
 	full_fs "$d"
