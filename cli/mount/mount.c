@@ -927,6 +927,9 @@ int cmd_umount(int argc, char **argv)
 		via[strcspn(via, "\n")] = '\0';
 		fclose(f);
 	}
+	/* A save of --image that cannot be written: DIR stays as it is */
+	if (!strcmp(via, "fs") && mount_fs_check_save(&m) < 0)
+		return 1;
 	/* What an fs keeper says from now on (a failed save of --image) is
 	 * said again here: its log goes with RUN. */
 	mount_path(&m, path, "log");
