@@ -4,7 +4,8 @@
  * `uzram serve --ublk` (the same options, the same `uzram stat` and
  * `uzram ctl` channel; the server lives as long as the device); list and
  * del look after devices, such as one whose server was killed. The front
- * end itself is in ublk/.
+ * end itself is in ublk/. add's messages, serve's, say "uzram ublk:"
+ * (report_rename()).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,13 +52,15 @@ int cmd_ublk(int argc, char **argv)
 	int r;
 
 	if (argc >= 2 && !strcmp(argv[1], "add")) {
-		/* argv[0] and argv[1] become "serve" and "--ublk" */
+		/* argv[0] and argv[1] become "serve" and "--ublk"; its
+		 * messages name `uzram ublk`, the command the user typed */
 		char **args = calloc((size_t)argc + 1, sizeof *args);
 
 		if (!args) {
 			report_error("ublk", "out of memory");
 			return 1;
 		}
+		report_rename("serve", "ublk");
 		args[0] = (char *)"serve";
 		args[1] = (char *)"--ublk";
 		memcpy(args + 2, argv + 2, (size_t)(argc - 2) * sizeof *args);

@@ -17,4 +17,15 @@
 void report_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/*
+ * From now on report_error(from, ...) says "uzram as: ": `uzram ublk add`
+ * is `uzram serve --ublk`, whose units (cli/serve/, server/, nbd/,
+ * listen/, ublk/) name "serve", and its messages name the command the user
+ * typed. One pair a process; call it before any thread starts (not locked).
+ */
+void report_rename(const char *from, const char *as);
+
+/* The name report_error() prints for cmd: cmd, or report_rename()'s as. */
+const char *report_name(const char *cmd);
+
 #endif

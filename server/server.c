@@ -418,10 +418,12 @@ static int server_drain(struct server *srv, int run_status, bool *busy)
 	if (cfg->image && !cfg->export.read_only) {
 		/* a client that did not finish may still write: saves allow it */
 		if (save_image(srv, cfg->image, out, sizeof out) < 0) {
-			fprintf(stderr, "uzram serve: %s", out + 7);
+			fprintf(stderr, "uzram %s: %s", report_name("serve"),
+				out + 7);
 			status = 1;
 		} else {
-			fprintf(stderr, "uzram serve: %s", out + 4);
+			fprintf(stderr, "uzram %s: %s", report_name("serve"),
+				out + 4);
 		}
 	}
 	return status;

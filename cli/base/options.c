@@ -247,11 +247,11 @@ int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "uzram %s: ", cmd->name);
+	fprintf(stderr, "uzram %s: ", report_name(cmd->name));
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nsee `uzram %s --help`\n", cmd->name);
+	fprintf(stderr, "\nsee `uzram %s --help`\n", report_name(cmd->name));
 	return 2;
 }
 
@@ -382,7 +382,8 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv,
 		o = cli_find(cmd->opts, key);
 		if (!o || key == '?' || key == ':') {
 			option_error(cmd, key, argv);
-			fprintf(stderr, "see `uzram %s --help`\n", cmd->name);
+			fprintf(stderr, "see `uzram %s --help`\n",
+				report_name(cmd->name));
 			return 2;
 		}
 		r = take ? take(ctx, key, optarg) : 2;
@@ -395,7 +396,8 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv,
 			bad_why[0] = '\0';
 		}
 		if (r == CLI_USAGE)
-			fprintf(stderr, "see `uzram %s --help`\n", cmd->name);
+			fprintf(stderr, "see `uzram %s --help`\n",
+				report_name(cmd->name));
 		if (r == CLI_BAD_VALUE || r == CLI_USAGE)
 			return 2;
 		if (r)

@@ -65,9 +65,11 @@ static const struct cli_option mount_opts[] = {
 	  "mount options (the kernel's ext4 with --via loop,\n"
 	  "fuse2fs's)" },
 	{ "uid", 'u', required_argument, "UID",
-	  "owner of DIR's root (default: the caller)" },
+	  "owner of DIR's root (default: the caller; without\n"
+	  "root, only the caller)" },
 	{ "gid", 'g', required_argument, "GID",
-	  "group of DIR's root (default: the caller's)" },
+	  "group of DIR's root (default: the caller's; without\n"
+	  "root, one of the caller's groups)" },
 	{ "mode", 'M', required_argument, "MODE",
 	  "mode of DIR's root, octal (default 0755; 1777\n"
 	  "for a /tmp)" },
@@ -541,6 +543,43 @@ static int mount_options(int argc, char **argv, struct mount_req *m)
 	return -1;
 }
 
+/*
+ * Without root, DIR's root is the caller's, in the caller's group or one
+ * of its other groups: what chown(2) lets a user give a file. A user's
+ * mount whose root claimed uid 0 was one the user could not chown back
+ * (and under fuse2fs, not write in); mount(8) lets no user choose tmpfs's
+ * uid= and gid= either. 0, or -1 after saying why.
+ */
+static int check_owner(const struct mount_req *m)
+{
+	int n = getgroups(0, NULL);
+	gid_t *groups;
+	bool in = false;
+
+	if (geteuid() == 0)
+		return 0;
+	if (m->uid != getuid()) {
+		report_error("mount", "--uid %u: only root may mount a file "
+			"system owned by another user (you are uid %u, and "
+			"could not chown its files back)", (unsigned)m->uid,
+			(unsigned)getuid());
+		return -1;
+	}
+	if (m->gid == getgid() || m->gid == getegid())
+		return 0;
+	groups = n > 0 ? calloc((size_t)n, sizeof *groups) : NULL;
+	n = groups ? getgroups(n, groups) : 0;
+	for (int i = 0; i < n; i++)
+		in |= groups[i] == m->gid;
+	free(groups);
+	if (in)
+		return 0;
+	report_error("mount", "--gid %u: only root may mount a file system "
+		"owned by a group you are not in (yours is gid %u)",
+		(unsigned)m->gid, (unsigned)getgid());
+	return -1;
+}
+
 /* The size of device and fs; with a memory limit, the fs fits in it. */
 static void sizes(struct mount_req *m)
 {
@@ -754,7 +793,8 @@ int cmd_mount(int argc, char **argv)
 		report_error("mount", "/proc/self/exe: %s", strerror(errno));
 		return 1;
 	}
-	if (check_dir(argv[optind], &m) < 0 || check_system(&m) < 0 ||
+	if (check_owner(&m) < 0 || check_dir(argv[optind], &m) < 0 ||
+	    check_system(&m) < 0 ||
 	    runtime_dir(&m, "mount") < 0)
 		return 1;
 	if (m.image[0] && m.via != VIA_FS) {
@@ -887,6 +927,9 @@ int cmd_umount(int argc, char **argv)
 		via[strcspn(via, "\n")] = '\0';
 		fclose(f);
 	}
+	/* A save of --image that cannot be written: DIR stays as it is */
+	if (!strcmp(via, "fs") && mount_fs_check_save(&m) < 0)
+		return 1;
 	/* What an fs keeper says from now on (a failed save of --image) is
 	 * said again here: its log goes with RUN. */
 	mount_path(&m, path, "log");

@@ -84,6 +84,16 @@ int mount_keep(struct mount_req *m);
  * own file system (fs/). Returns the exit status. */
 int mount_fs_keep(struct mount_req *m);
 
+/*
+ * mount_fs.c: before `uzram umount` unmounts a --via fs mount made with
+ * --image: whether the save can be written. The image's directory must
+ * exist and be writable, and its file system have room for the device's
+ * compressed bytes (the image holds the objects as they are, written
+ * beside the image there now, which it replaces only once whole). 0 (also
+ * without --image), or -1 after saying why and what to do.
+ */
+int mount_fs_check_save(const struct mount_req *m);
+
 extern const struct cli_command mount_cmd, umount_cmd;
 int cmd_mount(int argc, char **argv);  /* mount.c: a file system at DIR */
 int cmd_umount(int argc, char **argv); /* mount.c: take it down */

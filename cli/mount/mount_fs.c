@@ -21,7 +21,10 @@
  * checks it whole) and the file system mounts the tree saved in it
  * (fs/tree_image.c); at the end, once DIR is unmounted, the tree is saved
  * there (uzfs_save(): aside, fsync, rename). A keeper killed outright saves
- * nothing: FILE keeps the tree of the last clean umount.
+ * nothing: FILE keeps the tree of the last clean umount. RUN/image names
+ * FILE, so that `uzram umount` can first see whether the save can be
+ * written (mount_fs_check_save()) and leave DIR mounted if not; a save
+ * that fails all the same is rescued (rescue_save()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "uzram.h"
@@ -166,6 +170,7 @@ static int build_fs(struct mount_req *m, struct uzram **dev, struct uzfs **fs)
 	if (dprintf(m->pid_fd, "%d\n", (int)getpid()) < 0 ||
 	    mount_write_run(m, "dir", m->dir) < 0 ||
 	    mount_write_run(m, "via", "fs\n") < 0 ||
+	    (m->image[0] && mount_write_run(m, "image", m->image) < 0) ||
 	    device_config(m, &cfg) < 0)
 		return -1;
 	r = uzram_open(&cfg, dev);
@@ -239,6 +244,72 @@ static void rescue_save(const struct mount_req *m, struct uzfs *fs)
 	}
 	report_error("mount", "the tree of %s could not be saved anywhere: "
 		     "it is lost", m->dir);
+}
+
+/* RUN/image into out (PATH_MAX bytes): the mount's --image; "" if none. */
+static void read_image_path(const struct mount_req *m, char *out)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	mount_path(m, path, "image");
+	out[0] = '\0';
+	f = fopen(path, "re");
+	if (f) {
+		if (!fgets(out, PATH_MAX, f))
+			out[0] = '\0';
+		fclose(f);
+	}
+}
+
+/* The compressed bytes the keeper's device holds (its control channel),
+ * or 0 if it does not say. */
+static unsigned long long stored_bytes(const struct mount_req *m)
+{
+	static char reply[NBD_CTL_REPLY_MAX];
+	char ctl[PATH_MAX];
+	const char *p;
+
+	mount_path(m, ctl, "sock.ctl");
+	if (nbd_server_ask(ctl, "json\n", "umount", reply, sizeof reply))
+		return 0;
+	p = strstr(reply, "\"compr_data_size\":");
+	return p ? strtoull(p + strlen("\"compr_data_size\":"), NULL, 10) : 0;
+}
+
+int mount_fs_check_save(const struct mount_req *m)
+{
+	char image[PATH_MAX], dir[PATH_MAX], *slash;
+	unsigned long long need, avail;
+	struct statvfs sv;
+
+	read_image_path(m, image);
+	if (!image[0])
+		return 0;
+	snprintf(dir, sizeof dir, "%s", image);
+	slash = strrchr(dir, '/');
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	if (access(dir, W_OK | X_OK) < 0 || statvfs(dir, &sv) < 0) {
+		report_error("umount", "%s: its tree cannot be saved into %s "
+			"(%s: %s): %s stays mounted and unchanged; fix that and "
+			"run uzram umount again", m->dir, image, dir,
+			strerror(errno), m->dir);
+		return -1;
+	}
+	/* root does not ask another user's keeper (mount_socket_path()) */
+	need = m->run_owner ? 0 : stored_bytes(m);
+	avail = (unsigned long long)(geteuid() == 0 ? sv.f_bfree : sv.f_bavail) *
+		sv.f_frsize;
+	if (avail < need) {
+		report_error("umount", "%s: its tree cannot be saved into %s "
+			"(%s has %llu KiB free, its data alone takes %llu KiB): "
+			"%s stays mounted and unchanged; make room and run "
+			"uzram umount again", m->dir, image, dir, avail >> 10,
+			need >> 10, m->dir);
+		return -1;
+	}
+	return 0;
 }
 
 int mount_fs_keep(struct mount_req *m)

@@ -595,8 +595,8 @@ static int serve_dry_run(struct serve_args *a)
 		r = serve_add_recomp(dev, recomp, a->nrecomp,
 				     a->cfg.fast_algorithm ? 2 : 1);
 	if (!r)
-		printf("uzram serve: --dry-run: a %llu-byte %s device%s%s%s of "
-		       "%u-byte clusters; not served\n",
+		printf("uzram %s: --dry-run: a %llu-byte %s device%s%s%s of "
+		       "%u-byte clusters; not served\n", report_name("serve"),
 		       (unsigned long long)uzram_size(dev),
 		       serve_algorithm(&a->cfg, dev),
 		       a->cfg.fast_algorithm ? " (written with " : "",
@@ -623,7 +623,7 @@ static int serve_ublk_start(void *arg)
 		return -1;
 	snprintf(path, sizeof path, "/dev/ublkb%d", ublk_front_id(u->front));
 	setenv("ublk_dev", path, 1); /* for --run's command */
-	printf("uzram serve: block device %s\n", path);
+	printf("uzram %s: block device %s\n", report_name("serve"), path);
 	fflush(stdout);
 	return 0;
 }

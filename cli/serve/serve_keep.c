@@ -166,13 +166,15 @@ void serve_keep_report(struct uzram *dev)
 	if (uzram_keep_info(dev, &info) < 0 || !info.kept)
 		return;
 	if (info.adopted)
-		printf("uzram serve: adopted the kept store: %llu clusters "
+		printf("uzram %s: adopted the kept store: %llu clusters "
 		       "hold data, %llu writes were cut short, %llu MiB of "
-		       "reserve kept\n", (unsigned long long)info.slots,
+		       "reserve kept\n", report_name("serve"),
+		       (unsigned long long)info.slots,
 		       (unsigned long long)info.torn,
 		       (unsigned long long)(info.reserve >> 20));
 	else
-		printf("uzram serve: the device's store is kept (--keep-fd)\n");
+		printf("uzram %s: the device's store is kept (--keep-fd)\n",
+		       report_name("serve"));
 	fflush(stdout);
 }
 
@@ -257,7 +259,8 @@ int serve_keep_standby(int fd, const struct uzram_config *cfg)
 
 /*
  * A server's command line: args without --keeper, the store's fd, and for
- * a standby its pipe and the device to take over.
+ * a standby its pipe and the device to take over. `uzram ublk add`'s
+ * servers are `uzram ublk add` too, so that their messages say so.
  */
 static char **child_argv(char **args, char *self, char *fd, char *take_over,
 			 char *standby)
@@ -267,11 +270,16 @@ static char **child_argv(char **args, char *self, char *fd, char *take_over,
 
 	while (args[n])
 		n++;
-	v = calloc(n + 9, sizeof *v);
+	v = calloc(n + 10, sizeof *v);
 	if (!v)
 		return NULL;
 	v[k++] = self;
-	v[k++] = "serve";
+	if (strcmp(report_name("serve"), "serve")) {
+		v[k++] = "ublk";
+		v[k++] = "add";  /* its "--ublk" follows in args */
+	} else {
+		v[k++] = "serve";
+	}
 	for (size_t i = 1; i < n; i++) {
 		if (!strcmp(args[i], "--nbd-device") && args[i + 1])
 			i++;    /* the keeper's, and its value */

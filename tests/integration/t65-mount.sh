@@ -9,7 +9,8 @@
 # Faults: DIR not empty, not a directory, missing; no FUSE and no loop
 # device (through the test hooks UZRAM_DEV_FUSE and UZRAM_LOOP_CONTROL);
 # --mem-limit reached: ENOSPC to the writer, a clean file system after; the
-# keeper killed: uzram umount clears what it left.
+# keeper killed: uzram umount clears what it left. Without root, --uid and
+# --gid of another user or group are refused.
 source "$(dirname "$0")/functions.sh"
 require nbdfuse mkfs.ext4 e2fsck fuse2fs fusermount3 tar setpriv losetup
 real_server || skip_all "uzram mount is a uzram command"
@@ -324,6 +325,24 @@ else
 	mkdir -m 700 "$T/nb" "$T/nb/run"
 	UZRAM_RUNTIME_DIR=$T/nb/run
 fi
+
+step "unprivileged: --uid or --gid of another refused, nothing mounted; the user's own taken"
+as mkdir -m 700 "$T/nb/owner"
+on_exit _unmount "$T/nb/owner" # were it mounted after all
+for opt in "--uid 0" "--gid 0"; do
+	rc=0
+	# shellcheck disable=SC2086 # the option and its value
+	um mount "$T/nb/owner" $opt --via fs --size 16M >"$T/owner.err" 2>&1 ||
+		rc=$?
+	((rc == 1)) || fail "uzram mount $opt as $(as id -un): status $rc"
+	grep -q "^uzram mount: $opt: only root may mount a file system owned by" \
+		"$T/owner.err" || fail "uzram mount $opt: $(cat "$T/owner.err")"
+	! is_mounted "$T/nb/owner" || fail "mounted despite $opt"
+done
+mount_fs "$T/nb/owner" --via fs --size 16M --uid "$(as id -u)" --gid "$(as id -g)"
+assert_eq "$(as stat -c %u:%g "$T/nb/owner")" "$(as id -u):$(as id -g)" \
+	"the owner of DIR's root"
+um umount "$T/nb/owner"
 
 VIA=(--via fuse)
 step "unprivileged ($(as id -un)): fuse2fs; untar, compare, uzram umount"

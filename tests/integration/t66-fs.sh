@@ -13,7 +13,8 @@
 # ACLs (cp -a, default ACLs, enforcement) and, as root, RENAME_WHITEOUT
 # and an overlay's upper directory, as on tmpfs; no RELEASE
 # for a file tar makes (the requests of tar x counted); a written file's
-# pages kept by the kernel; the model test read through the page cache.
+# pages kept by the kernel; lseek on a directory, which the kernel answers;
+# the model test read through the page cache.
 source "$(dirname "$0")/functions.sh"
 require fusermount3 tar setpriv git sqlite3 rsync flock diff stress-ng setfacl getfacl
 real_server || skip_all "uzram mount is a uzram command"
@@ -701,6 +702,62 @@ large_reads()
 	rm "$d/seq"
 }
 
+# dir_seek DIR LOG REF: lseek(2) on a directory. SEEK_SET and SEEK_CUR as
+# on tmpfs (REF); SEEK_END, SEEK_DATA and SEEK_HOLE, EINVAL on tmpfs, are
+# answered by the kernel (generic_file_llseek(), from st_size) without a
+# FUSE_LSEEK to the file system (none in libfuse's debug LOG), as
+# uzram-mount(1) says among its differences from tmpfs.
+dir_seek()
+{
+	local d=$1 log=$2 ref=$3 n0 n1
+	step "$WHO: lseek on a directory: tmpfs's answers, or the kernel's"
+	n0=$(grep -c 'opcode: LSEEK' "$log" || true)
+	as python3 - "$d" "$ref" <<'PY' || fail "lseek on a directory (above)"
+import errno, os, sys
+
+def seeks(top):
+    d = os.path.join(top, "seekdir")
+    os.mkdir(d)
+    for n in ("a", "b"):
+        open(os.path.join(d, n), "w").close()
+    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    out = []
+    for w, off in ((os.SEEK_SET, 0), (os.SEEK_SET, 5), (os.SEEK_CUR, 0),
+                   (os.SEEK_END, 0), (os.SEEK_END, -1), (os.SEEK_DATA, 0),
+                   (os.SEEK_HOLE, 0), (os.SEEK_DATA, 1 << 20)):
+        try:
+            out.append(os.lseek(fd, off, w))
+        except OSError as e:
+            out.append(errno.errorcode[e.errno])
+    size = os.fstat(fd).st_size
+    os.close(fd)
+    for n in ("a", "b"):
+        os.unlink(os.path.join(d, n))
+    os.rmdir(d)
+    return out, size
+
+def kernel(size):   # generic_file_llseek_size() on a size-byte directory
+    end = lambda off: size + off if size + off >= 0 else "EINVAL"
+    data = lambda off: off if off < size else "ENXIO"
+    hole = lambda off: size if off < size else "ENXIO"
+    return [end(0), end(-1), data(0), hole(0), data(1 << 20)]
+
+here, size = seeks(sys.argv[1])
+there, _ = seeks(sys.argv[2])
+if here[:3] != there[:3]:
+    sys.exit("SEEK_SET, SEEK_CUR: %s here, %s on tmpfs" % (here[:3], there[:3]))
+if there[3:] != ["EINVAL"] * 5:
+    sys.exit("tmpfs's SEEK_END, SEEK_DATA, SEEK_HOLE: %s, not EINVAL" % there[3:])
+if here[3:] not in (there[3:], kernel(size)):
+    sys.exit("SEEK_END, SEEK_DATA, SEEK_HOLE: %s here, neither tmpfs's %s "
+             "nor the kernel's %s" % (here[3:], there[3:], kernel(size)))
+print("lseek on a directory: %s here, %s on tmpfs" % (here, there))
+PY
+	n1=$(grep -c 'opcode: LSEEK' "$log" || true)
+	((n1 == n0)) || fail "$((n1 - n0)) FUSE_LSEEK for a directory: " \
+		"the file system could answer as tmpfs does (uzram-mount(1))"
+}
+
 # The requests tar x makes on a new mount, counted in libfuse's debug
 # log; then no RELEASE for the files made after the kernel's first plain
 # OPEN (answered ENOSYS: from then on it opens files without asking, and
@@ -724,6 +781,7 @@ round_trips()
 	kept_pages "$d" "$log" # each of these two makes a file
 	created_direct "$d" "$log"
 	large_reads "$d" "$log"
+	dir_seek "$d" "$log" "$T/ref"
 	sleep 1
 	if grep -A1 'opcode: OPEN ' "$log" | grep -q 'error: -38'; then
 		releases=$(tail -n +$((mark + 1)) "$log" | grep -c 'opcode: RELEASE' || true)

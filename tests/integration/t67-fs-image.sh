@@ -9,8 +9,10 @@
 # truncated image is refused with a message, nothing is mounted, and the
 # file is untouched, and so is a whole device image whose tree record is
 # broken or missing, and tree records mutated at random with right
-# checksums are refused or mount and work; a save that cannot write (nobody, a read-only
-# directory) fails at umount with a message and leaves the old image; a
+# checksums are refused or mount and work; a save that cannot be written
+# (nobody, a read-only directory; root, a full one) is refused by uzram
+# umount, DIR left mounted, and succeeds once fixed; one that fails all the
+# same (fusermount3 -u) leaves the old image and rescues the tree; a
 # SIGKILL of the keeper during its save leaves a whole image, the old one
 # or the new one.
 source "$(dirname "$0")/functions.sh"
@@ -343,11 +345,14 @@ for it in range(n):
 PY
 }
 
-# A save that cannot write: umount says so, and the old image stays.
+# A save that cannot write: uzram umount sees it first and refuses,
+# leaving DIR mounted; once the directory is fixed it saves. A save that
+# fails all the same (the mount taken down by fusermount3 -u, which asks
+# nothing first) leaves the old image and rescues the tree elsewhere.
 save_fails()
 {
 	local d=$1 img=$2
-	step "$WHO: a save that cannot write fails at umount with a message"
+	step "$WHO: an image directory that cannot be written: umount refuses, DIR stays"
 	cp "$img" "$T/before.img"
 	mount_img "$d" "$img"
 	as touch "$d/later"
@@ -369,22 +374,66 @@ save_fails()
 		chmod 755 "$(dirname "$img")"
 		fail "umount succeeded though the image could not be written"
 	fi
-	chmod 755 "$(dirname "$img")"
 	echo "$WHO: $(cat "$T/umount.err")"
-	grep -q "cannot save" "$T/umount.err" || fail "no message: $(cat "$T/umount.err")"
-	is_mounted "$d" && fail "$d still mounted"
+	grep -q "cannot be saved into $img .*: $d stays mounted and unchanged" \
+		"$T/umount.err" || fail "no message: $(cat "$T/umount.err")"
+	is_mounted "$d" || fail "$d unmounted though its tree could not be saved"
+	as test -f "$d/later" || fail "the mount lost its last file"
 	cmp -s "$img" "$T/before.img" || fail "the old image changed"
-	# the tree is not lost: saved elsewhere, the message says where, and
-	# it mounts with what was written last (it was dropped before
-	# 2026-12-05)
-	local rescued
-	rescued=$(sed -n 's/.* is saved in \(.*\) instead: .*/\1/p' "$T/umount.err")
-	[[ -n $rescued && -f $rescued ]] ||
-		fail "no saved tree named: $(cat "$T/umount.err")"
+	chmod 755 "$(dirname "$img")"
+	umount_img "$d"
+	mount_img "$d" "$img"
+	as test -f "$d/later" || fail "the saved tree lacks the last file"
+
+	step "$WHO: a save that fails all the same: the old image stays, the tree is rescued"
+	cp "$img" "$T/before.img"
+	as touch "$d/later2"
+	chmod 555 "$(dirname "$img")"
+	as fusermount3 -u "$d"
+	wait_gone "$KEEPER" || fail "the keeper $KEEPER did not end"
+	chmod 755 "$(dirname "$img")"
+	cmp -s "$img" "$T/before.img" || fail "the old image changed"
+	# the tree is not lost: saved elsewhere (the keeper's log, which
+	# uzram umount relays, says where), and it mounts with what was
+	# written last (it was dropped before 2026-12-05)
+	local rescued r
+	for r in "$HOME" /var/tmp /tmp; do
+		rescued=$r/$(basename "$img").rescued-$KEEPER
+		[[ -f $rescued ]] && break
+	done
+	[[ -f $rescued ]] || fail "no rescued tree $(basename "$img").rescued-$KEEPER"
 	mount_img "$d" "$rescued"
-	as test -f "$d/later" || fail "the rescued tree lacks the last file"
+	as test -f "$d/later2" || fail "the rescued tree lacks the last file"
 	um umount "$d" || fail "umount of the rescued tree"
 	rm -f "$rescued"
+}
+
+# An image directory too full for the data (a 1M tmpfs, as root): uzram
+# umount refuses before unmounting; with room made, it saves, and the
+# data is all there at the next mount.
+save_no_room()
+{
+	local d=$1 small=$T/small
+	step "$WHO: no room for the image: umount refuses, DIR stays; with room it saves"
+	mkdir "$small"
+	mount -t tmpfs -o size=1M tmpfs "$small"
+	on_exit umount "$small"
+	head -c 4M /dev/urandom >"$T/rand"
+	mount_img "$d" "$small/tree.img" --size 64M
+	cp "$T/rand" "$d/rand"
+	if um umount "$d" 2>"$T/umount.err"; then
+		fail "umount succeeded with 1M free for 4M of data"
+	fi
+	echo "$WHO: $(cat "$T/umount.err")"
+	grep -q "KiB free, its data alone takes .*: $d stays mounted and unchanged" \
+		"$T/umount.err" || fail "no message: $(cat "$T/umount.err")"
+	is_mounted "$d" || fail "$d unmounted though its tree could not be saved"
+	cmp "$T/rand" "$d/rand" || fail "the mount's data changed"
+	mount -o remount,size=64M "$small"
+	umount_img "$d"
+	mount_img "$d" "$small/tree.img"
+	cmp "$T/rand" "$d/rand" || fail "the saved data differs"
+	umount_img "$d"
 }
 
 members=$(complete_members "$TAR" "$T/files.tar")
@@ -396,6 +445,7 @@ mkdir "$T/fs" "$T/ref" "$T/img"
 run "$T/fs" "$T/ref" "$T/img/tree.img"
 bad_tree "$T/good.img" "$T/fs"
 mutated_trees "$T/fs"
+save_no_room "$T/fs"
 
 WHO=nobody
 as_nobody "$T/nb" "$T/nb/run" "$T/nb/fs" "$T/nb/ref" "$T/nb/img"
