@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * mount.c - `uzram mount DIR` (a compressed RAM file system in one command)
- * and `uzram umount DIR`: options, checks, the runtime directory, and the
- * fork of the keeper that builds the stack (cli/mount/mount_stack.c).
+ * mount.c - `uzram mount DIR` (a compressed RAM file system in one command):
+ * options, checks, the runtime directory, and the fork of the keeper that
+ * builds the stack (cli/mount/mount_stack.c; `uzram umount DIR`, which
+ * takes it down, is umount.c).
  *
  * Each mount has a private runtime directory, RUN = BASE/m-HASH, where
  * HASH is the FNV-1a hash of DIR's absolute path, so `uzram umount DIR`
@@ -24,16 +25,12 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,7 +39,6 @@
 #include "../base/base.h"
 #include "mount.h"
 
-#define UMOUNT_WAIT_MS 30000  /* how long umount waits for the keeper */
 
 static const struct cli_option mount_opts[] = {
 	{ "size", 's', required_argument, "SIZE",
@@ -103,7 +99,7 @@ const struct cli_command mount_cmd = {
 };
 
 /* DIR as an absolute path without resolving it (it may be a dead mount). */
-static int abs_dir(const char *dir, char *out)
+int mount_abs_dir(const char *dir, char *out)
 {
 	char cwd[PATH_MAX], *r = realpath(dir, out);
 	size_t n;
@@ -179,7 +175,7 @@ static void owner_run(struct mount_req *m, const char *name)
 }
 
 /* m->run for m->dir; -1 with a message when the sockets would not fit. */
-static int runtime_dir(struct mount_req *m, const char *who)
+int mount_runtime_dir(struct mount_req *m, const char *who)
 {
 	char base[PATH_MAX], name[24];
 	uint64_t h = 0xcbf29ce484222325ull;
@@ -210,7 +206,7 @@ int mount_socket_path(const char *who, const char *dir, char *out, size_t n)
 	struct mount_req m = { 0 };
 	char sock[PATH_MAX], ctl[PATH_MAX];
 
-	if (abs_dir(dir, m.dir) < 0 || runtime_dir(&m, who) < 0)
+	if (mount_abs_dir(dir, m.dir) < 0 || mount_runtime_dir(&m, who) < 0)
 		return -1;
 	mount_path(&m, sock, "sock");
 	mount_path(&m, ctl, "sock.ctl"); /* --via fs has only this one */
@@ -228,23 +224,6 @@ int mount_socket_path(const char *who, const char *dir, char *out, size_t n)
 	}
 	snprintf(out, n, "%s", sock);
 	return 0;
-}
-
-/* The pid in RUN/NAME, 0 if there is none. */
-static pid_t read_pid(const struct mount_req *m, const char *name)
-{
-	char path[PATH_MAX];
-	FILE *f;
-	int pid = 0;
-
-	mount_path(m, path, name);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%d", &pid) != 1)
-		pid = 0;
-	fclose(f);
-	return pid;
 }
 
 /* program in PATH, or a message naming the Debian package that has it. */
@@ -283,7 +262,7 @@ static int check_dir(const char *arg, struct mount_req *m)
 				"has lost its process (%s umount %s, or "
 				"fusermount3 -u, takes it down)", arg,
 				strerror(errno), cli_prog, arg);
-		else if (errno == EACCES && abs_dir(arg, m->dir) == 0 &&
+		else if (errno == EACCES && mount_abs_dir(arg, m->dir) == 0 &&
 			 (owner = mount_owner(m->dir)) != (uid_t)-1)
 			/* FUSE keeps out even root without allow_other */
 			report_error("mount", "%s: already a mount point, uid "
@@ -303,7 +282,7 @@ static int check_dir(const char *arg, struct mount_req *m)
 		bool ours;
 
 		snprintf(t.dir, sizeof t.dir, "%s", m->dir);
-		ours = runtime_dir(&t, "mount") == 0 &&
+		ours = mount_runtime_dir(&t, "mount") == 0 &&
 		       (mount_path(&t, sock, "sock"), access(sock, F_OK) == 0);
 		if (ours)
 			report_error("mount", "%s: already mounted by "
@@ -513,7 +492,7 @@ static int mount_take(void *ctx, int key, char *arg)
 		m->via = arg[0] == 'l' ? VIA_LOOP : arg[1] == 's' ? VIA_FS : VIA_FUSE;
 		return 0;
 	case 'i':
-		if (abs_dir(arg, m->image) < 0)
+		if (mount_abs_dir(arg, m->image) < 0)
 			return CLI_BAD_VALUE;
 		return 0;
 	case 'f':
@@ -608,134 +587,6 @@ static void sizes(struct mount_req *m)
 	m->fs_bytes &= ~4095ull;
 }
 
-/* fusermount3 ARG DIR; 0 if it succeeded (else it said why). */
-static int fusermount(const char *arg, const char *dir)
-{
-	pid_t pid = fork();
-	int ws;
-
-	if (pid == 0) {
-		execlp("fusermount3", "fusermount3", arg, dir, (char *)NULL);
-		_exit(127);
-	}
-	if (pid < 0 || waitpid(pid, &ws, 0) < 0 || !WIFEXITED(ws) ||
-	    WEXITSTATUS(ws))
-		return -1;
-	return 0;
-}
-
-static void unmount_lazy(const char *dir)
-{
-	if (geteuid() == 0)
-		umount2(dir, MNT_DETACH);
-	else
-		fusermount("-uz", dir);
-}
-
-/* Wait for a process that is not our child to end; 0, or -1 at timeout. */
-static int wait_gone(pid_t pid, int ms)
-{
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-
-	if (fd >= 0) {
-		struct pollfd pf = { .fd = fd, .events = POLLIN };
-		int r = poll(&pf, 1, ms);
-
-		close(fd);
-		return r == 1 ? 0 : -1;
-	}
-	return errno == ESRCH ? 0 : -1;
-}
-
-/*
- * Whether the keeper of RUN lives: it holds a lock on RUN/pid from before
- * it starts until RUN is gone, which no reuse of its pid can fake.
- */
-static bool keeper_alive(const struct mount_req *m)
-{
-	char path[PATH_MAX];
-	bool alive;
-	int fd;
-
-	mount_path(m, path, "pid");
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	alive = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
-	close(fd);
-	return alive;
-}
-
-/* Whether pid runs (a zombie does not) with RUN in its command line. */
-static bool runs_in(const struct mount_req *m, pid_t pid)
-{
-	char path[64], buf[4096] = "", state = 'Z';
-	size_t n = 0;
-	FILE *f;
-
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	f = fopen(path, "re");
-	if (f) {
-		if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
-			state = 'Z';
-		fclose(f);
-	}
-	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
-	f = pid > 0 && state != 'Z' ? fopen(path, "re") : NULL;
-	if (f) {
-		n = fread(buf, 1, sizeof buf - 1, f);
-		fclose(f);
-	}
-	for (size_t i = 0; i < n; i++)
-		if (!buf[i])
-			buf[i] = ' ';
-	buf[n] = '\0';
-	return strstr(buf, m->run) != NULL;
-}
-
-/*
- * The keeper died (killed, say): unmount what it left lazily, stop its
- * children, remove RUN.
- */
-static void clear_dead(struct mount_req *m)
-{
-	char fuse[PATH_MAX];
-	pid_t pid;
-
-	mount_path(m, fuse, "fuse");
-	if (mount_point_is(m->dir))
-		unmount_lazy(m->dir);
-	if (mount_point_is(fuse))
-		unmount_lazy(fuse); /* nbdfuse ends with it */
-	for (int i = 0; i < 2; i++) {
-		pid = read_pid(m, i ? "server.pid" : "nbdfuse.pid");
-		if (runs_in(m, pid) && kill(pid, SIGTERM) == 0 &&
-		    wait_gone(pid, 10000) < 0)
-			fprintf(stderr, "uzram: pid %d does not end\n", (int)pid);
-	}
-	mount_remove_run(m);
-	fprintf(stderr, "uzram: %s: its keeper had died; cleared what it left\n",
-		m->dir);
-}
-
-/*
- * Which part of the stack under DIR has died, or NULL: the server or
- * nbdfuse that the keeper started (the OOM killer's choice). The kernel
- * logged the writes since as "lost async page write" and told the writer
- * they succeeded; only umount can still say so.
- */
-static const char *stack_gone(const struct mount_req *m, pid_t *pid)
-{
-	static const char *const who[] = { "uzram serve", "nbdfuse" };
-
-	for (int i = 0; i < 2; i++) {
-		*pid = read_pid(m, i ? "nbdfuse.pid" : "server.pid");
-		if (*pid > 0 && !runs_in(m, *pid))
-			return who[i];
-	}
-	return NULL;
-}
-
 /* Create RUN/pid and lock it for the keeper (it inherits the lock). */
 static int lock_run(struct mount_req *m)
 {
@@ -766,13 +617,13 @@ static int make_run(struct mount_req *m)
 			strerror(errno));
 		return -1;
 	}
-	if (keeper_alive(m)) {
-		pid = read_pid(m, "pid");
+	if (mount_keeper_alive(m)) {
+		pid = mount_read_pid(m, "pid");
 		report_error("mount", "%s is mounted already (keeper pid %d)",
 			m->dir, (int)pid);
 		return -1;
 	}
-	clear_dead(m);
+	mount_clear_dead(m);
 	if (mkdir(m->run, 0700) == 0)
 		return lock_run(m);
 	report_error("mount", "mkdir %s: %s", m->run, strerror(errno));
@@ -795,7 +646,7 @@ int cmd_mount(int argc, char **argv)
 	}
 	if (check_owner(&m) < 0 || check_dir(argv[optind], &m) < 0 ||
 	    check_system(&m) < 0 ||
-	    runtime_dir(&m, "mount") < 0)
+	    mount_runtime_dir(&m, "mount") < 0)
 		return 1;
 	if (m.image[0] && m.via != VIA_FS) {
 		report_error("mount", "--image is for --via fs (uzram's own file "
@@ -837,117 +688,4 @@ int cmd_mount(int argc, char **argv)
 	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
 		;
 	return WIFEXITED(ws) && WEXITSTATUS(ws) ? WEXITSTATUS(ws) : 1;
-}
-
-
-/* Unmount DIR; lazily if that fails and the device under it has gone. */
-static int umount_dir(const struct mount_req *m, const char *via, bool gone)
-{
-	if (geteuid() == 0) {
-		if (umount2(m->dir, 0) == 0 ||
-		    (gone && umount2(m->dir, MNT_DETACH) == 0))
-			return 0;
-		report_error("umount", "%s: %s", m->dir, strerror(errno));
-		return -1;
-	}
-	if (strcmp(via, "fuse") && strcmp(via, "fs")) {
-		report_error("umount", "%s: only root can unmount it",
-			m->dir);
-		return -1;
-	}
-	return fusermount("-u", m->dir) == 0 ||
-	       (gone && fusermount("-uz", m->dir) == 0) ? 0 : -1;
-}
-
-/* After the clean-up: the exit status, and what was lost if anything. */
-static int umount_status(const char *dir, const char *gone, pid_t pid)
-{
-	if (!gone)
-		return 0;
-	report_error("umount", "%s: its device had gone (%s, pid %d, "
-		"had ended): writes to %s since then were lost; cleaned up, "
-		"uzram mount %s may make it again", dir, gone, (int)pid, dir,
-		dir);
-	return 1;
-}
-
-static const struct cli_option umount_opts[] = {
-	{ "help", 'h', no_argument, NULL, "this text" },
-	{ NULL, 0, 0, NULL, NULL },
-};
-
-const struct cli_command umount_cmd = {
-	.name = "umount",
-	.operands = "DIR",
-	.summary = "Take down what `uzram mount DIR` built.\n",
-	.shorts = "h",
-	.opts = umount_opts,
-	.brief = "take down a uzram mount",
-};
-
-int cmd_umount(int argc, char **argv)
-{
-	struct mount_req m = { 0 };
-	char via[8] = "", path[PATH_MAX];
-	const char *dir, *gone;
-	FILE *f;
-	pid_t pid, dead;
-	int log_fd, r = cli_parse(&umount_cmd, argc, argv, NULL, NULL);
-
-	if (r >= 0)
-		return r;
-	if (optind == argc)
-		return cli_usage_error(&umount_cmd, "no directory given");
-	if (optind != argc - 1)
-		return cli_usage_error(&umount_cmd, "one directory only, not "
-				       "'%s' and '%s'", argv[optind],
-				       argv[optind + 1]);
-	if (abs_dir(argv[optind], m.dir) < 0)
-		return cli_usage_error(&umount_cmd, "bad directory '%s'",
-				       argv[optind]);
-	dir = argv[optind];
-	if (runtime_dir(&m, "umount") < 0)
-		return 1;
-	pid = read_pid(&m, "pid");
-	gone = stack_gone(&m, &dead);
-	if (!keeper_alive(&m)) {
-		if (access(m.run, F_OK) == 0) {
-			clear_dead(&m);
-			return umount_status(dir, gone, dead);
-		}
-		report_error("umount", "%s is not mounted by uzram mount",
-			dir);
-		return 1;
-	}
-	mount_path(&m, path, "via");
-	f = fopen(path, "re");
-	if (f) {
-		if (!fgets(via, sizeof via, f))
-			via[0] = '\0';
-		via[strcspn(via, "\n")] = '\0';
-		fclose(f);
-	}
-	/* A save of --image that cannot be written: DIR stays as it is */
-	if (!strcmp(via, "fs") && mount_fs_check_save(&m) < 0)
-		return 1;
-	/* What an fs keeper says from now on (a failed save of --image) is
-	 * said again here: its log goes with RUN. */
-	mount_path(&m, path, "log");
-	log_fd = strcmp(via, "fs") ? -1 : open(path, O_RDONLY | O_CLOEXEC);
-	if (log_fd >= 0)
-		lseek(log_fd, 0, SEEK_END);
-	if (mount_point_is(m.dir) && umount_dir(&m, via, gone != NULL) < 0) {
-		if (log_fd >= 0)
-			close(log_fd);
-		return 1;
-	}
-	/* The keeper takes the rest down and removes RUN. */
-	if (wait_gone(pid, UMOUNT_WAIT_MS) < 0) {
-		report_error("umount", "the keeper (pid %d) of %s did not "
-			"end within %d s", (int)pid, dir, UMOUNT_WAIT_MS / 1000);
-		return 1;
-	}
-	if (log_fd >= 0 && mount_relay_log(log_fd) > 0)
-		return 1;
-	return umount_status(dir, gone, dead);
 }

@@ -73,6 +73,28 @@ long mount_relay_log(int fd);
 /* mount_run.c: remove RUN and the files the keeper makes in it. */
 void mount_remove_run(const struct mount_req *m);
 
+/* mount_run.c: the keeper's life, for mount.c and umount.c. The pid in
+ * RUN/NAME, 0 if none; fusermount3 ARG DIR (0 if it succeeded, else it
+ * said why); DIR unmounted lazily; a process that is not our child waited
+ * for up to ms (0, or -1 at the timeout); whether the keeper of RUN lives
+ * (its lock on RUN/pid); what a dead keeper left cleared (DIR and
+ * nbdfuse's file unmounted lazily, its children stopped, RUN removed);
+ * which part of the stack under DIR has died (its pid in *pid), or NULL. */
+pid_t mount_read_pid(const struct mount_req *m, const char *name);
+int mount_fusermount(const char *arg, const char *dir);
+void mount_unmount_lazy(const char *dir);
+int mount_wait_gone(pid_t pid, int ms);
+bool mount_keeper_alive(const struct mount_req *m);
+void mount_clear_dead(struct mount_req *m);
+const char *mount_stack_gone(const struct mount_req *m, pid_t *pid);
+
+/* mount.c: DIR as an absolute path without resolving it (it may be a dead
+ * mount), into out (PATH_MAX bytes); 0 or -1. */
+int mount_abs_dir(const char *dir, char *out);
+/* mount.c: m->run for m->dir (see mount.c's top), the base made if
+ * missing and checked private; 0, or -1 with a message as `uzram who`. */
+int mount_runtime_dir(struct mount_req *m, const char *who);
+
 /*
  * mount_stack.c: the keeper: build the stack, tell notify_fd once DIR is usable, wait for
  * the unmount, tear down. Returns the exit status. Its messages go to
@@ -96,7 +118,7 @@ int mount_fs_check_save(const struct mount_req *m);
 
 extern const struct cli_command mount_cmd, umount_cmd;
 int cmd_mount(int argc, char **argv);  /* mount.c: a file system at DIR */
-int cmd_umount(int argc, char **argv); /* mount.c: take it down */
+int cmd_umount(int argc, char **argv); /* umount.c: take it down */
 /*
  * The socket of the server behind `uzram mount DIR` into out (n bytes);
  * 0, or -1 with a message, report_error(who, ...) ("ctl"), when DIR is

@@ -1,14 +1,22 @@
 // SPDX-License-Identifier: MIT
 /*
  * mount_run.c - the runtime directory of one `uzram mount` (see mount.c
- * for what it holds) and whether a path is a mount point: what mount.c and
- * the keeper in mount_stack.c both use.
+ * for what it holds), whether a path is a mount point, and the keeper's
+ * life as RUN shows it (whether it lives, which of its children died,
+ * what a dead one left cleared): what mount.c, umount.c and the keeper in
+ * mount_stack.c share.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "mount.h"
@@ -139,4 +147,149 @@ long mount_relay_log(int fd)
 		all += n;
 	close(fd);
 	return all;
+}
+
+/* The pid in RUN/NAME, 0 if there is none. */
+pid_t mount_read_pid(const struct mount_req *m, const char *name)
+{
+	char path[PATH_MAX];
+	FILE *f;
+	int pid = 0;
+
+	mount_path(m, path, name);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%d", &pid) != 1)
+		pid = 0;
+	fclose(f);
+	return pid;
+}
+
+/* fusermount3 ARG DIR; 0 if it succeeded (else it said why). */
+int mount_fusermount(const char *arg, const char *dir)
+{
+	pid_t pid = fork();
+	int ws;
+
+	if (pid == 0) {
+		execlp("fusermount3", "fusermount3", arg, dir, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &ws, 0) < 0 || !WIFEXITED(ws) ||
+	    WEXITSTATUS(ws))
+		return -1;
+	return 0;
+}
+
+void mount_unmount_lazy(const char *dir)
+{
+	if (geteuid() == 0)
+		umount2(dir, MNT_DETACH);
+	else
+		mount_fusermount("-uz", dir);
+}
+
+/* Wait for a process that is not our child to end; 0, or -1 at timeout. */
+int mount_wait_gone(pid_t pid, int ms)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+	if (fd >= 0) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		int r = poll(&pf, 1, ms);
+
+		close(fd);
+		return r == 1 ? 0 : -1;
+	}
+	return errno == ESRCH ? 0 : -1;
+}
+
+/*
+ * Whether the keeper of RUN lives: it holds a lock on RUN/pid from before
+ * it starts until RUN is gone, which no reuse of its pid can fake.
+ */
+bool mount_keeper_alive(const struct mount_req *m)
+{
+	char path[PATH_MAX];
+	bool alive;
+	int fd;
+
+	mount_path(m, path, "pid");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	alive = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+	close(fd);
+	return alive;
+}
+
+/* Whether pid runs (a zombie does not) with RUN in its command line. */
+static bool runs_in(const struct mount_req *m, pid_t pid)
+{
+	char path[64], buf[4096] = "", state = 'Z';
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
+			state = 'Z';
+		fclose(f);
+	}
+	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+	f = pid > 0 && state != 'Z' ? fopen(path, "re") : NULL;
+	if (f) {
+		n = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!buf[i])
+			buf[i] = ' ';
+	buf[n] = '\0';
+	return strstr(buf, m->run) != NULL;
+}
+
+/*
+ * The keeper died (killed, say): unmount what it left lazily, stop its
+ * children, remove RUN.
+ */
+void mount_clear_dead(struct mount_req *m)
+{
+	char fuse[PATH_MAX];
+	pid_t pid;
+
+	mount_path(m, fuse, "fuse");
+	if (mount_point_is(m->dir))
+		mount_unmount_lazy(m->dir);
+	if (mount_point_is(fuse))
+		mount_unmount_lazy(fuse); /* nbdfuse ends with it */
+	for (int i = 0; i < 2; i++) {
+		pid = mount_read_pid(m, i ? "server.pid" : "nbdfuse.pid");
+		if (runs_in(m, pid) && kill(pid, SIGTERM) == 0 &&
+		    mount_wait_gone(pid, 10000) < 0)
+			fprintf(stderr, "uzram: pid %d does not end\n", (int)pid);
+	}
+	mount_remove_run(m);
+	fprintf(stderr, "uzram: %s: its keeper had died; cleared what it left\n",
+		m->dir);
+}
+
+/*
+ * Which part of the stack under DIR has died, or NULL: the server or
+ * nbdfuse that the keeper started (the OOM killer's choice). The kernel
+ * logged the writes since as "lost async page write" and told the writer
+ * they succeeded; only umount can still say so.
+ */
+const char *mount_stack_gone(const struct mount_req *m, pid_t *pid)
+{
+	static const char *const who[] = { "uzram serve", "nbdfuse" };
+
+	for (int i = 0; i < 2; i++) {
+		*pid = mount_read_pid(m, i ? "nbdfuse.pid" : "server.pid");
+		if (*pid > 0 && !runs_in(m, *pid))
+			return who[i];
+	}
+	return NULL;
 }
