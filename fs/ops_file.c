@@ -243,8 +243,8 @@ static bool time_le(const struct timespec *a, const struct timespec *b)
 
 /*
  * relatime, tmpfs's default (the kernel's relatime_need_update()): a read
- * moves atime to now when atime is not after mtime or ctime, or a day
- * old. FUSE leaves atime to the file system (the kernel marks its inodes
+ * (of a file, or of a directory's names: node_accessed()) moves atime to
+ * now when atime is not after mtime or ctime, or a day old. FUSE leaves atime to the file system (the kernel marks its inodes
  * S_NOATIME, and refetches atime after a read); the kernel's page cache
  * answers reads it holds, so this is as often as reads reach us. n->lock
  * held for reading: whether it is due.
@@ -253,6 +253,25 @@ static bool atime_due(const struct node *n, const struct timespec *now)
 {
 	return time_le(&n->atime, &n->mtime) || time_le(&n->atime, &n->ctime) ||
 	       now->tv_sec - n->atime.tv_sec >= 24 * 60 * 60;
+}
+
+/* A read of n seen (a readdir's: no lock of n's held): atime by
+ * relatime, as above. */
+void node_accessed(struct node *n)
+{
+	struct timespec now;
+	bool touch;
+
+	clock_gettime(CLOCK_REALTIME_COARSE, &now);
+	pthread_rwlock_rdlock(&n->lock);
+	touch = atime_due(n, &now);
+	pthread_rwlock_unlock(&n->lock);
+	if (touch) {
+		pthread_rwlock_wrlock(&n->lock);
+		if (atime_due(n, &now))
+			n->atime = now;
+		pthread_rwlock_unlock(&n->lock);
+	}
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

@@ -11,7 +11,8 @@
 # memory given back after rm -rf; ENOSPC at --size with nothing lost; the
 # keeper killed (ENOTCONN), uzram umount, and DIR mounted again; POSIX
 # ACLs (cp -a, default ACLs, enforcement) and, as root, RENAME_WHITEOUT
-# and an overlay's upper directory, as on tmpfs; no RELEASE
+# and an overlay's upper directory, as on tmpfs; rename's ctime, a
+# listing's atime, xattr namespaces, as on tmpfs; no RELEASE
 # for a file tar makes (the requests of tar x counted); a written file's
 # pages kept by the kernel; lseek on a directory, which the kernel answers;
 # the model test read through the page cache.
@@ -534,6 +535,62 @@ SH
 		fail "cp -a: $(head -n 3 "$T/acl.${d//\//_}_acl")"
 }
 
+# meta_as_tmpfs DIR REF: what the run of /tmp's programs of 2026-12-05
+# found apart from tmpfs, the same steps in DIR and in the tmpfs REF with
+# the same output: rename moves the ctime of what it moved (both names'
+# with RENAME_EXCHANGE; it stayed); a listing of a changed directory
+# moves its atime (relatime; it never moved); xattr names in no namespace
+# tmpfs has are EOPNOTSUPP and a bare prefix EINVAL (any was kept); an
+# ACL removed where there is none is no error (ENODATA: setfacl -b)
+meta_as_tmpfs()
+{
+	local d=$1 ref=$2 dir
+	step "$WHO: rename's ctime, a listing's atime, xattr names, as on tmpfs"
+	for dir in "$d/meta" "$ref/meta"; do
+		as mkdir "$dir"
+		as python3 - "$dir" >"$T/meta.${dir//\//_}" 2>&1 <<'PY'
+import ctypes, errno, os, sys, time
+os.chdir(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+old = (10**15, 10**15)
+def ctime_moved(path, change, after=None):
+    os.utime(path, ns=old)
+    c = os.stat(path).st_ctime_ns
+    time.sleep(0.01)
+    change()
+    return os.stat(after or path).st_ctime_ns != c
+os.mkdir("d"); os.mkdir("e"); open("f", "w").close(); open("g", "w").close()
+print("rename file", ctime_moved("f", lambda: os.rename("f", "e/f"), "e/f"))
+print("rename dir", ctime_moved("d", lambda: os.rename("d", "d2"), "d2"))
+print("exchange", ctime_moved("g", lambda: libc.renameat2(-100, b"g", -100, b"e/f", 2), "e/f"))
+open("d2/x", "w").close()
+os.utime("d2", ns=old)
+os.listdir("d2")
+print("listing's atime moved", os.stat("d2").st_atime_ns != old[0])
+for name in ("foo.x", "system.foo", "user", "user.", "trusted.", "user.ok"):
+    out = []
+    for op in (lambda: os.setxattr("g", name, b"1"), lambda: os.getxattr("g", name),
+               lambda: os.removexattr("g", name)):
+        try:
+            op()
+            out.append("ok")
+        except OSError as e:
+            out.append(errno.errorcode[e.errno])
+    print(name, out)
+for name in ("system.posix_acl_access", "system.posix_acl_default"):
+    for p in ("g", "d2"):
+        try:
+            os.removexattr(p, name)
+            print(p, name, "removed")
+        except OSError as e:
+            print(p, name, errno.errorcode[e.errno])
+PY
+	done
+	diff "$T/meta.${d//\//_}_meta" "$T/meta.${ref//\//_}_meta" >"$T/meta.diff" ||
+		fail "apart from tmpfs (<: uzram, >: tmpfs): $(head -n 12 "$T/meta.diff")"
+	as rm -rf "$d/meta" "$ref/meta"
+}
+
 # whiteout DIR REF: RENAME_WHITEOUT (overlayfs's upper directory here;
 # root only, as the kernel asks for CAP_MKNOD): the old name becomes a
 # char device 0/0, the new one has the bytes; then an overlay with its
@@ -584,6 +641,7 @@ both()
 	direct_written "$d"
 	as_tmpfs "$d"
 	acls "$d" "$ref"
+	meta_as_tmpfs "$d" "$ref"
 	[[ $WHO != root ]] || whiteout "$d" "$ref"
 	um umount "$d" || fail "uzram umount $d"
 	is_mounted "$d" && fail "$d still mounted after uzram umount"
