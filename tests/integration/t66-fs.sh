@@ -15,7 +15,7 @@
 # listing's atime, xattr namespaces, as on tmpfs; no RELEASE
 # for a file tar makes (the requests of tar x counted); a written file's
 # pages kept by the kernel; lseek on a directory, which the kernel answers;
-# the model test read through the page cache.
+# statx's birth time; the model test read through the page cache.
 source "$(dirname "$0")/functions.sh"
 require fusermount3 tar setpriv git sqlite3 rsync flock diff stress-ng setfacl getfacl
 real_server || skip_all "uzram mount is a uzram command"
@@ -816,6 +816,52 @@ PY
 		"the file system could answer as tmpfs does (uzram-mount(1))"
 }
 
+# birth_time DIR LOG REF: statx(2)'s btime, as tmpfs has it: where the
+# kernel asks with FUSE_STATX (protocol 7.39, Linux 6.6+; libfuse 3.14
+# answers it ENOSYS, and statx had no btime: fs/wire.c answers it), a
+# new file's, directory's and symbolic link's birth time is now and stays
+# through a write, a chmod and a rename, with the same mask as on REF.
+birth_time()
+{
+	local d=$1 log=$2 ref=$3 minor dir
+	minor=$(grep -m1 -oE '^INIT: 7\.[0-9]+' "$log" | cut -d. -f2)
+	if ((minor < 39)); then
+		echo "$WHO: this kernel (FUSE 7.$minor) asks for no birth time"
+		return
+	fi
+	step "$WHO: statx's birth time, as on tmpfs"
+	for dir in "$d/birth" "$ref/birth"; do
+		mkdir "$dir"
+		python3 - "$dir" >"$T/birth.${dir//\//_}" 2>&1 <<'PY' || fail "statx in $dir (above)"
+import ctypes, os, struct, sys, time
+os.chdir(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+def statx(p):   # mask, btime in ns (struct statx: stx_btime at 80)
+    buf = ctypes.create_string_buffer(256)
+    if libc.statx(-100, p.encode(), 0x100, 0xfff, buf):   # AT_SYMLINK_NOFOLLOW
+        sys.exit("statx %s: %s" % (p, os.strerror(ctypes.get_errno())))
+    sec, nsec = struct.unpack_from("<qI", buf, 80)
+    return struct.unpack_from("<I", buf, 0)[0], sec * 10**9 + nsec
+t0 = time.time_ns()
+open("f", "w").close(); os.mkdir("d"); os.symlink("f", "l")
+for p in ("f", "d", "l"):
+    mask, born = statx(p)
+    print(p, hex(mask), "born now" if abs(born - t0) < 60 * 10**9 else born)
+    time.sleep(0.01)
+    if p == "f":
+        with open(p, "a") as w:
+            w.write("x")
+    if p != "l":
+        os.chmod(p, 0o700)
+    os.rename(p, p + "2")
+    print(p, "born the same after a change" if statx(p + "2")[1] == born else "born again")
+PY
+	done
+	diff "$T/birth.${d//\//_}_birth" "$T/birth.${ref//\//_}_birth" >"$T/birth.diff" ||
+		fail "birth time apart from tmpfs's (<: uzram, >: tmpfs): $(head -n 12 "$T/birth.diff")"
+	rm -rf "$d/birth" "$ref/birth"
+}
+
 # The requests tar x makes on a new mount, counted in libfuse's debug
 # log; then no RELEASE for the files made after the kernel's first plain
 # OPEN (answered ENOSYS: from then on it opens files without asking, and
@@ -840,6 +886,7 @@ round_trips()
 	created_direct "$d" "$log"
 	large_reads "$d" "$log"
 	dir_seek "$d" "$log" "$T/ref"
+	birth_time "$d" "$log" "$T/ref"
 	sleep 1
 	if grep -A1 'opcode: OPEN ' "$log" | grep -q 'error: -38'; then
 		releases=$(tail -n +$((mark + 1)) "$log" | grep -c 'opcode: RELEASE' || true)
