@@ -339,14 +339,48 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		fuse_reply_write(req, (size_t)r);
 }
 
-/* Map every block of [off, off + len) (fallocate's mode 0). */
+/* A run of file blocks that allocate() mapped, to give back on failure. */
+struct run {
+	uint64_t first, n;
+};
+
+/*
+ * Map every block of [off, off + len) (fallocate's mode 0). All or
+ * nothing, as tmpfs's shmem_fallocate(): when a block cannot be had
+ * (ENOSPC), the blocks this call mapped are freed again, so a failed
+ * fallocate leaves neither the space taken (df full, a 2-byte file of
+ * 64 MiB of blocks) nor the file changed. What it mapped is kept as runs
+ * of file blocks, few for a file laid out in order.
+ */
 static int allocate(struct uzfs *fs, struct node *n, uint64_t off, uint64_t len)
 {
+	struct run *runs = NULL, *more;
+	size_t nruns = 0, cap = 0;
 	uint64_t blk;
 	int r = 0;
 
-	for (uint64_t f = off / fs->bsize; !r && f * fs->bsize < off + len; f++)
+	for (uint64_t f = off / fs->bsize; !r && f * fs->bsize < off + len; f++) {
+		if (bmap_get(n, f))
+			continue; /* mapped already: kept as it is */
+		if (!nruns || runs[nruns - 1].first + runs[nruns - 1].n != f) {
+			if (nruns == cap) {
+				cap = cap ? 2 * cap : 16;
+				more = realloc(runs, cap * sizeof *runs);
+				if (!more) {
+					r = -ENOMEM;
+					break;
+				}
+				runs = more;
+			}
+			runs[nruns++] = (struct run){ .first = f, .n = 0 };
+		}
 		r = bmap_map(fs, n, f, &blk);
+		if (!r)
+			runs[nruns - 1].n++;
+	}
+	for (size_t i = 0; r && i < nruns; i++)
+		bmap_free_range(fs, n, runs[i].first, runs[i].first + runs[i].n);
+	free(runs);
 	return r;
 }
 

@@ -8,7 +8,8 @@
 # real programs: tar x and diff -r, git, sqlite3, rsync -aHAX in and out,
 # stress-ng's file-system stressors; mmap, flock and fcntl locks,
 # SEEK_DATA/SEEK_HOLE, xattrs; data written fast and re-encoded later;
-# memory given back after rm -rf; ENOSPC at --size with nothing lost; the
+# memory given back after rm -rf; ENOSPC at --size with nothing lost (a
+# failed fallocate takes no blocks); the
 # keeper killed (ENOTCONN), uzram umount, and DIR mounted again; POSIX
 # ACLs (cp -a, default ACLs, enforcement) and, as root, RENAME_WHITEOUT
 # and an overlay's upper directory, as on tmpfs; rename's ctime, a
@@ -388,8 +389,8 @@ run_user()
 # ENOSPC at the size: the write fails, the file system stays whole.
 full_fs()
 {
-	local d=$1 i p0
-	step "$WHO: ENOSPC at --size, nothing lost"
+	local d=$1 i p0 used
+	step "$WHO: ENOSPC at --size, nothing lost; a failed fallocate takes nothing"
 	fs_mount "$d" --size 16M
 	as dd if=/dev/urandom of="$d/keep" bs=1M count=4 status=none
 	sha_keep=$(as sha256sum "$d/keep" | cut -d' ' -f1)
@@ -399,6 +400,17 @@ full_fs()
 	grep -q "No space left" "$T/dd.err" || fail "not ENOSPC: $(cat "$T/dd.err")"
 	assert_eq "$(as sha256sum "$d/keep" | cut -d' ' -f1)" "$sha_keep" "kept file"
 	as rm "$d/big"
+	# a fallocate that cannot have every block takes none, as tmpfs's
+	# shmem_fallocate() gives them back (it kept them: df full, the file
+	# unchanged in size but holding the blocks)
+	used=$(as df --output=used -B1 "$d" | tail -n 1)
+	if as fallocate -l 32M "$d/keep" 2>"$T/falloc.err"; then
+		fail "fallocate of 32 MiB fit in a 16 MiB file system"
+	fi
+	grep -q "No space left" "$T/falloc.err" || fail "not ENOSPC: $(cat "$T/falloc.err")"
+	assert_eq "$(as df --output=used -B1 "$d" | tail -n 1)" "$used" \
+		"bytes used after a failed fallocate"
+	assert_eq "$(as stat -c %s:%b "$d/keep")" "4194304:8192" "the file a fallocate failed on"
 	as dd if=/dev/urandom of="$d/again" bs=1M count=8 status=none
 	step "$WHO: SIGKILL of the keeper: ENOTCONN, uzram umount, mount again"
 	kill -KILL "$KEEPER"
