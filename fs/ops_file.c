@@ -79,22 +79,16 @@ static void forget_mode(fuse_req_t req, fuse_ino_t ino)
 	fuse_lowlevel_notify_inval_inode(req_fs(req)->se, ino, -1, 0);
 }
 
-static void reply_attr(fuse_req_t req, struct node *n)
-{
-	struct stat st;
-
-	node_fill_attr(req_fs(req), n, &st);
-	fuse_reply_attr(req, &st, ENTRY_TIMEOUT);
-}
-
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct node *n = node_of(req_fs(req), ino);
+	struct stat st;
 
 	(void)fi;
 	pthread_rwlock_rdlock(&n->lock);
-	reply_attr(req, n);
+	node_fill_attr(req_fs(req), n, &st);
 	pthread_rwlock_unlock(&n->lock);
+	fuse_reply_attr(req, &st, ENTRY_TIMEOUT); /* after the unlock: node.c */
 }
 
 /* The times of setattr; the caller holds n->lock for writing. */
@@ -118,6 +112,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct uzfs *fs = req_fs(req);
 	struct node *n = node_of(fs, ino);
 	struct timespec now;
+	struct stat st;
 	int r = 0;
 
 	(void)fi;
@@ -151,23 +146,28 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		if (to_set & FUSE_SET_ATTR_GID)
 			n->gid = attr->st_gid;
 		set_times(n, attr, to_set, &now);
-		reply_attr(req, n);
+		node_fill_attr(fs, n, &st);
 	}
 	pthread_rwlock_unlock(&n->lock);
-	if (r < 0)
+	if (r < 0)	/* replied after the unlock: node.c */
 		fuse_reply_err(req, -r);
+	else
+		fuse_reply_attr(req, &st, ENTRY_TIMEOUT);
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	struct node *n = node_of(req_fs(req), ino);
+	char *t;
 
 	pthread_rwlock_rdlock(&n->lock);
-	if (n->target)
-		fuse_reply_readlink(req, n->target);
-	else
-		fuse_reply_err(req, EINVAL);
+	t = n->target ? strdup(n->target) : NULL;
 	pthread_rwlock_unlock(&n->lock);
+	if (t)	/* replied after the unlock: node.c */
+		fuse_reply_readlink(req, t);
+	else
+		fuse_reply_err(req, S_ISLNK(n->mode) ? ENOMEM : EINVAL);
+	free(t);
 }
 
 /*

@@ -148,17 +148,20 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 {
 	struct uzfs *fs = req_fs(req);
 	struct node *n = node_of(fs, ino);
+	bool changed;
 	mode_t old;
 	int r;
 
 	pthread_rwlock_wrlock(&n->lock);
 	old = n->mode;
 	r = xattr_set_any(req, n, name, value, size, flags);
+	changed = n->mode != old;
 	pthread_rwlock_unlock(&n->lock);
-	fuse_reply_err(req, -r);
-	/* the kernel keeps the mode an hour: the next stat must ask */
-	if (n->mode != old)
+	/* the kernel keeps the mode an hour: the next stat must ask (before
+	 * the reply, after which n may be gone: node.c) */
+	if (changed)
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
+	fuse_reply_err(req, -r);
 }
 
 void xattr_acl_chmod(struct node *n)
@@ -223,6 +226,8 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 {
 	struct node *n = node_of(req_fs(req), ino);
 	struct xattr *x;
+	char *v = NULL;
+	size_t len = 0;
 	int r = xattr_name_check(name);
 
 	if (r < 0) {
@@ -231,11 +236,20 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	}
 	pthread_rwlock_rdlock(&n->lock);
 	x = *xattr_find(n, name);
-	if (x)
-		reply_sized(req, x->value, x->size, size);
-	else
-		fuse_reply_err(req, ENODATA);
+	if (x) {
+		len = x->size;
+		v = malloc(len ? len : 1);
+		if (v)
+			memcpy(v, x->value, len);
+	}
 	pthread_rwlock_unlock(&n->lock);
+	if (!x)	/* replied after the unlock: node.c */
+		fuse_reply_err(req, ENODATA);
+	else if (!v)
+		fuse_reply_err(req, ENOMEM);
+	else
+		reply_sized(req, v, len, size);
+	free(v);
 }
 
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
@@ -253,11 +267,12 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 		for (struct xattr *x = n->xattrs; x; x = x->next)
 			p = stpcpy(p, x->name) + 1;
-		reply_sized(req, buf, len, size);
-	} else {
-		fuse_reply_err(req, ENOMEM);
 	}
 	pthread_rwlock_unlock(&n->lock);
+	if (buf)	/* replied after the unlock: node.c */
+		reply_sized(req, buf, len, size);
+	else
+		fuse_reply_err(req, ENOMEM);
 	free(buf);
 }
 
