@@ -66,6 +66,12 @@
  *   a count that reaches zero takes the write lock to free.
  * The device needs no lock of ours: libuzram locks its own pages, and no
  * two files share a block.
+ * A reply goes after the locks it was made under are released, and
+ * nothing touches the node after it: once the kernel has its answer the
+ * caller may drop the file, the kernel forget the node and another thread
+ * free it, and a node made next may take its memory (with libfuse's
+ * threads an unlock after the reply can leave a new node's lock with -1
+ * readers: stress-ng in t66 once left a rename waiting on one for ever).
  */
 #include <errno.h>
 #include <stdlib.h>

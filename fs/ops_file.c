@@ -79,22 +79,16 @@ static void forget_mode(fuse_req_t req, fuse_ino_t ino)
 	fuse_lowlevel_notify_inval_inode(req_fs(req)->se, ino, -1, 0);
 }
 
-static void reply_attr(fuse_req_t req, struct node *n)
-{
-	struct stat st;
-
-	node_fill_attr(req_fs(req), n, &st);
-	fuse_reply_attr(req, &st, ENTRY_TIMEOUT);
-}
-
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct node *n = node_of(req_fs(req), ino);
+	struct stat st;
 
 	(void)fi;
 	pthread_rwlock_rdlock(&n->lock);
-	reply_attr(req, n);
+	node_fill_attr(req_fs(req), n, &st);
 	pthread_rwlock_unlock(&n->lock);
+	fuse_reply_attr(req, &st, ENTRY_TIMEOUT); /* after the unlock: node.c */
 }
 
 /* The times of setattr; the caller holds n->lock for writing. */
@@ -118,6 +112,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct uzfs *fs = req_fs(req);
 	struct node *n = node_of(fs, ino);
 	struct timespec now;
+	struct stat st;
 	int r = 0;
 
 	(void)fi;
@@ -151,23 +146,28 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		if (to_set & FUSE_SET_ATTR_GID)
 			n->gid = attr->st_gid;
 		set_times(n, attr, to_set, &now);
-		reply_attr(req, n);
+		node_fill_attr(fs, n, &st);
 	}
 	pthread_rwlock_unlock(&n->lock);
-	if (r < 0)
+	if (r < 0)	/* replied after the unlock: node.c */
 		fuse_reply_err(req, -r);
+	else
+		fuse_reply_attr(req, &st, ENTRY_TIMEOUT);
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	struct node *n = node_of(req_fs(req), ino);
+	char *t;
 
 	pthread_rwlock_rdlock(&n->lock);
-	if (n->target)
-		fuse_reply_readlink(req, n->target);
-	else
-		fuse_reply_err(req, EINVAL);
+	t = n->target ? strdup(n->target) : NULL;
 	pthread_rwlock_unlock(&n->lock);
+	if (t)	/* replied after the unlock: node.c */
+		fuse_reply_readlink(req, t);
+	else
+		fuse_reply_err(req, S_ISLNK(n->mode) ? ENOMEM : EINVAL);
+	free(t);
 }
 
 /*
@@ -243,8 +243,8 @@ static bool time_le(const struct timespec *a, const struct timespec *b)
 
 /*
  * relatime, tmpfs's default (the kernel's relatime_need_update()): a read
- * moves atime to now when atime is not after mtime or ctime, or a day
- * old. FUSE leaves atime to the file system (the kernel marks its inodes
+ * (of a file, or of a directory's names: node_accessed()) moves atime to
+ * now when atime is not after mtime or ctime, or a day old. FUSE leaves atime to the file system (the kernel marks its inodes
  * S_NOATIME, and refetches atime after a read); the kernel's page cache
  * answers reads it holds, so this is as often as reads reach us. n->lock
  * held for reading: whether it is due.
@@ -253,6 +253,25 @@ static bool atime_due(const struct node *n, const struct timespec *now)
 {
 	return time_le(&n->atime, &n->mtime) || time_le(&n->atime, &n->ctime) ||
 	       now->tv_sec - n->atime.tv_sec >= 24 * 60 * 60;
+}
+
+/* A read of n seen (a readdir's: no lock of n's held): atime by
+ * relatime, as above. */
+void node_accessed(struct node *n)
+{
+	struct timespec now;
+	bool touch;
+
+	clock_gettime(CLOCK_REALTIME_COARSE, &now);
+	pthread_rwlock_rdlock(&n->lock);
+	touch = atime_due(n, &now);
+	pthread_rwlock_unlock(&n->lock);
+	if (touch) {
+		pthread_rwlock_wrlock(&n->lock);
+		if (atime_due(n, &now))
+			n->atime = now;
+		pthread_rwlock_unlock(&n->lock);
+	}
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -320,14 +339,48 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		fuse_reply_write(req, (size_t)r);
 }
 
-/* Map every block of [off, off + len) (fallocate's mode 0). */
+/* A run of file blocks that allocate() mapped, to give back on failure. */
+struct run {
+	uint64_t first, n;
+};
+
+/*
+ * Map every block of [off, off + len) (fallocate's mode 0). All or
+ * nothing, as tmpfs's shmem_fallocate(): when a block cannot be had
+ * (ENOSPC), the blocks this call mapped are freed again, so a failed
+ * fallocate leaves neither the space taken (df full, a 2-byte file of
+ * 64 MiB of blocks) nor the file changed. What it mapped is kept as runs
+ * of file blocks, few for a file laid out in order.
+ */
 static int allocate(struct uzfs *fs, struct node *n, uint64_t off, uint64_t len)
 {
+	struct run *runs = NULL, *more;
+	size_t nruns = 0, cap = 0;
 	uint64_t blk;
 	int r = 0;
 
-	for (uint64_t f = off / fs->bsize; !r && f * fs->bsize < off + len; f++)
+	for (uint64_t f = off / fs->bsize; !r && f * fs->bsize < off + len; f++) {
+		if (bmap_get(n, f))
+			continue; /* mapped already: kept as it is */
+		if (!nruns || runs[nruns - 1].first + runs[nruns - 1].n != f) {
+			if (nruns == cap) {
+				cap = cap ? 2 * cap : 16;
+				more = realloc(runs, cap * sizeof *runs);
+				if (!more) {
+					r = -ENOMEM;
+					break;
+				}
+				runs = more;
+			}
+			runs[nruns++] = (struct run){ .first = f, .n = 0 };
+		}
 		r = bmap_map(fs, n, f, &blk);
+		if (!r)
+			runs[nruns - 1].n++;
+	}
+	for (size_t i = 0; r && i < nruns; i++)
+		bmap_free_range(fs, n, runs[i].first, runs[i].first + runs[i].n);
+	free(runs);
 	return r;
 }
 

@@ -412,7 +412,14 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		r = do_rename(fs, odir, name, ndir, newname, flags, wh);
 	if (wh && !atomic_load(&wh->nlink))
 		node_unlinked(fs, wh); /* not used: freed */
-	if (!r)
+	if (!r) {
+		/* the directories' mtime and ctime, and the ctime of what moved
+		 * (both, exchanged), as tmpfs's simple_rename_timestamp() */
+		struct node *moved[2] = {
+			dent_find(fs, ndir, newname)->child,
+			flags & RENAME_EXCHANGE ? dent_find(fs, odir, name)->child : NULL,
+		};
+
 		for (int i = 0; i < 2; i++) {
 			struct node *d = i ? ndir : odir;
 
@@ -420,6 +427,12 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			d->mtime = d->ctime = now;
 			pthread_rwlock_unlock(&d->lock);
 		}
+		for (int i = 0; i < 2 && moved[i]; i++) {
+			pthread_rwlock_wrlock(&moved[i]->lock);
+			moved[i]->ctime = now;
+			pthread_rwlock_unlock(&moved[i]->lock);
+		}
+	}
 	pthread_rwlock_unlock(&fs->ns_lock);
 	fuse_reply_err(req, -r);
 }
@@ -487,6 +500,7 @@ static void dir_list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				break;
 		}
 	pthread_rwlock_unlock(&fs->ns_lock);
+	node_accessed(dir); /* tmpfs's iterate_dir() touches atime */
 	fuse_reply_buf(req, buf, used);
 	free(buf);
 }

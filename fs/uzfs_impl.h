@@ -164,6 +164,7 @@ void ops_name_init(struct fuse_lowlevel_ops *ops);
 
 /* ops_file.c: the operations on one node: attributes, data */
 void ops_file_init(struct fuse_lowlevel_ops *ops);
+void node_accessed(struct node *n);  /* atime by relatime; no lock held */
 
 /* reqloop.c: serve requests on this thread until the session ends,
  * spinning up to spin_us after each reply; 0 or a negative errno. */

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * wire.c - the bytes between libfuse and /dev/fuse, for what libfuse 3.14
- * (Debian 12's) does not pass on: FUSE_HANDLE_KILLPRIV_V2 and
- * FUSE_DIRECT_IO_ALLOW_MMAP.
+ * (Debian 12's) does not pass on: FUSE_HANDLE_KILLPRIV_V2,
+ * FUSE_DIRECT_IO_ALLOW_MMAP and FUSE_STATX.
  *
  * Why. Before each write and truncate the kernel asks the file system
  * whether the file has a security.capability (a GETXATTR), unless the
@@ -36,6 +36,15 @@
  * does is in ops_file.c (kill_privs()). A kernel that does not offer the
  * flag sees the INIT reply unchanged, and clears the bits itself as before.
  *
+ * FUSE_STATX (Linux 6.6+, protocol 7.39): a statx(2) that asks for
+ * STATX_BTIME (stat(1) does) comes as a STATX rather than a GETATTR, and
+ * the kernel gives the birth time it answers to the caller (and keeps it
+ * for the next). libfuse 3.14 answers ENOSYS, after which the kernel asks
+ * no more and statx has no btime, where tmpfs has one. So wire_read
+ * answers STATX itself, from the node (node_statx()), and reads the next
+ * request for libfuse: on a non-blocking /dev/fuse (reqloop.c) that may
+ * be EAGAIN, which libfuse's receive takes as nothing yet.
+ *
  * FUSE_DIRECT_IO_ALLOW_MMAP (Linux 6.6+, in flags2) lets a file opened
  * with FOPEN_DIRECT_IO be mapped shared, and with it the kernel writes
  * back and drops the page cache of a direct write's range first, so what
@@ -47,6 +56,8 @@
 #include <linux/fuse.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -93,13 +104,85 @@ static void inspect(struct uzfs *fs, const char *buf, size_t len)
 	}
 }
 
+/* FUSE_STATX (protocol 7.39), for headers older than it */
+#define WIRE_STATX 52
+struct wire_sx_time {
+	int64_t tv_sec;
+	uint32_t tv_nsec;
+	int32_t reserved;
+};
+struct wire_statx_out {
+	uint64_t attr_valid;
+	uint32_t attr_valid_nsec, flags;
+	uint64_t spare[2];
+	struct {
+		uint32_t mask, blksize;
+		uint64_t attributes;
+		uint32_t nlink, uid, gid;
+		uint16_t mode, spare0;
+		uint64_t ino, size, blocks, attributes_mask;
+		struct wire_sx_time atime, btime, ctime, mtime;
+		uint32_t rdev_major, rdev_minor, dev_major, dev_minor;
+		uint64_t spare2[14];
+	} stat;
+};
+
+static struct wire_sx_time sx_time(struct timespec ts)
+{
+	return (struct wire_sx_time){ .tv_sec = ts.tv_sec,
+				      .tv_nsec = (uint32_t)ts.tv_nsec };
+}
+
+/* Answer the STATX request h (a node's attributes, as GETATTR's, and its
+ * birth time) on fd. */
+static void statx_reply(struct uzfs *fs, int fd, const struct fuse_in_header *h)
+{
+	struct fuse_out_header oh = { .len = sizeof oh + sizeof(struct wire_statx_out),
+				      .unique = h->unique };
+	struct wire_statx_out out = { .attr_valid = (uint64_t)ENTRY_TIMEOUT };
+	struct node *n = node_of(fs, h->nodeid);
+	struct timespec btime;
+	struct iovec iov[2] = { { &oh, sizeof oh }, { &out, sizeof out } };
+	struct stat st;
+
+	pthread_rwlock_rdlock(&n->lock);
+	node_fill_attr(fs, n, &st);
+	btime = n->btime;
+	pthread_rwlock_unlock(&n->lock);
+	out.stat.mask = STATX_BASIC_STATS | STATX_BTIME;
+	out.stat.blksize = (uint32_t)st.st_blksize;
+	out.stat.nlink = (uint32_t)st.st_nlink;
+	out.stat.uid = st.st_uid;
+	out.stat.gid = st.st_gid;
+	out.stat.mode = (uint16_t)st.st_mode;
+	out.stat.ino = st.st_ino;
+	out.stat.size = (uint64_t)st.st_size;
+	out.stat.blocks = (uint64_t)st.st_blocks;
+	out.stat.atime = sx_time(st.st_atim);
+	out.stat.btime = sx_time(btime);
+	out.stat.ctime = sx_time(st.st_ctim);
+	out.stat.mtime = sx_time(st.st_mtim);
+	out.stat.rdev_major = major(st.st_rdev);
+	out.stat.rdev_minor = minor(st.st_rdev);
+	if (writev(fd, iov, 2) < 0) {
+		/* ENOENT: the request was interrupted; nothing to answer */
+	}
+}
+
 static ssize_t wire_read(int fd, void *buf, size_t len, void *userdata)
 {
-	ssize_t r = read(fd, buf, len);
+	for (;;) {
+		ssize_t r = read(fd, buf, len);
+		const struct fuse_in_header *h = buf;
 
-	if (r >= (ssize_t)sizeof(struct fuse_in_header))
-		inspect(userdata, buf, (size_t)r);
-	return r;
+		if (r < (ssize_t)sizeof *h)
+			return r;
+		if (h->opcode != WIRE_STATX) {
+			inspect(userdata, buf, (size_t)r);
+			return r;
+		}
+		statx_reply(userdata, fd, h);
+	}
 }
 
 /* The INIT reply in iov (the header, then fuse_init_out) with the flags

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * xattr.c - extended attributes: a list of (name, value) on each node,
- * under the node's lock. Any namespace is kept (user., trusted.,
- * security., system.posix_acl_*); the kernel checks who may set which.
+ * under the node's lock. The namespaces are tmpfs's (user., trusted.,
+ * security., and system.posix_acl_access and _default): the kernel
+ * checks who may set which, but FUSE hands over any name, so the rest
+ * is refused here as tmpfs's handlers refuse it (xattr_name_check()).
  *
  * POSIX ACLs are kept in step with the mode here, as a local file system
  * does (acl.c says what and why): setting an access ACL sets the mode's
@@ -69,6 +71,24 @@ static int xattr_set(struct node *n, const char *name, const char *value,
  * or has CAP_FSETID, and the ACL kept only where the mode cannot say it.
  * The caller holds n->lock for writing.
  */
+/*
+ * Whether tmpfs would take the name (the kernel's xattr_resolve_name()
+ * over shmem_xattr_handlers): EOPNOTSUPP for a namespace it has no
+ * handler for (foo.x, system.foo, user), EINVAL for a prefix with nothing
+ * after it (user.); 0 if taken.
+ */
+static int xattr_name_check(const char *name)
+{
+	static const char *const prefix[] = { "user.", "trusted.", "security." };
+
+	if (!strcmp(name, ACL_ACCESS) || !strcmp(name, ACL_DEFAULT))
+		return 0;
+	for (size_t i = 0; i < sizeof prefix / sizeof *prefix; i++)
+		if (!strncmp(name, prefix[i], strlen(prefix[i])))
+			return name[strlen(prefix[i])] ? 0 : -EINVAL;
+	return -EOPNOTSUPP;
+}
+
 static int acl_access_set(fuse_req_t req, struct node *n, const char *value,
 			  size_t size, int flags)
 {
@@ -92,18 +112,31 @@ static int acl_access_set(fuse_req_t req, struct node *n, const char *value,
 	return 0;
 }
 
+/* An ACL set to none (a header alone, or removed), which there may be
+ * already: 0, as tmpfs's simple_set_acl(NULL) (setfacl -b of a plain
+ * file). The caller holds n->lock for writing. */
+static int acl_drop(struct node *n, const char *name)
+{
+	int r = xattr_remove(n, name);
+
+	return r == -ENODATA ? 0 : r;
+}
+
 static int xattr_set_any(fuse_req_t req, struct node *n, const char *name,
 			 const char *value, size_t size, int flags)
 {
 	bool empty = size == 4; /* a header alone: the ACL removed */
+	int r = xattr_name_check(name);
 
+	if (r < 0)
+		return r;
 	if (!strcmp(name, ACL_ACCESS))
-		return empty ? xattr_remove(n, name) : acl_access_set(req, n, value, size, flags);
+		return empty ? acl_drop(n, name) : acl_access_set(req, n, value, size, flags);
 	if (!strcmp(name, ACL_DEFAULT)) {
-		if (!S_ISDIR(n->mode))
-			return -EACCES; /* as posix_acl_xattr_set() */
 		if (empty)
-			return xattr_remove(n, name);
+			return acl_drop(n, name);
+		if (!S_ISDIR(n->mode))
+			return -EACCES; /* as set_posix_acl() */
 		if (acl_check(value, size) < 0)
 			return -EINVAL;
 	}
@@ -115,17 +148,20 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 {
 	struct uzfs *fs = req_fs(req);
 	struct node *n = node_of(fs, ino);
+	bool changed;
 	mode_t old;
 	int r;
 
 	pthread_rwlock_wrlock(&n->lock);
 	old = n->mode;
 	r = xattr_set_any(req, n, name, value, size, flags);
+	changed = n->mode != old;
 	pthread_rwlock_unlock(&n->lock);
-	fuse_reply_err(req, -r);
-	/* the kernel keeps the mode an hour: the next stat must ask */
-	if (n->mode != old)
+	/* the kernel keeps the mode an hour: the next stat must ask (before
+	 * the reply, after which n may be gone: node.c) */
+	if (changed)
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
+	fuse_reply_err(req, -r);
 }
 
 void xattr_acl_chmod(struct node *n)
@@ -190,14 +226,30 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 {
 	struct node *n = node_of(req_fs(req), ino);
 	struct xattr *x;
+	char *v = NULL;
+	size_t len = 0;
+	int r = xattr_name_check(name);
 
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
 	pthread_rwlock_rdlock(&n->lock);
 	x = *xattr_find(n, name);
-	if (x)
-		reply_sized(req, x->value, x->size, size);
-	else
-		fuse_reply_err(req, ENODATA);
+	if (x) {
+		len = x->size;
+		v = malloc(len ? len : 1);
+		if (v)
+			memcpy(v, x->value, len);
+	}
 	pthread_rwlock_unlock(&n->lock);
+	if (!x)	/* replied after the unlock: node.c */
+		fuse_reply_err(req, ENODATA);
+	else if (!v)
+		fuse_reply_err(req, ENOMEM);
+	else
+		reply_sized(req, v, len, size);
+	free(v);
 }
 
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
@@ -215,11 +267,12 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 		for (struct xattr *x = n->xattrs; x; x = x->next)
 			p = stpcpy(p, x->name) + 1;
-		reply_sized(req, buf, len, size);
-	} else {
-		fuse_reply_err(req, ENOMEM);
 	}
 	pthread_rwlock_unlock(&n->lock);
+	if (buf)	/* replied after the unlock: node.c */
+		reply_sized(req, buf, len, size);
+	else
+		fuse_reply_err(req, ENOMEM);
 	free(buf);
 }
 
@@ -239,10 +292,17 @@ int xattr_remove(struct node *n, const char *name)
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	struct node *n = node_of(req_fs(req), ino);
-	int r;
+	int r = xattr_name_check(name);
 
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
 	pthread_rwlock_wrlock(&n->lock);
-	r = xattr_remove(n, name);
+	if (!strcmp(name, ACL_ACCESS) || !strcmp(name, ACL_DEFAULT))
+		r = acl_drop(n, name);
+	else
+		r = xattr_remove(n, name);
 	pthread_rwlock_unlock(&n->lock);
 	fuse_reply_err(req, -r);
 }

@@ -8,13 +8,15 @@
 # real programs: tar x and diff -r, git, sqlite3, rsync -aHAX in and out,
 # stress-ng's file-system stressors; mmap, flock and fcntl locks,
 # SEEK_DATA/SEEK_HOLE, xattrs; data written fast and re-encoded later;
-# memory given back after rm -rf; ENOSPC at --size with nothing lost; the
+# memory given back after rm -rf; ENOSPC at --size with nothing lost (a
+# failed fallocate takes no blocks); the
 # keeper killed (ENOTCONN), uzram umount, and DIR mounted again; POSIX
 # ACLs (cp -a, default ACLs, enforcement) and, as root, RENAME_WHITEOUT
-# and an overlay's upper directory, as on tmpfs; no RELEASE
+# and an overlay's upper directory, as on tmpfs; rename's ctime, a
+# listing's atime, xattr namespaces, as on tmpfs; no RELEASE
 # for a file tar makes (the requests of tar x counted); a written file's
 # pages kept by the kernel; lseek on a directory, which the kernel answers;
-# the model test read through the page cache.
+# statx's birth time; the model test read through the page cache.
 source "$(dirname "$0")/functions.sh"
 require fusermount3 tar setpriv git sqlite3 rsync flock diff stress-ng setfacl getfacl
 real_server || skip_all "uzram mount is a uzram command"
@@ -387,8 +389,8 @@ run_user()
 # ENOSPC at the size: the write fails, the file system stays whole.
 full_fs()
 {
-	local d=$1 i p0
-	step "$WHO: ENOSPC at --size, nothing lost"
+	local d=$1 i p0 used
+	step "$WHO: ENOSPC at --size, nothing lost; a failed fallocate takes nothing"
 	fs_mount "$d" --size 16M
 	as dd if=/dev/urandom of="$d/keep" bs=1M count=4 status=none
 	sha_keep=$(as sha256sum "$d/keep" | cut -d' ' -f1)
@@ -398,6 +400,17 @@ full_fs()
 	grep -q "No space left" "$T/dd.err" || fail "not ENOSPC: $(cat "$T/dd.err")"
 	assert_eq "$(as sha256sum "$d/keep" | cut -d' ' -f1)" "$sha_keep" "kept file"
 	as rm "$d/big"
+	# a fallocate that cannot have every block takes none, as tmpfs's
+	# shmem_fallocate() gives them back (it kept them: df full, the file
+	# unchanged in size but holding the blocks)
+	used=$(as df --output=used -B1 "$d" | tail -n 1)
+	if as fallocate -l 32M "$d/keep" 2>"$T/falloc.err"; then
+		fail "fallocate of 32 MiB fit in a 16 MiB file system"
+	fi
+	grep -q "No space left" "$T/falloc.err" || fail "not ENOSPC: $(cat "$T/falloc.err")"
+	assert_eq "$(as df --output=used -B1 "$d" | tail -n 1)" "$used" \
+		"bytes used after a failed fallocate"
+	assert_eq "$(as stat -c %s:%b "$d/keep")" "4194304:8192" "the file a fallocate failed on"
 	as dd if=/dev/urandom of="$d/again" bs=1M count=8 status=none
 	step "$WHO: SIGKILL of the keeper: ENOTCONN, uzram umount, mount again"
 	kill -KILL "$KEEPER"
@@ -534,6 +547,62 @@ SH
 		fail "cp -a: $(head -n 3 "$T/acl.${d//\//_}_acl")"
 }
 
+# meta_as_tmpfs DIR REF: what the run of /tmp's programs of 2026-12-05
+# found apart from tmpfs, the same steps in DIR and in the tmpfs REF with
+# the same output: rename moves the ctime of what it moved (both names'
+# with RENAME_EXCHANGE; it stayed); a listing of a changed directory
+# moves its atime (relatime; it never moved); xattr names in no namespace
+# tmpfs has are EOPNOTSUPP and a bare prefix EINVAL (any was kept); an
+# ACL removed where there is none is no error (ENODATA: setfacl -b)
+meta_as_tmpfs()
+{
+	local d=$1 ref=$2 dir
+	step "$WHO: rename's ctime, a listing's atime, xattr names, as on tmpfs"
+	for dir in "$d/meta" "$ref/meta"; do
+		as mkdir "$dir"
+		as python3 - "$dir" >"$T/meta.${dir//\//_}" 2>&1 <<'PY'
+import ctypes, errno, os, sys, time
+os.chdir(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+old = (10**15, 10**15)
+def ctime_moved(path, change, after=None):
+    os.utime(path, ns=old)
+    c = os.stat(path).st_ctime_ns
+    time.sleep(0.01)
+    change()
+    return os.stat(after or path).st_ctime_ns != c
+os.mkdir("d"); os.mkdir("e"); open("f", "w").close(); open("g", "w").close()
+print("rename file", ctime_moved("f", lambda: os.rename("f", "e/f"), "e/f"))
+print("rename dir", ctime_moved("d", lambda: os.rename("d", "d2"), "d2"))
+print("exchange", ctime_moved("g", lambda: libc.renameat2(-100, b"g", -100, b"e/f", 2), "e/f"))
+open("d2/x", "w").close()
+os.utime("d2", ns=old)
+os.listdir("d2")
+print("listing's atime moved", os.stat("d2").st_atime_ns != old[0])
+for name in ("foo.x", "system.foo", "user", "user.", "trusted.", "user.ok"):
+    out = []
+    for op in (lambda: os.setxattr("g", name, b"1"), lambda: os.getxattr("g", name),
+               lambda: os.removexattr("g", name)):
+        try:
+            op()
+            out.append("ok")
+        except OSError as e:
+            out.append(errno.errorcode[e.errno])
+    print(name, out)
+for name in ("system.posix_acl_access", "system.posix_acl_default"):
+    for p in ("g", "d2"):
+        try:
+            os.removexattr(p, name)
+            print(p, name, "removed")
+        except OSError as e:
+            print(p, name, errno.errorcode[e.errno])
+PY
+	done
+	diff "$T/meta.${d//\//_}_meta" "$T/meta.${ref//\//_}_meta" >"$T/meta.diff" ||
+		fail "apart from tmpfs (<: uzram, >: tmpfs): $(head -n 12 "$T/meta.diff")"
+	as rm -rf "$d/meta" "$ref/meta"
+}
+
 # whiteout DIR REF: RENAME_WHITEOUT (overlayfs's upper directory here;
 # root only, as the kernel asks for CAP_MKNOD): the old name becomes a
 # char device 0/0, the new one has the bytes; then an overlay with its
@@ -584,6 +653,7 @@ both()
 	direct_written "$d"
 	as_tmpfs "$d"
 	acls "$d" "$ref"
+	meta_as_tmpfs "$d" "$ref"
 	[[ $WHO != root ]] || whiteout "$d" "$ref"
 	um umount "$d" || fail "uzram umount $d"
 	is_mounted "$d" && fail "$d still mounted after uzram umount"
@@ -758,6 +828,52 @@ PY
 		"the file system could answer as tmpfs does (uzram-mount(1))"
 }
 
+# birth_time DIR LOG REF: statx(2)'s btime, as tmpfs has it: where the
+# kernel asks with FUSE_STATX (protocol 7.39, Linux 6.6+; libfuse 3.14
+# answers it ENOSYS, and statx had no btime: fs/wire.c answers it), a
+# new file's, directory's and symbolic link's birth time is now and stays
+# through a write, a chmod and a rename, with the same mask as on REF.
+birth_time()
+{
+	local d=$1 log=$2 ref=$3 minor dir
+	minor=$(grep -m1 -oE '^INIT: 7\.[0-9]+' "$log" | cut -d. -f2)
+	if ((minor < 39)); then
+		echo "$WHO: this kernel (FUSE 7.$minor) asks for no birth time"
+		return
+	fi
+	step "$WHO: statx's birth time, as on tmpfs"
+	for dir in "$d/birth" "$ref/birth"; do
+		mkdir "$dir"
+		python3 - "$dir" >"$T/birth.${dir//\//_}" 2>&1 <<'PY' || fail "statx in $dir (above)"
+import ctypes, os, struct, sys, time
+os.chdir(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+def statx(p):   # mask, btime in ns (struct statx: stx_btime at 80)
+    buf = ctypes.create_string_buffer(256)
+    if libc.statx(-100, p.encode(), 0x100, 0xfff, buf):   # AT_SYMLINK_NOFOLLOW
+        sys.exit("statx %s: %s" % (p, os.strerror(ctypes.get_errno())))
+    sec, nsec = struct.unpack_from("<qI", buf, 80)
+    return struct.unpack_from("<I", buf, 0)[0], sec * 10**9 + nsec
+t0 = time.time_ns()
+open("f", "w").close(); os.mkdir("d"); os.symlink("f", "l")
+for p in ("f", "d", "l"):
+    mask, born = statx(p)
+    print(p, hex(mask), "born now" if abs(born - t0) < 60 * 10**9 else born)
+    time.sleep(0.01)
+    if p == "f":
+        with open(p, "a") as w:
+            w.write("x")
+    if p != "l":
+        os.chmod(p, 0o700)
+    os.rename(p, p + "2")
+    print(p, "born the same after a change" if statx(p + "2")[1] == born else "born again")
+PY
+	done
+	diff "$T/birth.${d//\//_}_birth" "$T/birth.${ref//\//_}_birth" >"$T/birth.diff" ||
+		fail "birth time apart from tmpfs's (<: uzram, >: tmpfs): $(head -n 12 "$T/birth.diff")"
+	rm -rf "$d/birth" "$ref/birth"
+}
+
 # The requests tar x makes on a new mount, counted in libfuse's debug
 # log; then no RELEASE for the files made after the kernel's first plain
 # OPEN (answered ENOSYS: from then on it opens files without asking, and
@@ -782,6 +898,7 @@ round_trips()
 	created_direct "$d" "$log"
 	large_reads "$d" "$log"
 	dir_seek "$d" "$log" "$T/ref"
+	birth_time "$d" "$log" "$T/ref"
 	sleep 1
 	if grep -A1 'opcode: OPEN ' "$log" | grep -q 'error: -38'; then
 		releases=$(tail -n +$((mark + 1)) "$log" | grep -c 'opcode: RELEASE' || true)
