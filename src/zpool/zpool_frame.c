@@ -544,8 +544,16 @@ static int pool_take(struct zpool *pool, uint32_t pages, uint32_t *frame,
 	f = frame_cached(pool, pages, false, resident);
 	if (f >= 0) {
 		if (atomic_load_explicit(&pool->cache_pages, memory_order_relaxed) <
-		    zp_pool_low(pool))
+		    zp_pool_low(pool)) {
 			pool_wake_refill(pool);
+		} else if (!(uint32_t)atomic_load_explicit(&pool->stack[pages],
+							   memory_order_relaxed)) {
+			/* the last of its length: the refill makes more now,
+			 * before the next store of it finds none and waits */
+			atomic_fetch_add_explicit(&pool->pool_short[pages], 1,
+						  memory_order_relaxed);
+			pool_wake_refill(pool);
+		}
 		*frame = (uint32_t)f;
 		return 0;
 	}
