@@ -4,12 +4,14 @@
 # nbd-client), with zram-generator's defaults as v31 checks them and the
 # server held as `serve --swap` holds it (oom_score_adj -1000, memory
 # locked, every thread SCHED_RR, the ublk queue threads included); a hog
-# of 1.5x the memory available swaps to it and reads every page back; `--transport nbd` still works beside it; `uzram swapoff` then
+# of 1.5x the memory available swaps to it and reads every page back, and
+# so does one in a memory cgroup of a third of its size (a container);
+# `--transport nbd` still works beside it; `uzram swapoff` then
 # leaves no swap, no server, no ublk device or node and no pid file. The
 # server's program, on the guest's tmpfs, must be locked whole.
 # vm-kernel: 6.12
 # vm-mem: 256
-# vm-timeout: 240
+# vm-timeout: 360
 # vm-modules: ublk_drv nbd
 # vm-programs: hog
 # vm-data: heap-python.core:64:8
@@ -90,6 +92,28 @@ info "stat: $(uzram stat --socket "$f.sock" --all | awk '$1 ~ /^(pages_stored|me
 for k in refill_waits refill_misses refill_made; do
 	figure "$k" "$(stat_field "$f.sock" $k)" ""
 done
+
+# a hog in a memory cgroup whose limit is a third of it (a container, or a
+# service with MemoryMax=): it swaps by its cgroup's reclaim while the
+# guest has memory to spare, and reads every page back; the cgroup never
+# meets its OOM killer
+grep -q " /sys/fs/cgroup cgroup2 " /proc/mounts || mount -t cgroup2 none /sys/fs/cgroup
+echo +memory > /sys/fs/cgroup/cgroup.subtree_control
+mkdir -p /sys/fs/cgroup/hog
+cg_mib=$((avail_mib / 2))
+echo $(((cg_mib / 3) << 20)) > /sys/fs/cgroup/hog/memory.max
+out0=$(vmstat pswpout); in0=$(vmstat pswpin)
+t0=$(now)
+bounded 150 sh -c 'echo $$ > /sys/fs/cgroup/hog/cgroup.procs && exec hog "$1" /data/heap-python.core 1' \
+	sh "$cg_mib" > /tmp/cghog.out 2>&1
+rc=$?
+out=$(($(vmstat pswpout) - out0)); in=$(($(vmstat pswpin) - in0))
+cat /tmp/cghog.out
+check cgroup-hog-completes test "$rc" = 0
+info "hog of $cg_mib MiB in a cgroup of $((cg_mib / 3)) MiB: status $rc in $(elapsed "$t0") s, pswpout $out, pswpin $in"
+check cgroup-hog-swapped test "$out" -gt 1000
+check cgroup-no-oom test "$(awk '$1 == "oom_kill" { print $2 }' /sys/fs/cgroup/hog/memory.events)" = 0
+rmdir /sys/fs/cgroup/hog
 
 # the NBD transport, beside it
 check swapon-nbd bounded 120 uzram swapon --transport nbd --size 32M --algorithm lz4 --priority 5
