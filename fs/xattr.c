@@ -164,9 +164,21 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	fuse_reply_err(req, -r);
 }
 
+/*
+ * The ACL of that name on n, or NULL: none, or bytes no ACL can be. What
+ * setxattr stored was checked, but an --image's tree brings its own
+ * (tree_image.c), and acl.c's rewrites trust what they are given.
+ */
+static struct xattr *acl_find(struct node *n, const char *name)
+{
+	struct xattr *x = *xattr_find(n, name);
+
+	return x && acl_check(x->value, x->size) == 0 ? x : NULL;
+}
+
 void xattr_acl_chmod(struct node *n)
 {
-	struct xattr *x = *xattr_find(n, ACL_ACCESS);
+	struct xattr *x = acl_find(n, ACL_ACCESS);
 
 	if (x)
 		acl_chmod(x->value, x->size, n->mode);
@@ -176,8 +188,8 @@ void xattr_acl_chmod(struct node *n)
  * The mode and ACLs of n, just made in dir and not yet named
  * (posix_acl_create()): with a default ACL in dir, an access ACL from it
  * cut to the mode asked for (kept where the mode cannot say it) and, for
- * a directory, the default ACL too; without, the umask. Symbolic links
- * take neither. Returns 0 or -ENOMEM; the caller holds ns_lock for
+ * a directory, the default ACL too; without (or with one no ACL can be),
+ * the umask. Symbolic links take neither. Returns 0 or -ENOMEM; the caller holds ns_lock for
  * writing, so nothing else sees n yet.
  */
 int xattr_acl_create(struct node *dir, struct node *n, mode_t umask)
@@ -190,7 +202,7 @@ int xattr_acl_create(struct node *dir, struct node *n, mode_t umask)
 	if (S_ISLNK(n->mode))
 		return 0;
 	pthread_rwlock_rdlock(&dir->lock);
-	d = *xattr_find(dir, ACL_DEFAULT);
+	d = acl_find(dir, ACL_DEFAULT);
 	if (d && (v = malloc(d->size))) {
 		memcpy(v, d->value, d->size);
 		size = d->size;
