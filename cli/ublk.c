@@ -4,8 +4,8 @@
  * `uzram serve --ublk` (the same options, the same `uzram stat` and
  * `uzram ctl` channel; the server lives as long as the device); list and
  * del look after devices, such as one whose server was killed. The front
- * end itself is in ublk/. add's messages, serve's, say "uzram ublk:"
- * (report_rename()).
+ * end itself is in ublk/. add's messages, serve's, say "uzram ublk add:"
+ * (report_rename()), and its --help is serve's options under its own name.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,18 +53,24 @@ int cmd_ublk(int argc, char **argv)
 
 	if (argc >= 2 && !strcmp(argv[1], "add")) {
 		/* argv[0] and argv[1] become "serve" and "--ublk"; its
-		 * messages name `uzram ublk`, the command the user typed */
+		 * messages, usage and --help name `uzram ublk add`, the
+		 * command the user typed */
+		struct cli_command add = serve_cmd;
 		char **args = calloc((size_t)argc + 1, sizeof *args);
 
 		if (!args) {
 			report_error("ublk", "out of memory");
 			return 1;
 		}
-		report_rename("serve", "ublk");
+		add.name = "ublk add";
+		add.summary = "Make /dev/ublkbN, a new device (or --image), and "
+			"serve it until SIGINT or\nSIGTERM: `uzram serve "
+			"--ublk` with the same options.\n";
+		report_rename("serve", add.name);
 		args[0] = (char *)"serve";
 		args[1] = (char *)"--ublk";
 		memcpy(args + 2, argv + 2, (size_t)(argc - 2) * sizeof *args);
-		r = cmd_serve(argc, args);
+		r = serve_as(&add, argc, args);
 		free(args);
 		return r;
 	}

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "../../common/report.h"
 
@@ -69,6 +70,13 @@ int parse_algo_spec(char *s, const char **name, int *level, const char **dict);
  * prefixed by "uzram CMD:". 0 or a negative errno.
  */
 int read_dict(const char *cmd, const char *path, void **buf, size_t *len);
+
+/*
+ * The process ID a pid file (a server's, a keeper's) holds; 0 when the
+ * file is missing or holds no number. Whether that process still runs is
+ * the caller's question.
+ */
+pid_t read_pid_file(const char *path);
 
 /*
  * One option of a subcommand, for the parser and for --help alike. key is

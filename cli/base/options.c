@@ -62,6 +62,19 @@ int parse_algo_spec(char *s, const char **name, int *level, const char **dict)
 	return parse_algo_level(s, name, level);
 }
 
+pid_t read_pid_file(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	long pid = 0;
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%ld", &pid) != 1 || pid < 0)
+		pid = 0;
+	fclose(f);
+	return (pid_t)pid;
+}
+
 int read_dict(const char *cmd, const char *path, void **buf, size_t *len)
 {
 	/* the library takes 1 MiB at most; one byte more tells it is too big */

@@ -153,17 +153,9 @@ long mount_relay_log(int fd)
 pid_t mount_read_pid(const struct mount_req *m, const char *name)
 {
 	char path[PATH_MAX];
-	FILE *f;
-	int pid = 0;
 
 	mount_path(m, path, name);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%d", &pid) != 1)
-		pid = 0;
-	fclose(f);
-	return pid;
+	return read_pid_file(path);
 }
 
 /* fusermount3 ARG DIR; 0 if it succeeded (else it said why). */

@@ -204,6 +204,7 @@ static int check_tls_options(const struct nbd_tls_config *tc)
 
 /* What `uzram serve`'s options say, as cmd_serve() gathers it. */
 struct serve_args {
+	const struct cli_command *cmd;  /* serve_cmd, or `uzram ublk add`'s */
 	struct uzram_config cfg;
 	struct nbd_server_config sc;
 	struct nbd_tls_config tc;
@@ -534,7 +535,7 @@ static int serve_address(struct serve_args *a, int argc, char **argv)
 		return 2;
 	}
 	if (optind != argc) {
-		return cli_usage_error(&serve_cmd, "unexpected argument "
+		return cli_usage_error(a->cmd, "unexpected argument "
 				       "'%s'", argv[optind]);
 	}
 	if (a->tcp && a->sc.socket_path) {
@@ -687,6 +688,11 @@ static int serve_device(struct serve_args *a, struct uzram **dev)
 
 int cmd_serve(int argc, char **argv)
 {
+	return serve_as(&serve_cmd, argc, argv);
+}
+
+int serve_as(const struct cli_command *cmd, int argc, char **argv)
+{
 	struct serve_args a = {
 		.sc = { .export = { .name = "" } },
 		.tc = { .mode = NBD_TLS_OFF },
@@ -703,11 +709,12 @@ int cmd_serve(int argc, char **argv)
 	int r;
 
 	uzram_config_init(&a.cfg);
+	a.cmd = cmd;
 	a.cfg.size = 1ull << 30;
 	a.uo.dev_id = -1;
 	a.standby_fd = -1;
 	a.nbd_index = -1;
-	r = cli_parse(&serve_cmd, argc, argv, serve_take, &a);
+	r = cli_parse(cmd, argc, argv, serve_take, &a);
 	if (r >= 0 || (r = serve_address(&a, argc, argv)) != 0 ||
 	    (a.keeper && !a.dry_run &&
 	     (r = serve_keeper(args, a.ublk, a.uo.dev_id, a.nbd_index)) >= 0)) {

@@ -12,6 +12,8 @@
 
 extern const struct cli_command serve_cmd;
 int cmd_serve(int argc, char **argv);  /* cli/serve/serve.c */
+/* `uzram serve` whose usage and option errors are cmd's (serve's options) */
+int serve_as(const struct cli_command *cmd, int argc, char **argv);
 
 /*
  * cli/serve/serve_device.c: the device from the options. Each 0, or

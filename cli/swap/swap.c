@@ -183,17 +183,9 @@ static void swap_path(char *out, size_t size, const struct swap_transport *t,
 static pid_t read_pid(const struct swap_transport *t, int n)
 {
 	char path[128];
-	long pid = 0;
-	FILE *f;
 
 	swap_path(path, sizeof path, t, n, "pid");
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%ld", &pid) != 1)
-		pid = 0;
-	fclose(f);
-	return (pid_t)pid;
+	return read_pid_file(path);
 }
 
 /* Whether pid is gone; reaps it when it is our child (swapon's undo). */
