@@ -41,10 +41,10 @@
 #   test-vm-ublk     the ublk tests in a 6.12 guest, then swap on Debian
 #                    13's newest kernel beside its zram (mk/vm.mk; not
 #                    the keeper's v44: see there), about 4 min
-#   test-vm-swap-uzram   swap on uzram with its server in the guest: the
-#                    sequential hog (1.5x the guest's RAM) over NBD, and
-#                    two processes rewriting random pages (1.33x) on ublk
-#                    (mk/vm.mk), about 6 min
+#   test-vm-swap-uzram   swap on uzram with its server in the guest: two
+#                    processes rewriting random pages (1.33x the guest's
+#                    RAM) on ublk (mk/vm.mk), about 2.5 min; swap over
+#                    NBD is v45's, in test-vm-quick
 #
 # Each phase's output is printed whole when it ends (--output-sync), so
 # the lines of two phases never mix; a failing phase stops make test once
@@ -80,11 +80,11 @@ INTEGRATION_TEXT := $(addprefix tests/integration/,t26-ctl.sh \
 	t28-recompress.sh t29-dict.sh t31-dedup.sh t69-tiers.sh t70-image.sh)
 
 # make starts the phases in this order as job slots come free, the
-# longest first (the VM bench, integration, then TSan). Every phase can start at once,
+# longest first (integration, the VM bench, then the sanitizers). Every phase can start at once,
 # as test-build made what they need: a phase that waited for another
 # would join the end of the queue when that one ended.
-TEST_PHASES := test-vm-swap-uzram test-vm-quick test-vm-ublk test-integration test-tsan test-asan test-unit \
-	test-unit-alt test-deb fuzz-smoke-nbd fuzz-smoke-image check-layers \
+TEST_PHASES := test-integration test-vm-ublk test-vm-quick test-tsan test-asan test-vm-swap-uzram \
+	test-deb test-unit test-unit-alt fuzz-smoke-nbd fuzz-smoke-image check-layers \
 	check-namespace check-spdx check-install check-header check-bench-doc
 
 .PHONY: test-phases test-build $(TEST_PHASES)
