@@ -39,7 +39,12 @@
  * is when the blocks go. The file system has no open or opendir (the
  * kernel's no_open: one round trip less per open and per close); only a
  * file made by open(O_CREAT) gets a handle, direct I/O when it is opened
- * to be written only (ops_name.c's op_create).
+ * to be written only (ops_name.c's op_create). Metadata lives in the
+ * process's heap, beside --size and --mem-limit, so the number of nodes
+ * is bounded as tmpfs bounds its inodes (uzfs_config's max_nodes, `uzram
+ * mount --inodes`, half as many as RAM has pages by default): a new node
+ * or a file's second and later names (tmpfs takes an inode for each hard
+ * link) past it is ENOSPC (node_full()), and statfs reports the count.
  *
  * Names. Every name is a struct dent in one hash table keyed by (directory,
  * name); a directory also keeps its dents in an array in creation order,
@@ -93,6 +98,16 @@ struct node *node_of(struct uzfs *fs, fuse_ino_t ino)
 
 /* A node with one reference from nobody yet; linked into fs->all. The
  * caller holds ns_lock for writing. */
+uint64_t node_count(struct uzfs *fs)
+{
+	return atomic_load(&fs->nnodes) + atomic_load(&fs->extra_links);
+}
+
+bool node_full(struct uzfs *fs)
+{
+	return node_count(fs) >= fs->max_nodes;
+}
+
 struct node *node_new(struct uzfs *fs, mode_t mode, uid_t uid, gid_t gid)
 {
 	struct node *n = calloc(1, sizeof *n);

@@ -195,7 +195,8 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct uzfs *fs = req_fs(req);
 	struct statvfs sv = { 0 };
-	uint64_t files = 1ull << 32, room = blocks_in_limit(fs);
+	uint64_t files = fs->max_nodes, room = blocks_in_limit(fs);
+	uint64_t used = node_count(fs);
 
 	(void)ino;
 	pthread_mutex_lock(&fs->alloc_lock);
@@ -205,7 +206,8 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	sv.f_bsize = sv.f_frsize = fs->bsize;
 	sv.f_blocks = fs->nblocks;
 	sv.f_files = files;
-	sv.f_ffree = sv.f_favail = files - atomic_load(&fs->nnodes);
+	/* an image may bring more nodes than this mount's limit */
+	sv.f_ffree = sv.f_favail = files > used ? files - used : 0;
 	sv.f_namemax = UZFS_NAME_MAX;
 	fuse_reply_statfs(req, &sv);
 }

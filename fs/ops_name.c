@@ -82,6 +82,8 @@ static int make(fuse_req_t req, struct node *dir, const char *name,
 		return -ENOENT; /* removed while we came */
 	if (dent_find(fs, dir, name))
 		return -EEXIST;
+	if (node_full(fs))
+		return -ENOSPC;
 	if (dir->mode & S_ISGID) { /* as ext4 and tmpfs */
 		gid = dir->gid;
 		if (S_ISDIR(mode))
@@ -208,10 +210,13 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 		r = -ENOENT;
 	else if (dent_find(fs, dir, newname))
 		r = -EEXIST;
+	else if (node_full(fs))
+		r = -ENOSPC; /* as tmpfs: a link takes an inode */
 	else
 		r = dent_add(fs, dir, newname, n);
 	if (!r) {
 		atomic_fetch_add(&n->nlink, 1);
+		atomic_fetch_add(&fs->extra_links, 1);
 		pthread_rwlock_wrlock(&n->lock);
 		time_now(&n->ctime);
 		pthread_rwlock_unlock(&n->lock);
@@ -240,8 +245,8 @@ static void drop_name(struct uzfs *fs, struct dent *d)
 	if (S_ISDIR(child->mode)) {
 		atomic_store(&child->nlink, 0);
 		atomic_fetch_sub(&dir->nlink, 1);
-	} else {
-		atomic_fetch_sub(&child->nlink, 1);
+	} else if (atomic_fetch_sub(&child->nlink, 1) > 1) {
+		atomic_fetch_sub(&fs->extra_links, 1);
 	}
 	pthread_rwlock_wrlock(&child->lock);
 	child->ctime = now;
@@ -406,7 +411,9 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	time_now(&now);
 	pthread_rwlock_wrlock(&fs->ns_lock);
-	if (flags & RENAME_WHITEOUT && !(wh = whiteout_new(req)))
+	if (flags & RENAME_WHITEOUT && node_full(fs))
+		r = -ENOSPC; /* tmpfs too takes an inode for it */
+	else if (flags & RENAME_WHITEOUT && !(wh = whiteout_new(req)))
 		r = -ENOMEM;
 	if (!r)
 		r = do_rename(fs, odir, name, ndir, newname, flags, wh);

@@ -218,6 +218,7 @@ int uzfs_mount(const struct uzfs_config *cfg, const char *dir, struct uzfs **fsp
 		fs->dev = cfg->dev;
 		fs->bsize = uzram_cluster_size(cfg->dev);
 		fs->nblocks = uzram_size(cfg->dev) / fs->bsize;
+		fs->max_nodes = cfg->max_nodes ? cfg->max_nodes : 1ull << 32;
 		fs->allow_other = cfg->allow_other;
 		fs->debug = cfg->debug;
 		fs->threads = cfg->threads;

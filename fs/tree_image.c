@@ -583,6 +583,9 @@ static int tree_parse(struct uzfs *fs, struct in *in, char *why, size_t whylen)
 		}
 	if (!r && tree_check(nodes, nlink, count) < 0)
 		r = BAD("the tree record's links do not add up");
+	for (i = 0; !r && i < count; i++)
+		if (!S_ISDIR(nodes[i]->mode) && nlink[i] > 1)
+			atomic_fetch_add(&fs->extra_links, nlink[i] - 1);
 	free(nodes);
 	free(names);
 	free(nlink);

@@ -18,6 +18,9 @@ struct uzfs_config {
 	uid_t uid;             /* the root directory's owner, group, mode */
 	gid_t gid;
 	mode_t mode;
+	uint64_t max_nodes;    /* the most files, directories, symlinks and
+				* device nodes, the root included (tmpfs's
+				* nr_inodes): past it ENOSPC; 0: 2^32 */
 	bool allow_other;      /* FUSE's allow_other (root only) */
 	bool debug;            /* libfuse's debug output */
 	unsigned threads;      /* > 1: libfuse's multi-threaded loop; else one */

@@ -90,6 +90,10 @@ struct uzfs {
 	struct node *root;
 	struct node all;              /* the list head of every node */
 	_Atomic uint64_t next_ino, nnodes;
+	uint64_t max_nodes;           /* uzfs_config's: nnodes + extra_links
+				       * stays within it, as tmpfs's inodes */
+	_Atomic uint64_t extra_links; /* names of files past their first:
+				       * tmpfs takes an inode for each */
 
 	/* The session (session.c). */
 	struct fuse_session *se;
@@ -143,6 +147,11 @@ int bmap_stage_flush(struct uzfs *fs, const struct node *n);
 /* node.c */
 struct node *node_of(struct uzfs *fs, fuse_ino_t ino);
 struct node *node_new(struct uzfs *fs, mode_t mode, uid_t uid, gid_t gid);
+/* Whether a new node or name would pass max_nodes (the caller holds
+ * ns_lock for writing, as every maker of one does): it returns ENOSPC.
+ * node_count(): what counts against it, statfs's used inodes. */
+bool node_full(struct uzfs *fs);
+uint64_t node_count(struct uzfs *fs);
 void node_fill_attr(struct uzfs *fs, struct node *n, struct stat *st);
 void node_entry(struct uzfs *fs, struct node *n, struct fuse_entry_param *e);
 void node_put(struct uzfs *fs, struct node *n, uint64_t nlookup);

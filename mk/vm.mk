@@ -54,7 +54,7 @@
 #   make test-vm-swap-random  issue 30's random workload (tests/vm/rhog.c:
 #                           two processes rewriting random pages of 640
 #                           MiB in a 384 MiB guest; v33: 896 MiB devices,
-#                           uzram at zstd; v34: 768 MiB, lz4), zram
+#                           v34: 768 MiB; uzram at zstd in both), zram
 #                           and uzram in each boot, on ublk (v33, 6.12) and
 #                           NBD (v34, 6.1); not in make test (8-15 min a
 #                           boot under TCG)

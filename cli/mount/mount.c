@@ -56,6 +56,11 @@ static const struct cli_option mount_opts[] = {
 	  "so that it, not the device, reports ENOSPC (--via\n"
 	  "fs: the device's ENOSPC reaches the write, and df's\n"
 	  "available space follows what the limit lets in)" },
+	{ "inodes", 'I', required_argument, "N",
+	  "the most files, directories and symlinks, as tmpfs's\n"
+	  "nr_inodes (K, M, G: powers of 1024; --via fs: half\n"
+	  "as many as RAM has pages by default, as tmpfs; ext4:\n"
+	  "mkfs.ext4 -N N)" },
 	{ "fs", 'F', required_argument, "ext4", "the file system (ext4 only)" },
 	{ NULL, 'o', required_argument, "OPTIONS",
 	  "mount options (the kernel's ext4 with --via loop,\n"
@@ -469,6 +474,12 @@ static int mount_take(void *ctx, int key, char *arg)
 		return 0;
 	case 'a': case 'l': /* uzram serve checks them */
 		serve_option(m, cli_find(mount_opts, key)->name, arg);
+		return 0;
+	case 'I':
+		if (parse_size(arg, &v) < 0 || !v || v > UINT32_MAX)
+			return cli_bad_value("1 to 4G-1 (tmpfs's nr_inodes: "
+					     "K, M, G are powers of 1024)");
+		m->inodes = v;
 		return 0;
 	case 'F':
 		return strcmp(arg, "ext4") ? CLI_BAD_VALUE : 0;

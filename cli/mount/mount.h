@@ -29,6 +29,7 @@ struct mount_req {
 	char *serve_argv[20];         /* options passed on to uzram serve */
 	int serve_argc;
 	unsigned long long size, mem_limit, fs_bytes;
+	unsigned long long inodes;    /* --inodes, or 0: the default */
 	const char *opts;            /* -o: mount options, or NULL */
 	uid_t uid;
 	gid_t gid;

@@ -155,6 +155,9 @@ static int build_fs(struct mount_req *m, struct uzram **dev, struct uzfs **fs)
 	struct uzfs_config fc = {
 		.uid = m->uid, .gid = m->gid,
 		.mode = m->set_mode ? m->mode : 0755,
+		/* tmpfs's default nr_inodes: half of RAM's pages */
+		.max_nodes = m->inodes ? m->inodes :
+			     (uint64_t)sysconf(_SC_PHYS_PAGES) / 2,
 		.allow_other = geteuid() == 0,
 		.debug = getenv("UZRAM_FS_DEBUG") != NULL,
 		/* with a limit the device's ENOSPC must reach write() */

@@ -240,12 +240,17 @@ static int start_nbdfuse(struct mount_req *m)
 	return -1;
 }
 
-/* mkfs.ext4 on target, m->fs_bytes large, the root owned by uid:gid. */
+/*
+ * mkfs.ext4 on target, m->fs_bytes large, the root owned by uid:gid, with
+ * --inodes inodes (else mkfs's own count).
+ */
 static int make_fs(struct mount_req *m, char *target)
 {
-	char ext[128], blocks[32];
+	char ext[128], blocks[32], inodes[32];
 	char *argv[] = { "mkfs.ext4", "-q", "-F", "-L", "uzram", "-m", "0",
-			 "-O", "^has_journal", "-E", ext, target, blocks, NULL };
+			 "-O", "^has_journal", "-E", ext,
+			 NULL, NULL, NULL, NULL, NULL }; /* [-N N] target blocks */
+	int n = 11;
 
 	/*
 	 * The device reads as zeros and trimming it frees nothing, so no
@@ -256,6 +261,13 @@ static int make_fs(struct mount_req *m, char *target)
 	snprintf(ext, sizeof ext, "root_owner=%u:%u,nodiscard,"
 		 "assume_storage_prezeroed=1", (unsigned)m->uid, (unsigned)m->gid);
 	snprintf(blocks, sizeof blocks, "%lluk", m->fs_bytes >> 10);
+	if (m->inodes) {
+		snprintf(inodes, sizeof inodes, "%llu", m->inodes);
+		argv[n++] = "-N";
+		argv[n++] = inodes;
+	}
+	argv[n++] = target;
+	argv[n] = blocks;
 	return run(m, argv);
 }
 

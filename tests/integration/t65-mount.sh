@@ -183,6 +183,7 @@ assert_eq "$(cat "$T/plain")" keep "the plain file"
 assert_mount_fails "No such file" "$T/missing" --size 32M
 mkdir "$T/e"
 assert_mount_fails "bad value" "$T/e" --size 32M --fs btrfs
+assert_mount_fails "bad value '0' for --inodes" "$T/e" --size 32M --inodes 0
 assert_mount_fails "takes no mount options" "$T/e" --size 32M --via fs -o noatime
 UZRAM_DEV_FUSE=$T/no-fuse assert_mount_fails "FUSE is unavailable: $T/no-fuse" \
 	"$T/e" --size 32M
@@ -237,6 +238,14 @@ if ((EUID == 0)); then
 
 	step "root: the same round, ended by a plain umount"
 	the_round "$T/root2" plain
+
+	step "root: --inodes 1000 on ext4 is mkfs.ext4 -N 1000"
+	mkdir "$T/ino"
+	mount_fs "$T/ino" --size 32M --inodes 1000
+	n=$(stat -f -c %c "$T/ino")
+	((n >= 1000 && n < 2000)) || fail "--inodes 1000: ext4 has $n inodes"
+	um umount "$T/ino"
+	assert_nothing_left
 
 	step "root: --mem-limit: ENOSPC to the writer, then a clean file system"
 	mkdir "$T/lim"

@@ -497,6 +497,40 @@ limit_df()
 	um umount "$d" || fail "uzram umount $d"
 }
 
+# inode_limit DIR: --inodes as tmpfs's nr_inodes (fs/node.c's node_full()):
+# the same files, links, directories, symlinks and FIFOs made and removed
+# in DIR and in a tmpfs mounted with the same limit give the same ENOSPCs
+# and the same used inodes after each step (a hard link takes one on
+# tmpfs); with no --inodes, df -i's total is tmpfs's default.
+inode_limit()
+{
+	local d=$1 ref=$T/ref-inodes dir out=()
+	step "$WHO: --inodes 5: ENOSPC and df -i as tmpfs's nr_inodes=5"
+	if ! mountpoint -q "$ref"; then
+		mkdir -p "$ref"
+		mount -t tmpfs -o nr_inodes=5,size=16M,mode=0755 tmpfs "$ref" ||
+			fail "mount a tmpfs with nr_inodes=5"
+		on_exit umount "$ref"
+	fi
+	rm -rf "${ref:?}"/*
+	[[ $WHO == root ]] || chown nobody:nogroup "$ref"
+	fs_mount "$d" --size 16M --inodes 5
+	for dir in "$d" "$ref"; do
+		as bash -c 'cd "$1" || exit
+			r() { "$@" 2>/dev/null && echo "ok $2" || echo "ENOSPC? $2"; }
+			u() { stat -f -c "inodes %c, free %d" .; }
+			u; r touch a; r touch b; u; r ln a h; u; r ln a h2; u
+			r mkdir x; r rm h; u; r ln -s a s; u; r mv h2 b; u
+			r touch c; u; r mkfifo p; u; r rm a b; u; r mkdir x; u' \
+			- "$dir" > "$T/inodes.$((${#out[@]}))" 2>&1
+		out+=("$T/inodes.${#out[@]}")
+	done
+	diff "${out[@]}" > "$T/inodes.diff" ||
+		fail "--inodes apart from tmpfs (<: uzram, >: tmpfs): $(head -n 12 "$T/inodes.diff")"
+	grep -q '^ENOSPC' "${out[0]}" || fail "--inodes 5: nothing refused"
+	um umount "$d" || fail "uzram umount $d"
+}
+
 # acls DIR REF: POSIX ACLs as tmpfs keeps them (fs/acl.c), the same steps
 # in DIR and in the tmpfs REF with the same output: `cp -a` of a 755 tree
 # (which sets each mode as a three-entry ACL after a mkdir 0700: the copy
@@ -648,7 +682,10 @@ both()
 {
 	local d=$1 ref=$2
 	limit_df "$d"
+	inode_limit "$d"
 	fs_mount "$d" --size 2G
+	[[ $(as stat -f -c %c "$d") == $(stat -f -c %c "$ref") ]] ||
+		fail "df -i: $(as stat -f -c %c "$d") inodes, tmpfs's default $(stat -f -c %c "$ref")"
 	run_user "$d" "$ref"
 	direct_written "$d"
 	as_tmpfs "$d"

@@ -107,9 +107,12 @@ lookups()
 }
 
 # What rsync does not compare: inode numbers, link counts, blocks used.
+# inodes DIR: each object's inode number, links, size, blocks, mode; then
+# the file system's inodes in use (df -i: hard links count, as on tmpfs)
 inodes()
 {
 	as sh -c "cd '$1' && find . ! -name . -printf '%p %i %n %s %b %m\n' | sort"
+	as stat -f -c 'inodes used: %c - %d' "$1"
 }
 
 run()

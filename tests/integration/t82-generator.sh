@@ -539,6 +539,7 @@ mode = 1777
 owner = 0:0
 options = noatime
 via = fuse
+inodes = 2k
 CONF
 generate "$T/r" || fail "exit $?: $(cat "$T/r.err")"
 every_key serve "$P/etc/uzram/uzram.conf"
@@ -564,6 +565,8 @@ else
 	grep -q " $T/mnt .*noatime.* fuse.ext4 " /proc/self/mountinfo ||
 		fail "$T/mnt not mounted by fuse2fs with noatime"
 	assert_eq "$(stat -c '%a %u:%g' "$T/mnt")" "1777 0:0" "the mount's mode and owner"
+	n=$(stat -f -c %c "$T/mnt")
+	((n >= 2048 && n < 4096)) || fail "inodes = 2k: ext4 has $n inodes"
 	um
 fi
 
