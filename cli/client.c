@@ -415,7 +415,7 @@ static int ctl_request(int argc, char **argv, char *req, size_t n)
 	} else if ((argc == 1 || argc == 2) && !strcmp(cmd, "save")) {
 		return save_request(argc, argv, req, n);
 	} else if (argc == 2 && !strcmp(cmd, "mem-limit")) {
-		if (parse_size(argv[1], &v) < 0) {
+		if (parse_mem_size(argv[1], &v) < 0) {
 			report_error("ctl", "bad size '%s'", argv[1]);
 			return 2;
 		}

@@ -37,6 +37,12 @@ unsigned long long ram_share(unsigned long long pages,
 
 /* Parse "123", "4K", "1.5G" (powers of 1024) into bytes; 0 or -EINVAL. */
 int parse_size(const char *s, unsigned long long *out);
+/*
+ * A size of memory (a device's, a memory limit): parse_size()'s, or "N%"
+ * of RAM as tmpfs's size=N% reads it, rounded down to whole 4 KiB pages;
+ * 0 or -EINVAL.
+ */
+int parse_mem_size(const char *s, unsigned long long *out);
 
 /* "PORT", "HOST:PORT" or "[V6ADDR]:PORT" in place; host defaults to
  * 127.0.0.1, PORT is 0 to 65535 (0: the server picks one). 0 or -1. */
@@ -131,7 +137,7 @@ struct cli_command {
  */
 int cli_bad_value(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /*
- * A device's size for a take function: SIZE as parse_size() reads it, at
+ * A device's size for a take function: SIZE as parse_mem_size() reads it, at
  * least min bytes, never 0, in whole 4 KiB pages. 0, or CLI_BAD_VALUE with
  * the reason (cli_bad_value()).
  */

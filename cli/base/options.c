@@ -145,6 +145,27 @@ int parse_size(const char *s, unsigned long long *out)
 	return 0;
 }
 
+int parse_mem_size(const char *s, unsigned long long *out)
+{
+	size_t len = strlen(s), digits = strspn(s, "0123456789.");
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	char *end;
+	double pct;
+
+	if (!len || s[len - 1] != '%')
+		return parse_size(s, out);
+	/* plain decimals, as parse_size() takes them */
+	if (!digits || digits != len - 1 || pages <= 0 || page <= 0)
+		return -EINVAL;
+	errno = 0;
+	pct = strtod(s, &end);
+	if (errno || end != s + digits || pct > 1e6)
+		return -EINVAL;
+	*out = (unsigned long long)((double)pages * (double)page * pct / 100) &
+	       ~(unsigned long long)(UZRAM_PAGE_SIZE - 1);
+	return 0;
+}
+
 /* "PORT", "HOST:PORT" or "[V6ADDR]:PORT"; host defaults to 127.0.0.1. */
 /* A port is a number, 0 (pick a free one, for a server) to 65535. */
 static bool port_valid(const char *port)
@@ -299,7 +320,7 @@ int cli_take_size(const char *arg, unsigned long long min,
 {
 	char words[32];
 
-	if (parse_size(arg, out) < 0)
+	if (parse_mem_size(arg, out) < 0)
 		return CLI_BAD_VALUE;
 	if (*out == 0)
 		return cli_bad_value("more than 0 bytes (0 holds nothing)");
@@ -341,6 +362,10 @@ static const char *value_hint(const struct cli_option *o)
 
 	if (!strcmp(o->name ? o->name : "", "level"))
 		return "a whole number (each algorithm has its own range)";
+	if (!strcmp(a, "SIZE") && o->name && (!strcmp(o->name, "size") ||
+					      !strcmp(o->name, "mem-limit")))
+		return "bytes, a number with K, M, G or T (powers of 1024), or "
+		       "a share of RAM: 4096, 64M, 1.5G, 2GiB, 25%";
 	if (!strcmp(a, "SIZE"))
 		return "bytes, or a number with K, M, G or T (powers of 1024): "
 		       "4096, 64M, 1.5G, 2GiB";

@@ -90,7 +90,7 @@ const struct cli_command load_cmd = {
 static int load_size(const char *v, const char *name, unsigned long long max,
 		     unsigned long long *out)
 {
-	if (!*v || parse_size(v, out) || *out > max) {
+	if (!*v || parse_mem_size(v, out) || *out > max) {
 		report_error("load", "bad size '%s' for --%s", v, name);
 		return CLI_USAGE;
 	}

@@ -456,7 +456,7 @@ static int mount_take(void *ctx, int key, char *arg)
 	case 's': case 'm':
 		if (key == 's' && (r = cli_take_size(arg, 16 << 20, &v)))
 			return r;
-		if (key == 'm' && parse_size(arg, &v) < 0)
+		if (key == 'm' && parse_mem_size(arg, &v) < 0)
 			return CLI_BAD_VALUE;
 		/* the file system is the limit less 1/16 (sizes()), at least
 		 * the 16M of --size: 0 is no limit */

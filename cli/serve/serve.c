@@ -453,7 +453,7 @@ static int serve_take(void *ctx, int key, char *arg)
 	case 'l':
 		return parse_level(arg, &a->cfg.level) < 0 ? CLI_BAD_VALUE : 0;
 	case 'm':
-		if (parse_size(arg, &v) < 0)
+		if (parse_mem_size(arg, &v) < 0)
 			return CLI_BAD_VALUE;
 		a->cfg.mem_limit = v;
 		return 0;

@@ -324,7 +324,7 @@ static int swapon_take(void *arg, int key, char *val)
 	case 's':
 		return cli_take_size(val, 4096, &a->size);
 	case 'm':
-		return parse_size(val, &a->mem_limit) < 0 ? CLI_BAD_VALUE : 0;
+		return parse_mem_size(val, &a->mem_limit) < 0 ? CLI_BAD_VALUE : 0;
 	case 'p':
 		return parse_uint(val, 32767, &a->priority) < 0 ? CLI_BAD_VALUE : 0;
 	case 'a':

@@ -48,6 +48,20 @@ says "bad value '5000' for --size; want whole 4K pages, such as 8K" "" -- \
 says "bad value '8M' for --size; want at least 16M" "" -- \
 	uzram mount "$T/plain" --size 8M
 
+step "--size and --mem-limit as a share of RAM (tmpfs's size=N%), whole pages"
+# MemTotal is the kernel's totalram_pages, sysconf's _SC_PHYS_PAGES
+share=$(($(sed -n 's/^MemTotal: *\([0-9]*\) kB$/\1/p' /proc/meminfo) * 1024 / 100 / 4096 * 4096))
+"$UZRAM" serve --size 1% --mem-limit 0.5% --dry-run >"$T/out" 2>&1 ||
+	fail "serve --size 1% --dry-run: $(cat "$T/out")"
+grep -q "a $share-byte lz4 device" "$T/out" ||
+	fail "--size 1% is not $share bytes: $(cat "$T/out")"
+for bad in 1%% x% 1.5.% %; do
+	says "bad value '$bad' for --size; want bytes, a number with K, M, G or T (powers of 1024), or a share of RAM" "" -- \
+		uzram serve --size "$bad"
+done
+says "bad value '0%' for --size; want more than 0 bytes" "" -- uzram serve --size 0%
+says "bad value 'x%' for --mem-limit" "" -- uzram swapon --mem-limit x%
+
 step "--cluster 0 (and 3K) refused, not taken for the default"
 for bad in 0 3K 128K; do
 	says "bad value '$bad' for --cluster; want a power of two from 4K to 64K" "" -- \

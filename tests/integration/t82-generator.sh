@@ -353,11 +353,18 @@ mem-limit = 512M
 type = mount
 mount-point = /mnt/none
 size = ram - 8192
+[share]
+type = mount
+mount-point = /mnt/share
+size = 25%
+mem-limit = 12.5%
 CONF
 generate "$T/e" || fail "exit $?: $(cat "$T/e.err")"
 has "$T/e/uzram-swap@zswap.service.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram swapon --size \"4096M\" --algorithm \"lz4\" --mem-limit \"1024M\" --backing \"/tmp/zswap.backing\" --recomp-algorithm \"zstd:3\""
 has "$T/e/uzram-swap@big.service.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram swapon --size \"1024M\" --algorithm \"zstd\" --level \"7\" --device \"/dev/nbd6\""
 has "$T/e/uzram-serve@nested.service.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram serve --size \"6144M\" --mem-limit \"512M\""
+# a share of RAM as it is, its % as systemd's %% (a specifier otherwise)
+has "$T/e/uzram-mount@share.service.d/50-uzram.conf" "ExecStart=$P/usr/bin/uzram mount -f --nonempty \"/mnt/share\" --size \"25%%\" --mem-limit \"12.5%%\""
 [[ ! -e $T/e/uzram-swap@small.service.d ]] || fail "[small] made on a machine above its host-memory-limit"
 grep -q "\[small\] not made: 8192 MiB of RAM, above host-memory-limit = 4096" "$T/e.err" ||
 	fail "no note on [small]: $(cat "$T/e.err")"
