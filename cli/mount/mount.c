@@ -63,8 +63,9 @@ static const struct cli_option mount_opts[] = {
 	  "mkfs.ext4 -N N)" },
 	{ "fs", 'F', required_argument, "ext4", "the file system (ext4 only)" },
 	{ NULL, 'o', required_argument, "OPTIONS",
-	  "mount options (the kernel's ext4 with --via loop,\n"
-	  "fuse2fs's)" },
+	  "mount options: the kernel's ext4's with --via loop,\n"
+	  "fuse2fs's with --via fuse; with --via fs tmpfs's\n"
+	  "size=, nr_inodes=, mode=, uid=, gid=" },
 	{ "uid", 'u', required_argument, "UID",
 	  "owner of DIR's root (default: the caller; without\n"
 	  "root, only the caller)" },
@@ -534,6 +535,47 @@ static int mount_options(int argc, char **argv, struct mount_req *m)
 }
 
 /*
+ * -o with uzram's own file system: tmpfs's options, as a tmpfs line of
+ * fstab or uzram.conf's options key has them: size=, nr_inodes=, mode=,
+ * uid=, gid= (as --size, --inodes, --mode, --uid, --gid, and checked as
+ * they are), and nosuid, nodev and rw, which every such mount is. The
+ * list is cut in place: serve's --size points into it. 0, or 2 after a
+ * message.
+ */
+static int tmpfs_options(struct mount_req *m)
+{
+	static const struct { const char *name; int key; } map[] = {
+		{ "size", 's' }, { "nr_inodes", 'I' }, { "mode", 'M' },
+		{ "uid", 'u' }, { "gid", 'g' },
+	};
+	char *save = NULL, *o, *eq;
+	size_t i;
+
+	for (o = strtok_r(m->opts, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(o, "nosuid") || !strcmp(o, "nodev") || !strcmp(o, "rw"))
+			continue;
+		eq = strchr(o, '=');
+		for (i = 0; eq && i < sizeof map / sizeof map[0]; i++)
+			if (strlen(map[i].name) == (size_t)(eq - o) &&
+			    !strncmp(o, map[i].name, (size_t)(eq - o)))
+				break;
+		if (!eq || i == sizeof map / sizeof map[0]) {
+			report_error("mount", "-o %s: uzram's own file system takes "
+				"tmpfs's size=, nr_inodes=, mode=, uid= and gid= "
+				"(and nosuid, nodev, rw: it is always so)", o);
+			return 2;
+		}
+		*eq = '\0';
+		if (mount_take(m, map[i].key, eq + 1)) {
+			report_error("mount", "-o %s: bad value '%s'", o, eq + 1);
+			return 2;
+		}
+	}
+	m->opts = NULL;
+	return 0;
+}
+
+/*
  * Without root, DIR's root is the caller's, in the caller's group or one
  * of its other groups: what chown(2) lets a user give a file. A user's
  * mount whose root claimed uid 0 was one the user could not chown back
@@ -655,21 +697,17 @@ int cmd_mount(int argc, char **argv)
 		report_error("mount", "/proc/self/exe: %s", strerror(errno));
 		return 1;
 	}
-	if (check_owner(&m) < 0 || check_dir(argv[optind], &m) < 0 ||
-	    check_system(&m) < 0 ||
-	    mount_runtime_dir(&m, "mount") < 0)
+	if (check_dir(argv[optind], &m) < 0 || check_system(&m) < 0)
+		return 1;
+	/* ext4's or fuse2fs's options, or tmpfs's for uzram's own */
+	if (m.opts && m.via == VIA_FS && (r = tmpfs_options(&m)))
+		return r;
+	if (check_owner(&m) < 0 || mount_runtime_dir(&m, "mount") < 0)
 		return 1;
 	if (m.image[0] && m.via != VIA_FS) {
 		report_error("mount", "--image is for --via fs (uzram's own file "
 			  "system)");
 		return 1;
-	}
-	/* ext4's or fuse2fs's options: uzram's own file system has none, and
-	 * took them silently */
-	if (m.opts && m.via == VIA_FS) {
-		report_error("mount", "-o is for ext4 (--via loop or fuse); "
-			  "uzram's own file system takes no mount options");
-		return 2;
 	}
 	sizes(&m);
 	if (make_run(&m) < 0)

@@ -30,7 +30,7 @@ struct mount_req {
 	int serve_argc;
 	unsigned long long size, mem_limit, fs_bytes;
 	unsigned long long inodes;    /* --inodes, or 0: the default */
-	const char *opts;            /* -o: mount options, or NULL */
+	char *opts;                  /* -o: mount options (argv's), or NULL */
 	uid_t uid;
 	gid_t gid;
 	mode_t mode;

@@ -155,7 +155,7 @@ assert_mount_fails()
 	shift
 	um mount "$@" >"$T/fail.out" 2>&1 || rc=$?
 	((rc != 0)) || { on_exit _unmount "$1"; fail "uzram mount $* succeeded"; }
-	grep -qF "$what" "$T/fail.out" ||
+	grep -qF -- "$what" "$T/fail.out" ||
 		fail "uzram mount $*: no '$what' in: $(cat "$T/fail.out")"
 	assert_nothing_left
 }
@@ -184,7 +184,16 @@ assert_mount_fails "No such file" "$T/missing" --size 32M
 mkdir "$T/e"
 assert_mount_fails "bad value" "$T/e" --size 32M --fs btrfs
 assert_mount_fails "bad value '0' for --inodes" "$T/e" --size 32M --inodes 0
-assert_mount_fails "takes no mount options" "$T/e" --size 32M --via fs -o noatime
+assert_mount_fails "-o noatime: uzram's own file system takes tmpfs's size=" \
+	"$T/e" --size 32M --via fs -o noatime
+assert_mount_fails "-o size: bad value '1k'" "$T/e" --via fs -o size=1k,mode=1777
+
+step "--via fs: -o takes tmpfs's size=, nr_inodes=, mode= (an fstab line's)"
+mount_fs "$T/e" --via fs -o size=32M,nr_inodes=100,mode=1777,nosuid,nodev
+assert_eq "$(stat -c %a "$T/e") $(stat -f -c '%c %b' "$T/e")" \
+	"1777 100 $((32 * MiB / $(stat -f -c %S "$T/e")))" "mode, inodes and blocks of -o"
+um umount "$T/e"
+assert_nothing_left
 UZRAM_DEV_FUSE=$T/no-fuse assert_mount_fails "FUSE is unavailable: $T/no-fuse" \
 	"$T/e" --size 32M
 
