@@ -147,6 +147,9 @@
 	X("refill_target", "refill_target_bytes", FIG_GAUGE, FIG_ONE, \
 	  "bytes the refill keeps the no-fault pool at (0: off)", \
 	  st.refill_target) \
+	X("pool_cached", "pool_cached_bytes", FIG_GAUGE, FIG_ONE, \
+	  "free frames kept resident for new zspages (in mem_used_total)", \
+	  st.pool_cached) \
 	X("connections_current", "connections", FIG_GAUGE, FIG_ONE, \
 	  "NBD clients connected now", atomic_load(&c->conns_current)) \
 	X("connections_total", "connections_total", FIG_COUNTER, FIG_ONE, \

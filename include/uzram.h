@@ -411,6 +411,11 @@ struct uzram_stats {
 	uint64_t refill_target;     /* bytes it keeps cached now; 0: off */
 	uint64_t refill_wait_ns;    /* the time those waits took, in total
 				     * (after refill_target: a newer field) */
+	uint64_t pool_cached;       /* bytes of free frames the allocator
+				     * keeps resident for new zspages (the
+				     * no-fault pool's, and those frees
+				     * left): part of mem_used_total, none
+				     * of it data (a newer field) */
 };
 
 /*

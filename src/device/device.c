@@ -291,6 +291,7 @@ static void refill_figures(struct uzram *dev, struct uzram_stats *st)
 	st->refill_wait_ns = rs.wait_ns;
 	st->refill_made = rs.made;
 	st->refill_target = rs.target;
+	st->pool_cached = rs.cached;
 }
 
 UZRAM_API int uzram_stats(struct uzram *dev, struct uzram_stats *st,

@@ -181,8 +181,12 @@ static void test_refill_empty_pool_fails_fast(void **state)
 	assert_true(st.failed_writes >= 1);
 	assert_int_equal(st.refill_target, 64 << 10);
 
-	/* a refill, and the same write succeeds */
+	/* a refill, and the same write succeeds; what it made is cached
+	 * frames, counted in mem_used_total */
 	assert_true(uzram_refill(dev, 0) > 0);
+	refill_stats(dev, &st);
+	assert_true(st.pool_cached > 0);
+	assert_true(st.pool_cached <= st.mem_used_total);
 	assert_int_equal(uzram_write(dev, buf, CLUSTER, (uint64_t)slot * CLUSTER), 0);
 	assert_int_equal(uzram_read(dev, back, CLUSTER, (uint64_t)slot * CLUSTER), 0);
 	assert_memory_equal(back, buf, CLUSTER);

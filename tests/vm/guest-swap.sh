@@ -131,7 +131,7 @@ memwatch()
 	local used st
 	while sleep 20; do
 		used=$(awk 'NR > 1 { u += $4 } END { print u * 1024 }' /proc/swaps)
-		st=$(uzram stat --socket "$1" --all | awk '$1 ~ /^(pages_stored|compr_data_size|mem_used_total|requests_trim|failed_writes|refill_waits|refill_misses)$/ { printf " %s=%s", $1, $2 }')
+		st=$(uzram stat --socket "$1" --all | awk '$1 ~ /^(pages_stored|compr_data_size|mem_used_total|requests_trim|failed_writes|refill_waits|refill_misses|pool_cached)$/ { printf " %s=%s", $1, $2 }')
 		info "memwatch swap_used=$used$st $(awk '$1 ~ /^(VmRSS|VmLck|RssAnon|RssFile|RssShmem):$/ { printf " %s=%s", $1, $2 }' /proc/$UZRAM_PID/status)" \
 			"free_kb=$(awk '/MemFree/ {print $2}' /proc/meminfo) avail_kb=$(awk '/MemAvailable/ {print $2}' /proc/meminfo)"
 	done
