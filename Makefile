@@ -334,9 +334,10 @@ check-unit: $(UNIT_RUN) $(CORPUS_READY)
 	@test -n "$(UNIT_RUN)" || { echo "check-unit: no unit test '$(T)' (known: $(notdir $(UNIT_BINS)))" >&2; exit 1; }
 	@mkdir -p $(dir $(TEST_RESULTS))
 	@set -e; for t in $(UNIT_RUN); do \
-		echo "== $$t"; UZRAM_TEST_SCALE=$(TEST_SCALE) \
+		echo "== $$t"; s=$$(date +%s); UZRAM_TEST_SCALE=$(TEST_SCALE) \
 		CMOCKA_TEST_FILTER='$(FILTER)' \
 		UZRAM_TEST_CORPUS=$(CORPUS_DIR) $(RUN_TEST) $$t; \
+		echo "== $$t: $$(($$(date +%s) - s)) s"; \
 		echo "$$t $(CORPUS_DIR)" >> $(TEST_RESULTS); \
 	done
 

@@ -64,40 +64,49 @@ include_target() {
 	done
 }
 
-# Each object's unit, its defined and its undefined symbols.
-: > "$tmp/defs"
+# Each object's unit, its defined and its undefined symbols: one nm for
+# all the objects (-A names each line's object), as each nm loads the
+# linker plugins anew, which cost more than the reading.
 objs=()
 for o in "$@"; do
 	rel=${o#"$root"/}
-	dir=$(dirname "$rel")
+	dir=${rel%/*} base=${rel##*/}
 	unit=$(unit_of "$dir")
 	[[ $dir == src/*/* ]] && { echo "check-layers: $o: the library's folders nest deeper than one unit" >&2; exit 2; }
 	objs+=("$unit:$o")
-	"$NM" --defined-only -g "$o" | awk -v u="$unit" -v f="$(basename "$o" .o)" \
-		'NF == 3 { print $3, u, f }' >> "$tmp/defs"
-done
+	echo "$o $unit ${base%.o}"
+done > "$tmp/units"
 [[ ${#objs[@]} -gt 0 ]] || { echo "check-layers: no object files under $root" >&2; exit 2; }
-sort -u -k1,1 "$tmp/defs" > "$tmp/defs.sorted"
 
 bad=0
-: > "$tmp/edges"; : > "$tmp/files"
 for uo in "${objs[@]}"; do
-	unit=${uo%%:*} o=${uo#*:}
-	f=$(basename "$o" .o)
+	unit=${uo%%:*}
 	if [[ -z ${allowed[$unit]+set} ]]; then
-		echo "check-layers: $unit ($o) has no line in $layers"
+		echo "check-layers: $unit (${uo#*:}) has no line in $layers"
 		bad=1
 	fi
-	echo "$unit $f $f" >> "$tmp/files"
-	"$NM" --undefined-only -g "$o" | awk '{ print $NF }' | sort -u |
-		join - "$tmp/defs.sorted" | while read -r sym to tofile; do
-			if [[ $to == "$unit" ]]; then
-				[[ $tofile == "$f" ]] || echo "$unit $f $tofile" >> "$tmp/files"
-			else
-				echo "$unit $to $sym" >> "$tmp/edges"
-			fi
-		done
 done
+
+# The undefined symbols another unit's object defines are edges between
+# units ("from to symbol"); those defined in another file of the same
+# unit, edges between its files ("unit file tofile", each file also an
+# edge to itself, so tsort knows it).
+"$NM" -A --defined-only -g "$@" > "$tmp/defs"
+"$NM" -A --undefined-only -g "$@" > "$tmp/undefs"
+awk -v edges="$tmp/edges" -v files="$tmp/files" '
+	FILENAME == ARGV[1] { unit[$1] = $2; base[$1] = $3
+		print $2, $3, $3 > files; next }
+	{ o = $1; sub(/:.*$/, "", o); sym = $NF }
+	FILENAME == ARGV[2] { if (NF >= 3 && !(sym in def)) {
+			def[sym] = unit[o]; deffile[sym] = base[o] }
+		next }
+	!(sym in def) { next }
+	def[sym] == unit[o] { if (deffile[sym] != base[o])
+			print unit[o], base[o], deffile[sym] > files
+		next }
+	{ print unit[o], def[sym], sym > edges }
+' "$tmp/units" "$tmp/defs" "$tmp/undefs"
+touch "$tmp/edges" "$tmp/files"
 
 # The edges between units, against LAYERS.
 lib_units=" "
@@ -108,11 +117,11 @@ for uo in "${objs[@]}"; do
 	fi
 done
 while read -r from to; do
-	syms=$(awk -v a="$from" -v b="$to" '$1 == a && $2 == b { print $3 }' "$tmp/edges" | sort -u)
 	deps=${allowed[$from]:- }
 	if [[ $deps == *" $to "* ]]; then
 		continue
 	fi
+	syms=$(awk -v a="$from" -v b="$to" '$1 == a && $2 == b { print $3 }' "$tmp/edges" | sort -u)
 	if [[ $deps == *" lib "* && $lib_units == *" $to "* ]]; then
 		syms=$(grep -v '^uzram_' <<< "$syms" || true)
 		[[ -z $syms ]] && continue
@@ -128,25 +137,27 @@ done < <(awk '{ print $1, $2 }' "$tmp/edges" | sort -u)
 declare -A seen_dir=()
 for uo in "${objs[@]}"; do
 	unit=${uo%%:*} o=${uo#*:}
-	dir=$(dirname "${o#"$root"/}")
+	dir=${o#"$root"/} dir=${dir%/*}
 	[[ -n ${seen_dir[$dir]+set} ]] && continue
 	seen_dir[$dir]=1
 	deps=${allowed[$unit]:- }
+	srcs=()
 	for src in "$dir"/*.c "$dir"/*.h; do
-		[[ -f $src ]] || continue
-		while read -r lineno header; do
-			target=$(include_target "$dir" "$header")
-			[[ -n $target ]] || continue
-			to=$(unit_of "$(dirname "$target")")
-			[[ $to == "$unit" || $deps == *" $to "* ]] && continue
-			if [[ -n ${allowed[$to]+set} ]]; then
-				echo "check-layers: $src:$lineno includes $header: $unit -> $to is not in $layers"
-				bad=1
-			fi
-		done < <(awk 'match($0, /^[ \t]*#[ \t]*include[ \t]*"[^"]*\/[^"]*"/) {
-			h = $0; sub(/^[^"]*"/, "", h); sub(/".*$/, "", h)
-			print FNR, h }' "$src")
+		[[ -f $src ]] && srcs+=("$src")
 	done
+	[[ ${#srcs[@]} -gt 0 ]] || continue
+	while read -r src lineno header; do
+		target=$(include_target "$dir" "$header")
+		[[ -n $target ]] || continue
+		to=$(unit_of "${target%/*}")
+		[[ $to == "$unit" || $deps == *" $to "* ]] && continue
+		if [[ -n ${allowed[$to]+set} ]]; then
+			echo "check-layers: $src:$lineno includes $header: $unit -> $to is not in $layers"
+			bad=1
+		fi
+	done < <(awk 'match($0, /^[ \t]*#[ \t]*include[ \t]*"[^"]*\/[^"]*"/) {
+		h = $0; sub(/^[^"]*"/, "", h); sub(/".*$/, "", h)
+		print FILENAME, FNR, h }' "${srcs[@]}")
 done
 
 # File names are unique across the tree.
