@@ -43,7 +43,8 @@
 #                    the keeper's v44: see there), about 4 min
 #   test-vm-swap-uzram   swap on uzram with its server in the guest: two
 #                    processes rewriting random pages (1.33x the guest's
-#                    RAM) on ublk (mk/vm.mk), about 2.5 min; swap over
+#                    RAM) on ublk, then stress-ng's vm stressors for
+#                    20 s (mk/vm.mk), about 3 min; swap over
 #                    NBD is v45's, in test-vm-quick
 #
 # Each phase's output is printed whole when it ends (--output-sync), so

@@ -36,7 +36,10 @@
 #                           uzram alone, ublk (v33, 6.12), no zram run,
 #                           at 512 MiB (SWAP_RANDOM_HOG_MIB; 640 in its
 #                           figures): 165 s against 314 s at 640 beside a
-#                           make test, 2026-12-04. The sequential hog over
+#                           make test, 2026-12-04; then in the same guest
+#                           stress-ng's vm stressors on it for 20 s (v35,
+#                           SWAP_STRESS_SECONDS), every method, --verify.
+#                           The sequential hog over
 #                           NBD (v30, 6.1; SWAP_UZRAM_HOG_MIB=576 MiB,
 #                           1.5x the guest) left make test on 2026-12-05:
 #                           at 340-380 s of make test's 26 minutes it was
@@ -56,8 +59,10 @@
 #                           MiB in a 384 MiB guest; v33: 896 MiB devices,
 #                           v34: 768 MiB; uzram at zstd in both), zram
 #                           and uzram in each boot, on ublk (v33, 6.12) and
-#                           NBD (v34, 6.1); not in make test (8-15 min a
-#                           boot under TCG)
+#                           NBD (v34, 6.1); and v35, stress-ng's vm
+#                           stressors (two workers, 512 MiB, 60 s, every
+#                           method, --verify; 6.12, ublk); not in make
+#                           test (8-15 min a boot under TCG)
 #   make test-vm-keeper     swap that survives its server (issue 31, v44,
 #                           6.12; VM_KERNEL=trixie-backports for 7.3): the
 #                           hog on uzram swapon while the server is
@@ -94,7 +99,8 @@ VM_UBLK := $(addprefix tests/vm/,v40-ublk.sh v41-ublk-faults.sh v42-ublk-swapon.
 VM_UBLK_ALONE := tests/vm/v42-ublk-swapon.sh tests/vm/v50-newest-swap.sh \
 	tests/vm/v44-swap-keeper.sh
 VM_SWAP := tests/vm/v30-swap.sh tests/vm/v32-swap-ublk.sh
-VM_SWAP_RANDOM := tests/vm/v33-swap-random-ublk.sh tests/vm/v34-swap-random.sh
+VM_SWAP_RANDOM := tests/vm/v33-swap-random-ublk.sh tests/vm/v34-swap-random.sh \
+	tests/vm/v35-swap-stress-ublk.sh
 # swapon --fast-algorithm (issue 30 item 2): it stalled the guest in 4 of 5
 # runs before the files on tmpfs were locked, and passed its one rerun
 # since (dfec314, BENCHMARKS.md); it runs only when named (make test-vm
@@ -112,6 +118,7 @@ VM_NBD_AB := tests/vm/v36-nbd-swap-ab.sh
 VM_REPEAT ?= 5
 SWAP_UZRAM_HOG_MIB ?= 576
 SWAP_RANDOM_HOG_MIB ?= 512
+SWAP_STRESS_SECONDS ?= 20
 VM_RUN = UZRAM=$(abspath $(BUILD)/uzram) UZRAM_TEST_CORPUS=$(CORPUS_DIR) \
 	$(if $(VM_KERNEL),VM_KERNEL=$(VM_KERNEL)) \
 	bash tests/vm/run.sh
@@ -143,9 +150,10 @@ test-vm-ublk: deps-vm all $(CORPUS_READY)
 
 test-vm-swap-uzram: deps-vm all $(CORPUS_READY)
 	@mkdir -p $(dir $(TEST_RESULTS))
-	VMT_SWAP_RUNS=uzram VMT_HOG_MIB=$(SWAP_RANDOM_HOG_MIB) $(VM_RUN) \
-		tests/vm/v33-swap-random-ublk.sh
-	@echo "tests/vm v33-swap-random-ublk.sh (uzram only, $(SWAP_RANDOM_HOG_MIB) MiB)" >> $(TEST_RESULTS)
+	VMT_SWAP_RUNS=uzram VMT_HOG_MIB=$(SWAP_RANDOM_HOG_MIB) \
+		VMT_STRESS_SECONDS=$(SWAP_STRESS_SECONDS) $(VM_RUN) -1 \
+		tests/vm/v33-swap-random-ublk.sh tests/vm/v35-swap-stress-ublk.sh
+	@echo "tests/vm v33-swap-random-ublk.sh v35-swap-stress-ublk.sh (uzram only, $(SWAP_RANDOM_HOG_MIB) MiB)" >> $(TEST_RESULTS)
 
 test-vm-swap-nbd: deps-vm all $(CORPUS_READY)
 	VMT_SWAP_RUNS=uzram VMT_HOG_MIB=$(SWAP_UZRAM_HOG_MIB) $(VM_RUN) tests/vm/v30-swap.sh

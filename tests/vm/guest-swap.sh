@@ -6,18 +6,19 @@ source /guest-lib.sh
 
 # Knobs (VMT_* from the host, tests/vm/run.sh): the workload (seq: hog.c,
 # every page in order; random: rhog.c, two processes rewriting random
-# pages; a test may set SWAP_WORKLOAD), the hog's size, which of the two
+# pages; stress: stress-ng's vm stressors, stress_run below; a test may
+# set SWAP_WORKLOAD), the hog's size, which of the two
 # runs (zram, uzram or both), the swap devices' size (a test may set
 # SWAP_SIZE), vm.page-cluster (the
 # kernel's default, 3, unless set), and extra options of `uzram serve` (a
 # test may set SWAP_SERVE_OPTS) and of nbd-client, and the algorithms of
 # the zram runs (VMT_ZRAM_ALGS, lz4 unless set: "lz4 zstd" runs zram twice).
 workload=${VMT_SWAP_WORKLOAD:-${SWAP_WORKLOAD:-seq}}
-if [[ $workload == random ]]; then
-	hog_mib=${VMT_HOG_MIB:-640}
-else
-	hog_mib=${VMT_HOG_MIB:-768}
-fi
+case $workload in
+random) hog_mib=${VMT_HOG_MIB:-640} ;;
+stress) hog_mib=${VMT_HOG_MIB:-512} ;;
+*) hog_mib=${VMT_HOG_MIB:-768} ;;
+esac
 [[ -n ${VMT_PAGE_CLUSTER:-} ]] && sysctl -q -w vm.page-cluster="$VMT_PAGE_CLUSTER"
 info "workload $workload, $hog_mib MiB, vm.page-cluster $(cat /proc/sys/vm/page-cluster)"
 runs=${VMT_SWAP_RUNS:-zram uzram}
@@ -47,6 +48,33 @@ thread_ticks()
 }
 ticks_s() { awk -v t="$1" -v hz="$(getconf CLK_TCK 2>/dev/null || echo 100)" 'BEGIN { printf "%.1f", t / hz }'; }
 
+# stress-ng's vm stressors (stress: SWAP_STRESS_WORKERS of them, hog_mib
+# MiB between them, every method in turn, each checking what it wrote:
+# --verify) for SWAP_STRESS_SECONDS, as a user tries a swap device. Its
+# unit of work, the bogo op, is no fixed amount of memory (a method's
+# pass over part of it), so the run is timed and the figure is the ops
+# done ($name-bogo-ops): more is faster. A worker the OOM killer ends is
+# not started again (--oomable), and fails the run: stress-ng's own
+# status does not say so, the kernel's log does.
+stress_run()
+{
+	local name=$1 n=${VMT_STRESS_WORKERS:-${SWAP_STRESS_WORKERS:-2}} rc kills0
+	local secs=${VMT_STRESS_SECONDS:-${SWAP_STRESS_SECONDS:-60}}
+	kills0=$(dmesg | grep -c 'Out of memory: Killed process')
+	bounded $((secs + 600)) stress-ng --vm "$n" --vm-bytes "$((hog_mib / n))M" --vm-keep \
+		--vm-method all --verify --oomable --metrics-brief --timeout "${secs}s" \
+		> /tmp/stress.$name 2>&1
+	rc=$?
+	cat /tmp/stress.$name
+	figure "$name-bogo-ops" "$(awk '$4 == "vm" { print $5 }' /tmp/stress.$name)" ops
+	if (($(dmesg | grep -c 'Out of memory: Killed process') > kills0)); then
+		echo "stress_run: the OOM killer ended a worker"
+		dmesg | grep 'Out of memory: Killed process' | tail -n 2
+		((rc)) || rc=1
+	fi
+	return $rc
+}
+
 # run_hog NAME: the hog with its figures; 0 if every page read back right.
 # Where the CPU went over its run, in CPU seconds: all of the guest's
 # CPUs busy, kswapd (which compresses for zram), uzram's server (all its
@@ -61,6 +89,8 @@ run_hog()
 	t0=$(now)
 	if [[ $workload == random ]]; then
 		bounded 1500 rhog "$hog_mib" /data/heap-python.core 2 1 > /tmp/hog.$name 2>&1
+	elif [[ $workload == stress ]]; then
+		stress_run $name > /tmp/hog.$name 2>&1
 	else
 		bounded 1500 hog "$hog_mib" /data/heap-python.core $passes > /tmp/hog.$name 2>&1
 	fi
