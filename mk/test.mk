@@ -44,7 +44,7 @@
 #   test-vm-swap-uzram   swap on uzram with its server in the guest: two
 #                    processes rewriting random pages (1.33x the guest's
 #                    RAM) on ublk, then stress-ng's vm stressors for
-#                    20 s (mk/vm.mk), about 3 min; swap over
+#                    30 s (mk/vm.mk), about 2 min; swap over
 #                    NBD is v45's, in test-vm-quick
 #
 # Each phase's output is printed whole when it ends (--output-sync), so

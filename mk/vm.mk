@@ -37,7 +37,7 @@
 #                           at 512 MiB (SWAP_RANDOM_HOG_MIB; 640 in its
 #                           figures): 165 s against 314 s at 640 beside a
 #                           make test, 2026-12-04; then in the same guest
-#                           stress-ng's vm stressors on it for 20 s (v35,
+#                           stress-ng's vm stressors on it for 30 s (v35,
 #                           SWAP_STRESS_SECONDS), every method, --verify.
 #                           The sequential hog over
 #                           NBD (v30, 6.1; SWAP_UZRAM_HOG_MIB=576 MiB,
@@ -118,7 +118,7 @@ VM_NBD_AB := tests/vm/v36-nbd-swap-ab.sh
 VM_REPEAT ?= 5
 SWAP_UZRAM_HOG_MIB ?= 576
 SWAP_RANDOM_HOG_MIB ?= 512
-SWAP_STRESS_SECONDS ?= 20
+SWAP_STRESS_SECONDS ?= 30
 VM_RUN = UZRAM=$(abspath $(BUILD)/uzram) UZRAM_TEST_CORPUS=$(CORPUS_DIR) \
 	$(if $(VM_KERNEL),VM_KERNEL=$(VM_KERNEL)) \
 	bash tests/vm/run.sh
