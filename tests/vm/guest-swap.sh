@@ -50,19 +50,27 @@ ticks_s() { awk -v t="$1" -v hz="$(getconf CLK_TCK 2>/dev/null || echo 100)" 'BE
 
 # stress-ng's vm stressors (stress: SWAP_STRESS_WORKERS of them, hog_mib
 # MiB between them, every method in turn, each checking what it wrote:
-# --verify) for SWAP_STRESS_SECONDS, as a user tries a swap device. Its
-# unit of work, the bogo op, is no fixed amount of memory (a method's
-# pass over part of it), so the run is timed and the figure is the ops
-# done ($name-bogo-ops): more is faster. A worker the OOM killer ends is
-# not started again (--oomable), and fails the run: stress-ng's own
-# status does not say so, the kernel's log does.
+# --verify), as a user tries a swap device. A fixed amount of work,
+# SWAP_STRESS_OPS bogo ops in all, so the time compares: the methods run
+# in a fixed order, each call one method over the buffer, and each counts
+# its own unit (a chunk, a page, a word), so a timed run's op count says
+# which methods it reached, not how fast it went. With
+# SWAP_STRESS_SECONDS instead (make test), a timed run: it checks, and
+# its time is its own. A worker the OOM killer ends is not started again
+# (--oomable), and fails the run: stress-ng's own status does not say
+# so, the kernel's log does.
 stress_run()
 {
-	local name=$1 n=${VMT_STRESS_WORKERS:-${SWAP_STRESS_WORKERS:-2}} rc kills0
-	local secs=${VMT_STRESS_SECONDS:-${SWAP_STRESS_SECONDS:-60}}
+	local name=$1 n=${VMT_STRESS_WORKERS:-${SWAP_STRESS_WORKERS:-2}} rc kills0 work
+	local secs=${VMT_STRESS_SECONDS:-${SWAP_STRESS_SECONDS:-}}
+	if [[ -n $secs ]]; then
+		work=(--timeout "${secs}s")
+	else
+		work=(--vm-ops "${VMT_STRESS_OPS:-${SWAP_STRESS_OPS:-400000}}" --timeout 1450s)
+	fi
 	kills0=$(dmesg | grep -c 'Out of memory: Killed process')
-	bounded $((secs + 600)) stress-ng --vm "$n" --vm-bytes "$((hog_mib / n))M" --vm-keep \
-		--vm-method all --verify --oomable --metrics-brief --timeout "${secs}s" \
+	bounded 1500 stress-ng --vm "$n" --vm-bytes "$((hog_mib / n))M" --vm-keep \
+		--vm-method all --verify --oomable --metrics-brief "${work[@]}" \
 		> /tmp/stress.$name 2>&1
 	rc=$?
 	cat /tmp/stress.$name
@@ -167,6 +175,17 @@ memwatch()
 	done
 }
 
+# zramwatch: every 20 s, what zram holds (mm_stat: data stored, its
+# compressed size, memory in use, same-filled and huge pages), beside
+# swap in use, as memwatch prints the server's.
+zramwatch()
+{
+	while sleep 20; do
+		info "zramwatch swap_used=$(swap_used) $(awk '{ printf "pages_stored=%d compr_data_size=%s mem_used_total=%s same_pages=%s huge_pages=%s", $1 / 4096, $2, $3, $6, $8 }' /sys/block/zram0/mm_stat)" \
+			"free_kb=$(awk '/MemFree/ {print $2}' /proc/meminfo) avail_kb=$(awk '/MemAvailable/ {print $2}' /proc/meminfo)"
+	done
+}
+
 # 1. the kernel's zram, once per algorithm of VMT_ZRAM_ALGS (lz4 unless
 # set; each other than lz4 names its figures zram_ALG-*, as zram_zstd-*)
 zram_run()
@@ -176,7 +195,10 @@ zram_run()
 	if echo "$alg" > /sys/block/zram0/comp_algorithm && echo $swap_size > /sys/block/zram0/disksize &&
 		mkswap /dev/zram0 > /dev/null && swapon -p 10 /dev/zram0; then
 		pass $name-swapon
+		zramwatch &
+		local zw=$!
 		run_hog $name
+		kill $zw
 		after_hog $name /dev/zram0 zram_stored
 		# mm_stat: orig_data_size compr_data_size mem_used_total mem_limit mem_used_max ...
 		figure $name-mem_used_max "$(awk '{print $5}' /sys/block/zram0/mm_stat)" bytes
