@@ -20,7 +20,7 @@ stress) hog_mib=${VMT_HOG_MIB:-512} ;;
 *) hog_mib=${VMT_HOG_MIB:-768} ;;
 esac
 [[ -n ${VMT_PAGE_CLUSTER:-} ]] && sysctl -q -w vm.page-cluster="$VMT_PAGE_CLUSTER"
-info "workload $workload, $hog_mib MiB, vm.page-cluster $(cat /proc/sys/vm/page-cluster)"
+info "workload $workload, $hog_mib MiB, vm.page-cluster $(cat /proc/sys/vm/page-cluster), THP $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)"
 runs=${VMT_SWAP_RUNS:-zram uzram}
 swap_size=${VMT_SWAP_SIZE:-${SWAP_SIZE:-896M}}
 serve_opts=${VMT_SERVE_OPTS:-${SWAP_SERVE_OPTS:-}}
@@ -89,8 +89,9 @@ stress_run()
 # threads); what is left is the hog and the kernel's work in its context.
 run_hog()
 {
-	local name=$1 in0 out0 t0 rc secs in out b0 k0 u0 kp
+	local name=$1 in0 out0 t0 rc secs in out b0 k0 u0 kp thp0 thpf0
 	in0=$(vmstat pswpin); out0=$(vmstat pswpout)
+	thp0=$(vmstat thp_swpout); thpf0=$(vmstat thp_swpout_fallback)
 	kp=$(kswapd_pid)
 	b0=$(busy_ticks); k0=$(pid_ticks "$kp"); u0=$(pid_ticks "${UZRAM_PID:-0}")
 	[[ $name == uzram ]] && thread_ticks "$UZRAM_PID" >/tmp/threads.0
@@ -114,6 +115,10 @@ run_hog()
 	figure "$name-seconds" "$secs" s
 	figure "$name-pswpin" "$in" pages
 	figure "$name-pswpout" "$out" pages
+	# huge pages swapped out whole, and those split first (zram takes
+	# them whole; whether a ublk or NBD device does is the kernel's call)
+	figure "$name-thp_swpout" "$(($(vmstat thp_swpout) - ${thp0:-0}))" folios
+	figure "$name-thp_swpout_fallback" "$(($(vmstat thp_swpout_fallback) - ${thpf0:-0}))" folios
 	figure "$name-swapin-rate" "$(awk -v n=$in -v s=$secs 'BEGIN { printf "%.0f", n / s }')" pages/s
 	figure "$name-swapout-rate" "$(awk -v n=$out -v s=$secs 'BEGIN { printf "%.0f", n / s }')" pages/s
 	figure "$name-cpu-busy" "$(ticks_s $(($(busy_ticks) - b0)))" s
