@@ -56,8 +56,10 @@
  *
  * A cell holds the object's size and its byte offset in the region; the
  * class follows from the size. Freed handles go on their class's list
- * (linked through the cells); a class with none takes a batch of never-used
- * handles from an atomic counter.
+ * (linked through the cells), up to ZP_HANDLE_HOARD; past it, batches go to
+ * the pool's spare list. A class with none takes a batch of spare handles,
+ * else of never-used ones from an atomic counter: so the handles of a size
+ * the data has left serve the sizes it moved to.
  *
  * Reading (zpool_map): load the cell, add one to the pin counter of the
  * frame it points into, then load the cell again; if it changed, the object
@@ -106,8 +108,11 @@
  *    RMW on the pin count and a zero count seen after it. A zspage on the
  *    draining list is never regrouped or retired by zpool_free().
  *  - The frame stacks, the frame and handle bump counters and the pool-wide
- *    counters (mem_used, cache_pages, ...) are atomics; there is no
- *    pool-wide lock. Pages are released (zp_cache_trim()) with no class
+ *    counters (mem_used, cache_pages, ...) are atomics; the one pool-wide
+ *    lock on the data path, handles_lock, guards the spare handles' list
+ *    and is a leaf: taken with a class lock held (handle_put(),
+ *    handle_get()), never the other way, and nothing is taken under it.
+ *    Pages are released (zp_cache_trim()) with no class
  *    lock held; in a no-fault pool never by a store or a free
  *    (zp_trim_due()).
  *  - A store that needs a new zspage drops its class lock while it gets
@@ -128,11 +133,37 @@
 
 /* ---- handles (class lock held) ---- */
 
+/* Up to ZP_HANDLE_BATCH spare handles onto c's empty list; false: none. */
+static bool handles_unspare(struct zpool *pool, struct size_class *c)
+{
+	uint32_t first, last = 0;
+	unsigned n = 0;
+
+	pthread_mutex_lock(&pool->handles_lock);
+	first = pool->spare_handle;
+	for (uint32_t h = first; h && n < ZP_HANDLE_BATCH; n++) {
+		last = h;
+		h = (uint32_t)atomic_load_explicit(&pool->cells[h],
+						   memory_order_relaxed);
+	}
+	if (n) {
+		pool->spare_handle = (uint32_t)atomic_load_explicit(
+			&pool->cells[last], memory_order_relaxed);
+		atomic_store_explicit(&pool->cells[last], 0, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&pool->handles_lock);
+	c->free_handle = n ? first : 0;
+	c->nfree_handles = n;
+	return n;
+}
+
+/*
+ * A handle for c: one it freed, else a batch of spare ones (freed by other
+ * classes), else a batch of never-used ones from the atomic counter.
+ */
 static int handle_get(struct zpool *pool, struct size_class *c, uint32_t *out)
 {
-	uint32_t h;
-
-	if (!c->free_handle) {
+	if (!c->free_handle && !handles_unspare(pool, c)) {
 		uint64_t cur = atomic_load_explicit(&pool->handle_bump,
 						    memory_order_relaxed);
 		uint64_t n;
@@ -153,11 +184,9 @@ static int handle_get(struct zpool *pool, struct size_class *c, uint32_t *out)
 					      i + 1 < cur + n ? i + 1 : 0,
 					      memory_order_relaxed);
 		c->free_handle = (uint32_t)cur;
+		c->nfree_handles = (uint32_t)n;
 	}
-	h = c->free_handle;
-	c->free_handle = (uint32_t)atomic_load_explicit(&pool->cells[h],
-							memory_order_relaxed);
-	*out = h;
+	*out = handle_pop(pool, c);
 	return 0;
 }
 

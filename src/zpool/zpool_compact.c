@@ -223,13 +223,8 @@ static long compact_lend(struct zpool *pool, struct size_class *c)
 		 * The object's handle will be freed into n's list: give c one
 		 * of n's in return, or c would take new handles for good.
 		 */
-		if (n->free_handle) {
-			uint32_t h = n->free_handle;
-
-			n->free_handle = (uint32_t)atomic_load_explicit(
-				&pool->cells[h], memory_order_relaxed);
-			handle_put(pool, c, h);
-		}
+		if (n->free_handle)
+			handle_put(pool, c, handle_pop(pool, n));
 	}
 	pthread_mutex_unlock(&n->lock);
 	freed = moved_out(pool, c, src, MIGRATE_PATIENCE);

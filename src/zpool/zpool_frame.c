@@ -470,6 +470,11 @@ int zp_pool_sync_init(struct zpool *pool)
 		pthread_cond_destroy(&pool->refill_cv);
 		pthread_mutex_destroy(&pool->pool_lock);
 	}
+	if (!e && (e = pthread_mutex_init(&pool->handles_lock, NULL))) {
+		pthread_cond_destroy(&pool->filled_cv);
+		pthread_cond_destroy(&pool->refill_cv);
+		pthread_mutex_destroy(&pool->pool_lock);
+	}
 	pthread_condattr_destroy(&ca);
 	pool->pool_sync = !e;
 	return e ? -ENOMEM : 0;

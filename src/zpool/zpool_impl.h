@@ -94,6 +94,7 @@ struct size_class {
 	struct zspage *group[ZS_DRAINING + 1];
 	struct frame *frames;       /* the pool's, to follow list links */
 	uint32_t free_handle;       /* 0: none */
+	uint32_t nfree_handles;     /* on free_handle's list */
 	uint32_t size;
 	uint32_t pages;
 	uint32_t objs;              /* per zspage */
@@ -127,6 +128,14 @@ struct zpool {
 	_Atomic uint64_t stack[ZP_MAX_PAGES + 1] __attribute__((aligned(64)));
 	_Atomic uint64_t frame_bump;
 	_Atomic uint64_t handle_bump;
+	/*
+	 * Freed handles past a class's hoard (handle_put()): a list through
+	 * their cells, so that the handles one class freed serve the others
+	 * (the data of a device changes size); handles_lock is a leaf, taken
+	 * with a class lock held.
+	 */
+	pthread_mutex_t handles_lock;
+	uint32_t spare_handle;         /* 0: none */
 	_Atomic int pidfd;          /* for batched releases; -1: none */
 	int fd;                     /* zpool_create_file()'s file, or -1 */
 	uint64_t frames_off;        /* where the frame table, */
@@ -173,7 +182,8 @@ struct zpool {
 	_Atomic uint64_t pool_misses;  /* stores that failed: none came */
 	_Atomic uint64_t pool_wait_ns; /* their waits' time, in total */
 	_Atomic uint64_t pool_made;    /* pages the refill made resident */
-	bool pool_sync;                /* pool_lock, condvars initialized */
+	bool pool_sync;                /* pool_lock, condvars, handles_lock
+					* initialized */
 	/*
 	 * The descriptor stock (zpool_reserve.c): descriptors of desc_max
 	 * bytes that the refill made and touched, for the classes whose
@@ -344,10 +354,55 @@ static inline void obj_free(struct zspage *zs, uint32_t obj_idx)
 	zs->inuse--;
 }
 
+/*
+ * A class keeps up to ZP_HANDLE_HOARD freed handles for its own stores;
+ * past that, ZP_HANDLE_BATCH of them go to the pool's spare list, where a
+ * class with none takes them before it takes never-used ones (zpool.c).
+ */
+#define ZP_HANDLE_HOARD (4 * ZP_HANDLE_BATCH)
+
+/* Walk n - 1 links on from h through the cells: the nth handle of a list. */
+static inline uint32_t handle_nth(struct zpool *pool, uint32_t h, unsigned n)
+{
+	while (--n)
+		h = (uint32_t)atomic_load_explicit(&pool->cells[h],
+						   memory_order_relaxed);
+	return h;
+}
+
+/* ZP_HANDLE_BATCH of c's freed handles onto the pool's spare list. */
+static inline void handles_spare(struct zpool *pool, struct size_class *c)
+{
+	uint32_t first = c->free_handle;
+	uint32_t last = handle_nth(pool, first, ZP_HANDLE_BATCH);
+
+	c->free_handle = (uint32_t)atomic_load_explicit(&pool->cells[last],
+							memory_order_relaxed);
+	c->nfree_handles -= ZP_HANDLE_BATCH;
+	pthread_mutex_lock(&pool->handles_lock);
+	atomic_store_explicit(&pool->cells[last], pool->spare_handle,
+			      memory_order_relaxed);
+	pool->spare_handle = first;
+	pthread_mutex_unlock(&pool->handles_lock);
+}
+
 static inline void handle_put(struct zpool *pool, struct size_class *c, uint32_t h)
 {
 	atomic_store_explicit(&pool->cells[h], c->free_handle, memory_order_relaxed);
 	c->free_handle = h;
+	if (++c->nfree_handles > ZP_HANDLE_HOARD)
+		handles_spare(pool, c);
+}
+
+/* The head of c's freed handles, taken off its list (there is one). */
+static inline uint32_t handle_pop(struct zpool *pool, struct size_class *c)
+{
+	uint32_t h = c->free_handle;
+
+	c->free_handle = (uint32_t)atomic_load_explicit(&pool->cells[h],
+							memory_order_relaxed);
+	c->nfree_handles--;
+	return h;
 }
 
 #endif

@@ -346,6 +346,7 @@ void zpool_destroy(struct zpool *pool)
 		pthread_mutex_destroy(&pool->pool_lock);
 		pthread_cond_destroy(&pool->refill_cv);
 		pthread_cond_destroy(&pool->filled_cv);
+		pthread_mutex_destroy(&pool->handles_lock);
 	}
 	if (pool->cells)
 		munmap(pool->cells, pool->ncells * sizeof(pool->cells[0]));

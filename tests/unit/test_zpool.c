@@ -688,6 +688,49 @@ static void test_handles_run_out(void **state)
 	zpool_destroy(pool);
 }
 
+/*
+ * Handles freed by one size class serve stores of another: a swap device's
+ * data changes size over its life (stress-ng's vm methods, one after the
+ * other, in v35), and with each class keeping every handle it freed, the
+ * classes the data moved to ran out of new handles while the others held
+ * most of them unused: stores failed with -ENOSPC (the kernel's "critical
+ * space allocation error", 2026-12-05) with a fraction of the pool's
+ * objects live.
+ */
+static void test_freed_handles_serve_other_classes(void **state)
+{
+	size_t nsmall = 80000, nbig = 20000;
+	struct zpool *pool = pool_new(nbig, 4096); /* handles: nbig + 65536 */
+	struct obj *small = calloc(nsmall, sizeof(*small));
+	struct obj *big = calloc(nbig, sizeof(*big));
+	unsigned char *scratch = malloc(4096);
+
+	(void)state;
+	assert_non_null(small);
+	assert_non_null(big);
+	assert_non_null(scratch);
+	for (size_t i = 0; i < nsmall; i++)
+		assert_int_equal(store_obj(pool, &small[i], 16, i + 1, scratch), 0);
+	for (size_t i = 0; i < nsmall; i++)
+		free_obj(pool, &small[i]);
+	/* now bigger data, as many objects as the pool was made for */
+	for (size_t i = 0; i < nbig; i++)
+		if (store_obj(pool, &big[i], 2000, i + 1, scratch))
+			fail_msg("store %zu of %zu, after %zu smaller objects "
+				 "were freed: -ENOSPC", i, nbig, nsmall);
+	verify_all(pool, big, nbig, scratch);
+	/* and back: the small class gets handles the big one freed */
+	for (size_t i = 0; i < nbig; i++)
+		free_obj(pool, &big[i]);
+	for (size_t i = 0; i < nsmall; i++)
+		assert_int_equal(store_obj(pool, &small[i], 16, i + 7, scratch), 0);
+	verify_all(pool, small, nsmall, scratch);
+	free(scratch);
+	free(big);
+	free(small);
+	zpool_destroy(pool);
+}
+
 /* Under an address-space limit the reservations shrink until mmap agrees. */
 static void test_reservation_shrinks(void **state)
 {
@@ -1285,6 +1328,7 @@ int main(void)
 		cmocka_unit_test(test_limit),
 		cmocka_unit_test(test_address_space),
 		cmocka_unit_test(test_handles_run_out),
+		cmocka_unit_test(test_freed_handles_serve_other_classes),
 		cmocka_unit_test(test_reservation_shrinks),
 		cmocka_unit_test(test_rss),
 		cmocka_unit_test(test_refill_serves_other_length),
