@@ -14,7 +14,8 @@
 # phase, the integration scripts, still waits on its clients and servers
 # for a third of its time, which a third phase now uses (fresh clones,
 # 2026-12-05: 18.0-19.1 min with two at a time before v35 came in, 17.8
-# min with three after, CPU 1,868-1,976 s and 1,991 s). The fuzzers, run
+# and 19.1 min with three after, CPU 1,868-1,976 s and 1,991-2,121 s:
+# no loss, a gain within the spread between runs). The fuzzers, run
 # for a fixed time, then get about half a core: fewer runs, the same
 # seeds. The phases:
 #
