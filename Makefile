@@ -83,7 +83,8 @@ LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
 CLI_SRCS := $(sort $(wildcard cli/*.c) $(filter-out cli/gen/%,$(wildcard cli/*/*.c)) \
 	$(wildcard nbd/*.c) $(wildcard listen/*.c) $(wildcard ctl/*.c) \
 	$(wildcard server/*.c) $(wildcard ublk/*.c) \
-	$(wildcard common/*.c) $(wildcard fs/*.c))
+	$(wildcard common/*.c) $(wildcard fs/*.c) \
+	$(filter-out %.bpf.c,$(wildcard swapfree/*.c)))
 CLI_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS))
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
@@ -155,6 +156,31 @@ UBLK_LIBS = $(shell pkg-config --libs $(UBLK_PKGS) 2>/dev/null)
 $(BUILD)/obj/ublk/%.o: ublk/%.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(UBLK_CFLAGS) -MMD -MP -c -o $@ $<
+
+# The freed swap slots (swapfree/): a BPF program (swapfree.bpf.c, built by
+# clang for the BPF target) inside a skeleton header that bpftool writes,
+# loaded by libbpf; only the uzram program links it.
+BPF_PKGS := libbpf
+BPF_CFLAGS = $(shell pkg-config --cflags $(BPF_PKGS) 2>/dev/null)
+BPF_LIBS = $(shell pkg-config --libs $(BPF_PKGS) 2>/dev/null)
+BPF_CLANG ?= clang
+BPF_ARCH_INC := /usr/include/$(shell $(CC) -print-multiarch 2>/dev/null)
+# bpf_tracing.h's name for the machine (where a probe finds its arguments)
+BPF_ARCH := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(shell uname -m)))
+
+$(BUILD)/obj/swapfree/swapfree.bpf.o: swapfree/swapfree.bpf.c
+	@mkdir -p $(@D)
+	$(BPF_CLANG) -O2 -g -Wall -Werror -target bpf -D__TARGET_ARCH_$(BPF_ARCH) \
+		-I$(BPF_ARCH_INC) $(BPF_CFLAGS) -c -o $@ $<
+
+$(BUILD)/obj/swapfree/swapfree.skel.h: $(BUILD)/obj/swapfree/swapfree.bpf.o
+	bpftool gen skeleton $< name swapfree_bpf > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/swapfree/swapfree.o: $(BUILD)/obj/swapfree/swapfree.skel.h
+
+$(BUILD)/obj/swapfree/%.o: swapfree/%.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(BPF_CFLAGS) -I$(BUILD)/obj/swapfree -MMD -MP -c -o $@ $<
 
 # uzram's own file system (fs/): libfuse3's low-level API; only the uzram
 # program links it.
@@ -233,11 +259,11 @@ FORCE:
 ifeq ($(CLI_LINK),shared)
 $(BUILD)/uzram: $(CLI_OBJS) $(BUILD)/libuzram.so
 	$(LINK) -o $@ $(CLI_OBJS) -L$(BUILD) -luzram $(LDLIBS_ALL) $(SERVER_LIBS) \
-		$(UBLK_LIBS) $(FUSE_LIBS)
+		$(UBLK_LIBS) $(FUSE_LIBS) $(BPF_LIBS)
 else
 $(BUILD)/uzram: $(CLI_OBJS) $(BUILD)/libuzram.a
 	$(LINK) -o $@ $(CLI_OBJS) $(BUILD)/libuzram.a $(LDLIBS_ALL) $(SERVER_LIBS) \
-		$(UBLK_LIBS) $(FUSE_LIBS)
+		$(UBLK_LIBS) $(FUSE_LIBS) $(BPF_LIBS)
 endif
 
 # Unit tests may include private headers from src/ to test one layer.
@@ -247,7 +273,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) \
 	$(CC) $(BASE_CFLAGS) $(SERVER_CFLAGS) -Isrc -I. -o $@ $< \
 		$(BUILD)/tests/libuzram-programs.a $(BUILD)/tests/libuzram-internal.a \
 		$(shell pkg-config --cflags --libs cmocka libxxhash) $(LDLIBS_ALL) \
-		$(SERVER_LIBS) $(FUSE_LIBS)
+		$(SERVER_LIBS) $(FUSE_LIBS) $(BPF_LIBS)
 
 unit: $(UNIT_BINS)
 

@@ -839,6 +839,20 @@ UZRAM_API long uzram_mark_idle_age(struct uzram *dev, uint32_t seconds);
  */
 UZRAM_API int uzram_set_swap_reads(struct uzram *dev, int on);
 
+/*
+ * Run fn(arg) at the start of every uzram_write() and uzram_write_zeroes()
+ * on dev, on the writing thread, before the write looks at the device; fn
+ * may call uzram_discard() on dev. For an owner that learns of dead data
+ * out of band and must drop it before any later write to the same place
+ * lands, and not after (`uzram serve --swap` and the swap slots the kernel
+ * frees: swapfree/). fn must be thread-safe, and stay callable until the
+ * device's writes have ended or it is replaced; NULL removes it. A write
+ * under way when the hook changes may run the old one. Returns 0, or
+ * -EINVAL (NULL device).
+ */
+UZRAM_API int uzram_set_write_hook(struct uzram *dev, void (*fn)(void *arg),
+				   void *arg);
+
 #ifdef __cplusplus
 }
 #endif

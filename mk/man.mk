@@ -24,7 +24,8 @@ all: man completion
 
 $(GENDOC): $(BUILD)/obj/cli/gen/gendoc.o $(filter-out %/cli/main.o,$(CLI_OBJS)) \
 		$(BUILD)/libuzram.a
-	$(LINK) -o $@ $^ $(LDLIBS_ALL) $(SERVER_LIBS) $(UBLK_LIBS) $(FUSE_LIBS)
+	$(LINK) -o $@ $^ $(LDLIBS_ALL) $(SERVER_LIBS) $(UBLK_LIBS) $(FUSE_LIBS) \
+		$(BPF_LIBS)
 
 # uzram-serve.1.scd -> CMD=serve; uzram.1.scd and the others have none.
 $(BUILD)/man/%: doc/man/%.scd $(GENDOC) mk/man.mk

@@ -6,7 +6,8 @@
 set -euo pipefail
 
 pkgs_build="gcc g++ make pkg-config scdoc liblz4-dev libzstd-dev libdeflate-dev libxxhash-dev
-            libgnutls28-dev libnbd-dev libsystemd-dev liburing-dev libfuse3-dev"
+            libgnutls28-dev libnbd-dev libsystemd-dev liburing-dev libfuse3-dev
+            libbpf-dev bpftool clang"
 pkgs_test="systemd libcmocka-dev libxxhash-dev clang libclang-rt-14-dev qemu-utils libnbd-bin fio
            nbdkit gdb python3 python3-prometheus-client curl man-db e2fsprogs util-linux procps mount tar fuse3
            fuse2fs gnutls-bin iproute2 coreutils git sqlite3 rsync stress-ng acl"

@@ -22,6 +22,7 @@ enum {
 	KEY_UBLK_COPY, KEY_UBLK_RECOVERY, KEY_UBLK_TAKE_OVER,
 	KEY_WB_LIMIT, KEY_DRY_RUN, KEY_FAST, KEY_REENCODE_AGE,
 	KEY_KEEP_FD, KEY_KEEPER, KEY_KEEP_STANDBY, KEY_NBD_DEVICE,
+	KEY_FREED_SLOTS,
 };
 
 static const struct cli_option serve_opts[] = {
@@ -114,6 +115,13 @@ static const struct cli_option serve_opts[] = {
 	  "PR_SET_IO_FLUSHER,\n"
 	  "oom_score_adj -1000, SCHED_RR; needs root\n"
 	  "(doc/block-device.md)" },
+	{ "freed-slots", KEY_FREED_SLOTS, required_argument, "DEVICE|off",
+	  "(for --swap) hear of the swap slots the kernel\n"
+	  "frees on DEVICE, the kernel's block device of this\n"
+	  "server (/dev/nbdN), and drop their pages then, as\n"
+	  "zram does (a BPF probe; root, Linux 6.9+); default\n"
+	  "with --ublk: its device; off: keep them until the\n"
+	  "kernel discards whole clusters" },
 	{ "ublk", KEY_UBLK, no_argument, NULL,
 	  "also be the block device /dev/ublkbN (Linux 6.0+,\n"
 	  "ublk_drv; --run sees it as $ublk_dev)" },
@@ -220,6 +228,7 @@ struct serve_args {
 	bool ublk, ublk_extra;  /* --ublk, and one of its options */
 	bool ublk_copy_set;     /* --ublk-copy given */
 	struct ublk_opts uo;
+	const char *freed_slots; /* --freed-slots; NULL: the default */
 };
 
 /* The --ublk options (serve_take_server()). */
@@ -479,6 +488,9 @@ static int serve_take(void *ctx, int key, char *arg)
 	case 'w' + 256:
 		a->swap = true;
 		return 0;
+	case KEY_FREED_SLOTS:
+		a->freed_slots = arg;
+		return 0;
 	case KEY_DRY_RUN:
 		a->dry_run = true;
 		return 0;
@@ -526,6 +538,10 @@ static int serve_address(struct serve_args *a, int argc, char **argv)
 {
 	if (check_tls_options(&a->tc) < 0)
 		return 2;
+	if (a->freed_slots && !a->swap) {
+		report_error("serve", "--freed-slots needs --swap");
+		return 2;
+	}
 	if (a->wb_limit && !a->cfg.backing) {
 		report_error("serve", "--writeback-limit needs --backing");
 		return 2;
@@ -613,6 +629,8 @@ struct serve_ublk {
 	struct uzram *dev;
 	const struct ublk_opts *opts;
 	struct ublk_front *front;
+	bool freed;              /* --swap: hear of its freed slots */
+	struct swapfree *sf;     /* and the probe that does */
 };
 
 static int serve_ublk_start(void *arg)
@@ -626,6 +644,8 @@ static int serve_ublk_start(void *arg)
 	setenv("ublk_dev", path, 1); /* for --run's command */
 	printf("uzram %s: block device %s\n", report_name("serve"), path);
 	fflush(stdout);
+	if (u->freed)
+		u->sf = serve_swap_freed(u->dev, path);
 	return 0;
 }
 
@@ -635,6 +655,8 @@ static void serve_ublk_stop(void *arg)
 
 	(void)ublk_front_stop(u->front, "serve");
 	u->front = NULL;
+	serve_swap_freed_end(u->sf); /* no write runs its hook now */
+	u->sf = NULL;
 }
 
 /* SIGUSR2 on a kept store: the device to the next server (doc/keep.md). */
@@ -699,6 +721,7 @@ int serve_as(const struct cli_command *cmd, int argc, char **argv)
 	};
 	struct nbd_tls *tls = NULL;
 	struct uzram *dev = NULL;
+	struct swapfree *sf = NULL;
 	struct serve_ublk ublk = { .opts = &a.uo };
 	struct nbd_frontend ublk_frontend = {
 		serve_ublk_start, serve_ublk_stop, &ublk, NULL,
@@ -758,14 +781,18 @@ int serve_as(const struct cli_command *cmd, int argc, char **argv)
 	a.sc.prog = cli_prog;
 	if (a.ublk) {
 		ublk.dev = dev;
+		ublk.freed = a.swap && !a.freed_slots;
 		a.uo.read_only = a.sc.export.read_only;
 		a.sc.frontend = &ublk_frontend;
 		if (a.cfg.keep_fd >= 0) /* a new server can adopt the store */
 			ublk_frontend.leave = serve_ublk_leave;
 	}
+	if (a.freed_slots && strcmp(a.freed_slots, "off"))
+		sf = serve_swap_freed(dev, a.freed_slots);
 	r = nbd_server_run(&a.sc, &busy);
 	serve_swap_end();
 	if (!busy) { /* else a stuck client thread may still use them */
+		serve_swap_freed_end(sf);
 		uzram_close(dev);
 		nbd_tls_free(tls);
 	}

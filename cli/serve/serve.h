@@ -57,6 +57,16 @@ int serve_swap_begin(void);                /* before the device exists */
 /* after: reserves of the allocator what cfg's mem_limit leaves room for */
 int serve_swap_ready(struct uzram *dev, const struct uzram_config *cfg);
 void serve_swap_end(void);                 /* before the device goes */
+/*
+ * --freed-slots: hear of the swap slots the kernel frees on the block
+ * device at path and drop their pages (swapfree/); NULL after a message
+ * when it cannot, and the server goes on without. serve_swap_freed_end()
+ * says what it dropped and stops it, once the device's writes have
+ * ended; accepts NULL.
+ */
+struct swapfree;
+struct swapfree *serve_swap_freed(struct uzram *dev, const char *path);
+void serve_swap_freed_end(struct swapfree *sf);
 
 /*
  * cli/serve/serve_keep.c: `uzram serve --keeper`, --keep-fd and

@@ -120,6 +120,7 @@
 
 #include "uzram.h"
 #include "serve.h"
+#include "../../swapfree/swapfree.h"
 
 #ifndef PR_SET_IO_FLUSHER
 #define PR_SET_IO_FLUSHER 57        /* Linux 5.6 */
@@ -497,4 +498,29 @@ int serve_swap_ready(struct uzram *dev, const struct uzram_config *cfg)
 		     (unsigned long long)(pool_min >> 10),
 		     (unsigned long long)(pool_max >> 10));
 	return 0;
+}
+
+struct swapfree *serve_swap_freed(struct uzram *dev, const char *path)
+{
+	struct swapfree *sf;
+
+	if (swapfree_start(dev, path, "serve", &sf) < 0)
+		return NULL;
+	report_error("serve", "--swap: the swap slots the kernel frees on %s "
+		     "are dropped as it frees them", path);
+	return sf;
+}
+
+void serve_swap_freed_end(struct swapfree *sf)
+{
+	struct swapfree_stats st;
+
+	if (!sf)
+		return;
+	swapfree_stats(sf, &st);
+	report_error("serve", "--swap: %llu freed swap slots dropped"
+		     "%s%llu%s", (unsigned long long)st.slots,
+		     st.lost ? ", " : "", (unsigned long long)st.lost,
+		     st.lost ? " not heard (the ring was full)" : "");
+	swapfree_stop(sf);
 }

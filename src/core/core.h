@@ -520,6 +520,13 @@ struct uzram {
 				  * not young, and writes are not compared
 				  * (uzram_set_swap_reads(), store.c) */
 	/*
+	 * Run at the start of each uzram_write() and uzram_write_zeroes()
+	 * (uzram_set_write_hook(), store.c): the argument is stored before
+	 * the function (release), read after it (acquire).
+	 */
+	void (*_Atomic write_hook)(void *arg);
+	void *_Atomic write_hook_arg;
+	/*
 	 * A save in progress (image_save.c), or NULL; save_users counts the
 	 * writers that may be looking at it (save_hooks below).
 	 */

@@ -600,6 +600,28 @@ static int write_job_one(void *arg, size_t i)
 			       j->src + (i << j->dev->cshift), j->dev->csize);
 }
 
+/* What the device's owner runs before each write (uzram_set_write_hook()). */
+static void write_hook_run(struct uzram *dev)
+{
+	void (*fn)(void *) = atomic_load_explicit(&dev->write_hook,
+						  memory_order_acquire);
+
+	if (fn)
+		fn(atomic_load_explicit(&dev->write_hook_arg,
+					memory_order_relaxed));
+}
+
+UZRAM_API int uzram_set_write_hook(struct uzram *dev, void (*fn)(void *arg),
+				   void *arg)
+{
+	if (!dev)
+		return uzram_set_error(-EINVAL, "set_write_hook: NULL device");
+	atomic_store_explicit(&dev->write_hook, NULL, memory_order_relaxed);
+	atomic_store_explicit(&dev->write_hook_arg, arg, memory_order_relaxed);
+	atomic_store_explicit(&dev->write_hook, fn, memory_order_release);
+	return 0;
+}
+
 UZRAM_API int uzram_write(struct uzram *dev, const void *buf, size_t len,
 			  uint64_t off)
 {
@@ -612,6 +634,7 @@ UZRAM_API int uzram_write(struct uzram *dev, const void *buf, size_t len,
 	ret = check_io(dev, "write", off, len);
 	if (ret)
 		return ret;
+	write_hook_run(dev);
 	if (dev->reenc) { /* writes arrive: the re-encoder slows (reencode.c) */
 		stats_inc(&dev->writes);
 		(void)store_clock_io(dev);
@@ -693,6 +716,7 @@ UZRAM_API int uzram_write_zeroes(struct uzram *dev, size_t len, uint64_t off,
 	if (flags & ~(unsigned)UZRAM_ZERO_NO_HOLE)
 		return uzram_set_error(-EINVAL, "write_zeroes: unknown flags %#x",
 				       flags);
+	write_hook_run(dev);
 	return zero_range(dev, "write_zeroes", len, off,
 			  flags & UZRAM_ZERO_NO_HOLE ? SLOT_SAME : SLOT_EMPTY);
 }

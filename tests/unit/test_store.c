@@ -634,6 +634,79 @@ static void test_swap_writes_not_compared(void **state)
 	free(ref2);
 }
 
+/*
+ * The write hook (uzram_set_write_hook()) runs before each write and
+ * write_zeroes, and not before a read or a discard: a hook that discards
+ * what an owner queued (swapfree/: the slots the kernel freed) drops the
+ * old data of a cluster that a write then fills, never the new.
+ */
+struct hook_queue {
+	struct uzram *dev;
+	uint64_t off[4];
+	unsigned n, runs;
+};
+
+static void hook_drain(void *arg)
+{
+	struct hook_queue *q = arg;
+
+	q->runs++;
+	for (unsigned i = 0; i < q->n; i++)
+		assert_int_equal(uzram_discard(q->dev, PG, q->off[i]), 0);
+	q->n = 0;
+}
+
+static void test_write_hook(void **state)
+{
+	const uint64_t n = 8, size = n * PG;
+	struct uzram *dev = dev_open(size, NULL, 0, 0);
+	struct hook_queue q = { .dev = dev };
+	uint8_t *ref = calloc(1, size), buf[PG];
+
+	(void)state;
+	assert_non_null(ref);
+	dev_write(dev, ref, tar, size, 0);
+	assert_int_equal(uzram_set_write_hook(NULL, hook_drain, &q), -EINVAL);
+	assert_int_equal(uzram_set_write_hook(dev, hook_drain, &q), 0);
+
+	/* cluster 3 freed, then written again: the new bytes stay */
+	q.off[q.n++] = 3 * PG;
+	dev_write(dev, ref, core, PG, 3 * PG);
+	assert_int_equal(q.runs, 1);
+	assert_int_equal(q.n, 0);
+	check_dev(dev, ref, "a freed cluster written again");
+
+	/* clusters 1 and 6 freed, another written: those two read zeros */
+	q.off[q.n++] = 1 * PG;
+	q.off[q.n++] = 6 * PG;
+	dev_write(dev, ref, core + PG, PG, 4 * PG);
+	memset(ref + 1 * PG, 0, PG);
+	memset(ref + 6 * PG, 0, PG);
+	check_dev(dev, ref, "freed clusters dropped before a write");
+
+	/* reads and discards do not run it; write_zeroes does */
+	q.off[q.n++] = 2 * PG;
+	assert_int_equal(uzram_read(dev, buf, PG, 2 * PG), 0);
+	assert_int_equal(uzram_discard(dev, PG, 7 * PG), 0);
+	memset(ref + 7 * PG, 0, PG);
+	assert_int_equal(q.runs, 2);
+	assert_int_equal(q.n, 1);
+	assert_int_equal(uzram_write_zeroes(dev, PG, 0, UZRAM_ZERO_NO_HOLE), 0);
+	memset(ref, 0, PG);
+	memset(ref + 2 * PG, 0, PG);
+	assert_int_equal(q.runs, 3);
+	check_dev(dev, ref, "after write_zeroes");
+
+	/* removed: a write runs nothing */
+	assert_int_equal(uzram_set_write_hook(dev, NULL, NULL), 0);
+	q.off[q.n++] = 5 * PG;
+	dev_write(dev, ref, tar, PG, 0);
+	assert_int_equal(q.runs, 3);
+	check_dev(dev, ref, "hook removed");
+	uzram_close(dev);
+	free(ref);
+}
+
 /* The algorithm string is copied: the caller's buffer may change. */
 static void test_algorithm_copied(void **state)
 {
@@ -672,6 +745,7 @@ int main(void)
 		cmocka_unit_test(test_compact),
 		cmocka_unit_test(test_algorithm_copied),
 		cmocka_unit_test(test_swap_writes_not_compared),
+		cmocka_unit_test(test_write_hook),
 	};
 
 	return tu_run_tests(tests, load_corpus, free_corpus);

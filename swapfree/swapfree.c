@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: MIT
+/*
+ * swapfree.c - the server side of the freed swap slots (swapfree.h says
+ * why and what it needs).
+ *
+ *   start:  the device's dev_t (stat), &swap_info (/proc/kallsyms) and
+ *           zswap_invalidate()'s arguments (the kernel's BTF: one swap
+ *           entry since 6.9, type and offset before) -> the program's
+ *           constants -> load (libbpf relocates its field reads to the
+ *           running kernel) -> the ring's reader -> the device's write
+ *           hook -> attach: from here the kernel's frees of our slots
+ *           land in the ring -> the drain thread
+ *   drain:  under sf->lock: read the ring (slot numbers), discard each
+ *           slot's page, runs of adjacent slots as one discard. Run by
+ *           every write before it looks at the device (the hook), so the
+ *           old copy of a slot goes before its new data lands; and by the
+ *           thread, every DRAIN_MS or when the program finds the ring
+ *           half full, so that memory comes back while nothing is written
+ *   stop:   the thread ends, the hook goes, the program is detached
+ *
+ * The hook is installed before the probe is attached: no write can miss
+ * an event that precedes it. Lock order: sf->lock, then the device's own
+ * (uzram_discard() takes its slots' locks); nothing is held when a write
+ * enters the hook.
+ *
+ * Under `serve --swap` this runs with the process locked in memory
+ * (mlockall on fault) and under PR_SET_IO_FLUSHER: start() drains once,
+ * so the drain's code is resident before the first write needs it, and
+ * the thread touches its stack before the first drain; the ring is the
+ * kernel's memory, mapped once.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "../common/report.h"
+#include "swapfree.h"
+/* bpftool's generated code casts const away */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wcast-qual"
+#include "swapfree.skel.h"
+#pragma GCC diagnostic pop
+
+#define DRAIN_MS  1000          /* the thread's period */
+#define RUN_MAX   (1u << 16)    /* slots in one discard at most */
+#define STACK_TOUCH (64u << 10) /* the thread's stack, resident first */
+#define KALLSYMS  "/proc/kallsyms"
+
+struct swapfree {
+	struct uzram *dev;
+	struct swapfree_bpf *skel;
+	struct ring_buffer *ring;
+	pthread_t thread;
+	bool has_thread;
+	int stop_fd;                 /* eventfd: the thread's end */
+	uint64_t page;               /* bytes of a slot */
+	uint64_t nslots;             /* slots the device holds */
+	pthread_mutex_t lock;        /* the ring's one reader; the run and
+				      * the counts below */
+	uint64_t run_start, run_len; /* adjacent slots not yet discarded */
+	uint64_t slots, outside;
+};
+
+/* libbpf's warnings only, in our form; its progress is not news. */
+static int libbpf_say(enum libbpf_print_level level, const char *fmt,
+		      va_list ap)
+{
+	if (level != LIBBPF_WARN)
+		return 0;
+	fputs("uzram swapfree: libbpf: ", stderr);
+	return vfprintf(stderr, fmt, ap);
+}
+
+/* The address of a kernel data symbol (swap_info), or 0. */
+static uint64_t kallsyms_data(const char *name)
+{
+	FILE *f = fopen(KALLSYMS, "re");
+	char line[256], sym[128], type;
+	unsigned long long addr;
+	uint64_t found = 0;
+
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof line, f)) {
+		if (sscanf(line, "%llx %c %127s", &addr, &type, sym) == 3 &&
+		    strchr("bBdD", type) && !strcmp(sym, name))
+			found = addr; /* 0 where kptr_restrict hides them */
+	}
+	fclose(f);
+	return found;
+}
+
+/* zswap_invalidate()'s arguments in the running kernel: 1, 2, or -errno. */
+static int probe_args(void)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	const struct btf_type *t;
+	int id, n = -ENOENT;
+
+	if (!btf)
+		return -errno;
+	id = btf__find_by_name_kind(btf, "zswap_invalidate", BTF_KIND_FUNC);
+	if (id > 0) {
+		t = btf__type_by_id(btf, btf__type_by_id(btf, (unsigned)id)->type);
+		n = t ? btf_vlen(t) : -ENOENT;
+	}
+	btf__free(btf);
+	return n;
+}
+
+static void run_flush(struct swapfree *sf)
+{
+	if (!sf->run_len)
+		return;
+	/* a failure leaves the old copy stored, as without us */
+	(void)uzram_discard(sf->dev, sf->run_len * sf->page,
+			    sf->run_start * sf->page);
+	sf->run_len = 0;
+}
+
+/* One event: a slot number. Slot 0 holds the swap header, never freed. */
+static int on_slot(void *ctx, void *data, size_t len)
+{
+	struct swapfree *sf = ctx;
+	uint64_t slot;
+
+	if (len < sizeof slot)
+		return 0;
+	memcpy(&slot, data, sizeof slot);
+	if (slot == 0 || slot >= sf->nslots) {
+		sf->outside++;
+		return 0;
+	}
+	sf->slots++;
+	if (sf->run_len && slot == sf->run_start + sf->run_len &&
+	    sf->run_len < RUN_MAX) {
+		sf->run_len++;
+		return 0;
+	}
+	run_flush(sf);
+	sf->run_start = slot;
+	sf->run_len = 1;
+	return 0;
+}
+
+/* The device's write hook, and the thread's work. */
+static void swapfree_drain(void *arg)
+{
+	struct swapfree *sf = arg;
+
+	pthread_mutex_lock(&sf->lock);
+	(void)ring_buffer__consume(sf->ring);
+	run_flush(sf);
+	pthread_mutex_unlock(&sf->lock);
+}
+
+static void *swapfree_main(void *arg)
+{
+	struct swapfree *sf = arg;
+	struct pollfd p[2] = {
+		{ .fd = ring_buffer__epoll_fd(sf->ring), .events = POLLIN },
+		{ .fd = sf->stop_fd, .events = POLLIN },
+	};
+	char stack[STACK_TOUCH];
+
+	memset(stack, 0, sizeof stack);
+	__asm__ volatile("" : : "r"(stack) : "memory"); /* kept: touched */
+	for (;;) {
+		if (poll(p, 2, DRAIN_MS) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			break;
+		swapfree_drain(sf);
+	}
+	return NULL;
+}
+
+/* What start() needs of the kernel; 0, or -errno after a message. */
+static int swapfree_open(struct swapfree *sf, const char *path,
+			 const char *who)
+{
+	struct stat st;
+	uint64_t info;
+	int nargs, r;
+
+	if (stat(path, &st) < 0 || !S_ISBLK(st.st_mode)) {
+		r = stat(path, &st) < 0 ? -errno : -ENOTBLK;
+		report_error(who, "freed swap slots: %s: %s", path, strerror(-r));
+		return r;
+	}
+	info = kallsyms_data("swap_info");
+	if (!info) {
+		report_error(who, "freed swap slots: no address of swap_info in "
+			     KALLSYMS " (a kernel without CONFIG_KALLSYMS_ALL, "
+			     "or kptr_restrict); the device keeps freed "
+			     "slots' copies until the kernel discards them");
+		return -ENOENT;
+	}
+	nargs = probe_args();
+	if (nargs != 1 && nargs != 2) {
+		report_error(who, "freed swap slots: the kernel has no "
+			     "zswap_invalidate() in its BTF (%s); the device "
+			     "keeps freed slots' copies until the kernel "
+			     "discards them", nargs < 0 ? strerror(-nargs) :
+			     "other arguments");
+		return nargs < 0 ? nargs : -EOPNOTSUPP;
+	}
+	libbpf_set_print(libbpf_say);
+	sf->skel = swapfree_bpf__open();
+	if (!sf->skel) {
+		r = -errno;
+		report_error(who, "freed swap slots: the BPF program: %s",
+			     strerror(-r));
+		return r;
+	}
+	sf->skel->rodata->swap_info_addr = info;
+	sf->skel->rodata->target_dev = (major(st.st_rdev) << 20) |
+				       minor(st.st_rdev);
+	sf->skel->rodata->two_args = nargs == 2;
+	r = swapfree_bpf__load(sf->skel);
+	if (r < 0) {
+		report_error(who, "freed swap slots: loading the BPF program: "
+			     "%s (root, and a kernel with BPF and kprobes, "
+			     "are needed)", strerror(-r));
+		return r;
+	}
+	sf->ring = ring_buffer__new(bpf_map__fd(sf->skel->maps.freed), on_slot,
+				    sf, NULL);
+	if (!sf->ring) {
+		r = -errno;
+		report_error(who, "freed swap slots: the ring: %s", strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
+static void swapfree_free(struct swapfree *sf)
+{
+	ring_buffer__free(sf->ring);
+	swapfree_bpf__destroy(sf->skel);
+	if (sf->stop_fd >= 0)
+		close(sf->stop_fd);
+	pthread_mutex_destroy(&sf->lock);
+	free(sf);
+}
+
+int swapfree_start(struct uzram *dev, const char *path, const char *who,
+		   struct swapfree **out)
+{
+	struct swapfree *sf = calloc(1, sizeof *sf);
+	sigset_t all, old;
+	int r;
+
+	*out = NULL;
+	if (!sf)
+		return -ENOMEM;
+	pthread_mutex_init(&sf->lock, NULL);
+	sf->dev = dev;
+	sf->page = (uint64_t)sysconf(_SC_PAGESIZE);
+	sf->nslots = uzram_size(dev) / sf->page;
+	sf->stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (sf->stop_fd < 0) {
+		r = -errno;
+		report_error(who, "freed swap slots: eventfd: %s", strerror(-r));
+		swapfree_free(sf);
+		return r;
+	}
+	r = swapfree_open(sf, path, who);
+	if (r < 0) {
+		swapfree_free(sf);
+		return r;
+	}
+	swapfree_drain(sf); /* its code resident (above), on an empty ring */
+	uzram_set_write_hook(dev, swapfree_drain, sf);
+	r = swapfree_bpf__attach(sf->skel);
+	if (r < 0) {
+		uzram_set_write_hook(dev, NULL, NULL);
+		report_error(who, "freed swap slots: attaching the probe to "
+			     "zswap_invalidate(): %s", strerror(-r));
+		swapfree_free(sf);
+		return r;
+	}
+	/* the server's signals are its main thread's */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = pthread_create(&sf->thread, NULL, swapfree_main, sf);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r) {
+		/* the writes still drain it; only idle memory comes back later */
+		report_error(who, "freed swap slots: no drain thread: %s",
+			     strerror(r));
+	} else {
+		sf->has_thread = true;
+		(void)pthread_setname_np(sf->thread, "uzram-swapfree");
+	}
+	*out = sf;
+	return 0;
+}
+
+void swapfree_stats(struct swapfree *sf, struct swapfree_stats *st)
+{
+	pthread_mutex_lock(&sf->lock);
+	st->slots = sf->slots;
+	st->outside = sf->outside;
+	pthread_mutex_unlock(&sf->lock);
+	st->lost = __atomic_load_n(&sf->skel->bss->lost, __ATOMIC_RELAXED);
+}
+
+void swapfree_stop(struct swapfree *sf)
+{
+	uint64_t one = 1;
+
+	if (!sf)
+		return;
+	/* an eventfd's write fails only past 2^64 - 2: never here */
+	if (sf->has_thread && write(sf->stop_fd, &one, sizeof one) == sizeof one)
+		pthread_join(sf->thread, NULL);
+	swapfree_bpf__detach(sf->skel);
+	uzram_set_write_hook(sf->dev, NULL, NULL);
+	swapfree_free(sf);
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * swapfree.h - the swap slots the kernel frees, for a server that swap
+ * uses (`uzram serve --swap`): the kernel tells its own zram of each
+ * freed slot (swap_slot_free_notify) and a ublk or NBD device of none but
+ * whole free clusters (discard), so without this a swap device outside
+ * the kernel keeps a dead copy of every page once swapped and since
+ * swapped in or freed, up to its whole size (doc/block-device.md).
+ *
+ *   swapfree.bpf.c  the kernel side: a kprobe on zswap_invalidate(), the
+ *                   kernel's per-slot free hook; slots of our block device
+ *                   go into a ring buffer
+ *   swapfree.c      the server side: loads and attaches it (libbpf), and
+ *                   discards each freed slot's page on the uzram device,
+ *                   from the device's write hook and from a thread
+ *
+ * The order that makes it safe: a slot's event is in the ring before the
+ * kernel can hand the slot out again, so before any write that reuses it
+ * reaches us; and every write drains the ring first (uzram_set_write_hook()),
+ * under the lock the thread drains under. A freed page is therefore
+ * dropped before, never after, the write of new data to its place.
+ *
+ * Needs root (CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN), a kernel with
+ * kprobes, BTF and zswap_invalidate() (6.7+, zswap on or off: Debian's
+ * kernels from 6.12 have all), and swap_info in /proc/kallsyms
+ * (CONFIG_KALLSYMS_ALL). Where any is missing the server runs as before,
+ * and says why once.
+ */
+#ifndef UZRAM_SWAPFREE_H
+#define UZRAM_SWAPFREE_H
+
+#include <stdint.h>
+
+#include "uzram.h"
+
+struct swapfree;
+
+/*
+ * Hear of the slots the kernel frees on the block device at path, a
+ * whole disk that serves dev (its page n is swap slot n), and discard
+ * them on dev. 0 and *out, or a negative errno after a message by
+ * report_error(who, ...) that says what is missing; the server then
+ * goes on without it. Call before the device is given to swapon, or at
+ * any time: slots freed before the start stay stored, as they were.
+ */
+int swapfree_start(struct uzram *dev, const char *path, const char *who,
+		   struct swapfree **out);
+
+/*
+ * Detach the probe and end the thread. Only after the device's writes
+ * have ended (its front end stopped): a write may be draining the ring.
+ * Accepts NULL.
+ */
+void swapfree_stop(struct swapfree *sf);
+
+struct swapfree_stats {
+	uint64_t slots;     /* freed slots discarded on the device */
+	uint64_t lost;      /* events the ring had no room for (kept) */
+	uint64_t outside;   /* slots past the device's end (ignored) */
+};
+void swapfree_stats(struct swapfree *sf, struct swapfree_stats *st);
+
+#endif /* UZRAM_SWAPFREE_H */
