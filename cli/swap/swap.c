@@ -443,7 +443,7 @@ static int choose_transport(struct swapon_args *a, const struct swap_transport *
 /* serve's command line, as swapon builds it (serve_argv()). */
 struct serve_line {
 	char *argv[48];
-	char self[4096], sock[128], size[32], limit[32], idbuf[16];
+	char self[4096], sock[128], size[32], limit[32], idbuf[16], nbd[32];
 };
 
 /* Append one argument; argv has room for every option swapon passes. */
@@ -520,6 +520,11 @@ static int serve_argv(const struct swapon_args *a, const struct swap_transport *
 		snprintf(l->idbuf, sizeof l->idbuf, "%d", n);
 		push(l, &k, "--nbd-device");
 		push(l, &k, l->idbuf);
+	}
+	if (t == &swap_nbd) { /* ublk's server knows its device */
+		snprintf(l->nbd, sizeof l->nbd, "/dev/nbd%d", n);
+		push(l, &k, "--freed-slots");
+		push(l, &k, l->nbd);
 	}
 	t->serve_args(n, extra, l->idbuf);
 	for (int i = 0; extra[i]; i++)

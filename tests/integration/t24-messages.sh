@@ -7,6 +7,7 @@
 #   ctl --mount DIR            calls itself uzram ctl, not uzram stat
 #   --size 0, 100, 5000        that 0 is the problem; at least 4K; whole pages
 #   --cluster 0                refused (it meant the default), serve, load, mount
+#   --freed-slots              needs --swap
 #   mount --mem-limit 1K       refused at once, not inside mkfs.ext4
 #   load FIFO with no writer   refused at once, not blocked forever
 #   swapon with no modprobe    says so, not that modprobe found nothing
@@ -69,6 +70,9 @@ for bad in 0 3K 128K; do
 	says "bad value '$bad' for --cluster" "" -- uzram load /etc/hostname --cluster "$bad"
 	says "bad value '$bad' for --cluster" "" -- uzram mount "$T/plain" --cluster "$bad"
 done
+
+step "--freed-slots without --swap refused"
+says "--freed-slots needs --swap" "" -- uzram serve --freed-slots /dev/null
 
 step "mount --mem-limit 1K refused before anything is made"
 says "bad value '1K' for --mem-limit; want 0 (no limit) or at least 18M" "mkfs" -- \

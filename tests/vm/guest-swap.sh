@@ -228,7 +228,9 @@ if [[ " $runs " != *" uzram "* ]]; then
 	info "uzram run skipped (VMT_SWAP_RUNS=$runs)"
 	finish
 fi
-transport_opts=()
+# the server hears of the slots the kernel frees (swapfree/): on ublk of
+# its own device, over NBD of the one nbd-client attaches
+transport_opts=(--freed-slots /dev/nbd0)
 [[ $SWAP_TRANSPORT == ublk ]] && transport_opts=(--ublk)
 # shellcheck disable=SC2086
 if uzram_start swap --swap --size "$swap_size" "${transport_opts[@]}" $serve_opts; then
@@ -261,6 +263,17 @@ if mkswap "$dev" > /dev/null && swapon --discard=pages -p 10 "$dev"; then
 	# the server's peak resident memory: the store and all it holds besides
 	figure uzram-VmHWM "$(awk '$1 == "VmHWM:" { print $2 * 1024 }' /proc/$UZRAM_PID/status)" bytes
 	after_hog uzram "$dev" stat_field $s pages_stored
+	# with the freed slots heard, the server stores what swap uses (less
+	# its zero pages) and the last second's frees, where without them it
+	# kept a copy of nearly every page ever swapped
+	if grep -q "the swap slots the kernel frees" /run/swap.err; then
+		stored=$(stat_field $s pages_stored)
+		used=$(($(swap_used) / 4096))
+		info "after the hog: $stored pages stored, $used in swap"
+		check uzram-no-stale-copies test "$stored" -le $((used + 2048))
+	else
+		info "the server does not hear of freed slots: $(grep -m1 'freed swap slots' /run/swap.err)"
+	fi
 	figure uzram-failed_writes "$(stat_field $s failed_writes)" requests
 	# writes found equal to what their slot held (store.c's check, which
 	# costs each write an XXH3): whether swap ever meets one
