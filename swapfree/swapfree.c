@@ -212,11 +212,13 @@ static int swapfree_open(struct swapfree *sf, const char *path,
 	}
 	nargs = probe_args();
 	if (nargs != 1 && nargs != 2) {
-		report_error(who, "freed swap slots: the kernel has no "
-			     "zswap_invalidate() in its BTF (%s); the device "
-			     "keeps freed slots' copies until the kernel "
-			     "discards them", nargs < 0 ? strerror(-nargs) :
-			     "other arguments");
+		report_error(who, "freed swap slots: %s%s; the device keeps "
+			     "freed slots' copies until the kernel discards "
+			     "them", nargs == -ENOENT ? "this kernel has no "
+			     "zswap_invalidate() (Linux 6.9 and later have it)" :
+			     nargs < 0 ? "no BTF of the kernel: " :
+			     "zswap_invalidate() takes other arguments here",
+			     nargs < 0 && nargs != -ENOENT ? strerror(-nargs) : "");
 		return nargs < 0 ? nargs : -EOPNOTSUPP;
 	}
 	libbpf_set_print(libbpf_say);
