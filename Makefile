@@ -77,7 +77,8 @@ LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
 # a folder per command under it: cli/base, cli/mount, cli/swap, cli/load,
 # cli/serve), the NBD connection engine (nbd/), the listening side's
 # ground (listen/), the control channel (ctl/), the server's top
-# (server/), the ublk front end (ublk/) and uzram's own file system (fs/);
+# (server/), the ublk front end (ublk/), the freed swap slots (swapfree/)
+# and uzram's own file system (fs/);
 # common/ is what cli/ and the server's folders share. cli/gen/ is the
 # documentation generator (mk/man.mk), not part of the program.
 CLI_SRCS := $(sort $(wildcard cli/*.c) $(filter-out cli/gen/%,$(wildcard cli/*/*.c)) \

@@ -197,8 +197,8 @@ static int swapfree_open(struct swapfree *sf, const char *path,
 	uint64_t info;
 	int nargs, r;
 
-	if (stat(path, &st) < 0 || !S_ISBLK(st.st_mode)) {
-		r = stat(path, &st) < 0 ? -errno : -ENOTBLK;
+	r = stat(path, &st) < 0 ? -errno : S_ISBLK(st.st_mode) ? 0 : -ENOTBLK;
+	if (r < 0) {
 		report_error(who, "freed swap slots: %s: %s", path, strerror(-r));
 		return r;
 	}

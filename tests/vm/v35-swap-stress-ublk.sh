@@ -10,13 +10,13 @@
 # (guest-swap.sh, stress_run). The body is tests/vm/guest-swap.sh.
 #
 # Devices of 448 MiB: the workers keep 240-340 MiB in swap, and every
-# pass rewrites what it swaps in, so the kernel frees slots all the time
-# without telling the device and writes the new copies to free clusters
-# first: the server keeps a stale copy of slots up to the device's size
-# (doc/block-device.md). At 896 MiB those were up to 40,000 pages more,
-# the workers got that much less RAM and swapped 7-10x as many pages in,
-# and the OOM killer ended one in one boot of two (2026-12-05,
-# BENCHMARKS.md); VMT_SWAP_SIZE=896M runs it so.
+# pass rewrites what it swaps in, so the kernel frees slots all the time.
+# Before the server heard of freed slots (swapfree/), it kept a stale copy
+# of each up to the device's size: at 896 MiB up to 40,000 pages more, the
+# workers got that much less RAM and swapped 7-10x as many pages in, and
+# the OOM killer ended one in one boot of two (2026-12-05, BENCHMARKS.md);
+# VMT_SWAP_SIZE=896M runs it so. guest-swap.sh checks that the server
+# stores no more than swap uses once the workers are gone.
 # vm-kernel: 6.12
 # vm-mem: 384
 # vm-cpus: 2
