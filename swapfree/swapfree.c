@@ -3,15 +3,16 @@
  * swapfree.c - the server side of the freed swap slots (swapfree.h says
  * why and what it needs).
  *
- *   start:  the device's dev_t (stat), &swap_info (/proc/kallsyms) and
- *           zswap_invalidate()'s arguments (the kernel's BTF: one swap
- *           entry since 6.9, type and offset before) -> the program's
+ *   start:  the device's dev_t (stat); the probe point, from the
+ *           kernel's BTF: zswap_invalidate() (one swap entry since 6.9,
+ *           type and offset in 6.7 and 6.8; then &swap_info from
+ *           /proc/kallsyms), else swap_range_free() -> the program's
  *           constants -> load (libbpf relocates its field reads to the
  *           running kernel) -> the ring's reader -> the device's write
  *           hook -> attach: from here the kernel's frees of our slots
  *           land in the ring -> the drain thread
- *   drain:  under sf->lock: read the ring (slot numbers), discard each
- *           slot's page, runs of adjacent slots as one discard. Run by
+ *   drain:  under sf->lock: read the ring (runs of slots), discard each
+ *           slot's page, adjacent runs as one discard. Run by
  *           every write before it looks at the device (the hook), so the
  *           old copy of a slot goes before its new data lands; and by the
  *           thread, every DRAIN_MS or when the program finds the ring
@@ -63,6 +64,8 @@
 struct swapfree {
 	struct uzram *dev;
 	struct swapfree_bpf *skel;
+	struct bpf_program *prog;    /* the probe this kernel takes */
+	struct bpf_link *link;       /* and where it is attached */
 	struct ring_buffer *ring;
 	pthread_t thread;
 	bool has_thread;
@@ -104,22 +107,45 @@ static uint64_t kallsyms_data(const char *name)
 	return found;
 }
 
-/* zswap_invalidate()'s arguments in the running kernel: 1, 2, or -errno. */
-static int probe_args(void)
+/* Where the running kernel's BTF says the probe goes (swapfree.bpf.c). */
+enum probe_point {
+	PROBE_NONE,
+	PROBE_ENTRY,       /* zswap_invalidate(swp_entry_t): 6.9 and later */
+	PROBE_TYPE_OFFSET, /* zswap_invalidate(type, offset): 6.7, 6.8 */
+	PROBE_RANGE,       /* swap_range_free(si, offset, nr): before */
+};
+
+/* The parameters of the kernel's function name, or -1 if it has none. */
+static int func_params(const struct btf *btf, const char *name)
+{
+	int id = btf__find_by_name_kind(btf, name, BTF_KIND_FUNC);
+	const struct btf_type *t;
+
+	if (id <= 0)
+		return -1;
+	t = btf__type_by_id(btf, btf__type_by_id(btf, (unsigned)id)->type);
+	return t ? btf_vlen(t) : -1;
+}
+
+/* The probe point of this kernel; PROBE_NONE with errno when none. */
+static enum probe_point probe_point(void)
 {
 	struct btf *btf = btf__load_vmlinux_btf();
-	const struct btf_type *t;
-	int id, n = -ENOENT;
+	enum probe_point p = PROBE_NONE;
+	int n;
 
 	if (!btf)
-		return -errno;
-	id = btf__find_by_name_kind(btf, "zswap_invalidate", BTF_KIND_FUNC);
-	if (id > 0) {
-		t = btf__type_by_id(btf, btf__type_by_id(btf, (unsigned)id)->type);
-		n = t ? btf_vlen(t) : -ENOENT;
-	}
+		return PROBE_NONE; /* errno says why */
+	n = func_params(btf, "zswap_invalidate");
+	if (n == 1)
+		p = PROBE_ENTRY;
+	else if (n == 2)
+		p = PROBE_TYPE_OFFSET;
+	else if (func_params(btf, "swap_range_free") == 3)
+		p = PROBE_RANGE;
 	btf__free(btf);
-	return n;
+	errno = ENOENT;
+	return p;
 }
 
 static void run_flush(struct swapfree *sf)
@@ -132,28 +158,31 @@ static void run_flush(struct swapfree *sf)
 	sf->run_len = 0;
 }
 
-/* One event: a slot number. Slot 0 holds the swap header, never freed. */
-static int on_slot(void *ctx, void *data, size_t len)
+/*
+ * One event: a run of freed slots (swapfree.bpf.c's struct freed_run).
+ * Slot 0 holds the swap header, never freed.
+ */
+static int on_run(void *ctx, void *data, size_t len)
 {
 	struct swapfree *sf = ctx;
-	uint64_t slot;
+	uint64_t run[2];
 
-	if (len < sizeof slot)
+	if (len < sizeof run)
 		return 0;
-	memcpy(&slot, data, sizeof slot);
-	if (slot == 0 || slot >= sf->nslots) {
-		sf->outside++;
+	memcpy(run, data, sizeof run);
+	if (run[0] == 0 || run[0] >= sf->nslots || run[1] > sf->nslots - run[0]) {
+		sf->outside += run[1];
 		return 0;
 	}
-	sf->slots++;
-	if (sf->run_len && slot == sf->run_start + sf->run_len &&
-	    sf->run_len < RUN_MAX) {
-		sf->run_len++;
+	sf->slots += run[1];
+	if (sf->run_len && run[0] == sf->run_start + sf->run_len &&
+	    sf->run_len + run[1] <= RUN_MAX) {
+		sf->run_len += run[1];
 		return 0;
 	}
 	run_flush(sf);
-	sf->run_start = slot;
-	sf->run_len = 1;
+	sf->run_start = run[0];
+	sf->run_len = run[1];
 	return 0;
 }
 
@@ -193,33 +222,34 @@ static void *swapfree_main(void *arg)
 static int swapfree_open(struct swapfree *sf, const char *path,
 			 const char *who)
 {
+	enum probe_point point;
 	struct stat st;
 	uint64_t info;
-	int nargs, r;
+	int r;
 
 	r = stat(path, &st) < 0 ? -errno : S_ISBLK(st.st_mode) ? 0 : -ENOTBLK;
 	if (r < 0) {
 		report_error(who, "freed swap slots: %s: %s", path, strerror(-r));
 		return r;
 	}
-	info = kallsyms_data("swap_info");
-	if (!info) {
+	point = probe_point();
+	if (point == PROBE_NONE) {
+		r = -errno;
+		report_error(who, "freed swap slots: %s%s; the device keeps "
+			     "freed slots' copies until the kernel discards "
+			     "them", r == -ENOENT ? "this kernel has neither "
+			     "zswap_invalidate() nor swap_range_free() to probe" :
+			     "no BTF of the kernel: ",
+			     r == -ENOENT ? "" : strerror(-r));
+		return r;
+	}
+	info = point == PROBE_RANGE ? 0 : kallsyms_data("swap_info");
+	if (point != PROBE_RANGE && !info) {
 		report_error(who, "freed swap slots: no address of swap_info in "
 			     KALLSYMS " (a kernel without CONFIG_KALLSYMS_ALL, "
 			     "or kptr_restrict); the device keeps freed "
 			     "slots' copies until the kernel discards them");
 		return -ENOENT;
-	}
-	nargs = probe_args();
-	if (nargs != 1 && nargs != 2) {
-		report_error(who, "freed swap slots: %s%s; the device keeps "
-			     "freed slots' copies until the kernel discards "
-			     "them", nargs == -ENOENT ? "this kernel has no "
-			     "zswap_invalidate() (Linux 6.9 and later have it)" :
-			     nargs < 0 ? "no BTF of the kernel: " :
-			     "zswap_invalidate() takes other arguments here",
-			     nargs < 0 && nargs != -ENOENT ? strerror(-nargs) : "");
-		return nargs < 0 ? nargs : -EOPNOTSUPP;
 	}
 	libbpf_set_print(libbpf_say);
 	sf->skel = swapfree_bpf__open();
@@ -232,7 +262,11 @@ static int swapfree_open(struct swapfree *sf, const char *path,
 	sf->skel->rodata->swap_info_addr = info;
 	sf->skel->rodata->target_dev = (major(st.st_rdev) << 20) |
 				       minor(st.st_rdev);
-	sf->skel->rodata->two_args = nargs == 2;
+	sf->skel->rodata->two_args = point == PROBE_TYPE_OFFSET;
+	sf->prog = point == PROBE_RANGE ? sf->skel->progs.on_range :
+					  sf->skel->progs.on_entry;
+	bpf_program__set_autoload(point == PROBE_RANGE ? sf->skel->progs.on_entry :
+				  sf->skel->progs.on_range, false);
 	r = swapfree_bpf__load(sf->skel);
 	if (r < 0) {
 		report_error(who, "freed swap slots: loading the BPF program: "
@@ -240,7 +274,7 @@ static int swapfree_open(struct swapfree *sf, const char *path,
 			     "are needed)", strerror(-r));
 		return r;
 	}
-	sf->ring = ring_buffer__new(bpf_map__fd(sf->skel->maps.freed), on_slot,
+	sf->ring = ring_buffer__new(bpf_map__fd(sf->skel->maps.freed), on_run,
 				    sf, NULL);
 	if (!sf->ring) {
 		r = -errno;
@@ -252,6 +286,7 @@ static int swapfree_open(struct swapfree *sf, const char *path,
 
 static void swapfree_free(struct swapfree *sf)
 {
+	bpf_link__destroy(sf->link);
 	ring_buffer__free(sf->ring);
 	swapfree_bpf__destroy(sf->skel);
 	if (sf->stop_fd >= 0)
@@ -288,11 +323,13 @@ int swapfree_start(struct uzram *dev, const char *path, const char *who,
 	}
 	swapfree_drain(sf); /* its code resident (above), on an empty ring */
 	uzram_set_write_hook(dev, swapfree_drain, sf);
-	r = swapfree_bpf__attach(sf->skel);
-	if (r < 0) {
+	sf->link = bpf_program__attach(sf->prog);
+	if (!sf->link) {
+		r = -errno;
 		uzram_set_write_hook(dev, NULL, NULL);
 		report_error(who, "freed swap slots: attaching the probe to "
-			     "zswap_invalidate(): %s", strerror(-r));
+			     "%s(): %s", sf->prog == sf->skel->progs.on_range ?
+			     "swap_range_free" : "zswap_invalidate", strerror(-r));
 		swapfree_free(sf);
 		return r;
 	}
@@ -331,7 +368,8 @@ void swapfree_stop(struct swapfree *sf)
 	/* an eventfd's write fails only past 2^64 - 2: never here */
 	if (sf->has_thread && write(sf->stop_fd, &one, sizeof one) == sizeof one)
 		pthread_join(sf->thread, NULL);
-	swapfree_bpf__detach(sf->skel);
+	bpf_link__destroy(sf->link);
+	sf->link = NULL;
 	uzram_set_write_hook(sf->dev, NULL, NULL);
 	swapfree_free(sf);
 }

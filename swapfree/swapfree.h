@@ -20,11 +20,11 @@
  * under the lock the thread drains under. A freed page is therefore
  * dropped before, never after, the write of new data to its place.
  *
- * Needs root (CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN), a kernel with
- * kprobes, BTF and zswap_invalidate() (6.7+, zswap on or off: Debian's
- * kernels from 6.12 have all), and swap_info in /proc/kallsyms
- * (CONFIG_KALLSYMS_ALL). Where any is missing the server runs as before,
- * and says why once.
+ * Needs root (CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN) and a kernel with
+ * kprobes and BTF where zswap_invalidate() (6.7+, zswap on or off; then
+ * also swap_info in /proc/kallsyms, CONFIG_KALLSYMS_ALL) or, before it,
+ * swap_range_free() can be probed: Debian's 6.1, 6.12 and 7.3 all can.
+ * Where not, the server runs as before, and says why once.
  */
 #ifndef UZRAM_SWAPFREE_H
 #define UZRAM_SWAPFREE_H

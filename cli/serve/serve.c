@@ -119,7 +119,7 @@ static const struct cli_option serve_opts[] = {
 	  "(for --swap) hear of the swap slots the kernel\n"
 	  "frees on DEVICE, the kernel's block device of this\n"
 	  "server (/dev/nbdN), and drop their pages then, as\n"
-	  "zram does (a BPF probe; root, Linux 6.9+); default\n"
+	  "zram does (a BPF probe; root, kprobes, BTF); default\n"
 	  "with --ublk: its device; off: keep them until the\n"
 	  "kernel discards whole clusters" },
 	{ "ublk", KEY_UBLK, no_argument, NULL,
