@@ -665,12 +665,16 @@ static void serve_ublk_leave(void *arg)
 	struct serve_ublk *u = arg;
 	int id = u->front ? ublk_front_id(u->front) : -1;
 
-	if (ublk_front_leave(u->front) < 0)
+	if (ublk_front_leave(u->front) < 0) {
 		serve_ublk_stop(arg);
-	else
-		report_error("serve", "left ublk device %d to the next "
-			"server", id);
+		return;
+	}
+	report_error("serve", "left ublk device %d to the next server", id);
 	u->front = NULL;
+	/* the queues are parked: no write runs its hook, and the device
+	 * closes next (its drain thread touched a closed one: v44) */
+	serve_swap_freed_end(u->sf);
+	u->sf = NULL;
 }
 
 /* The server's buffer and connection limits, and --swap's ublk copy mode. */
@@ -793,6 +797,7 @@ int serve_as(const struct cli_command *cmd, int argc, char **argv)
 	serve_swap_end();
 	if (!busy) { /* else a stuck client thread may still use them */
 		serve_swap_freed_end(sf);
+		serve_swap_freed_end(ublk.sf); /* set if no stop or leave ran */
 		uzram_close(dev);
 		nbd_tls_free(tls);
 	}
