@@ -60,12 +60,11 @@ struct freed_run {
 #define RING_BYTES (256 * 1024)
 
 const volatile __u64 swap_info_addr; /* &swap_info[0], from kallsyms */
-const volatile __u32 target_dev;     /* the kernel's dev_t of our device */
 const volatile __u32 two_args;       /* zswap_invalidate(type, offset):
 				      * 6.7 and 6.8 */
 
-/* counters the server reads through the mapped .bss */
-__u64 sent, lost; /* slots */
+__u32 target_dev;  /* the kernel's dev_t of our device, set before attach */
+__u64 sent, lost;  /* slots; the server reads them through the mapped .bss */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

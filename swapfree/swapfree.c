@@ -3,14 +3,18 @@
  * swapfree.c - the server side of the freed swap slots (swapfree.h says
  * why and what it needs).
  *
- *   start:  the device's dev_t (stat); the probe point, from the
- *           kernel's BTF: zswap_invalidate() (one swap entry since 6.9,
- *           type and offset in 6.7 and 6.8; then &swap_info from
- *           /proc/kallsyms), else swap_range_free() -> the program's
- *           constants -> load (libbpf relocates its field reads to the
- *           running kernel) -> the ring's reader -> the device's write
- *           hook -> attach: from here the kernel's frees of our slots
- *           land in the ring -> the drain thread
+ *   load:   the probe point, from the kernel's BTF: zswap_invalidate()
+ *           (one swap entry since 6.9, type and offset in 6.7 and 6.8;
+ *           then &swap_info from /proc/kallsyms), else swap_range_free()
+ *           -> the program's constants -> load (libbpf relocates its
+ *           field reads to the running kernel: it reads the kernel's
+ *           BTF, megabytes, and the verifier allocates) -> the ring's
+ *           reader. Before the device serves, when memory is no
+ *           emergency: a server that adopts a device under a swap
+ *           storm stalled here (v44)
+ *   start:  the device's dev_t (stat) into the program's .bss -> the
+ *           device's write hook -> attach: from here the kernel's frees
+ *           of our slots land in the ring -> the drain thread
  *   drain:  under sf->lock: read the ring (runs of slots), discard each
  *           slot's page, adjacent runs as one discard. Run by
  *           every write before it looks at the device (the hook), so the
@@ -218,20 +222,13 @@ static void *swapfree_main(void *arg)
 	return NULL;
 }
 
-/* What start() needs of the kernel; 0, or -errno after a message. */
-static int swapfree_open(struct swapfree *sf, const char *path,
-			 const char *who)
+/* The program, loaded; 0, or -errno after a message. */
+static int swapfree_open(struct swapfree *sf, const char *who)
 {
 	enum probe_point point;
-	struct stat st;
 	uint64_t info;
 	int r;
 
-	r = stat(path, &st) < 0 ? -errno : S_ISBLK(st.st_mode) ? 0 : -ENOTBLK;
-	if (r < 0) {
-		report_error(who, "freed swap slots: %s: %s", path, strerror(-r));
-		return r;
-	}
 	point = probe_point();
 	if (point == PROBE_NONE) {
 		r = -errno;
@@ -260,8 +257,6 @@ static int swapfree_open(struct swapfree *sf, const char *path,
 		return r;
 	}
 	sf->skel->rodata->swap_info_addr = info;
-	sf->skel->rodata->target_dev = (major(st.st_rdev) << 20) |
-				       minor(st.st_rdev);
 	sf->skel->rodata->two_args = point == PROBE_TYPE_OFFSET;
 	sf->prog = point == PROBE_RANGE ? sf->skel->progs.on_range :
 					  sf->skel->progs.on_entry;
@@ -295,42 +290,55 @@ static void swapfree_free(struct swapfree *sf)
 	free(sf);
 }
 
-int swapfree_start(struct uzram *dev, const char *path, const char *who,
-		   struct swapfree **out)
+int swapfree_load(const char *who, struct swapfree **out)
 {
 	struct swapfree *sf = calloc(1, sizeof *sf);
-	sigset_t all, old;
 	int r;
 
 	*out = NULL;
 	if (!sf)
 		return -ENOMEM;
 	pthread_mutex_init(&sf->lock, NULL);
-	sf->dev = dev;
 	sf->page = (uint64_t)sysconf(_SC_PAGESIZE);
-	sf->nslots = uzram_size(dev) / sf->page;
 	sf->stop_fd = eventfd(0, EFD_CLOEXEC);
-	if (sf->stop_fd < 0) {
-		r = -errno;
-		report_error(who, "freed swap slots: eventfd: %s", strerror(-r));
-		swapfree_free(sf);
-		return r;
-	}
-	r = swapfree_open(sf, path, who);
+	r = sf->stop_fd < 0 ? -errno : swapfree_open(sf, who);
 	if (r < 0) {
+		if (sf->stop_fd < 0)
+			report_error(who, "freed swap slots: eventfd: %s",
+				     strerror(-r));
 		swapfree_free(sf);
 		return r;
 	}
+	*out = sf;
+	return 0;
+}
+
+int swapfree_start(struct swapfree *sf, struct uzram *dev, const char *path,
+		   const char *who)
+{
+	sigset_t all, old;
+	struct stat st;
+	int r;
+
+	r = stat(path, &st) < 0 ? -errno : S_ISBLK(st.st_mode) ? 0 : -ENOTBLK;
+	if (r < 0) {
+		report_error(who, "freed swap slots: %s: %s", path, strerror(-r));
+		return r;
+	}
+	sf->dev = dev;
+	sf->nslots = uzram_size(dev) / sf->page;
+	/* read by the program from its attach on (the mapped .bss) */
+	sf->skel->bss->target_dev = (major(st.st_rdev) << 20) | minor(st.st_rdev);
 	swapfree_drain(sf); /* its code resident (above), on an empty ring */
 	uzram_set_write_hook(dev, swapfree_drain, sf);
 	sf->link = bpf_program__attach(sf->prog);
 	if (!sf->link) {
 		r = -errno;
 		uzram_set_write_hook(dev, NULL, NULL);
+		sf->dev = NULL;
 		report_error(who, "freed swap slots: attaching the probe to "
 			     "%s(): %s", sf->prog == sf->skel->progs.on_range ?
 			     "swap_range_free" : "zswap_invalidate", strerror(-r));
-		swapfree_free(sf);
 		return r;
 	}
 	/* the server's signals are its main thread's */
@@ -346,17 +354,19 @@ int swapfree_start(struct uzram *dev, const char *path, const char *who,
 		sf->has_thread = true;
 		(void)pthread_setname_np(sf->thread, "uzram-swapfree");
 	}
-	*out = sf;
 	return 0;
 }
 
-void swapfree_stats(struct swapfree *sf, struct swapfree_stats *st)
+int swapfree_stats(struct swapfree *sf, struct swapfree_stats *st)
 {
+	if (!sf || !sf->dev)
+		return -1;
 	pthread_mutex_lock(&sf->lock);
 	st->slots = sf->slots;
 	st->outside = sf->outside;
 	pthread_mutex_unlock(&sf->lock);
 	st->lost = __atomic_load_n(&sf->skel->bss->lost, __ATOMIC_RELAXED);
+	return 0;
 }
 
 void swapfree_stop(struct swapfree *sf)
@@ -370,6 +380,7 @@ void swapfree_stop(struct swapfree *sf)
 		pthread_join(sf->thread, NULL);
 	bpf_link__destroy(sf->link);
 	sf->link = NULL;
-	uzram_set_write_hook(sf->dev, NULL, NULL);
+	if (sf->dev)
+		uzram_set_write_hook(sf->dev, NULL, NULL);
 	swapfree_free(sf);
 }

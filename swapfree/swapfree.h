@@ -36,20 +36,28 @@
 struct swapfree;
 
 /*
- * Hear of the slots the kernel frees on the block device at path, a
- * whole disk that serves dev (its page n is swap slot n), and discard
- * them on dev. 0 and *out, or a negative errno after a message by
- * report_error(who, ...) that says what is missing; the server then
- * goes on without it. Call before the device is given to swapon, or at
- * any time: slots freed before the start stay stored, as they were.
+ * Load the probe for this kernel, not attached yet: 0 and *out, or a
+ * negative errno after a message by report_error(who, ...) that says what
+ * is missing; the server then goes on without it. It reads the kernel's
+ * BTF (megabytes) and the verifier allocates: call it before the device
+ * serves, not while swap waits for it.
  */
-int swapfree_start(struct uzram *dev, const char *path, const char *who,
-		   struct swapfree **out);
+int swapfree_load(const char *who, struct swapfree **out);
 
 /*
- * Detach the probe and end the thread. Only after the device's writes
- * have ended (its front end stopped): a write may be draining the ring.
- * Accepts NULL.
+ * Hear of the slots the kernel frees on the block device at path, a
+ * whole disk that serves dev (its page n is swap slot n), and discard
+ * them on dev: 0, or a negative errno after a message (sf then stays
+ * loaded only; swapfree_stop() frees it). At any time: slots freed before
+ * stay stored, as they were.
+ */
+int swapfree_start(struct swapfree *sf, struct uzram *dev, const char *path,
+		   const char *who);
+
+/*
+ * Detach the probe, end the thread and free sf, started or only loaded.
+ * Only after the device's writes have ended (its front end stopped or
+ * parked): a write may be draining the ring. Accepts NULL.
  */
 void swapfree_stop(struct swapfree *sf);
 
@@ -58,6 +66,7 @@ struct swapfree_stats {
 	uint64_t lost;      /* events the ring had no room for (kept) */
 	uint64_t outside;   /* slots past the device's end (ignored) */
 };
-void swapfree_stats(struct swapfree *sf, struct swapfree_stats *st);
+/* What a started sf did: 0; -1 for one only loaded, or NULL. */
+int swapfree_stats(struct swapfree *sf, struct swapfree_stats *st);
 
 #endif /* UZRAM_SWAPFREE_H */

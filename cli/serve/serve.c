@@ -629,8 +629,8 @@ struct serve_ublk {
 	struct uzram *dev;
 	const struct ublk_opts *opts;
 	struct ublk_front *front;
-	bool freed;              /* --swap: hear of its freed slots */
-	struct swapfree *sf;     /* and the probe that does */
+	struct swapfree *sf;     /* --swap: the probe of its freed slots,
+				  * loaded before it serves (or NULL) */
 };
 
 static int serve_ublk_start(void *arg)
@@ -644,8 +644,7 @@ static int serve_ublk_start(void *arg)
 	setenv("ublk_dev", path, 1); /* for --run's command */
 	printf("uzram %s: block device %s\n", report_name("serve"), path);
 	fflush(stdout);
-	if (u->freed)
-		u->sf = serve_swap_freed(u->dev, path);
+	serve_swap_freed(&u->sf, u->dev, path);
 	return 0;
 }
 
@@ -764,13 +763,20 @@ int serve_as(const struct cli_command *cmd, int argc, char **argv)
 		nbd_tls_free(tls);
 		return 1;
 	}
+	/* before a standby waits: adopted under a swap storm, it must not
+	 * read the kernel's BTF then (swapfree.h) */
+	if (a.swap && (a.ublk || a.freed_slots) &&
+	    !(a.freed_slots && !strcmp(a.freed_slots, "off")))
+		sf = serve_swap_freed_load();
 	if (a.standby_fd >= 0 && serve_keep_standby(a.standby_fd, &a.cfg) < 0) {
+		serve_swap_freed_end(sf);
 		serve_swap_end();
 		nbd_tls_free(tls);
 		return 0;       /* the keeper needs this standby no more */
 	}
 	r = serve_device(&a, &dev);
 	if (r) {
+		serve_swap_freed_end(sf);
 		serve_swap_end();
 		uzram_close(dev);
 		nbd_tls_free(tls);
@@ -785,14 +791,16 @@ int serve_as(const struct cli_command *cmd, int argc, char **argv)
 	a.sc.prog = cli_prog;
 	if (a.ublk) {
 		ublk.dev = dev;
-		ublk.freed = a.swap && !a.freed_slots;
+		if (!a.freed_slots) { /* its own device's, when it exists */
+			ublk.sf = sf;
+			sf = NULL;
+		}
 		a.uo.read_only = a.sc.export.read_only;
 		a.sc.frontend = &ublk_frontend;
 		if (a.cfg.keep_fd >= 0) /* a new server can adopt the store */
 			ublk_frontend.leave = serve_ublk_leave;
 	}
-	if (a.freed_slots && strcmp(a.freed_slots, "off"))
-		sf = serve_swap_freed(dev, a.freed_slots);
+	serve_swap_freed(&sf, dev, a.freed_slots); /* --freed-slots DEVICE */
 	r = nbd_server_run(&a.sc, &busy);
 	serve_swap_end();
 	if (!busy) { /* else a stuck client thread may still use them */

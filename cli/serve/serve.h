@@ -58,14 +58,16 @@ int serve_swap_begin(void);                /* before the device exists */
 int serve_swap_ready(struct uzram *dev, const struct uzram_config *cfg);
 void serve_swap_end(void);                 /* before the device goes */
 /*
- * --freed-slots: hear of the swap slots the kernel frees on the block
- * device at path and drop their pages (swapfree/); NULL after a message
- * when it cannot, and the server goes on without. serve_swap_freed_end()
- * says what it dropped and stops it, once the device's writes have
- * ended; accepts NULL.
+ * --freed-slots (swapfree/): serve_swap_freed_load() loads the probe,
+ * before the device serves (NULL after a message when it cannot, and the
+ * server goes on without); serve_swap_freed() starts it on the block
+ * device at path (on failure, a message, and *sf stopped and NULL);
+ * serve_swap_freed_end() says what it dropped and stops it, once the
+ * device's writes have ended. Each accepts NULL.
  */
 struct swapfree;
-struct swapfree *serve_swap_freed(struct uzram *dev, const char *path);
+struct swapfree *serve_swap_freed_load(void);
+void serve_swap_freed(struct swapfree **sf, struct uzram *dev, const char *path);
 void serve_swap_freed_end(struct swapfree *sf);
 
 /*

@@ -500,27 +500,34 @@ int serve_swap_ready(struct uzram *dev, const struct uzram_config *cfg)
 	return 0;
 }
 
-struct swapfree *serve_swap_freed(struct uzram *dev, const char *path)
+struct swapfree *serve_swap_freed_load(void)
 {
 	struct swapfree *sf;
 
-	if (swapfree_start(dev, path, "serve", &sf) < 0)
-		return NULL;
+	return swapfree_load("serve", &sf) < 0 ? NULL : sf;
+}
+
+void serve_swap_freed(struct swapfree **sf, struct uzram *dev, const char *path)
+{
+	if (!*sf)
+		return;
+	if (swapfree_start(*sf, dev, path, "serve") < 0) {
+		swapfree_stop(*sf);
+		*sf = NULL;
+		return;
+	}
 	report_error("serve", "--swap: the swap slots the kernel frees on %s "
 		     "are dropped as it frees them", path);
-	return sf;
 }
 
 void serve_swap_freed_end(struct swapfree *sf)
 {
 	struct swapfree_stats st;
 
-	if (!sf)
-		return;
-	swapfree_stats(sf, &st);
-	report_error("serve", "--swap: %llu freed swap slots dropped"
-		     "%s%llu%s", (unsigned long long)st.slots,
-		     st.lost ? ", " : "", (unsigned long long)st.lost,
-		     st.lost ? " not heard (the ring was full)" : "");
+	if (swapfree_stats(sf, &st) == 0)
+		report_error("serve", "--swap: %llu freed swap slots dropped"
+			     "%s%llu%s", (unsigned long long)st.slots,
+			     st.lost ? ", " : "", (unsigned long long)st.lost,
+			     st.lost ? " not heard (the ring was full)" : "");
 	swapfree_stop(sf);
 }
