@@ -120,8 +120,8 @@ static const struct cli_option serve_opts[] = {
 	  "frees on DEVICE, the kernel's block device of this\n"
 	  "server (/dev/nbdN), and drop their pages then, as\n"
 	  "zram does (a BPF probe; root, kprobes, BTF); default\n"
-	  "with --ublk: its device; off: keep them until the\n"
-	  "kernel discards whole clusters" },
+	  "with --ublk: its device, but with --keep-fd; off: keep\n"
+	  "them until the kernel discards whole clusters" },
 	{ "ublk", KEY_UBLK, no_argument, NULL,
 	  "also be the block device /dev/ublkbN (Linux 6.0+,\n"
 	  "ublk_drv; --run sees it as $ublk_dev)" },
@@ -763,10 +763,15 @@ int serve_as(const struct cli_command *cmd, int argc, char **argv)
 		nbd_tls_free(tls);
 		return 1;
 	}
-	/* before a standby waits: adopted under a swap storm, it must not
-	 * read the kernel's BTF then (swapfree.h) */
-	if (a.swap && (a.ublk || a.freed_slots) &&
-	    !(a.freed_slots && !strcmp(a.freed_slots, "off")))
+	/*
+	 * Before a standby waits: adopted under a swap storm, it must not
+	 * read the kernel's BTF then (swapfree.h). Not by default for a kept
+	 * store (a keeper's servers): with it, v44's adoption after a kill
+	 * during the previous one stalled in reclaim in 2 boots of 11, and
+	 * in none of 3 without (doc/block-device.md, "Freed slots").
+	 */
+	if (a.swap && (a.freed_slots ? strcmp(a.freed_slots, "off") != 0 :
+		       a.ublk && a.cfg.keep_fd < 0))
 		sf = serve_swap_freed_load();
 	if (a.standby_fd >= 0 && serve_keep_standby(a.standby_fd, &a.cfg) < 0) {
 		serve_swap_freed_end(sf);
