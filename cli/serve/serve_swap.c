@@ -525,9 +525,11 @@ void serve_swap_freed_end(struct swapfree *sf)
 	struct swapfree_stats st;
 
 	if (swapfree_stats(sf, &st) == 0)
-		report_error("serve", "--swap: %llu freed swap slots dropped"
-			     "%s%llu%s", (unsigned long long)st.slots,
-			     st.lost ? ", " : "", (unsigned long long)st.lost,
-			     st.lost ? " not heard (the ring was full)" : "");
+		report_error("serve", "--swap: %llu freed swap slots dropped, "
+			     "%llu not heard (the ring was full), %llu past "
+			     "the device's end (ignored)",
+			     (unsigned long long)st.slots,
+			     (unsigned long long)st.lost,
+			     (unsigned long long)st.outside);
 	swapfree_stop(sf);
 }
