@@ -45,10 +45,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
@@ -67,7 +69,13 @@
 
 struct swapfree {
 	struct uzram *dev;
-	struct swapfree_bpf *skel;
+	struct swapfree_bpf *skel;   /* NULL: adopted (a keeper's probe) */
+	struct swapfree_bpf__bss *bss; /* the program's globals: the
+				      * skeleton's, or mapped from a fd */
+	size_t bss_len;              /* bytes mapped by us, or 0 */
+	int fds[2];                  /* adopted: the ring's and the
+				      * globals' map; else -1 */
+	uint64_t lost0;              /* the ring's losses before us */
 	struct bpf_program *prog;    /* the probe this kernel takes */
 	struct bpf_link *link;       /* and where it is attached */
 	struct ring_buffer *ring;
@@ -256,6 +264,7 @@ static int swapfree_open(struct swapfree *sf, const char *who)
 			     strerror(-r));
 		return r;
 	}
+	sf->bss = sf->skel->bss;
 	sf->skel->rodata->swap_info_addr = info;
 	sf->skel->rodata->two_args = point == PROBE_TYPE_OFFSET;
 	sf->prog = point == PROBE_RANGE ? sf->skel->progs.on_range :
@@ -284,30 +293,138 @@ static void swapfree_free(struct swapfree *sf)
 	bpf_link__destroy(sf->link);
 	ring_buffer__free(sf->ring);
 	swapfree_bpf__destroy(sf->skel);
+	if (sf->bss_len)
+		munmap(sf->bss, sf->bss_len);
+	for (int i = 0; i < 2; i++)
+		if (sf->fds[i] >= 0)
+			close(sf->fds[i]);
 	if (sf->stop_fd >= 0)
 		close(sf->stop_fd);
 	pthread_mutex_destroy(&sf->lock);
 	free(sf);
 }
 
-int swapfree_load(const char *who, struct swapfree **out)
+/* A swapfree of neither kind yet: NULL, or with its eventfd. */
+static struct swapfree *swapfree_new(const char *who)
 {
 	struct swapfree *sf = calloc(1, sizeof *sf);
+
+	if (!sf) {
+		report_error(who, "freed swap slots: %s", strerror(ENOMEM));
+		return NULL;
+	}
+	pthread_mutex_init(&sf->lock, NULL);
+	sf->fds[0] = sf->fds[1] = -1;
+	sf->page = (uint64_t)sysconf(_SC_PAGESIZE);
+	sf->stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (sf->stop_fd < 0) {
+		report_error(who, "freed swap slots: eventfd: %s",
+			     strerror(errno));
+		swapfree_free(sf);
+		return NULL;
+	}
+	return sf;
+}
+
+int swapfree_load(const char *who, struct swapfree **out)
+{
+	struct swapfree *sf = swapfree_new(who);
 	int r;
 
 	*out = NULL;
 	if (!sf)
 		return -ENOMEM;
-	pthread_mutex_init(&sf->lock, NULL);
-	sf->page = (uint64_t)sysconf(_SC_PAGESIZE);
-	sf->stop_fd = eventfd(0, EFD_CLOEXEC);
-	r = sf->stop_fd < 0 ? -errno : swapfree_open(sf, who);
+	r = swapfree_open(sf, who);
 	if (r < 0) {
-		if (sf->stop_fd < 0)
-			report_error(who, "freed swap slots: eventfd: %s",
-				     strerror(-r));
 		swapfree_free(sf);
 		return r;
+	}
+	*out = sf;
+	return 0;
+}
+
+/* The probe point's name, for messages. */
+static const char *probe_name(const struct swapfree *sf)
+{
+	return sf->prog == sf->skel->progs.on_range ? "swap_range_free" :
+						      "zswap_invalidate";
+}
+
+int swapfree_share(struct swapfree *sf, char *buf, size_t n, const char *who)
+{
+	int ring, data;
+
+	sf->link = bpf_program__attach(sf->prog);
+	if (!sf->link) {
+		report_error(who, "freed swap slots: attaching the probe to "
+			     "%s(): %s", probe_name(sf), strerror(errno));
+		return -errno;
+	}
+	/* without FD_CLOEXEC: each server inherits them */
+	ring = fcntl(bpf_map__fd(sf->skel->maps.freed), F_DUPFD, 3);
+	data = fcntl(bpf_map__fd(sf->skel->maps.bss), F_DUPFD, 3);
+	if (ring < 0 || data < 0) {
+		report_error(who, "freed swap slots: %s", strerror(errno));
+		if (ring >= 0)
+			close(ring);
+		return -EMFILE;
+	}
+	sf->fds[0] = ring;
+	sf->fds[1] = data;
+	snprintf(buf, n, "%d,%d", ring, data);
+	return 0;
+}
+
+/* Whether fd is a BPF map of that type and value size (0: any). */
+static bool map_is(int fd, uint32_t type, uint32_t value_size)
+{
+	struct bpf_map_info info;
+	uint32_t len = sizeof info;
+
+	memset(&info, 0, sizeof info);
+	return bpf_obj_get_info_by_fd(fd, &info, &len) == 0 &&
+	       info.type == type &&
+	       (!value_size || (info.value_size == value_size &&
+				info.max_entries == 1 &&
+				(info.map_flags & BPF_F_MMAPABLE)));
+}
+
+int swapfree_adopt(const char *fds, const char *who, struct swapfree **out)
+{
+	struct swapfree *sf;
+	int ring, data, end = 0;
+
+	*out = NULL;
+	if (sscanf(fds, "%d,%d%n", &ring, &data, &end) != 2 ||
+	    fds[end] || !map_is(ring, BPF_MAP_TYPE_RINGBUF, 0) ||
+	    !map_is(data, BPF_MAP_TYPE_ARRAY, sizeof *sf->bss)) {
+		report_error(who, "freed swap slots: %s: not the ring and the "
+			     "globals of a keeper's probe", fds);
+		return -EINVAL;
+	}
+	sf = swapfree_new(who);
+	if (!sf)
+		return -ENOMEM;
+	(void)fcntl(ring, F_SETFD, FD_CLOEXEC); /* for us, not our children */
+	(void)fcntl(data, F_SETFD, FD_CLOEXEC);
+	sf->fds[0] = ring;
+	sf->fds[1] = data;
+	sf->bss_len = (size_t)sf->page;
+	sf->bss = mmap(NULL, sf->bss_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       data, 0);
+	if (sf->bss == MAP_FAILED) {
+		sf->bss_len = 0;
+		report_error(who, "freed swap slots: the probe's globals: %s",
+			     strerror(errno));
+		swapfree_free(sf);
+		return -EINVAL;
+	}
+	sf->ring = ring_buffer__new(ring, on_run, sf, NULL);
+	if (!sf->ring) {
+		report_error(who, "freed swap slots: the ring: %s",
+			     strerror(errno));
+		swapfree_free(sf);
+		return -EINVAL;
 	}
 	*out = sf;
 	return 0;
@@ -327,18 +444,23 @@ int swapfree_start(struct swapfree *sf, struct uzram *dev, const char *path,
 	}
 	sf->dev = dev;
 	sf->nslots = uzram_size(dev) / sf->page;
-	/* read by the program from its attach on (the mapped .bss) */
-	sf->skel->bss->target_dev = (major(st.st_rdev) << 20) | minor(st.st_rdev);
-	swapfree_drain(sf); /* its code resident (above), on an empty ring */
+	/*
+	 * Read by the program from its attach on (the mapped .bss). An
+	 * adopted probe is attached and may have our device already: the
+	 * runs in its ring are the frees since the last server's last
+	 * drain, of slots no write has reused since (each write drains
+	 * first), and go with the first drain.
+	 */
+	sf->bss->target_dev = (major(st.st_rdev) << 20) | minor(st.st_rdev);
+	sf->lost0 = __atomic_load_n(&sf->bss->lost, __ATOMIC_RELAXED);
+	swapfree_drain(sf); /* its code resident (above) */
 	uzram_set_write_hook(dev, swapfree_drain, sf);
-	sf->link = bpf_program__attach(sf->prog);
-	if (!sf->link) {
+	if (sf->skel && !(sf->link = bpf_program__attach(sf->prog))) {
 		r = -errno;
 		uzram_set_write_hook(dev, NULL, NULL);
 		sf->dev = NULL;
 		report_error(who, "freed swap slots: attaching the probe to "
-			     "%s(): %s", sf->prog == sf->skel->progs.on_range ?
-			     "swap_range_free" : "zswap_invalidate", strerror(-r));
+			     "%s(): %s", probe_name(sf), strerror(-r));
 		return r;
 	}
 	/* the server's signals are its main thread's */
@@ -365,7 +487,7 @@ int swapfree_stats(struct swapfree *sf, struct swapfree_stats *st)
 	st->slots = sf->slots;
 	st->outside = sf->outside;
 	pthread_mutex_unlock(&sf->lock);
-	st->lost = __atomic_load_n(&sf->skel->bss->lost, __ATOMIC_RELAXED);
+	st->lost = __atomic_load_n(&sf->bss->lost, __ATOMIC_RELAXED) - sf->lost0;
 	return 0;
 }
 

@@ -45,6 +45,25 @@ struct swapfree;
 int swapfree_load(const char *who, struct swapfree **out);
 
 /*
+ * For a keeper of servers (`serve --keeper`, swapfree_load()ed before it
+ * locks itself): attach the probe now, on no device yet, and make its ring
+ * and its globals inheritable: "RING,DATA", their fds, into buf (n bytes)
+ * for each server's swapfree_adopt(). 0, or a negative errno after a
+ * message. The probe stays the keeper's as servers die and come: the
+ * slots freed while none runs wait in the ring (or count as lost, and stay
+ * stored, if it fills), and no server loads anything, a standby that
+ * adopts the device under a swap storm least of all.
+ */
+int swapfree_share(struct swapfree *sf, char *buf, size_t n, const char *who);
+
+/*
+ * For a keeper's server, in place of swapfree_load(): the keeper's probe,
+ * from swapfree_share()'s "RING,DATA". It maps them and loads nothing:
+ * 0 and *out, or a negative errno after a message.
+ */
+int swapfree_adopt(const char *fds, const char *who, struct swapfree **out);
+
+/*
  * Hear of the slots the kernel frees on the block device at path, a
  * whole disk that serves dev (its page n is swap slot n), and discard
  * them on dev: 0, or a negative errno after a message (sf then stays
@@ -63,7 +82,8 @@ void swapfree_stop(struct swapfree *sf);
 
 struct swapfree_stats {
 	uint64_t slots;     /* freed slots discarded on the device */
-	uint64_t lost;      /* events the ring had no room for (kept) */
+	uint64_t lost;      /* slots the ring had no room for (kept), since
+			     * this server started */
 	uint64_t outside;   /* slots past the device's end (ignored) */
 };
 /* What a started sf did: 0; -1 for one only loaded, or NULL. */

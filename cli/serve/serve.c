@@ -22,7 +22,7 @@ enum {
 	KEY_UBLK_COPY, KEY_UBLK_RECOVERY, KEY_UBLK_TAKE_OVER,
 	KEY_WB_LIMIT, KEY_DRY_RUN, KEY_FAST, KEY_REENCODE_AGE,
 	KEY_KEEP_FD, KEY_KEEPER, KEY_KEEP_STANDBY, KEY_NBD_DEVICE,
-	KEY_FREED_SLOTS,
+	KEY_FREED_SLOTS, KEY_FREED_FDS,
 };
 
 static const struct cli_option serve_opts[] = {
@@ -120,8 +120,9 @@ static const struct cli_option serve_opts[] = {
 	  "frees on DEVICE, the kernel's block device of this\n"
 	  "server (/dev/nbdN), and drop their pages then, as\n"
 	  "zram does (a BPF probe; root, kprobes, BTF); default\n"
-	  "with --ublk: its device, but with --keep-fd; off: keep\n"
-	  "them until the kernel discards whole clusters" },
+	  "with --ublk: its device (under --keeper the keeper\n"
+	  "loads the probe once for its servers); off: keep them\n"
+	  "until the kernel discards whole clusters" },
 	{ "ublk", KEY_UBLK, no_argument, NULL,
 	  "also be the block device /dev/ublkbN (Linux 6.0+,\n"
 	  "ublk_drv; --run sees it as $ublk_dev)" },
@@ -161,6 +162,10 @@ static const struct cli_option serve_opts[] = {
 	  "(for --keeper) start up, then wait for a byte on FD\n"
 	  "before opening the device (adopting the store); EOF:\n"
 	  "exit" },
+	{ "freed-slots-fds", KEY_FREED_FDS, required_argument, "RING,DATA",
+	  "(for --keeper) hear of freed swap slots through the\n"
+	  "keeper's probe, these inherited fds, in place of\n"
+	  "loading one (the keeper passes them)" },
 	{ "dry-run", KEY_DRY_RUN, no_argument, NULL,
 	  "check the options and make the device they describe,\n"
 	  "then exit: nothing listens, and --image, --backing,\n"
@@ -229,6 +234,7 @@ struct serve_args {
 	bool ublk_copy_set;     /* --ublk-copy given */
 	struct ublk_opts uo;
 	const char *freed_slots; /* --freed-slots; NULL: the default */
+	const char *freed_fds;  /* --freed-slots-fds: the keeper's probe */
 };
 
 /* The --ublk options (serve_take_server()). */
@@ -491,6 +497,9 @@ static int serve_take(void *ctx, int key, char *arg)
 	case KEY_FREED_SLOTS:
 		a->freed_slots = arg;
 		return 0;
+	case KEY_FREED_FDS:
+		a->freed_fds = arg;
+		return 0;
 	case KEY_DRY_RUN:
 		a->dry_run = true;
 		return 0;
@@ -538,7 +547,7 @@ static int serve_address(struct serve_args *a, int argc, char **argv)
 {
 	if (check_tls_options(&a->tc) < 0)
 		return 2;
-	if (a->freed_slots && !a->swap) {
+	if ((a->freed_slots || a->freed_fds) && !a->swap) {
 		report_error("serve", "--freed-slots needs --swap");
 		return 2;
 	}
@@ -676,6 +685,32 @@ static void serve_ublk_leave(void *arg)
 	u->sf = NULL;
 }
 
+/* Whether --swap hears of freed slots: --freed-slots, else ublk's own. */
+static bool serve_freed_wanted(const struct serve_args *a)
+{
+	return a->swap && (a->freed_slots ? strcmp(a->freed_slots, "off") != 0 :
+			   a->ublk);
+}
+
+/*
+ * The freed slots' probe, before a standby waits: adopted under a swap
+ * storm, it must not read the kernel's BTF then (swapfree.h). A keeper's
+ * server takes the keeper's (--freed-slots-fds): v44's adoption after a
+ * kill during the previous one stalled in reclaim in 2 boots of 11 when
+ * each server loaded its own. A server on a kept store without a keeper
+ * loads one only if --freed-slots says so.
+ */
+static struct swapfree *serve_freed_load(const struct serve_args *a)
+{
+	if (!serve_freed_wanted(a))
+		return NULL;
+	if (a->freed_fds)
+		return serve_swap_freed_adopt(a->freed_fds);
+	if (a->cfg.keep_fd >= 0 && !a->freed_slots)
+		return NULL;
+	return serve_swap_freed_load();
+}
+
 /* The server's buffer and connection limits, and --swap's ublk copy mode. */
 static void serve_limits(struct serve_args *a)
 {
@@ -743,7 +778,8 @@ int serve_as(const struct cli_command *cmd, int argc, char **argv)
 	r = cli_parse(cmd, argc, argv, serve_take, &a);
 	if (r >= 0 || (r = serve_address(&a, argc, argv)) != 0 ||
 	    (a.keeper && !a.dry_run &&
-	     (r = serve_keeper(args, a.ublk, a.uo.dev_id, a.nbd_index)) >= 0)) {
+	     (r = serve_keeper(args, a.ublk, a.uo.dev_id, a.nbd_index,
+			       serve_freed_wanted(&a))) >= 0)) {
 		free(args);
 		return r;
 	}
@@ -763,16 +799,7 @@ int serve_as(const struct cli_command *cmd, int argc, char **argv)
 		nbd_tls_free(tls);
 		return 1;
 	}
-	/*
-	 * Before a standby waits: adopted under a swap storm, it must not
-	 * read the kernel's BTF then (swapfree.h). Not by default for a kept
-	 * store (a keeper's servers): with it, v44's adoption after a kill
-	 * during the previous one stalled in reclaim in 2 boots of 11, and
-	 * in none of 3 without (doc/block-device.md, "Freed slots").
-	 */
-	if (a.swap && (a.freed_slots ? strcmp(a.freed_slots, "off") != 0 :
-		       a.ublk && a.cfg.keep_fd < 0))
-		sf = serve_swap_freed_load();
+	sf = serve_freed_load(&a);
 	if (a.standby_fd >= 0 && serve_keep_standby(a.standby_fd, &a.cfg) < 0) {
 		serve_swap_freed_end(sf);
 		serve_swap_end();

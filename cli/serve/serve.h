@@ -60,13 +60,15 @@ void serve_swap_end(void);                 /* before the device goes */
 /*
  * --freed-slots (swapfree/): serve_swap_freed_load() loads the probe,
  * before the device serves (NULL after a message when it cannot, and the
- * server goes on without); serve_swap_freed() starts it on the block
+ * server goes on without); serve_swap_freed_adopt() takes a keeper's
+ * instead (--freed-slots-fds), the same way; serve_swap_freed() starts it on the block
  * device at path (on failure, a message, and *sf stopped and NULL);
  * serve_swap_freed_end() says what it dropped and stops it, once the
  * device's writes have ended. Each accepts NULL.
  */
 struct swapfree;
 struct swapfree *serve_swap_freed_load(void);
+struct swapfree *serve_swap_freed_adopt(const char *fds);
 void serve_swap_freed(struct swapfree **sf, struct uzram *dev, const char *path);
 void serve_swap_freed_end(struct swapfree *sf);
 
@@ -75,14 +77,16 @@ void serve_swap_freed_end(struct swapfree *sf);
  * --keep-standby (doc/keep.md). serve_keep_args(): a copy of argv
  * (NULL-terminated, to free) before the parse permutes it; serve_keeper():
  * hold a memfd and run the server on it until it stops, starting another
- * after a death; the exit status. serve_keep_standby(): run the adoption's
+ * after a death; the exit status; with freed, the probe of freed swap
+ * slots, loaded once for all its servers (swapfree_share()). serve_keep_standby(): run the adoption's
  * code once on a scratch store, lock what the process holds, and wait for a
  * byte on fd; 0 then, or -1 (EOF: the keeper wants no more of this
  * standby). serve_keep_report(): print what the device found in its kept
  * store.
  */
 char **serve_keep_args(int argc, char **argv);
-int serve_keeper(char **args, bool ublk, int ublk_id, int nbd_index);
+int serve_keeper(char **args, bool ublk, int ublk_id, int nbd_index,
+		 bool freed);
 int serve_keep_standby(int fd, const struct uzram_config *cfg);
 void serve_keep_report(struct uzram *dev);
 

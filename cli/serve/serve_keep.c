@@ -50,6 +50,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -65,6 +66,7 @@
 
 #include "uzram.h"
 #include "serve.h"
+#include "../../swapfree/swapfree.h"
 #include "../../ublk/ublk.h"
 
 static void lock_program(void);
@@ -263,7 +265,7 @@ int serve_keep_standby(int fd, const struct uzram_config *cfg)
  * servers are `uzram ublk add` too, so that their messages say so.
  */
 static char **child_argv(char **args, char *self, char *fd, char *take_over,
-			 char *standby)
+			 char *standby, char *freed)
 {
 	size_t n = 0, k = 0;
 	char **v;
@@ -289,6 +291,11 @@ static char **child_argv(char **args, char *self, char *fd, char *take_over,
 	}
 	v[k++] = "--keep-fd";
 	v[k++] = fd;
+	if (freed) {    /* the keeper's probe (swapfree_share()), or "off" */
+		v[k++] = strcmp(freed, "off") ? "--freed-slots-fds" :
+						"--freed-slots";
+		v[k++] = freed;
+	}
 	if (take_over) {
 		v[k++] = "--ublk-take-over";
 		v[k++] = take_over;
@@ -348,6 +355,8 @@ struct keeper {
 	char **direct;          /* a server that takes over, made ahead (no
 				 * allocation while the device waits) */
 	char *self, *fdbuf, *idbuf;
+	char *freed;            /* each server's --freed-slots-fds (or its
+				 * --freed-slots off), or NULL */
 	bool ublk;
 	int ublk_id;
 	struct standby sb;
@@ -408,7 +417,7 @@ static void standby_start(struct keeper *k, const sigset_t *old)
 		return;
 	snprintf(rbuf, sizeof rbuf, "%d", p[0]);
 	v = child_argv(k->args, k->self, k->fdbuf,
-		       k->ublk ? k->idbuf : NULL, rbuf);
+		       k->ublk ? k->idbuf : NULL, rbuf, k->freed);
 	k->sb.pid = v ? start(v, old, p[0]) : -1;
 	free(v);
 	close(p[0]);
@@ -713,13 +722,35 @@ static int keeper_run(struct keeper *k, char **first, const sigset_t *set,
 	}
 }
 
-int serve_keeper(char **args, bool ublk, int ublk_id, int nbd_index)
+/*
+ * --swap: the probe of freed swap slots, loaded and attached here, once,
+ * while memory is no emergency and before the keeper locks itself (libbpf
+ * reads megabytes of the kernel's BTF, and gives them back); each server
+ * takes its ring and globals by fd. Where it cannot be loaded, the
+ * servers are told --freed-slots off: none tries again.
+ */
+static void keeper_freed(struct keeper *k, struct swapfree **sf,
+			 char *buf, size_t n)
 {
-	char self[4096], fdbuf[16], idbuf[16], made[300];
+	k->freed = buf;
+	if (swapfree_load("serve", sf) < 0 ||
+	    swapfree_share(*sf, buf, n, "serve") < 0) {
+		swapfree_stop(*sf);
+		*sf = NULL;
+		snprintf(buf, n, "off");
+	}
+	malloc_trim(0);
+}
+
+int serve_keeper(char **args, bool ublk, int ublk_id, int nbd_index,
+		 bool freed)
+{
+	char self[4096], fdbuf[16], idbuf[16], made[300], freedbuf[32];
 	struct keeper k = {
 		.args = args, .self = self, .fdbuf = fdbuf, .idbuf = idbuf,
 		.ublk = ublk, .ublk_id = ublk_id, .sb = { 0, -1 },
 	};
+	struct swapfree *sf = NULL;
 	char **first = NULL;
 	int fd, rc = 1;
 	sigset_t set, old;
@@ -742,8 +773,11 @@ int serve_keeper(char **args, bool ublk, int ublk_id, int nbd_index)
 	self[len] = '\0';
 	snprintf(fdbuf, sizeof fdbuf, "%d", fd);
 	snprintf(idbuf, sizeof idbuf, "%d", ublk_id);
-	first = child_argv(args, self, fdbuf, NULL, NULL);
-	k.direct = child_argv(args, self, fdbuf, ublk ? idbuf : NULL, NULL);
+	if (freed)
+		keeper_freed(&k, &sf, freedbuf, sizeof freedbuf);
+	first = child_argv(args, self, fdbuf, NULL, NULL, k.freed);
+	k.direct = child_argv(args, self, fdbuf, ublk ? idbuf : NULL, NULL,
+			      k.freed);
 	if (first && k.direct) {
 		keeper_setup(made, sizeof made);
 		sigemptyset(&set);
@@ -759,6 +793,7 @@ int serve_keeper(char **args, bool ublk, int ublk_id, int nbd_index)
 	free(first);
 	free(k.direct);
 	keeper_link_close(&k.link);
+	swapfree_stop(sf);
 	close(fd);
 	return rc;
 }

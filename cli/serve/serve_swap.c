@@ -507,6 +507,13 @@ struct swapfree *serve_swap_freed_load(void)
 	return swapfree_load("serve", &sf) < 0 ? NULL : sf;
 }
 
+struct swapfree *serve_swap_freed_adopt(const char *fds)
+{
+	struct swapfree *sf;
+
+	return swapfree_adopt(fds, "serve", &sf) < 0 ? NULL : sf;
+}
+
 void serve_swap_freed(struct swapfree **sf, struct uzram *dev, const char *path)
 {
 	if (!*sf)

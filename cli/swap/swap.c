@@ -521,8 +521,8 @@ static int serve_argv(const struct swapon_args *a, const struct swap_transport *
 		push(l, &k, "--nbd-device");
 		push(l, &k, l->idbuf);
 	}
-	/* ublk's server knows its device; a keeper's do not hear yet (serve.c) */
-	if (t == &swap_nbd && !keeps_store(a, t)) {
+	/* ublk's server knows its device; NBD's is the kernel's /dev/nbdN */
+	if (t == &swap_nbd) {
 		snprintf(l->nbd, sizeof l->nbd, "/dev/nbd%d", n);
 		push(l, &k, "--freed-slots");
 		push(l, &k, l->nbd);

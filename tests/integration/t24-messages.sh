@@ -7,7 +7,8 @@
 #   ctl --mount DIR            calls itself uzram ctl, not uzram stat
 #   --size 0, 100, 5000        that 0 is the problem; at least 4K; whole pages
 #   --cluster 0                refused (it meant the default), serve, load, mount
-#   --freed-slots              needs --swap
+#   --freed-slots              needs --swap, and so does --freed-slots-fds
+#   --freed-slots-fds of no probe   said, and the server serves without
 #   mount --mem-limit 1K       refused at once, not inside mkfs.ext4
 #   load FIFO with no writer   refused at once, not blocked forever
 #   swapon with no modprobe    says so, not that modprobe found nothing
@@ -73,6 +74,25 @@ done
 
 step "--freed-slots without --swap refused"
 says "--freed-slots needs --swap" "" -- uzram serve --freed-slots /dev/null
+says "--freed-slots needs --swap" "" -- uzram serve --freed-slots-fds 3,4
+
+# a keeper's server takes the probe's ring and globals by fd: fds that are
+# not those (here stdin and stdout; "x" is not even a number) are named,
+# and the server serves, hearing of no freed slots; --swap needs root's
+# CAP_SYS_RESOURCE (PR_SET_IO_FLUSHER), which a container may not grant
+capeff=$(awk '$1 == "CapEff:" { print $2 }' /proc/self/status)
+if (((16#${capeff:-0} >> 24) & 1)); then
+	for fds in 0,1 x; do
+		step "--freed-slots-fds $fds: said, and the server serves"
+		start_server "fds${fds%,*}" --swap --size 16M \
+			--freed-slots /dev/null --freed-slots-fds "$fds"
+		grep -qF "freed swap slots: $fds: not the ring and the globals of a keeper's probe" \
+			"${ERR[fds${fds%,*}]}" || fail "no message: $(cat "${ERR[fds${fds%,*}]}")"
+		nbdsh -u "${URI[fds${fds%,*}]}" -c 'h.pwrite(b"k" * 4096, 0); assert h.pread(4096, 0) == b"k" * 4096' ||
+			fail "the server did not serve"
+		stop_server "fds${fds%,*}"
+	done
+fi
 
 step "mount --mem-limit 1K refused before anything is made"
 says "bad value '1K' for --mem-limit; want 0 (no limit) or at least 18M" "mkfs" -- \

@@ -274,12 +274,23 @@ fi
 [ -z "$io_errors" ] || info "errors: $(echo "$io_errors" | head -n 5 | tr '\n' ';')"
 check no-io-errors test -z "$io_errors"
 s=$(server)
+# the keeper's probe of freed slots (swapfree_share()), one for all its
+# servers: each hears the frees, also those while none ran (the ring
+# waits in the keeper); so once the hog is gone the store holds what swap
+# uses, and the last second's frees
+check keeper-hears-freed-slots bash -c "sed -n '/the server is pid $s\$/,\$p' '$f.log' | grep -q 'the swap slots the kernel frees'"
+sleep 2
+stored=$(uzram stat --socket "$f.sock" --all | awk '$1 == "pages_stored" { print $2 }')
+used=$(awk 'NR > 1 { u += $4 } END { print int(u / 4) }' /proc/swaps)
+info "after the hog: $stored pages stored, $used in swap"
+check keeper-no-stale-copies test "${stored:-0}" -le $((used + 2048))
 check server-locked bash -c "grep -q 'VmLck:[[:space:]]*[1-9]' /proc/$s/status"
 info "server: $(grep -E 'VmRSS|RssShmem|VmLck' /proc/$s/status | tr -s ' \t\n' ' ')"
 info "stat: $(uzram stat --socket "$f.sock" --all | awk '$1 ~ /^(pages_stored|mem_used_total|failed_writes|failed_reads)$/' | tr -s ' \n' ' ')"
 
 kill "$tailer" "$stallwatcher" 2>/dev/null
 check swapoff bounded 300 uzram swapoff
+info "$(grep -E 'freed swap slots (dropped|:)' "$f.log" | tr '\n' ';')"
 check no-swap-left test "$(tail -n +2 /proc/swaps | wc -l)" -eq 0
 check no-keeper-left bash -c "! kill -0 $keeper 2>/dev/null"
 check no-server-left bash -c '! pidof uzram'
