@@ -16,7 +16,7 @@
  *           device's write hook -> attach: from here the kernel's frees
  *           of our slots land in the ring -> the drain thread
  *   drain:  under sf->lock: read the ring (runs of slots), discard each
- *           slot's page, adjacent runs as one discard. Run by
+ *           slot's page, adjacent runs as one discard (runs.c). Run by
  *           every write before it looks at the device (the hook), so the
  *           old copy of a slot goes before its new data lands; and by the
  *           thread, every DRAIN_MS or when the program finds the ring
@@ -55,6 +55,7 @@
 #include <bpf/libbpf.h>
 
 #include "../common/report.h"
+#include "runs.h"
 #include "swapfree.h"
 /* bpftool's generated code casts const away */
 #pragma GCC diagnostic push
@@ -63,7 +64,6 @@
 #pragma GCC diagnostic pop
 
 #define DRAIN_MS  1000          /* the thread's period */
-#define RUN_MAX   (1u << 16)    /* slots in one discard at most */
 #define STACK_TOUCH (64u << 10) /* the thread's stack, resident first */
 #define KALLSYMS  "/proc/kallsyms"
 
@@ -83,11 +83,8 @@ struct swapfree {
 	bool has_thread;
 	int stop_fd;                 /* eventfd: the thread's end */
 	uint64_t page;               /* bytes of a slot */
-	uint64_t nslots;             /* slots the device holds */
-	pthread_mutex_t lock;        /* the ring's one reader; the run and
-				      * the counts below */
-	uint64_t run_start, run_len; /* adjacent slots not yet discarded */
-	uint64_t slots, outside;
+	pthread_mutex_t lock;        /* the ring's one reader, and runs */
+	struct freed_runs runs;      /* to discard (runs.c) */
 };
 
 /* libbpf's warnings only, in our form; its progress is not news. */
@@ -160,41 +157,16 @@ static enum probe_point probe_point(void)
 	return p;
 }
 
-static void run_flush(struct swapfree *sf)
-{
-	if (!sf->run_len)
-		return;
-	/* a failure leaves the old copy stored, as without us */
-	(void)uzram_discard(sf->dev, sf->run_len * sf->page,
-			    sf->run_start * sf->page);
-	sf->run_len = 0;
-}
-
-/*
- * One event: a run of freed slots (swapfree.bpf.c's struct freed_run).
- * Slot 0 holds the swap header, never freed.
- */
+/* One event: a run of freed slots (swapfree.bpf.c's struct freed_run). */
 static int on_run(void *ctx, void *data, size_t len)
 {
 	struct swapfree *sf = ctx;
 	uint64_t run[2];
 
-	if (len < sizeof run)
-		return 0;
-	memcpy(run, data, sizeof run);
-	if (run[0] == 0 || run[0] >= sf->nslots || run[1] > sf->nslots - run[0]) {
-		sf->outside += run[1];
-		return 0;
+	if (len >= sizeof run) {
+		memcpy(run, data, sizeof run);
+		freed_runs_add(&sf->runs, run[0], run[1]);
 	}
-	sf->slots += run[1];
-	if (sf->run_len && run[0] == sf->run_start + sf->run_len &&
-	    sf->run_len + run[1] <= RUN_MAX) {
-		sf->run_len += run[1];
-		return 0;
-	}
-	run_flush(sf);
-	sf->run_start = run[0];
-	sf->run_len = run[1];
 	return 0;
 }
 
@@ -205,7 +177,7 @@ static void swapfree_drain(void *arg)
 
 	pthread_mutex_lock(&sf->lock);
 	(void)ring_buffer__consume(sf->ring);
-	run_flush(sf);
+	freed_runs_flush(&sf->runs);
 	pthread_mutex_unlock(&sf->lock);
 }
 
@@ -443,7 +415,7 @@ int swapfree_start(struct swapfree *sf, struct uzram *dev, const char *path,
 		return r;
 	}
 	sf->dev = dev;
-	sf->nslots = uzram_size(dev) / sf->page;
+	freed_runs_init(&sf->runs, dev, sf->page);
 	/*
 	 * Read by the program from its attach on (the mapped .bss). An
 	 * adopted probe is attached and may have our device already: the
@@ -484,8 +456,8 @@ int swapfree_stats(struct swapfree *sf, struct swapfree_stats *st)
 	if (!sf || !sf->dev)
 		return -1;
 	pthread_mutex_lock(&sf->lock);
-	st->slots = sf->slots;
-	st->outside = sf->outside;
+	st->slots = sf->runs.slots;
+	st->outside = sf->runs.outside;
 	pthread_mutex_unlock(&sf->lock);
 	st->lost = __atomic_load_n(&sf->bss->lost, __ATOMIC_RELAXED) - sf->lost0;
 	return 0;

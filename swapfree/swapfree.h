@@ -13,6 +13,7 @@
  *   swapfree.c      the server side: loads and attaches it (libbpf), and
  *                   discards each freed slot's page on the uzram device,
  *                   from the device's write hook and from a thread
+ *   runs.c          the ring's runs of slots as discards of the device
  *
  * The order that makes it safe: a slot's event is in the ring before the
  * kernel can hand the slot out again, so before any write that reuses it
