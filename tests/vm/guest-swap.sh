@@ -12,7 +12,9 @@ source /guest-lib.sh
 # SWAP_SIZE), vm.page-cluster (the
 # kernel's default, 3, unless set), and extra options of `uzram serve` (a
 # test may set SWAP_SERVE_OPTS) and of nbd-client, and the algorithms of
-# the zram runs (VMT_ZRAM_ALGS, lz4 unless set: "lz4 zstd" runs zram twice).
+# the zram runs (VMT_ZRAM_ALGS, lz4 unless set: "lz4 zstd" runs zram twice),
+# and how uzram is set up (VMT_SWAP_VIA: serve, the server by hand, by
+# default; swapon, `uzram swapon` as a user runs it, with its keeper).
 workload=${VMT_SWAP_WORKLOAD:-${SWAP_WORKLOAD:-seq}}
 case $workload in
 random) hog_mib=${VMT_HOG_MIB:-640} ;;
@@ -228,27 +230,57 @@ if [[ " $runs " != *" uzram "* ]]; then
 	info "uzram run skipped (VMT_SWAP_RUNS=$runs)"
 	finish
 fi
-# the server hears of the slots the kernel frees (swapfree/): on ublk of
-# its own device, over NBD of the one nbd-client attaches
-transport_opts=(--freed-slots /dev/nbd0)
-[[ $SWAP_TRANSPORT == ublk ]] && transport_opts=(--ublk)
-# shellcheck disable=SC2086
-if uzram_start swap --swap --size "$swap_size" "${transport_opts[@]}" $serve_opts; then
-	pass uzram-serve
-else
-	fail uzram-serve "$(cat /run/swap.err)"
-	finish
-fi
-if [[ $SWAP_TRANSPORT == ublk ]]; then
-	dev=$(sed -n 's/^uzram serve: block device //p' /run/swap.out)
-	check ublk-device test -b "$dev"
-else
-	dev=/dev/nbd0
+# VMT_SWAP_VIA=swapon: the user's path instead, `uzram swapon` (its
+# keeper, whose probe the servers share, and its settings but the size
+# and SWAP_SERVE_OPTS); else the server by hand, mkswap and swapon
+via=${VMT_SWAP_VIA:-serve}
+err=/run/swap.err
+swap_ok=false
+if [[ $via == swapon ]]; then
 	# shellcheck disable=SC2086
-	check nbd-attach nbd_attach $dev $s -b 4096 -swap -timeout 120 $nbd_opts
+	if bounded 120 uzram swapon --size "$swap_size" --transport "$SWAP_TRANSPORT" \
+		$serve_opts > /run/swap.out 2>&1; then
+		pass uzram-swapon
+		swap_ok=true
+		dev=$(awk '$1 ~ /^\/dev\/(ublkb|nbd)[0-9]+$/ { print $1 }' /proc/swaps)
+		f=/run/uzram/swap/${dev#/dev/}
+		s=$f.sock
+		err=$f.log
+		# the keeper's server, or the server itself where there is none
+		UZRAM_PID=$(sed -n 's/^uzram serve: --keeper: the server is pid //p' "$err" | tail -n 1)
+		[[ -n $UZRAM_PID ]] || UZRAM_PID=$(cat "$f.pid")
+		info "uzram swapon: $dev, server $UZRAM_PID: $(tr '\n' ';' < /run/swap.out)"
+	else
+		fail uzram-swapon "$(cat /run/swap.out)"
+	fi
+else
+	# the server hears of the slots the kernel frees (swapfree/): on ublk
+	# of its own device, over NBD of the one nbd-client attaches
+	transport_opts=(--freed-slots /dev/nbd0)
+	[[ $SWAP_TRANSPORT == ublk ]] && transport_opts=(--ublk)
+	# shellcheck disable=SC2086
+	if uzram_start swap --swap --size "$swap_size" "${transport_opts[@]}" $serve_opts; then
+		pass uzram-serve
+	else
+		fail uzram-serve "$(cat /run/swap.err)"
+		finish
+	fi
+	if [[ $SWAP_TRANSPORT == ublk ]]; then
+		dev=$(sed -n 's/^uzram serve: block device //p' /run/swap.out)
+		check ublk-device test -b "$dev"
+	else
+		dev=/dev/nbd0
+		# shellcheck disable=SC2086
+		check nbd-attach nbd_attach $dev $s -b 4096 -swap -timeout 120 $nbd_opts
+	fi
+	if mkswap "$dev" > /dev/null && swapon --discard=pages -p 10 "$dev"; then
+		pass uzram-swapon
+		swap_ok=true
+	else
+		fail uzram-swapon "mkswap or swapon on $dev"
+	fi
 fi
-if mkswap "$dev" > /dev/null && swapon --discard=pages -p 10 "$dev"; then
-	pass uzram-swapon
+if $swap_ok; then
 	swapwatch 30 "$UZRAM_PID" &
 	watch_pid=$!
 	memwatch $s &
@@ -268,14 +300,14 @@ if mkswap "$dev" > /dev/null && swapon --discard=pages -p 10 "$dev"; then
 	# kept a copy of nearly every page ever swapped
 	# Debian's 6.1, 6.12 and 7.3 all have a point for the probe: a server
 	# that does not hear of freed slots is a regression, not the kernel's
-	check uzram-hears-freed-slots grep -q "the swap slots the kernel frees" /run/swap.err
-	if grep -q "the swap slots the kernel frees" /run/swap.err; then
+	check uzram-hears-freed-slots grep -q "the swap slots the kernel frees" "$err"
+	if grep -q "the swap slots the kernel frees" "$err"; then
 		stored=$(stat_field $s pages_stored)
 		used=$(($(swap_used) / 4096))
 		info "after the hog: $stored pages stored, $used in swap"
 		check uzram-no-stale-copies test "$stored" -le $((used + 2048))
 	else
-		info "the server does not hear of freed slots: $(grep -m1 'freed swap slots' /run/swap.err)"
+		info "the server does not hear of freed slots: $(grep -m1 'freed swap slots' "$err")"
 	fi
 	figure uzram-failed_writes "$(stat_field $s failed_writes)" requests
 	# writes found equal to what their slot held (store.c's check, which
@@ -289,12 +321,14 @@ if mkswap "$dev" > /dev/null && swapon --discard=pages -p 10 "$dev"; then
 	# stores and frees that waited for a size class's lock, and how long
 	figure uzram-class_lock_waits "$(stat_field $s class_lock_waits)" waits
 	figure uzram-class_lock_wait_ns "$(stat_field $s class_lock_wait_ns)" ns
-	check uzram-swapoff bounded 300 swapoff "$dev"
-else
-	fail uzram-swapon "mkswap or swapon on $dev"
+	if [[ $via == swapon ]]; then
+		check uzram-swapoff bounded 300 uzram swapoff
+	else
+		check uzram-swapoff bounded 300 swapoff "$dev"
+	fi
 fi
-[[ $SWAP_TRANSPORT == nbd ]] && check nbd-detach bounded 30 nbd-client -d /dev/nbd0
+[[ $SWAP_TRANSPORT == nbd && $via != swapon ]] && check nbd-detach bounded 30 nbd-client -d /dev/nbd0
 info "the server's messages:"
-tail -n 20 /run/swap.err
-uzram_stop
+tail -n 20 "$err"
+[[ $via == swapon ]] || uzram_stop
 finish
