@@ -103,6 +103,7 @@ void serve_keep_report(struct uzram *dev);
  */
 struct keeper_link {
 	int index;              /* N of /dev/nbdN; -1: none */
+	int conns;              /* sockets it gets, one per CPU (up to 4) */
 	int fd, events;         /* netlink: commands; the multicast group */
 	uint16_t family;        /* generic netlink's id of "nbd" */
 	bool attached;          /* NBD_CMD_CONNECT done */

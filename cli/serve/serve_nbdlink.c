@@ -10,7 +10,9 @@
  *
  *   nbdlink_dial()     connect to the server's socket, and the handshake
  *                      (fixed newstyle, NBD_OPT_EXPORT_NAME ""): the fd in
- *                      transmission, with the export's size and flags
+ *                      transmission, with the export's size and flags;
+ *                      one per CPU, up to 4 (nbdlink_conns()), each the
+ *                      kernel's hardware queue
  *   nbdlink_attach()   generic netlink, family "nbd": NBD_CMD_CONNECT the
  *                      first time (with a request timeout and a dead
  *                      connection timeout), NBD_CMD_RECONFIGURE after,
@@ -50,6 +52,10 @@
 #define NBDLINK_TIMEOUT_S 5       /* a request on a dead socket, resent */
 #define NBDLINK_DEAD_S 300        /* I/O waits this long for a server */
 #define NBDLINK_BLOCK 4096
+#define NBDLINK_CONNS_MAX 4       /* connections (hardware queues) at most */
+#ifndef NBD_FLAG_CAN_MULTI_CONN
+#define NBD_FLAG_CAN_MULTI_CONN (1 << 8)   /* linux/nbd.h */
+#endif
 #define NBD_MAGIC_INIT 0x4e42444d41474943ull   /* "NBDMAGIC" */
 #define NBD_MAGIC_OPT 0x49484156454f5054ull    /* "IHAVEOPT" */
 
@@ -183,6 +189,21 @@ static int resolve(int fd, uint16_t *family, uint32_t *group)
 	return *family ? 0 : -ENOENT;
 }
 
+/*
+ * The connections /dev/nbdN gets: one per CPU, up to NBDLINK_CONNS_MAX.
+ * The kernel makes a hardware queue of each (blk-mq maps the CPUs to
+ * them), so a swap-in waits behind the writes of its own queue only, not
+ * behind all of them on one socket: in one pair of boots (v36, 6.1, 2
+ * vCPUs, BENCHMARKS.md "Where the time goes over NBD") two connections
+ * halved the reads' wait and took 316 s where one took 476 s.
+ */
+static int nbdlink_conns(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : n > NBDLINK_CONNS_MAX ? NBDLINK_CONNS_MAX : (int)n;
+}
+
 static int nbdlink_open(struct keeper_link *l)
 {
 	struct sockaddr_nl me = { .nl_family = AF_NETLINK };
@@ -296,7 +317,8 @@ static int nbdlink_dial(const char *path, uint64_t *size, uint16_t *flags)
 	return fd;
 }
 
-static int nbdlink_attach(struct keeper_link *l, int sock, uint64_t size, uint16_t flags)
+static int nbdlink_attach(struct keeper_link *l, const int *sock, int n,
+			  uint64_t size, uint16_t flags)
 {
 	struct nlbuf m;
 	char reply[1024] __attribute__((aligned(NLMSG_ALIGNTO)));
@@ -314,9 +336,11 @@ static int nbdlink_attach(struct keeper_link *l, int sock, uint64_t size, uint16
 	put_u64(&m, NBD_ATTR_TIMEOUT, NBDLINK_TIMEOUT_S);
 	put_u64(&m, NBD_ATTR_DEAD_CONN_TIMEOUT, NBDLINK_DEAD_S);
 	socks = put(&m, NBD_ATTR_SOCKETS | NLA_F_NESTED, NULL, 0);
-	item = put(&m, NBD_SOCK_ITEM | NLA_F_NESTED, NULL, 0);
-	put_u32(&m, NBD_SOCK_FD, (uint32_t)sock);
-	nest_end(&m, item);
+	for (int i = 0; i < n; i++) {
+		item = put(&m, NBD_SOCK_ITEM | NLA_F_NESTED, NULL, 0);
+		put_u32(&m, NBD_SOCK_FD, (uint32_t)sock[i]);
+		nest_end(&m, item);
+	}
 	nest_end(&m, socks);
 	r = talk(l->fd, &m, reply, sizeof reply);
 	if (!r)
@@ -371,27 +395,45 @@ static bool nbdlink_dead(struct keeper_link *l)
  * socket dead, it would be taken as a success and do nothing (6.1's
  * nbd_reconnect_socket() finds no dead socket: -ENOSPC, which
  * nbd_genl_reconfigure() returns as 0), and the device would wait.
+ * With several sockets each new one takes the place of a dead one, in
+ * order, until none is dead: the kernel stops at the first it refuses
+ * (-ENOSPC again) and we close what it did not take. A socket that died
+ * after the first NBD_CMD_LINK_DEAD brings its own, and another relink;
+ * meanwhile its requests go to the live ones (nbd.c's find_fallback()).
  */
 static int relink(struct keeper_link *l)
 {
 	uint64_t size = 0;
 	uint16_t flags = 0;
-	int fd, r;
+	int fd[NBDLINK_CONNS_MAX] = { -1 }, n, r = 0;
 
 	if (l->attached && !l->dead_seen &&
 	    time(NULL) - l->relink_at < RELINK_GRACE_S)
 		return 0;
-	fd = nbdlink_dial(l->sock, &size, &flags);
-	if (fd < 0) {           /* not yet listening */
+	for (n = 0; n < l->conns; n++) {
+		fd[n] = nbdlink_dial(l->sock, &size, &flags);
+		if (fd[n] < 0) {
+			r = fd[n];
+			break;
+		}
+	}
+	if (r < 0) {            /* not yet listening */
+		while (n > 0)
+			close(fd[--n]);
 		if (!l->dial_said && time(NULL) - l->relink_at >= RELINK_SAY_S) {
 			report_error("serve", "--keeper: /dev/nbd%d waits: %s: "
-				"%s", l->index, l->sock, strerror(-fd));
+				"%s", l->index, l->sock, strerror(-r));
 			l->dial_said = true;
 		}
 		return 0;
 	}
-	r = nbdlink_attach(l, fd, size, flags);
-	close(fd);              /* the kernel holds its own */
+	/* a server that cannot take several: one, as nbd-client's default */
+	if (!(flags & NBD_FLAG_CAN_MULTI_CONN))
+		while (n > 1)
+			close(fd[--n]);
+	r = nbdlink_attach(l, fd, n, size, flags);
+	while (n > 0)           /* the kernel holds its own */
+		close(fd[--n]);
 	l->relink = l->dead_seen = l->dial_said = false;
 	if (r < 0) {
 		report_error("serve", "--keeper: cannot attach /dev/nbd%d: %s",
@@ -452,6 +494,7 @@ int keeper_link_open(struct keeper_link *l, int index, char **args)
 	l->fd = l->events = -1;
 	if (index < 0)
 		return 0;
+	l->conns = nbdlink_conns();
 	l->sock = socket_arg(args);
 	if (!l->sock) {
 		report_error("serve", "--keeper --nbd-device needs --socket");
