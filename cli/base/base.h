@@ -35,6 +35,15 @@ unsigned long long ram_share(unsigned long long pages,
 			     unsigned long long page_size, unsigned div,
 			     unsigned long long cap);
 
+/*
+ * The connections `uzram swapon` gives /dev/nbdN: one per CPU, up to 4.
+ * The kernel makes a hardware queue of each (blk-mq maps the CPUs to
+ * them), so a swap-in waits behind the writes of its own queue only, not
+ * behind all of them on one socket (BENCHMARKS.md, "The random workload
+ * through uzram swapon": two took 165-171 s where one took 183-184 s).
+ */
+int swap_nbd_connections(void);
+
 /* Parse "123", "4K", "1.5G" (powers of 1024) into bytes; 0 or -EINVAL. */
 int parse_size(const char *s, unsigned long long *out);
 /*

@@ -347,6 +347,13 @@ unsigned long long ram_share(unsigned long long pages,
 	return v & ~(unsigned long long)(UZRAM_PAGE_SIZE - 1);
 }
 
+int swap_nbd_connections(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : n > 4 ? 4 : (int)n;
+}
+
 int cli_take_cluster(const char *arg, unsigned long long *out)
 {
 	if (parse_size(arg, out) < 0 || *out < UZRAM_PAGE_SIZE ||

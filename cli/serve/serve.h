@@ -61,8 +61,9 @@ void serve_swap_end(void);                 /* before the device goes */
  * --freed-slots (swapfree/): serve_swap_freed_load() loads the probe,
  * before the device serves (NULL after a message when it cannot, and the
  * server goes on without); serve_swap_freed_adopt() takes a keeper's
- * instead (--freed-slots-fds), the same way; serve_swap_freed() starts it on the block
- * device at path (on failure, a message, and *sf stopped and NULL);
+ * instead (--freed-slots-fds), the same way; serve_swap_freed() starts it
+ * on the block device at path (on failure, a message, and *sf stopped and
+ * NULL);
  * serve_swap_freed_end() says what it dropped and stops it, once the
  * device's writes have ended. Each accepts NULL.
  */
@@ -78,9 +79,9 @@ void serve_swap_freed_end(struct swapfree *sf);
  * (NULL-terminated, to free) before the parse permutes it; serve_keeper():
  * hold a memfd and run the server on it until it stops, starting another
  * after a death; the exit status; with freed, the probe of freed swap
- * slots, loaded once for all its servers (swapfree_share()). serve_keep_standby(): run the adoption's
- * code once on a scratch store, lock what the process holds, and wait for a
- * byte on fd; 0 then, or -1 (EOF: the keeper wants no more of this
+ * slots, loaded once for all its servers (swapfree_share()).
+ * serve_keep_standby(): run the adoption's code once on a scratch store,
+ * lock what the process holds, and wait for a byte on fd; 0 then, or -1 (EOF: the keeper wants no more of this
  * standby). serve_keep_report(): print what the device found in its kept
  * store.
  */
@@ -103,7 +104,7 @@ void serve_keep_report(struct uzram *dev);
  */
 struct keeper_link {
 	int index;              /* N of /dev/nbdN; -1: none */
-	int conns;              /* sockets it gets, one per CPU (up to 4) */
+	int conns;              /* sockets it gets (swap_nbd_connections()) */
 	int fd, events;         /* netlink: commands; the multicast group */
 	uint16_t family;        /* generic netlink's id of "nbd" */
 	bool attached;          /* NBD_CMD_CONNECT done */

@@ -11,8 +11,8 @@
  *   nbdlink_dial()     connect to the server's socket, and the handshake
  *                      (fixed newstyle, NBD_OPT_EXPORT_NAME ""): the fd in
  *                      transmission, with the export's size and flags;
- *                      one per CPU, up to 4 (nbdlink_conns()), each the
- *                      kernel's hardware queue
+ *                      one per CPU, up to 4 (swap_nbd_connections()),
+ *                      each a hardware queue of the kernel's
  *   nbdlink_attach()   generic netlink, family "nbd": NBD_CMD_CONNECT the
  *                      first time (with a request timeout and a dead
  *                      connection timeout), NBD_CMD_RECONFIGURE after,
@@ -52,7 +52,7 @@
 #define NBDLINK_TIMEOUT_S 5       /* a request on a dead socket, resent */
 #define NBDLINK_DEAD_S 300        /* I/O waits this long for a server */
 #define NBDLINK_BLOCK 4096
-#define NBDLINK_CONNS_MAX 4       /* connections (hardware queues) at most */
+#define NBDLINK_CONNS_MAX 4       /* swap_nbd_connections() at most */
 #ifndef NBD_FLAG_CAN_MULTI_CONN
 #define NBD_FLAG_CAN_MULTI_CONN (1 << 8)   /* linux/nbd.h */
 #endif
@@ -187,21 +187,6 @@ static int resolve(int fd, uint16_t *family, uint32_t *group)
 			*group = mcast_id(a);
 	}
 	return *family ? 0 : -ENOENT;
-}
-
-/*
- * The connections /dev/nbdN gets: one per CPU, up to NBDLINK_CONNS_MAX.
- * The kernel makes a hardware queue of each (blk-mq maps the CPUs to
- * them), so a swap-in waits behind the writes of its own queue only, not
- * behind all of them on one socket: in one pair of boots (v36, 6.1, 2
- * vCPUs, BENCHMARKS.md "Where the time goes over NBD") two connections
- * halved the reads' wait and took 316 s where one took 476 s.
- */
-static int nbdlink_conns(void)
-{
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-	return n < 1 ? 1 : n > NBDLINK_CONNS_MAX ? NBDLINK_CONNS_MAX : (int)n;
 }
 
 static int nbdlink_open(struct keeper_link *l)
@@ -494,7 +479,9 @@ int keeper_link_open(struct keeper_link *l, int index, char **args)
 	l->fd = l->events = -1;
 	if (index < 0)
 		return 0;
-	l->conns = nbdlink_conns();
+	l->conns = swap_nbd_connections();
+	if (l->conns > NBDLINK_CONNS_MAX)
+		l->conns = NBDLINK_CONNS_MAX;
 	l->sock = socket_arg(args);
 	if (!l->sock) {
 		report_error("serve", "--keeper --nbd-device needs --socket");

@@ -172,10 +172,8 @@ static void nbd_serve_args(int n, char *argv[4], char buf[16])
 static int nbd_attach(int n, pid_t pid, const char *sock, const char *log)
 {
 	char dev[32], path[128], conns[16];
-	/* a connection per CPU, up to 4, as the keeper attaches (serve_nbdlink.c) */
 	char *attach[] = { "nbd-client", "-unix", path, dev, "-b", "4096", "-swap",
 			   "-connections", conns, NULL };
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	struct stat st;
 	int t;
 
@@ -194,7 +192,7 @@ static int nbd_attach(int n, pid_t pid, const char *sock, const char *log)
 	}
 	snprintf(dev, sizeof dev, "/dev/nbd%d", n);
 	snprintf(path, sizeof path, "%s", sock);
-	snprintf(conns, sizeof conns, "%ld", ncpu < 1 ? 1 : ncpu > 4 ? 4 : ncpu);
+	snprintf(conns, sizeof conns, "%d", swap_nbd_connections());
 	if (swap_run(attach, -1, 60, false) != 0) {
 		report_error("swapon", "nbd-client could not attach %s", dev);
 		return -1;
