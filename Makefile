@@ -100,7 +100,8 @@ INTEGRATION_ANY_DATA := $(addprefix tests/integration/,t20-nbdinfo.sh \
 	t50-bad-client.sh t53-limits.sh t54-signals-ctl.sh t55-tls.sh \
 	t56-ctl-socket.sh t57-spec-errors.sh t58-tcp-port.sh t59-ublk-cli.sh t63-fs-diff.sh \
 	t64-mount-gone.sh t65-mount.sh \
-	t66-fs.sh t67-fs-image.sh t68-fs-loop.sh t72-image-lock.sh t75-man.sh t76-metrics.sh \
+	t66-fs.sh t67-fs-image.sh t68-fs-loop.sh t72-image-lock.sh t73-backing-blocks.sh \
+	t75-man.sh t76-metrics.sh \
 	t80-readme.sh t82-generator.sh t83-socket-activation.sh)
 
 .PHONY: all lib cli deps deps-test deps-bench unit check-unit check-header \

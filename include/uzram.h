@@ -176,6 +176,33 @@ struct uzram_config {
 				* (-EOPNOTSUPP); a store that does not check
 				* out is refused with -EUCLEAN, and nothing is
 				* served. doc/keep.md has the design. */
+	/* Since 0.6: */
+	uint64_t backing_flags; /* UZRAM_BACKING_* below, or'ed; 0 (the
+				* default): none. Read only by uzram_open(). */
+};
+
+/*
+ * uzram_config.backing_flags:
+ *
+ * UZRAM_BACKING_BLOCKS: a regular file as the backing store is used as
+ *   the kernel uses a swap file. uzram_open() allocates all of it at once
+ *   (fallocate: room for every cluster of the device raw, plus a few
+ *   MiB), maps its blocks (FIEMAP), and the tier then reads and writes
+ *   them on the file system's block device with O_DIRECT, never through
+ *   the file system or its page cache: no block allocation, journal or
+ *   inode lock on the tier's path, and no page cache filled with what the
+ *   tier moves out of memory. What the server of a swap device needs
+ *   (doc/block-device.md). Needs a file system with a block device of its
+ *   own that maps the file's blocks in place (ext4, XFS; not btrfs,
+ *   tmpfs, overlayfs or NFS: -EOPNOTSUPP), room for the whole file
+ *   (-ENOSPC), and write access to that block device (root; -EACCES). As
+ *   for a swap file: while the device is open, nothing else may write,
+ *   truncate or defragment the file, and reading it through the file
+ *   system shows none of the tier's bytes. uzram_close() empties it. A
+ *   block device or an NBD URI is used as without the flag.
+ */
+enum uzram_backing_flag {
+	UZRAM_BACKING_BLOCKS = 1u << 0,
 };
 
 /* The largest uzram_config.threads. */

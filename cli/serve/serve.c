@@ -22,7 +22,7 @@ enum {
 	KEY_UBLK_COPY, KEY_UBLK_RECOVERY, KEY_UBLK_TAKE_OVER,
 	KEY_WB_LIMIT, KEY_DRY_RUN, KEY_FAST, KEY_REENCODE_AGE,
 	KEY_KEEP_FD, KEY_KEEPER, KEY_KEEP_STANDBY, KEY_NBD_DEVICE,
-	KEY_FREED_SLOTS, KEY_FREED_FDS,
+	KEY_FREED_SLOTS, KEY_FREED_FDS, KEY_BACKING_BLOCKS,
 };
 
 static const struct cli_option serve_opts[] = {
@@ -66,6 +66,11 @@ static const struct cli_option serve_opts[] = {
 	  "past the high watermark (90% of the limit) down to\n"
 	  "the low one (80%), and writes that find memory full\n"
 	  "go there" },
+	{ "backing-blocks", KEY_BACKING_BLOCKS, no_argument, NULL,
+	  "write a --backing file on the blocks under it, as\n"
+	  "the kernel writes a swap file: allocated whole,\n"
+	  "never through its file system (root; ext4, XFS;\n"
+	  "always with --swap)" },
 	{ "high-watermark", 'W', required_argument, "PCT",
 	  "of --mem-limit, where moving to --backing starts" },
 	{ "low-watermark", 'w', required_argument, "PCT", "and where it stops" },
@@ -484,6 +489,9 @@ static int serve_take(void *ctx, int key, char *arg)
 	case 'b':
 		a->cfg.backing = arg;
 		return 0;
+	case KEY_BACKING_BLOCKS:
+		a->cfg.backing_flags |= UZRAM_BACKING_BLOCKS;
+		return 0;
 	case 'W':
 	case 'w':
 	case 'j':
@@ -551,8 +559,9 @@ static int serve_address(struct serve_args *a, int argc, char **argv)
 		report_error("serve", "--freed-slots needs --swap");
 		return 2;
 	}
-	if (a->wb_limit && !a->cfg.backing) {
-		report_error("serve", "--writeback-limit needs --backing");
+	if ((a->wb_limit || a->cfg.backing_flags) && !a->cfg.backing) {
+		report_error("serve", "--%s needs --backing", a->wb_limit ?
+			     "writeback-limit" : "backing-blocks");
 		return 2;
 	}
 	if (a->ublk_extra && !a->ublk) {
@@ -725,6 +734,9 @@ static void serve_limits(struct serve_args *a)
 	/* swap: no queue thread faults or takes the mmap lock (ublk/queue.c) */
 	a->uo.resident_buffers = a->swap;
 	a->sc.resident_buffers = a->swap;
+	/* swap: the tier's file is no file system's business (as a swap file) */
+	if (a->swap)
+		a->cfg.backing_flags |= UZRAM_BACKING_BLOCKS;
 }
 
 /* The device of the options, ready to serve: 0, or the exit status. */

@@ -71,8 +71,9 @@ static const struct cli_option swapon_opts[] = {
 	  "a second tier (needs --mem-limit): past the high\n"
 	  "watermark the server recompresses, then writes\n"
 	  "back the coldest clusters by itself, and writes\n"
-	  "that find memory full go there (default: none;\n"
-	  "a block device is safest, doc/block-device.md)" },
+	  "that find memory full go there (default: none).\n"
+	  "A file is allocated whole and written on the\n"
+	  "blocks under it, as a swap file (ext4, XFS)" },
 	{ "high-watermark", 'W', required_argument, "PCT",
 	  "of --mem-limit, where moving to --backing starts\n"
 	  "(default 90)" },

@@ -30,7 +30,7 @@ UZRAM_API void uzram_config_init(struct uzram_config *cfg)
  * second adds cluster_size, the third the dictionary, the tier's backing
  * store and watermarks, and the image, the fourth dedup and the worker
  * threads, the fifth the fast algorithm and the re-encode age, the sixth
- * (the current one) the kept store's fd.
+ * the kept store's fd, the seventh (the current one) the backing flags.
  * Only these sizes are known.
  */
 #define CONFIG_V1_SIZE \
@@ -40,7 +40,8 @@ UZRAM_API void uzram_config_init(struct uzram_config *cfg)
 #define CONFIG_V4_SIZE \
 	(offsetof(struct uzram_config, threads) + sizeof(uint32_t))
 #define CONFIG_V5_SIZE offsetof(struct uzram_config, keep_fd)
-#define CONFIG_V6_SIZE sizeof(struct uzram_config)
+#define CONFIG_V6_SIZE offsetof(struct uzram_config, backing_flags)
+#define CONFIG_V7_SIZE sizeof(struct uzram_config)
 
 UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 {
@@ -54,7 +55,8 @@ UZRAM_API int uzram_open(const struct uzram_config *cfg, struct uzram **devp)
 	    cfg->struct_size != CONFIG_V3_SIZE &&
 	    cfg->struct_size != CONFIG_V4_SIZE &&
 	    cfg->struct_size != CONFIG_V5_SIZE &&
-	    cfg->struct_size != CONFIG_V6_SIZE)
+	    cfg->struct_size != CONFIG_V6_SIZE &&
+	    cfg->struct_size != CONFIG_V7_SIZE)
 		return uzram_set_error(-EINVAL,
 			"open: config struct_size %zu is not one this library "
 			"knows (use uzram_config_init)", cfg->struct_size);

@@ -52,10 +52,10 @@ static int geometry_check(const struct uzram_config *c)
 	return shift;
 }
 
-int device_tier_open(struct uzram *dev, const char *target, unsigned high,
-		     unsigned low)
+int device_tier_open(struct uzram *dev, const char *target, uint64_t flags,
+		     unsigned high, unsigned low)
 {
-	int ret = tier_open(dev, target, high, low);
+	int ret = tier_open(dev, target, flags, high, low);
 
 	if (ret)
 		return ret;
@@ -88,8 +88,8 @@ static int device_start(struct uzram *dev, const struct uzram_config *c)
 	if (c->fast_algorithm && (ret = reencode_start(dev, c->reencode_age)))
 		return ret;
 	if (c->backing)
-		return device_tier_open(dev, c->backing, c->high_watermark,
-					c->low_watermark);
+		return device_tier_open(dev, c->backing, c->backing_flags,
+					c->high_watermark, c->low_watermark);
 	return 0;
 }
 

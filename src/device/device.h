@@ -42,8 +42,8 @@ int keep_open(const struct uzram_config *c, struct uzram **devp);
  * backing store, and the image loader once the image is in. 0, or a
  * negative errno with the error set (uzram_close() undoes the rest).
  */
-int device_tier_open(struct uzram *dev, const char *target, unsigned high,
-		     unsigned low);
+int device_tier_open(struct uzram *dev, const char *target, uint64_t flags,
+		     unsigned high, unsigned low);
 
 /*
  * image_lock.c: one device per image, the lock a device holds on the path

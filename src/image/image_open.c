@@ -566,8 +566,8 @@ int image_open(const struct uzram_config *cfg, struct uzram **devp)
 		ret = blocks_load(&r, dev);
 	/* the tier's thread may walk the table: only once it is loaded */
 	if (!ret && cfg->backing)
-		ret = device_tier_open(dev, cfg->backing, cfg->high_watermark,
-				       cfg->low_watermark);
+		ret = device_tier_open(dev, cfg->backing, cfg->backing_flags,
+				       cfg->high_watermark, cfg->low_watermark);
 	free(r.buf);
 	close(r.fd);
 	if (ret) {

@@ -6,6 +6,9 @@
  *                        punched out (a hole in a file, a discard on a
  *                        device that supports it); asynchronous writes
  *                        go to a pool of BACKING_WRITERS threads
+ *   file on its blocks   the same, but the file allocated whole at open
+ *                        and its bytes moved on the device under it
+ *                        (backing_blocks.c); nothing is punched out
  *   nbd:// nbd+unix://   libnbd's synchronous calls on one handle, which
  *                        libnbd makes safe to share between threads, and
  *                        its aio calls for asynchronous writes; a freed
@@ -63,6 +66,7 @@ struct backing_fd {
 	struct backing b;
 	int fd;
 	int regular;
+	struct blockmap *map;           /* UZRAM_BACKING_BLOCKS: or NULL */
 	struct writer_pool pool;
 };
 
@@ -120,6 +124,8 @@ static int fd_pread(struct backing *b, void *buf, size_t len, uint64_t off)
 	struct backing_fd *f = (struct backing_fd *)b;
 	char *p = buf;
 
+	if (f->map)
+		return blockmap_pread(f->map, buf, len, off);
 	while (len) {
 		ssize_t r = pread(f->fd, p, len, (off_t)off);
 
@@ -140,6 +146,8 @@ static int fd_pwrite(struct backing *b, const void *buf, size_t len,
 	struct backing_fd *f = (struct backing_fd *)b;
 	const char *p = buf;
 
+	if (f->map)
+		return blockmap_pwrite(f->map, buf, len, off);
 	while (len) {
 		ssize_t r = pwrite(f->fd, p, len, (off_t)off);
 
@@ -161,6 +169,9 @@ static void fd_discard(struct backing *b, uint64_t len, uint64_t off)
 {
 	struct backing_fd *f = (struct backing_fd *)b;
 
+	/* the file's blocks must stay its own while the tier writes there */
+	if (f->map)
+		return;
 	/* Only space is at stake: a failure leaves the bytes allocated. */
 	(void)fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 			(off_t)off, (off_t)len);
@@ -259,6 +270,7 @@ static void fd_close(struct backing *b)
 	pthread_cond_destroy(&p->done);
 	pthread_cond_destroy(&p->work);
 	pthread_mutex_destroy(&p->lock);
+	blockmap_close(f->map);
 	if (f->regular && ftruncate(f->fd, 0) < 0) {
 		/* the file keeps bytes nobody will read: nothing to undo */
 	}
@@ -270,12 +282,13 @@ static const struct backing_ops fd_ops = {
 	fd_pread, fd_pwrite, fd_discard, fd_submit, fd_wait, fd_close,
 };
 
-static int open_path(const char *path, uint64_t want, struct backing **out)
+static int open_path(const char *path, uint64_t want, uint64_t flags,
+		     struct backing **out)
 {
 	struct backing_fd *f;
 	struct stat sb;
 	uint64_t size = 0;
-	int fd;
+	int fd, ret;
 
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -305,11 +318,18 @@ static int open_path(const char *path, uint64_t want, struct backing **out)
 	}
 	f->fd = fd;
 	f->regular = S_ISREG(sb.st_mode);
+	if (f->regular && (flags & UZRAM_BACKING_BLOCKS) &&
+	    (ret = blockmap_open(fd, path, want, &f->map))) {
+		close(fd);
+		free(f);
+		return ret;
+	}
 	pthread_mutex_init(&f->pool.lock, NULL);
 	pthread_cond_init(&f->pool.work, NULL);
 	pthread_cond_init(&f->pool.done, NULL);
 	f->b.ops = &fd_ops;
-	f->b.kind = f->regular ? "file" : "block device";
+	f->b.kind = f->map ? "file on its blocks" :
+		    f->regular ? "file" : "block device";
 	f->b.capacity = f->regular ? want : size;
 	*out = &f->b;
 	return 0;
@@ -433,12 +453,13 @@ fail:
 	return ret;
 }
 
-int backing_open(const char *target, uint64_t want, struct backing **out)
+int backing_open(const char *target, uint64_t want, uint64_t flags,
+		 struct backing **out)
 {
 	if (!strncmp(target, "nbd://", 6) || !strncmp(target, "nbd+unix://", 11) ||
 	    !strncmp(target, "nbds://", 7) || !strncmp(target, "nbds+unix://", 12))
 		return open_nbd(target, out);
-	return open_path(target, want, out);
+	return open_path(target, want, flags, out);
 }
 
 void backing_close(struct backing *b)

@@ -87,10 +87,13 @@ struct backing {
  * Open target: "nbd://..." or "nbd+unix://..." through libnbd, else a path
  * (a block device, or a regular file, created if missing, which must be
  * empty: the tier owns it). want is the capacity a file may grow to; a
- * block device or an export offers its size. Returns 0 and *out, or a
- * negative errno with the message set (uzram_set_error).
+ * block device or an export offers its size. flags: UZRAM_BACKING_BLOCKS
+ * allocates a file's want bytes at once and writes them on the blocks
+ * under it (backing_blocks.c). Returns 0 and *out, or a negative errno
+ * with the message set (uzram_set_error).
  */
-int backing_open(const char *target, uint64_t want, struct backing **out);
+int backing_open(const char *target, uint64_t want, uint64_t flags,
+		 struct backing **out);
 void backing_close(struct backing *b);          /* NULL is accepted */
 
 int backing_pread(struct backing *b, void *buf, size_t len, uint64_t off);
@@ -106,6 +109,23 @@ int backing_pwrite(struct backing *b, const void *buf, size_t len,
 int backing_submit(struct backing *b, struct backing_aio *io);
 /* Wait for a write started by backing_submit(): 0 or a negative errno. */
 int backing_wait(struct backing *b, struct backing_aio *io);
+
+/*
+ * backing_blocks.c: a regular file used as the kernel uses a swap file:
+ * allocated whole, mapped, and written on its block device with O_DIRECT,
+ * never through its file system. blockmap_open() takes the open, empty
+ * file fd (the caller keeps it) and its size to allocate; 0 and *out, or
+ * a negative errno with the error set and the file empty again. The reads
+ * and writes are positional and thread-safe, as struct backing_ops'.
+ */
+struct blockmap;
+
+int blockmap_open(int fd, const char *path, uint64_t size,
+		  struct blockmap **out);
+int blockmap_pread(struct blockmap *m, void *buf, size_t len, uint64_t off);
+int blockmap_pwrite(struct blockmap *m, const void *buf, size_t len,
+		    uint64_t off);
+void blockmap_close(struct blockmap *m);        /* NULL is accepted */
 
 static inline void backing_discard(struct backing *b, uint64_t len,
 				   uint64_t off)
@@ -179,14 +199,15 @@ struct tier {
 };
 
 /*
- * Open the tier of dev on target with watermarks high and low (percent of
- * mem_limit; 0: the defaults). 0, or a negative errno with the error set;
+ * Open the tier of dev on target (flags: uzram_config.backing_flags, for
+ * backing_open()) with watermarks high and low (percent of mem_limit; 0:
+ * the defaults). 0, or a negative errno with the error set;
  * either way tier_close() undoes what was done. The caller then installs
  * the tier's hooks (device_tier_open(), device/device.c) and starts the
  * policy thread with tier_policy_start().
  */
-int tier_open(struct uzram *dev, const char *target, unsigned high,
-	      unsigned low);
+int tier_open(struct uzram *dev, const char *target, uint64_t flags,
+	      unsigned high, unsigned low);
 void tier_close(struct uzram *dev);
 
 /* Reserve len bytes (a multiple of 16) on a head: 0 and *off, or -ENOSPC. */

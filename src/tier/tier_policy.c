@@ -274,8 +274,8 @@ void tier_policy_stop(struct uzram *dev)
 	t->running = false;
 }
 
-int tier_open(struct uzram *dev, const char *target, unsigned high,
-	      unsigned low)
+int tier_open(struct uzram *dev, const char *target, uint64_t flags,
+	      unsigned high, unsigned low)
 {
 	struct tier *t = calloc(1, sizeof *t);
 	struct space *sp;
@@ -297,7 +297,7 @@ int tier_open(struct uzram *dev, const char *target, unsigned high,
 	/* a file: room for every cluster raw, and a spare segment per head
 	 * and for compaction */
 	ret = backing_open(target, ((dev->size + SEG_BYTES - 1) & ~(SEG_BYTES - 1)) +
-			   (TIER_HEADS + 2) * SEG_BYTES, &t->b);
+			   (TIER_HEADS + 2) * SEG_BYTES, flags, &t->b);
 	if (ret)
 		return ret;
 	sp = &t->sp;

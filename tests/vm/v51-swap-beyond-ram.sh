@@ -4,11 +4,14 @@
 # limit below RAM (64 MiB) and a backing store on a disk of the guest
 # (run.sh's vm-disk, /dev/vda): the policy thread moves the cold clusters
 # there by itself, and every page must read back right. The backing store
-# is the disk itself, as zram's writeback device is: a file on ext4
-# (VMT_BACKING=file) deadlocks when the hog's pages compress badly (the
-# file's writeback, ext4's flusher and jbd2, allocates, reclaims by
-# swapping to our device and waits for bios only our server frees, while
-# the server waits for the file; doc/block-device.md).
+# is the disk itself, as zram's writeback device is, or (VMT_BACKING=file)
+# a file on ext4 on it, which the server writes on the blocks under it as
+# the kernel writes a swap file (src/tier/backing_blocks.c; e2fsck checks
+# the file system after). Written through ext4 instead, as before, the
+# file deadlocked when the hog's pages compressed badly (the file's
+# writeback, ext4's flusher and jbd2, allocated, reclaimed by swapping to
+# our device and waited for bios only our server frees, while the server
+# waited for the file; doc/block-device.md).
 # Beside it, in the same boot, first: the guest's zram without a backing
 # device (as on WSL2), the same size and codec (zstd, 1 GiB), which has
 # only RAM to hold the hog's compressed pages. Half of each of the hog's
@@ -32,7 +35,7 @@
 # vm-disk: 2048
 # vm-timeout: 1200
 # vm-modules: ublk_drv zram virtio_blk ext4
-# vm-programs: hog rhog swapwatch mkfs.ext4
+# vm-programs: hog rhog swapwatch mkfs.ext4 e2fsck
 # vm-data: heap-python.core:64:8
 source /guest-lib.sh
 
@@ -129,5 +132,9 @@ figure uzram-failed_writes "$(stat_field "$f.sock" failed_writes)" requests
 # the cold pages went to the file by themselves: more than the limit holds
 check backing-used test "$(stat_field "$f.sock" bd_writes)" -gt 0
 check swapoff bounded 600 uzram swapoff
-[[ $backing_kind == file ]] && check umount umount /mnt/disk
+if [[ $backing_kind == file ]]; then
+	check backing-file-emptied test "$(stat -c %s "$backing")" = 0
+	check umount umount /mnt/disk
+	check e2fsck-clean bounded 300 e2fsck -fn /dev/vda
+fi
 finish

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# t73-backing-blocks.sh - a backing file written on the blocks under it
+# (`serve --backing-blocks`, always on with --swap; src/tier/
+# backing_blocks.c), on ext4 on a loop device, with 4 KiB blocks and with
+# 1 KiB ones (more extents, and blocks smaller than a page): the file is
+# allocated whole at the start; more data than the memory limit holds,
+# written from several connections and then written over, reads back
+# byte for byte; the tier's bytes are on the device under the file while
+# the file system shows none of them, and none is in the file's page
+# cache; the file is empty once the server ends, and e2fsck finds the file
+# system clean. Refused with a clear message, the file left empty: a file
+# on tmpfs (no block device of its own), a file system too small for the
+# file, --backing-blocks without --backing.
+source "$(dirname "$0")/functions.sh"
+require nbdcopy mkfs.ext4 e2fsck filefrag fincore losetup
+real_server || skip_all "the tier is a uzram serve feature"
+((EUID == 0)) || skip_all "a file's blocks are written on its device: root"
+
+MiB=$((1024 * 1024))
+LIMIT=$((4 * MiB))
+field() { stat_field "$1" "$2"; }
+
+# 40 MiB of the corpus, then 24 MiB of random bytes: whatever the corpus,
+# at least 24 MiB that no codec shrinks, six times the memory limit
+corpus_data "$T/data" $((40 * MiB))
+head -c $((24 * MiB)) /dev/urandom >>"$T/data"
+corpus_data "$T/over" $((16 * MiB))
+head -c $((8 * MiB)) /dev/urandom >>"$T/over"
+N=$(stat -c %s "$T/data")
+
+# ext4 NAME BLOCKSIZE SIZE: a file system on a loop device, mounted on
+# $T/NAME; the device in DEV[NAME]
+declare -A DEV
+ext4()
+{
+	truncate -s "$3" "$T/$1.img"
+	mkfs.ext4 -q -F -b "$2" "$T/$1.img"
+	DEV[$1]=$(losetup --find --show "$T/$1.img")
+	cleanup_loop "${DEV[$1]}"
+	mkdir "$T/$1"
+	mount "${DEV[$1]}" "$T/$1"
+	cleanup_mount "$T/$1"
+}
+
+# round NAME BLOCKSIZE: the whole check on a fresh file system
+round()
+{
+	local name=$1 bs=$2 back phys dev_bytes fs_bytes
+	step "ext4 with $bs-byte blocks: 64 MiB through 4 MiB of memory"
+	ext4 "$name" "$bs" 400M
+	back=$T/$name/back
+	start_server "$name" --size 128M --mem-limit $LIMIT --backing "$back" \
+		--backing-blocks
+	# allocated whole at once: the device's size and the spare segments
+	(($(stat -c %s "$back") > 128 * MiB)) ||
+		fail "the file has $(stat -c %s "$back") bytes, not the device's"
+	filefrag -v "$back" >"$T/frag"
+	nbdcopy --flush --connections 4 --requests 16 "$T/data" "${URI[$name]}"
+	(($(field "$name" bd_count) > 0)) || fail "nothing was written back"
+	assert_eq "$(field "$name" failed_writes)" 0 failed_writes
+	assert_eq "$(field "$name" errors)" 0 "failed requests"
+	nbdcopy --connections 4 "${URI[$name]}" "$T/out"
+	assert_same_data "$T/data" "$T/out" "$N"
+
+	step "ext4 with $bs-byte blocks: written over, read back"
+	nbdcopy --flush --connections 4 --requests 16 "$T/over" \
+		"${URI[$name]}"
+	cp "$T/data" "$T/want"
+	dd if="$T/over" of="$T/want" conv=notrunc status=none
+	nbdcopy "${URI[$name]}" "$T/out"
+	assert_same_data "$T/want" "$T/out" "$N"
+	echo "   $(field "$name" bd_count) pages on the file, $(field "$name" bd_writes) written"
+
+	step "ext4 with $bs-byte blocks: on the device, not in the file system"
+	assert_eq "$(fincore --noheadings --output PAGES "$back" | tr -d ' ')" 0 \
+		"pages of the file in its page cache"
+	# the first extent's first MiB: the tier's bytes on the device, while
+	# the file system reads the file (allocated, never written) as zeros
+	phys=$(awk '$1 == "0:" { sub(/\.\..*/, "", $4); print $4 }' "$T/frag")
+	[[ $phys =~ ^[0-9]+$ ]] || fail "no first extent in: $(cat "$T/frag")"
+	dev_bytes=$(dd if="${DEV[$name]}" bs="$bs" skip="$phys" \
+		count=$((MiB / bs)) iflag=direct status=none | tr -d '\0' | wc -c)
+	fs_bytes=$(head -c $MiB "$back" | tr -d '\0' | wc -c)
+	((dev_bytes > 0)) || fail "nothing on the device under the file"
+	assert_eq "$fs_bytes" 0 "non-zero bytes read through the file system"
+
+	step "ext4 with $bs-byte blocks: emptied at the end, e2fsck clean"
+	stop_server "$name"
+	assert_eq "$(stat -c %s "$back")" 0 "the file's size after the server"
+	umount "$T/$name"
+	e2fsck -fn "$T/$name.img" >"$T/fsck" 2>&1 ||
+		fail "e2fsck: $(cat "$T/fsck")"
+}
+
+round a 4096
+round b 1024
+
+# refused NAME MESSAGE BACKING: the server ends with MESSAGE, serves
+# nothing, and leaves no byte in BACKING
+refused()
+{
+	local rc=0
+	uzram serve --socket "$T/$1.sock" --size 128M --mem-limit $LIMIT \
+		--backing "$3" --backing-blocks >"$T/$1.out" 2>&1 || rc=$?
+	((rc != 0)) || fail "served with $3"
+	grep -qF -- "$2" "$T/$1.out" || fail "no '$2' in: $(cat "$T/$1.out")"
+	[[ ! -S $T/$1.sock ]] || fail "it listened"
+	[[ ! -e $3 ]] || assert_eq "$(stat -c %s "$3")" 0 "bytes left in $3"
+}
+
+step "a file on tmpfs: refused, no block device of its own"
+mkdir "$T/tmp"
+mount -t tmpfs -o size=300M tmpfs "$T/tmp"
+cleanup_mount "$T/tmp"
+refused t "its file system has no block device of its own" "$T/tmp/back"
+
+step "a file system too small for the file: refused, the space given back"
+ext4 small 4096 64M
+free0=$(df --output=avail "$T/small" | tail -1)
+refused s "cannot allocate its" "$T/small/back"
+assert_eq "$(df --output=avail "$T/small" | tail -1)" "$free0" \
+	"free space after the refusal"
+
+step "--backing-blocks without --backing"
+rc=0
+uzram serve --socket "$T/n.sock" --backing-blocks >"$T/n.out" 2>&1 || rc=$?
+((rc == 2)) || fail "exit status $rc"
+grep -qF -- "--backing-blocks needs --backing" "$T/n.out" ||
+	fail "no message: $(cat "$T/n.out")"
+
+echo "t73-backing-blocks: ok"
