@@ -162,6 +162,35 @@ static int nbd_free_device(void)
 	return -1;
 }
 
+/*
+ * A server that did not start: what swapon says, then the server's own
+ * last words from its log (its "uzram serve: ..." lines, the last few),
+ * so that the reason is on the terminal, not only in the file.
+ */
+static void not_started(const char *what, const char *log)
+{
+	enum { KEEP = 4 };
+	char *said[KEEP] = { NULL }, *line = NULL;
+	FILE *f = fopen(log, "r");
+	size_t cap = 0, n = 0;
+
+	report_error("swapon", "%s; its output is in %s", what, log);
+	while (f && getline(&line, &cap, f) > 0) {
+		if (strncmp(line, "uzram serve: ", 13))
+			continue;
+		free(said[n % KEEP]);
+		said[n++ % KEEP] = strdup(line);
+	}
+	for (size_t i = n > KEEP ? n - KEEP : 0; i < n; i++)
+		if (said[i % KEEP])
+			fputs(said[i % KEEP], stderr);
+	for (size_t i = 0; i < KEEP; i++)
+		free(said[i]);
+	free(line);
+	if (f)
+		fclose(f);
+}
+
 static void nbd_serve_args(int n, char *argv[4], char buf[16])
 {
 	(void)n;
@@ -186,8 +215,7 @@ static int nbd_attach(int n, pid_t pid, const char *sock, const char *log)
 			swap_sleep_ms(20);
 	}
 	if (t >= 1500) {
-		report_error("swapon", "uzram serve --swap did not start; "
-			"its output is in %s", log);
+		not_started("uzram serve --swap did not start", log);
 		return -1;
 	}
 	snprintf(dev, sizeof dev, "/dev/nbd%d", n);
@@ -321,8 +349,11 @@ int swap_attach_kept(const struct swap_transport *tr, int n, pid_t pid,
 			swap_sleep_ms(20);
 	}
 	if (t >= 3000) {
-		report_error("swapon", "uzram serve --swap did not make %s; "
-			"its output is in %s", dev, log);
+		char what[96];
+
+		snprintf(what, sizeof what, "uzram serve --swap did not make %s",
+			 dev);
+		not_started(what, log);
 		return -1;
 	}
 	for (t = 0; t < 250; t++) {

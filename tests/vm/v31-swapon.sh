@@ -6,10 +6,14 @@
 # --transport ublk is refused, a second device beside the first with every
 # device option serve takes (a backing file, recompression, dedup...), and
 # swapoff taking every piece down: no swap, no client, no server, no
-# files left.
+# files left. The backing file is on ext4 on the guest's disk, written on
+# its blocks (serve --backing-blocks, which --swap implies); one on tmpfs
+# (the guest's /tmp) is refused, and swapon shows why.
 # vm-mem: 256
 # vm-timeout: 240
-# vm-modules: nbd
+# vm-disk: 128
+# vm-modules: nbd virtio_pci virtio_blk ext4
+# vm-programs: mkfs.ext4
 source /guest-lib.sh
 
 ram_kib=$(awk '/MemTotal/ { print $2 }' /proc/meminfo)
@@ -41,22 +45,33 @@ check server-realtime bash -c "! awk '{ sub(/.*\\) /, \"\"); if (\$39 != 2) prin
 # 6.1 has no ublk: auto took nbd above; asked for, ublk is refused by name
 check ublk-refused bash -c '! uzram swapon --transport ublk 2> /tmp/ublk.err && grep -q ublk_drv /tmp/ublk.err'
 info "$(cat /tmp/ublk.err)"
+# a swap server's backing file is written on its blocks: not on tmpfs
+check backing-on-tmpfs-refused bash -c '! uzram swapon --size 32M --mem-limit 16M \
+	--backing /tmp/swap1.backing 2> /tmp/bb.err && grep -q "no block device of its own" /tmp/bb.err'
+info "$(cat /tmp/bb.err)"
+rm -f /tmp/swap1.backing
+check mkfs bounded 60 mkfs.ext4 -q /dev/vda
+mkdir -p /mnt/disk
+check mount mount -t ext4 /dev/vda /mnt/disk
 # the second with every device option serve takes (issue 30 item 1)
 check second-dry-run uzram swapon --dry-run --size 32M --algorithm lz4 --level 1 \
-	--cluster 8K --mem-limit 16M --backing /tmp/swap1.backing --recomp-algorithm zstd \
+	--cluster 8K --mem-limit 16M --backing /mnt/disk/swap1.backing --recomp-algorithm zstd \
 	--writeback-limit 64M --high-watermark 80 --low-watermark 60 --dedup --threads 2
 check second-device bounded 120 uzram swapon --size 32M --algorithm lz4 --level 1 \
-	--cluster 8K --mem-limit 16M --backing /tmp/swap1.backing --recomp-algorithm zstd \
+	--cluster 8K --mem-limit 16M --backing /mnt/disk/swap1.backing --recomp-algorithm zstd \
 	--writeback-limit 64M --high-watermark 80 --low-watermark 60 --dedup --threads 2 \
 	--priority 5
 check second-on-nbd1 bash -c "awk '\$1 == \"/dev/nbd1\" && \$5 == 5' /proc/swaps | grep -q nbd1"
 pid1=$(cat /run/uzram/swap/nbd1.pid)
 info "server of nbd1: $(tr '\0' ' ' </proc/$pid1/cmdline)"
-check second-serve-options bash -c "tr '\0' ' ' </proc/$pid1/cmdline | grep -q -- '--level 1 --cluster 8K .*--mem-limit 16777216 --backing /tmp/swap1.backing --high-watermark 80 --low-watermark 60 --writeback-limit 64M --threads 2 --recomp-algorithm zstd --dedup'"
+check second-serve-options bash -c "tr '\0' ' ' </proc/$pid1/cmdline | grep -q -- '--level 1 --cluster 8K .*--mem-limit 16777216 --backing /mnt/disk/swap1.backing --high-watermark 80 --low-watermark 60 --writeback-limit 64M --threads 2 --recomp-algorithm zstd --dedup'"
 check second-mem-limit test "$(stat_field /run/uzram/swap/nbd1.sock mem_limit)" = 16777216
 check second-wb-limit test "$(stat_field /run/uzram/swap/nbd1.sock bd_wb_limit)" = 16384
-check second-backing-file test -f /tmp/swap1.backing
+# allocated whole: the device's 32 MiB and the spare segments
+check second-backing-file test "$(stat -c %s /mnt/disk/swap1.backing)" -gt $((32 << 20))
 check swapoff-all bounded 300 uzram swapoff
+check backing-file-emptied test "$(stat -c %s /mnt/disk/swap1.backing)" = 0
+check umount umount /mnt/disk
 check no-swap-left test "$(tail -n +2 /proc/swaps | wc -l)" -eq 0
 check no-server-left bash -c '! pidof uzram'
 check no-client-left bash -c '! ls /sys/block/nbd0/pid /sys/block/nbd1/pid 2>/dev/null | grep -q .'
