@@ -523,8 +523,9 @@ UZRAM_API long long uzram_refill(struct uzram *dev, unsigned timeout_ms);
 /*
  * Make the calling thread ready to serve dev: its buffers and its codec
  * contexts (those of the device's algorithm and of each recompression
- * algorithm, whose objects it may read), which a thread otherwise makes at
- * its first request, allocating then. A thread that serves a no-fault
+ * algorithm, whose objects it may read), and with a backing file on its
+ * blocks (UZRAM_BACKING_BLOCKS) its buffer for that, which a thread
+ * otherwise makes at its first request, allocating then. A thread that serves a no-fault
  * device (swap) calls it before its first request, as the kernel's zram
  * makes its compression streams when the device is set up, never on the
  * I/O path; the device's own write threads (uzram_config.threads) are made

@@ -13,6 +13,7 @@
 
 #include "core/core.h"
 #include "base/base.h"
+#include "tier/tier.h"
 #include "zpool/zpool.h"
 
 int uzram_reserve(struct uzram *dev, uint64_t bytes)
@@ -77,6 +78,8 @@ UZRAM_API int uzram_thread_prepare(struct uzram *dev)
 	if (!dev)
 		return uzram_set_error(-EINVAL, "thread_prepare: NULL device");
 	r = store_thread_prepare(dev);
+	if (!r)
+		r = tier_thread_prepare(dev);
 	if (r)
 		return uzram_set_error(r, "thread_prepare: %s",
 				       r == -ENOMEM ? "out of memory" :

@@ -183,6 +183,8 @@ static void *writer_main(void *arg)
 	struct writer_pool *p = &f->pool;
 	struct backing_aio *io;
 
+	/* without it, the first write makes it (and fails if it cannot) */
+	(void)backing_thread_prepare(&f->b);
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
 		while (!p->head && !p->stop)
@@ -282,6 +284,13 @@ static const struct backing_ops fd_ops = {
 	fd_pread, fd_pwrite, fd_discard, fd_submit, fd_wait, fd_close,
 };
 
+int backing_thread_prepare(struct backing *b)
+{
+	if (b->ops != &fd_ops || !((struct backing_fd *)b)->map)
+		return 0;
+	return blockmap_thread_prepare();
+}
+
 static int open_path(const char *path, uint64_t want, uint64_t flags,
 		     struct backing **out)
 {
@@ -318,16 +327,28 @@ static int open_path(const char *path, uint64_t want, uint64_t flags,
 	}
 	f->fd = fd;
 	f->regular = S_ISREG(sb.st_mode);
-	if (f->regular && (flags & UZRAM_BACKING_BLOCKS) &&
-	    (ret = blockmap_open(fd, path, want, &f->map))) {
-		close(fd);
-		free(f);
-		return ret;
-	}
 	pthread_mutex_init(&f->pool.lock, NULL);
 	pthread_cond_init(&f->pool.work, NULL);
 	pthread_cond_init(&f->pool.done, NULL);
+	if (f->regular && (flags & UZRAM_BACKING_BLOCKS) &&
+	    (ret = blockmap_open(fd, path, want, &f->map))) {
+		f->map = NULL;
+		fd_close(&f->b);        /* empties the file, closes fd */
+		return ret;
+	}
 	f->b.ops = &fd_ops;
+	/* a file on its blocks is for swap: its writers and their buffers
+	 * are made now, not at the first write-back, under pressure */
+	if (f->map) {
+		pthread_mutex_lock(&f->pool.lock);
+		ret = pool_start(f);
+		pthread_mutex_unlock(&f->pool.lock);
+		if (ret) {
+			fd_close(&f->b);
+			return uzram_set_error(ret, "backing store: cannot start "
+					       "its writer threads");
+		}
+	}
 	f->b.kind = f->map ? "file on its blocks" :
 		    f->regular ? "file" : "block device";
 	f->b.capacity = f->regular ? want : size;

@@ -23,10 +23,15 @@
  *   the file's extents   [ extent 0  ][ extent 1       ][ extent 2 ]
  *   its device           ..[ext 1]........[ext 0]...........[ext 2].....
  *
- * Each transfer goes through the calling thread's bounce buffer (made at
- * its first transfer, freed when it exits: O_DIRECT wants aligned memory
- * and the tier's buffers are not) in units of the device's logical block
- * size. The tier packs its objects at 16 bytes, so two writes may share
+ * Each transfer goes through the calling thread's bounce buffer (O_DIRECT
+ * wants aligned memory and the tier's buffers are not), in units of the
+ * device's logical block size. A thread makes it before it serves
+ * (blockmap_thread_prepare(): the queue threads through
+ * uzram_thread_prepare(), the tier's own threads as they start), else at
+ * its first transfer, and frees it when it exits. BOUNCE_BYTES stays
+ * below glibc's mmap threshold (128 KiB), so that it comes from the heap,
+ * which a swap server grows and locks before it serves (serve_swap.c's
+ * swap_malloc()), not from a new mapping and the mmap lock. The tier packs its objects at 16 bytes, so two writes may share
  * a block: a write that starts or ends inside a block reads that block
  * first and writes it back, under edge_lock, which every such write
  * takes. A block wholly inside one write belongs to it alone (the tier
@@ -54,7 +59,7 @@
 #include "tier.h"
 #include "base/base.h"
 
-#define BOUNCE_BYTES (128u << 10)
+#define BOUNCE_BYTES (64u << 10)
 #define FIEMAP_BATCH 128u
 
 /* Extent flags with no fixed place on the device to write to. */
@@ -101,6 +106,11 @@ static unsigned char *bounce_get(void)
 	}
 	bounce = p;
 	return bounce;
+}
+
+int blockmap_thread_prepare(void)
+{
+	return bounce_get() ? 0 : -ENOMEM;
 }
 
 /* The extent holding logical offset off (< m->size). */

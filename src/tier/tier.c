@@ -98,6 +98,11 @@ void tier_free(struct uzram *dev, uint64_t off, uint32_t len)
 	space_free(dev->tier, off, len);
 }
 
+int tier_thread_prepare(struct uzram *dev)
+{
+	return dev->tier ? backing_thread_prepare(dev->tier->b) : 0;
+}
+
 uint64_t space_used(struct space *sp)
 {
 	uint64_t n;

@@ -125,7 +125,16 @@ int blockmap_open(int fd, const char *path, uint64_t size,
 int blockmap_pread(struct blockmap *m, void *buf, size_t len, uint64_t off);
 int blockmap_pwrite(struct blockmap *m, const void *buf, size_t len,
 		    uint64_t off);
+/* The calling thread's bounce buffer made now: 0 or -ENOMEM. */
+int blockmap_thread_prepare(void);
 void blockmap_close(struct blockmap *m);        /* NULL is accepted */
+
+/*
+ * Make the calling thread ready to move bytes to and from b with no
+ * allocation on the way (a file on its blocks: its bounce buffer); 0 or
+ * -ENOMEM. Nothing to do for the other kinds.
+ */
+int backing_thread_prepare(struct backing *b);
 
 static inline void backing_discard(struct backing *b, uint64_t len,
 				   uint64_t off)
@@ -220,6 +229,8 @@ uint64_t space_used(struct space *sp);
 int tier_need(struct uzram *dev, const char *what);
 /* space_free() of dev's tier: the store's backed_free hook. */
 void tier_free(struct uzram *dev, uint64_t off, uint32_t len);
+/* backing_thread_prepare() of dev's tier, if it has one: 0 or -ENOMEM. */
+int tier_thread_prepare(struct uzram *dev);
 
 /*
  * Read the backed cluster that slot s names into dst (len bytes). The

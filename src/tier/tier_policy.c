@@ -215,6 +215,8 @@ static void *policy_main(void *arg)
 	uint64_t limit;
 	bool kicked;
 
+	/* without it, the first write-back makes its buffer */
+	(void)tier_thread_prepare(dev);
 	for (;;) {
 		struct timespec ts;
 
