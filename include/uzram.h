@@ -198,7 +198,10 @@ struct uzram_config {
  *   (-ENOSPC), and write access to that block device (root; -EACCES). As
  *   for a swap file: while the device is open, nothing else may write,
  *   truncate or defragment the file, and reading it through the file
- *   system shows none of the tier's bytes. uzram_close() empties it. A
+ *   system shows none of the tier's bytes. uzram_close() empties it; one
+ *   that a process left when it died (nothing of it written through the
+ *   file system: it reads as zeros) is taken over, while any other file
+ *   that is not empty is refused (-EEXIST), as without the flag. A
  *   block device or an NBD URI is used as without the flag.
  */
 enum uzram_backing_flag {

@@ -17,7 +17,8 @@
  * A regular file is created sparse and grows only as far as segments are
  * used (tier.c takes the lowest free segment first); it must be empty when
  * opened, because the tier owns every byte of it, and is truncated to
- * nothing at close. Short transfers are retried; a read past the end of
+ * nothing at close. On its blocks, one that a dead server left (it reads
+ * as zeros: blockmap_left_over()) is taken over. Short transfers are retried; a read past the end of
  * what was written is corruption (-EIO).
  *
  * The writer pool: submit appends to a queue under pool.lock and signals
@@ -314,7 +315,9 @@ static int open_path(const char *path, uint64_t want, uint64_t flags,
 		return uzram_set_error(-EINVAL, "backing store %s is neither "
 				       "a regular file nor a block device",
 				       path);
-	} else if (sb.st_size != 0) {
+	} else if (sb.st_size != 0 && (!(flags & UZRAM_BACKING_BLOCKS) ||
+					!blockmap_left_over(fd) ||
+					ftruncate(fd, 0) < 0)) {
 		close(fd);
 		return uzram_set_error(-EEXIST, "backing file %s is not empty "
 				       "(%lld bytes); the tier would overwrite "

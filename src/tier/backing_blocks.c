@@ -345,6 +345,38 @@ static int map_extents(struct blockmap *m, int fd, const char *path)
 	return ret;
 }
 
+bool blockmap_left_over(int fd)
+{
+	size_t bytes = sizeof(struct fiemap) +
+		       FIEMAP_BATCH * sizeof(struct fiemap_extent);
+	struct fiemap *fm = malloc(bytes);
+	uint64_t next = 0;
+	bool zeros = fm != NULL, end = false;
+
+	while (zeros && !end) {
+		memset(fm, 0, bytes);
+		fm->fm_start = next;
+		fm->fm_length = FIEMAP_MAX_OFFSET - next;
+		fm->fm_flags = FIEMAP_FLAG_SYNC;
+		fm->fm_extent_count = FIEMAP_BATCH;
+		if (ioctl(fd, FS_IOC_FIEMAP, fm) < 0)
+			zeros = false;
+		end = !zeros || !fm->fm_mapped_extents;
+		for (unsigned i = 0; zeros && !end &&
+		     i < fm->fm_mapped_extents; i++) {
+			const struct fiemap_extent *fe = &fm->fm_extents[i];
+
+			/* allocated, never written through the file system */
+			zeros = (fe->fe_flags & FIEMAP_EXTENT_UNWRITTEN) &&
+				!(fe->fe_flags & FIEMAP_UNFIT);
+			next = fe->fe_logical + fe->fe_length;
+			end = fe->fe_flags & FIEMAP_EXTENT_LAST;
+		}
+	}
+	free(fm);
+	return zeros;
+}
+
 /* The device of the file system under path, O_DIRECT: 0, or -errno set. */
 static int open_device(struct blockmap *m, dev_t d, const char *path)
 {

@@ -127,6 +127,13 @@ int blockmap_pwrite(struct blockmap *m, const void *buf, size_t len,
 		    uint64_t off);
 /* The calling thread's bounce buffer made now: 0 or -ENOMEM. */
 int blockmap_thread_prepare(void);
+/*
+ * Whether the file fd holds nothing written through its file system: all
+ * of it unwritten extents or holes, as a file on its blocks is that a
+ * server left when it died (it reads as zeros). Such a file is taken
+ * over; any other that is not empty is not the tier's to overwrite.
+ */
+bool blockmap_left_over(int fd);
 void blockmap_close(struct blockmap *m);        /* NULL is accepted */
 
 /*

@@ -9,9 +9,11 @@
 # byte for byte; the tier's bytes are on the device under the file while
 # the file system shows none of them, and none is in the file's page
 # cache; the file is empty once the server ends, and e2fsck finds the file
-# system clean. Refused with a clear message, the file left empty: a file
-# on tmpfs (no block device of its own), a file system too small for the
-# file, --backing-blocks without --backing.
+# system clean. The file a killed server left is taken over by the next
+# (it reads as zeros), a file with data in it is not. Refused with a clear
+# message, the file left empty: a file on tmpfs (no block device of its
+# own), a file system too small for the file, --backing-blocks without
+# --backing.
 source "$(dirname "$0")/functions.sh"
 require nbdcopy mkfs.ext4 e2fsck filefrag fincore losetup
 real_server || skip_all "the tier is a uzram serve feature"
@@ -95,6 +97,32 @@ round()
 
 round a 4096
 round b 1024
+
+step "a file a killed server left: the next server takes it over"
+ext4 c 4096 400M
+start_server c1 --size 128M --mem-limit $LIMIT --backing "$T/c/back" --backing-blocks
+nbdcopy --flush "$T/data" "${URI[c1]}"
+(($(field c1 bd_count) > 0)) || fail "nothing was written back"
+kill -KILL "${PID[c1]}"
+wait "${PID[c1]}" 2>/dev/null || true
+unset "PID[c1]"
+rm -f "${SOCK[c1]}"*
+(($(stat -c %s "$T/c/back") > 128 * MiB)) || fail "the killed server's file is gone"
+start_server c2 --size 128M --mem-limit $LIMIT --backing "$T/c/back" --backing-blocks
+nbdcopy --flush "$T/over" "${URI[c2]}"
+nbdcopy "${URI[c2]}" "$T/out"
+assert_same_data "$T/over" "$T/out"
+stop_server c2
+assert_eq "$(stat -c %s "$T/c/back")" 0 "the file's size after the second server"
+
+step "a file with data in it: refused, its bytes kept"
+head -c 1M "$T/data" >"$T/c/data"
+rc=0
+uzram serve --socket "$T/d.sock" --size 128M --mem-limit $LIMIT \
+	--backing "$T/c/data" --backing-blocks >"$T/d.out" 2>&1 || rc=$?
+((rc != 0)) || fail "served over a file with data"
+grep -qF "is not empty" "$T/d.out" || fail "no message: $(cat "$T/d.out")"
+cmp -s "$T/c/data" <(head -c 1M "$T/data") || fail "the file's bytes changed"
 
 # refused NAME MESSAGE BACKING: the server ends with MESSAGE, serves
 # nothing, and leaves no byte in BACKING
