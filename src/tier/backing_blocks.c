@@ -405,11 +405,15 @@ static int open_device(struct blockmap *m, dev_t d, const char *path)
 			"its block device %u:%u in %s", path, major(d),
 			minor(d), sys);
 	m->dev_fd = open(node, O_RDWR | O_DIRECT | O_CLOEXEC);
-	if (m->dev_fd < 0)
-		return uzram_set_error(-errno, "backing file %s: cannot open its "
+	if (m->dev_fd < 0) {
+		int e = errno;
+
+		return uzram_set_error(-e, "backing file %s: cannot open its "
 			"block device %s to write the file's blocks on: %s%s",
-			path, node, strerror(errno), (errno == EACCES ||
-			errno == EPERM) && geteuid() ? " (root is needed)" : "");
+			path, node, strerror(e), e != EACCES && e != EPERM ? "" :
+			geteuid() ? " (root is needed)" : " (refused to root: "
+			"a container's or a sandbox's rule)");
+	}
 	if (fstat(m->dev_fd, &sb) || !S_ISBLK(sb.st_mode) || sb.st_rdev != d)
 		return uzram_set_error(-ENODEV, "backing file %s: %s is not its "
 			"block device %u:%u", path, node, major(d), minor(d));
