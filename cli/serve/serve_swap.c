@@ -383,6 +383,21 @@ uint64_t serve_ram_share(unsigned div, uint64_t lo, uint64_t hi)
 	return b < lo ? lo : b;
 }
 
+/* /proc/meminfo's MemAvailable in bytes, or 0 if it says nothing. */
+static uint64_t mem_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "re");
+	unsigned long long kib = 0;
+	char line[128];
+
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (uint64_t)kib << 10;
+}
+
 /*
  * What to reserve of the allocator under --mem-limit: the limit less the
  * room the slot table (8 bytes a cluster) and a dedup index (up to about
@@ -397,6 +412,13 @@ uint64_t serve_ram_share(unsigned div, uint64_t lo, uint64_t hi)
  * deadlocked v50 on 7.3 in make test (2026-12-04) while queue threads grew
  * the store past the reserve by faulting under GFP_NOIO; now none does
  * (the refill thread above), and the reserve is only the pool's start.
+ * And never more than half of what the kernel says is available: swap is
+ * often turned on when memory is short already, and a reserve beyond
+ * that stalled in the NOIO allocator with no swap to reclaim to (v51 on
+ * 7.3 after its zram run had the OOM killer out: 50 MiB asked, 48 MiB
+ * free under a boosted min watermark, "page allocation stall for 60
+ * secs" in MADV_POPULATE_WRITE, and swapon gave up). The rest comes
+ * through the refill thread as the store grows, as without a limit.
  */
 static uint64_t swap_reserve(struct uzram *dev, const struct uzram_config *cfg)
 {
@@ -406,11 +428,14 @@ static uint64_t swap_reserve(struct uzram *dev, const struct uzram_config *cfg)
 	uint32_t high = cfg->high_watermark ? cfg->high_watermark : 90;
 	uint32_t low = cfg->low_watermark ? cfg->low_watermark : high - 10;
 
+	uint64_t avail = mem_available();
+
 	if (!limit)
-		return serve_ram_share(SWAP_RESERVE_DIV, SWAP_RESERVE_LO, SWAP_RESERVE_HI);
-	if (cfg->backing && reserve > limit / 100 * low - limit / 64)
+		reserve = serve_ram_share(SWAP_RESERVE_DIV, SWAP_RESERVE_LO,
+					  SWAP_RESERVE_HI);
+	else if (cfg->backing && reserve > limit / 100 * low - limit / 64)
 		reserve = limit / 100 * low - limit / 64;
-	return reserve;
+	return avail && reserve > avail / 2 ? avail / 2 : reserve;
 }
 
 /*

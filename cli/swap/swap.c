@@ -65,8 +65,9 @@ static const struct cli_option swapon_opts[] = {
 	  "reads one page, a larger cluster decodes all of it)" },
 	{ "mem-limit", 'm', required_argument, "SIZE",
 	  "the most memory the device may take; reserved at\n"
-	  "start but for the slot table's room (default: no\n"
-	  "limit, 16M reserved)" },
+	  "start but for the slot table's room, up to half\n"
+	  "the memory available (default: no limit, RAM / 64\n"
+	  "within 4M..16M reserved)" },
 	{ "backing", 'b', required_argument, "FILE|DEVICE",
 	  "a second tier (needs --mem-limit): past the high\n"
 	  "watermark the server recompresses, then writes\n"

@@ -163,9 +163,9 @@ static int nbd_free_device(void)
 }
 
 /*
- * A server that did not start: what swapon says, then the server's own
- * last words from its log (its "uzram serve: ..." lines, the last few),
- * so that the reason is on the terminal, not only in the file.
+ * A server that did not start: what swapon says, then the last few lines
+ * of its log, its own last words, so that the reason is on the terminal,
+ * not only in the file.
  */
 static void not_started(const char *what, const char *log)
 {
@@ -176,7 +176,7 @@ static void not_started(const char *what, const char *log)
 
 	report_error("swapon", "%s; its output is in %s", what, log);
 	while (f && getline(&line, &cap, f) > 0) {
-		if (strncmp(line, "uzram serve: ", 13))
+		if (line[0] == '\n')
 			continue;
 		free(said[n % KEEP]);
 		said[n++ % KEEP] = strdup(line);

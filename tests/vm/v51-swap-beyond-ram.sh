@@ -108,6 +108,7 @@ fi
 check swapon bounded 120 uzram swapon --size 1G --mem-limit "$mem_limit" \
 	--backing "$backing" ${VMT_SWAPON_OPTS:-}
 dev=$(awk '$1 ~ /^\/dev\/ublkb[0-9]+$/ { print $1 }' /proc/swaps)
+[[ -n $dev ]] || { ls -la /run/uzram/swap/; tail -n 40 /run/uzram/swap/*.log; dmesg | grep -v "^\[ *[0-9.]*\] *\(R[0-9A-Z]*:\|Node\|lowmem\|Code:\)" | tail -n 60; }
 f=/run/uzram/swap/${dev#/dev/}
 pid=$(cat "$f.pid")
 info "server: $(tr '\0' ' ' < /proc/$pid/cmdline)"
