@@ -192,9 +192,10 @@ struct uzram_config {
  *   the file system or its page cache: no block allocation, journal or
  *   inode lock on the tier's path, and no page cache filled with what the
  *   tier moves out of memory. What the server of a swap device needs
- *   (doc/block-device.md). Needs a file system with a block device of its
- *   own that maps the file's blocks in place (ext4, XFS; not btrfs,
- *   tmpfs, overlayfs or NFS: -EOPNOTSUPP), room for the whole file
+ *   (doc/block-device.md). Needs ext4 or XFS, whose files stay where they
+ *   are on their block device (-EOPNOTSUPP for others: btrfs, tmpfs,
+ *   overlayfs and NFS have no block device of their own, f2fs and
+ *   bcachefs move a file's blocks by themselves), room for the whole file
  *   (-ENOSPC), and write access to that block device (root; -EACCES). As
  *   for a swap file: while the device is open, nothing else may write,
  *   truncate or defragment the file, and reading it through the file

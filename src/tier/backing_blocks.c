@@ -17,7 +17,12 @@
  * wants), mapped with FIEMAP, and the block device that holds it opened
  * with O_DIRECT. What has no fixed place on one device is refused: a
  * file system without a block device of its own (btrfs, tmpfs, overlayfs,
- * NFS), delayed, inline, encoded, encrypted or shared extents, holes.
+ * NFS), one that moves a file's blocks by itself (f2fs's and bcachefs's
+ * garbage collection: the kernel pins a swap file's there, which a
+ * program cannot), an XFS realtime file (its extents are on another
+ * device), delayed, inline, encoded, encrypted or shared extents, holes.
+ * So only ext4 and XFS are taken, the file systems whose files stay where
+ * they are unless someone defragments them.
  *
  *   the tier's offsets   0            e1.logical        e2.logical
  *   the file's extents   [ extent 0  ][ extent 1       ][ extent 2 ]
@@ -54,12 +59,15 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "tier.h"
 #include "base/base.h"
 
 #define BOUNCE_BYTES (64u << 10)
+#define EXT4_MAGIC 0xEF53u              /* linux/magic.h's EXT4_SUPER_MAGIC */
+#define XFS_MAGIC 0x58465342u           /* and XFS_SUPER_MAGIC */
 #define FIEMAP_BATCH 128u
 
 /* Extent flags with no fixed place on the device to write to. */
@@ -377,6 +385,32 @@ bool blockmap_left_over(int fd)
 	return zeros;
 }
 
+/*
+ * Whether fd's file stays where it is on the device its file system
+ * names: ext4, or XFS but for a realtime file. 0, or -EOPNOTSUPP set.
+ */
+static int fit_file_system(int fd, const char *path)
+{
+	struct fsxattr fa = { 0 };
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf))
+		return uzram_set_error(-errno, "backing file %s: %s", path,
+				       strerror(errno));
+	if ((uint32_t)sf.f_type == XFS_MAGIC &&
+	    (ioctl(fd, FS_IOC_FSGETXATTR, &fa) ||
+	     (fa.fsx_xflags & FS_XFLAG_REALTIME)))
+		return uzram_set_error(-EOPNOTSUPP, "backing file %s: an XFS "
+			"realtime file, whose blocks are on another device",
+			path);
+	if ((uint32_t)sf.f_type != EXT4_MAGIC && (uint32_t)sf.f_type != XFS_MAGIC)
+		return uzram_set_error(-EOPNOTSUPP, "backing file %s: its file "
+			"system (0x%lx) is not ext4 or XFS, whose files stay "
+			"where they are; give a block device, or a file on one "
+			"of those", path, (unsigned long)sf.f_type);
+	return 0;
+}
+
 /* The device of the file system under path, O_DIRECT: 0, or -errno set. */
 static int open_device(struct blockmap *m, dev_t d, const char *path)
 {
@@ -443,6 +477,8 @@ int blockmap_open(int fd, const char *path, uint64_t size,
 		goto fail;
 	}
 	ret = open_device(m, sb.st_dev, path);
+	if (!ret)
+		ret = fit_file_system(fd, path);
 	if (ret)
 		goto fail;
 	if (fallocate(fd, 0, 0, (off_t)size) < 0) {

@@ -3,13 +3,14 @@
 # t73-backing-blocks.sh - a backing file written on the blocks under it
 # (`serve --backing-blocks`, always on with --swap; src/tier/
 # backing_blocks.c), on ext4 on a loop device, with 4 KiB blocks and with
-# 1 KiB ones (more extents, and blocks smaller than a page): the file is
+# 1 KiB ones (more extents, and blocks smaller than a page), and on XFS
+# (xfsprogs; where the kernel has it): the file is
 # allocated whole at the start; more data than the memory limit holds,
 # written from several connections and then written over, reads back
 # byte for byte; the tier's bytes are on the device under the file while
 # the file system shows none of them, and none is in the file's page
-# cache; the file is empty once the server ends, and e2fsck finds the file
-# system clean. The file a killed server left is taken over by the next
+# cache; the file is empty once the server ends, and e2fsck (xfs_repair
+# -n) finds the file system clean. The file a killed server left is taken over by the next
 # (it reads as zeros), a file with data in it is not. Refused with a clear
 # message, the file left empty: a file on tmpfs (no block device of its
 # own), a file system too small for the file, --backing-blocks without
@@ -31,13 +32,17 @@ corpus_data "$T/over" $((16 * MiB))
 head -c $((8 * MiB)) /dev/urandom >>"$T/over"
 N=$(stat -c %s "$T/data")
 
-# ext4 NAME BLOCKSIZE SIZE: a file system on a loop device, mounted on
-# $T/NAME; the device in DEV[NAME]
+# make_fs NAME TYPE BLOCKSIZE SIZE: a file system (ext4, xfs) on a loop
+# device, mounted on $T/NAME; the device in DEV[NAME]
 declare -A DEV
-ext4()
+make_fs()
 {
-	truncate -s "$3" "$T/$1.img"
-	mkfs.ext4 -q -F -b "$2" "$T/$1.img"
+	truncate -s "$4" "$T/$1.img"
+	if [[ $2 == xfs ]]; then
+		mkfs.xfs -q -f -b size="$3" "$T/$1.img"
+	else
+		mkfs.ext4 -q -F -b "$3" "$T/$1.img"
+	fi
 	DEV[$1]=$(losetup --find --show "$T/$1.img")
 	cleanup_loop "${DEV[$1]}"
 	mkdir "$T/$1"
@@ -45,12 +50,12 @@ ext4()
 	cleanup_mount "$T/$1"
 }
 
-# round NAME BLOCKSIZE: the whole check on a fresh file system
+# round NAME TYPE BLOCKSIZE: the whole check on a fresh file system
 round()
 {
-	local name=$1 bs=$2 back phys dev_bytes fs_bytes
-	step "ext4 with $bs-byte blocks: 64 MiB through 4 MiB of memory"
-	ext4 "$name" "$bs" 400M
+	local name=$1 type=$2 bs=$3 back phys dev_bytes fs_bytes
+	step "$type with $bs-byte blocks: 64 MiB through 4 MiB of memory"
+	make_fs "$name" "$type" "$bs" 400M
 	back=$T/$name/back
 	start_server "$name" --size 128M --mem-limit $LIMIT --backing "$back" \
 		--backing-blocks
@@ -65,7 +70,7 @@ round()
 	nbdcopy --connections 4 "${URI[$name]}" "$T/out"
 	assert_same_data "$T/data" "$T/out" "$N"
 
-	step "ext4 with $bs-byte blocks: written over, read back"
+	step "$type with $bs-byte blocks: written over, read back"
 	nbdcopy --flush --connections 4 --requests 16 "$T/over" \
 		"${URI[$name]}"
 	cp "$T/data" "$T/want"
@@ -74,7 +79,7 @@ round()
 	assert_same_data "$T/want" "$T/out" "$N"
 	echo "   $(field "$name" bd_count) pages on the file, $(field "$name" bd_writes) written"
 
-	step "ext4 with $bs-byte blocks: on the device, not in the file system"
+	step "$type with $bs-byte blocks: on the device, not in the file system"
 	assert_eq "$(fincore --noheadings --output PAGES "$back" | tr -d ' ')" 0 \
 		"pages of the file in its page cache"
 	# the first extent's first MiB: the tier's bytes on the device, while
@@ -87,19 +92,30 @@ round()
 	((dev_bytes > 0)) || fail "nothing on the device under the file"
 	assert_eq "$fs_bytes" 0 "non-zero bytes read through the file system"
 
-	step "ext4 with $bs-byte blocks: emptied at the end, e2fsck clean"
+	step "$type with $bs-byte blocks: emptied at the end, the file system clean"
 	stop_server "$name"
 	assert_eq "$(stat -c %s "$back")" 0 "the file's size after the server"
 	umount "$T/$name"
-	e2fsck -fn "$T/$name.img" >"$T/fsck" 2>&1 ||
-		fail "e2fsck: $(cat "$T/fsck")"
+	if [[ $type == xfs ]]; then
+		xfs_repair -n "${DEV[$name]}" >"$T/fsck" 2>&1 ||
+			fail "xfs_repair -n: $(cat "$T/fsck")"
+	else
+		e2fsck -fn "$T/$name.img" >"$T/fsck" 2>&1 ||
+			fail "e2fsck: $(cat "$T/fsck")"
+	fi
 }
 
-round a 4096
-round b 1024
+round a ext4 4096
+round b ext4 1024
+if grep -qw xfs /proc/filesystems; then
+	require mkfs.xfs xfs_repair
+	round x xfs 4096
+else
+	echo "t73-backing-blocks: this kernel has no XFS: skipped"
+fi
 
 step "a file a killed server left: the next server takes it over"
-ext4 c 4096 400M
+make_fs c ext4 4096 400M
 start_server c1 --size 128M --mem-limit $LIMIT --backing "$T/c/back" --backing-blocks
 nbdcopy --flush "$T/data" "${URI[c1]}"
 (($(field c1 bd_count) > 0)) || fail "nothing was written back"
@@ -144,7 +160,7 @@ cleanup_mount "$T/tmp"
 refused t "its file system has no block device of its own" "$T/tmp/back"
 
 step "a file system too small for the file: refused, the space given back"
-ext4 small 4096 64M
+make_fs small ext4 4096 64M
 free0=$(df --output=avail "$T/small" | tail -1)
 refused s "cannot allocate its" "$T/small/back"
 assert_eq "$(df --output=avail "$T/small" | tail -1)" "$free0" \
