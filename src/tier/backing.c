@@ -18,8 +18,8 @@
  * used (tier.c takes the lowest free segment first); it must be empty when
  * opened, because the tier owns every byte of it, and is truncated to
  * nothing at close. On its blocks, one that a dead server left (it reads
- * as zeros: blockmap_left_over()) is taken over. Short transfers are retried; a read past the end of
- * what was written is corruption (-EIO).
+ * as zeros: blockmap_left_over()) is taken over. Short transfers are
+ * retried; a read past the end of what was written is corruption (-EIO).
  *
  * The writer pool: submit appends to a queue under pool.lock and signals
  * `work`; a writer takes the head, writes it with no lock held, stores the
@@ -316,7 +316,7 @@ static int open_path(const char *path, uint64_t want, uint64_t flags,
 				       "a regular file nor a block device",
 				       path);
 	} else if (sb.st_size != 0 && (!(flags & UZRAM_BACKING_BLOCKS) ||
-					!blockmap_left_over(fd) ||
+					!blockmap_left_over(fd, path) ||
 					ftruncate(fd, 0) < 0)) {
 		close(fd);
 		return uzram_set_error(-EEXIST, "backing file %s is not empty "

@@ -280,109 +280,112 @@ static int extent_add(struct blockmap *m, size_t *cap, uint64_t logical,
 }
 
 /*
- * One FIEMAP answer: its extents added from next on (advanced), *end set
- * at the last extent or a hole. 0, or a negative errno with the error set.
+ * Call fn on each extent of fd's bytes [0, length) in order, as FIEMAP
+ * (after a sync) reports them, until fn returns non-zero (< 0 an error,
+ * > 0 enough), a hole's end of the report or the last extent. 0, or a
+ * negative errno (FIEMAP's own failure with the error set for path).
  */
-static int map_batch(struct blockmap *m, const struct fiemap *fm,
-		     const char *path, size_t *cap, uint64_t *next, bool *end)
+static int extents_walk(int fd, const char *path, uint64_t length,
+			int (*fn)(const struct fiemap_extent *fe, void *arg),
+			void *arg)
 {
-	for (unsigned i = 0; i < fm->fm_mapped_extents; i++) {
-		const struct fiemap_extent *fe = &fm->fm_extents[i];
-		uint64_t len = fe->fe_length;
-		int ret;
+	size_t bytes = sizeof(struct fiemap) +
+		       FIEMAP_BATCH * sizeof(struct fiemap_extent);
+	struct fiemap *fm = malloc(bytes);
+	uint64_t next = 0;
+	int ret = 0;
 
-		if (fe->fe_logical != *next) {
-			*end = true;    /* a hole */
-			return 0;
+	if (!fm)
+		return uzram_set_error(-ENOMEM, "backing store: out of memory");
+	while (!ret && next < length) {
+		memset(fm, 0, bytes);
+		fm->fm_start = next;
+		fm->fm_length = length - next;
+		fm->fm_flags = FIEMAP_FLAG_SYNC;
+		fm->fm_extent_count = FIEMAP_BATCH;
+		if (ioctl(fd, FS_IOC_FIEMAP, fm) < 0) {
+			ret = uzram_set_error(errno == ENOTTY ? -EOPNOTSUPP :
+				-errno, "backing file %s: cannot map its blocks "
+				"(FIEMAP): %s", path, strerror(errno));
+			break;
 		}
-		if (fe->fe_flags & FIEMAP_UNFIT)
-			return uzram_set_error(-EOPNOTSUPP, "backing file %s: "
-				"its file system keeps part of it in no fixed "
-				"place on the device (extent flags 0x%x)", path,
-				fe->fe_flags);
-		if ((fe->fe_physical | fe->fe_logical | len) % m->lbs)
-			return uzram_set_error(-EOPNOTSUPP, "backing file %s: "
-				"an extent not aligned to the device's %u-byte "
-				"blocks", path, m->lbs);
-		if (len > m->size - *next)
-			len = m->size - *next;
-		ret = extent_add(m, cap, *next, fe->fe_physical, len);
-		if (ret)
-			return uzram_set_error(ret, "backing store: out of "
-					       "memory");
-		*next += len;
-		if ((fe->fe_flags & FIEMAP_EXTENT_LAST) || *next == m->size)
-			*end = true;
+		if (!fm->fm_mapped_extents)
+			break;
+		for (unsigned i = 0; !ret && i < fm->fm_mapped_extents; i++) {
+			const struct fiemap_extent *fe = &fm->fm_extents[i];
+
+			ret = fn(fe, arg);
+			next = fe->fe_logical + fe->fe_length;
+			if (fe->fe_flags & FIEMAP_EXTENT_LAST)
+				ret = ret ? ret : 1;
+		}
 	}
-	if (!fm->fm_mapped_extents)
-		*end = true;
-	return 0;
+	free(fm);
+	return ret < 0 ? ret : 0;
+}
+
+struct map_walk {
+	struct blockmap *m;
+	const char *path;
+	size_t cap;             /* of m->ext */
+	uint64_t next;          /* the first byte not mapped yet */
+};
+
+/* extents_walk()'s fn for map_extents(): one extent into the map. */
+static int map_one(const struct fiemap_extent *fe, void *arg)
+{
+	struct map_walk *w = arg;
+	struct blockmap *m = w->m;
+	uint64_t len = fe->fe_length;
+
+	if (fe->fe_logical != w->next)
+		return 1;               /* a hole: map_extents() says so */
+	if (fe->fe_flags & FIEMAP_UNFIT)
+		return uzram_set_error(-EOPNOTSUPP, "backing file %s: its file "
+			"system keeps part of it in no fixed place on the "
+			"device (extent flags 0x%x)", w->path, fe->fe_flags);
+	if ((fe->fe_physical | fe->fe_logical | len) % m->lbs)
+		return uzram_set_error(-EOPNOTSUPP, "backing file %s: an extent "
+			"not aligned to the device's %u-byte blocks", w->path,
+			m->lbs);
+	if (len > m->size - w->next)
+		len = m->size - w->next;
+	if (extent_add(m, &w->cap, w->next, fe->fe_physical, len))
+		return uzram_set_error(-ENOMEM, "backing store: out of memory");
+	w->next += len;
+	return w->next == m->size;
 }
 
 /* Map the file's m->size bytes: 0, or a negative errno with the error set. */
 static int map_extents(struct blockmap *m, int fd, const char *path)
 {
-	size_t bytes = sizeof(struct fiemap) +
-		       FIEMAP_BATCH * sizeof(struct fiemap_extent);
-	struct fiemap *fm = malloc(bytes);
-	uint64_t next = 0;
-	size_t cap = 0;
-	bool end = false;
-	int ret = 0;
+	struct map_walk w = { m, path, 0, 0 };
+	int ret = extents_walk(fd, path, m->size, map_one, &w);
 
-	if (!fm)
-		return uzram_set_error(-ENOMEM, "backing store: out of memory");
-	while (!ret && !end) {
-		memset(fm, 0, bytes);
-		fm->fm_start = next;
-		fm->fm_length = m->size - next;
-		fm->fm_flags = FIEMAP_FLAG_SYNC;
-		fm->fm_extent_count = FIEMAP_BATCH;
-		if (ioctl(fd, FS_IOC_FIEMAP, fm) < 0)
-			ret = uzram_set_error(errno == ENOTTY ? -EOPNOTSUPP :
-				-errno, "backing file %s: cannot map its blocks "
-				"(FIEMAP): %s", path, strerror(errno));
-		else
-			ret = map_batch(m, fm, path, &cap, &next, &end);
-	}
-	free(fm);
-	if (!ret && next < m->size)
+	if (!ret && w.next < m->size)
 		ret = uzram_set_error(-EOPNOTSUPP, "backing file %s: a hole at "
 				      "byte %llu after fallocate", path,
-				      (unsigned long long)next);
+				      (unsigned long long)w.next);
 	return ret;
 }
 
-bool blockmap_left_over(int fd)
+/* extents_walk()'s fn for blockmap_left_over(): stop at a written one. */
+static int written_one(const struct fiemap_extent *fe, void *arg)
 {
-	size_t bytes = sizeof(struct fiemap) +
-		       FIEMAP_BATCH * sizeof(struct fiemap_extent);
-	struct fiemap *fm = malloc(bytes);
-	uint64_t next = 0;
-	bool zeros = fm != NULL, end = false;
+	bool *zeros = arg;
 
-	while (zeros && !end) {
-		memset(fm, 0, bytes);
-		fm->fm_start = next;
-		fm->fm_length = FIEMAP_MAX_OFFSET - next;
-		fm->fm_flags = FIEMAP_FLAG_SYNC;
-		fm->fm_extent_count = FIEMAP_BATCH;
-		if (ioctl(fd, FS_IOC_FIEMAP, fm) < 0)
-			zeros = false;
-		end = !zeros || !fm->fm_mapped_extents;
-		for (unsigned i = 0; zeros && !end &&
-		     i < fm->fm_mapped_extents; i++) {
-			const struct fiemap_extent *fe = &fm->fm_extents[i];
+	/* allocated, never written through the file system */
+	*zeros = (fe->fe_flags & FIEMAP_EXTENT_UNWRITTEN) &&
+		 !(fe->fe_flags & FIEMAP_UNFIT);
+	return !*zeros;
+}
 
-			/* allocated, never written through the file system */
-			zeros = (fe->fe_flags & FIEMAP_EXTENT_UNWRITTEN) &&
-				!(fe->fe_flags & FIEMAP_UNFIT);
-			next = fe->fe_logical + fe->fe_length;
-			end = fe->fe_flags & FIEMAP_EXTENT_LAST;
-		}
-	}
-	free(fm);
-	return zeros;
+bool blockmap_left_over(int fd, const char *path)
+{
+	bool zeros = true;
+
+	return !extents_walk(fd, path, FIEMAP_MAX_OFFSET, written_one, &zeros) &&
+	       zeros;
 }
 
 /*

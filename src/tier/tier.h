@@ -133,7 +133,7 @@ int blockmap_thread_prepare(void);
  * server left when it died (it reads as zeros). Such a file is taken
  * over; any other that is not empty is not the tier's to overwrite.
  */
-bool blockmap_left_over(int fd);
+bool blockmap_left_over(int fd, const char *path);
 void blockmap_close(struct blockmap *m);        /* NULL is accepted */
 
 /*
