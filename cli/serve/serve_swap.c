@@ -427,7 +427,6 @@ static uint64_t swap_reserve(struct uzram *dev, const struct uzram_config *cfg)
 	uint64_t reserve = room < limit / 2 ? limit - room : limit / 2;
 	uint32_t high = cfg->high_watermark ? cfg->high_watermark : 90;
 	uint32_t low = cfg->low_watermark ? cfg->low_watermark : high - 10;
-
 	uint64_t avail = mem_available();
 
 	if (!limit)

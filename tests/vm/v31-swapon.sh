@@ -69,6 +69,14 @@ check second-mem-limit test "$(stat_field /run/uzram/swap/nbd1.sock mem_limit)" 
 check second-wb-limit test "$(stat_field /run/uzram/swap/nbd1.sock bd_wb_limit)" = 16384
 # allocated whole: the device's 32 MiB and the spare segments
 check second-backing-file test "$(stat -c %s /mnt/disk/swap1.backing)" -gt $((32 << 20))
+# a memory limit past what the guest has: the reserve stops at half of
+# MemAvailable, and the server starts (a reserve of the whole limit stalled
+# in the NOIO allocator with no swap to reclaim to, v51 on 7.3)
+avail_mib=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo)
+check third-limit-past-ram bounded 120 uzram swapon --size 64M --mem-limit 1G --priority 1
+reserved=$(sed -n 's/.*), \([0-9]*\) MiB reserved.*/\1/p' /run/uzram/swap/nbd2.log | tail -n 1)
+info "MemAvailable $avail_mib MiB before; reserved ${reserved:-none} MiB"
+check third-reserve-half-available test "${reserved:-999999}" -le $((avail_mib / 2))
 check swapoff-all bounded 300 uzram swapoff
 check backing-file-emptied test "$(stat -c %s /mnt/disk/swap1.backing)" = 0
 check umount umount /mnt/disk
