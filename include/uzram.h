@@ -197,12 +197,15 @@ struct uzram_config {
  *   overlayfs and NFS have no block device of their own, f2fs and
  *   bcachefs move a file's blocks by themselves), room for the whole file
  *   (-ENOSPC), and write access to that block device (root; -EACCES). As
- *   for a swap file: while the device is open, nothing else may write,
- *   truncate or defragment the file, and reading it through the file
- *   system shows none of the tier's bytes. uzram_close() empties it; one
- *   that a process left when it died (nothing of it written through the
- *   file system: it reads as zeros) is taken over, while any other file
- *   that is not empty is refused (-EEXIST), as without the flag. A
+ *   for a swap file: while the device is open the file is immutable
+ *   (FS_IMMUTABLE_FL, with CAP_LINUX_IMMUTABLE; else unguarded), so that
+ *   nothing else writes, truncates, removes or defragments it, and
+ *   reading it through the file system shows none of the tier's bytes.
+ *   uzram_close() empties it and clears the flag; one that a process left
+ *   when it died (nothing of it written through the file system: it reads
+ *   as zeros; immutable, with the attribute user.uzram.backing) is taken
+ *   over, while any other file that is not empty is refused (-EEXIST),
+ *   as without the flag, and one a user made immutable too (-EPERM). A
  *   block device or an NBD URI is used as without the flag.
  */
 enum uzram_backing_flag {

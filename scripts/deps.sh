@@ -8,7 +8,7 @@ set -euo pipefail
 pkgs_build="gcc g++ make pkg-config scdoc liblz4-dev libzstd-dev libdeflate-dev libxxhash-dev
             libgnutls28-dev libnbd-dev libsystemd-dev liburing-dev libfuse3-dev
             libbpf-dev bpftool clang"
-pkgs_test="systemd libcmocka-dev libxxhash-dev clang libclang-rt-14-dev qemu-utils libnbd-bin fio
+pkgs_test="systemd attr ntfs-3g libcmocka-dev libxxhash-dev clang libclang-rt-14-dev qemu-utils libnbd-bin fio
            nbdkit gdb python3 python3-prometheus-client curl man-db e2fsprogs xfsprogs util-linux procps mount tar fuse3
            fuse2fs gnutls-bin iproute2 coreutils git sqlite3 rsync stress-ng acl"
 pkgs_bench="fio nbdkit gnuplot-nox gdb python3 dpkg-dev linux-perf procps libnbd-dev bc qemu-utils

@@ -18,7 +18,8 @@
  * used (tier.c takes the lowest free segment first); it must be empty when
  * opened, because the tier owns every byte of it, and is truncated to
  * nothing at close. On its blocks, one that a dead server left (it reads
- * as zeros: blockmap_left_over()) is taken over. Short transfers are
+ * as zeros: blockmap_left_over(); immutable, if it was guarded:
+ * blockmap_take_guarded()) is taken over. Short transfers are
  * retried; a read past the end of what was written is corruption (-EIO).
  *
  * The writer pool: submit appends to a queue under pool.lock and signals
@@ -301,10 +302,14 @@ static int open_path(const char *path, uint64_t want, uint64_t flags,
 	int fd, ret;
 
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EPERM && (flags & UZRAM_BACKING_BLOCKS))
+		fd = blockmap_take_guarded(path);       /* a dead server's */
+	else if (fd < 0)
+		fd = uzram_set_error(-errno, "backing store %s: cannot open "
+				     "it for writing: %s", path,
+				     strerror(errno));
 	if (fd < 0)
-		return uzram_set_error(-errno, "backing store %s: cannot open "
-				       "it for writing: %s", path,
-				       strerror(errno));
+		return fd;
 	if (fstat(fd, &sb) < 0)
 		goto errno_out;
 	if (S_ISBLK(sb.st_mode)) {

@@ -45,9 +45,9 @@
  *
  * The blocks stay the file's while it is open: nothing here punches a
  * hole, as a freed block could go to another file while the tier still
- * writes there. The file is not guarded as the kernel guards a swap file
- * (S_SWAPFILE): whoever writes, truncates or defragments it meanwhile
- * breaks the tier, and its page cache never shows the tier's bytes.
+ * writes there, and the file is immutable meanwhile (backing_guard.c), so
+ * that nobody else writes, truncates or defragments it either. Its page
+ * cache never shows the tier's bytes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -89,6 +89,7 @@ struct blockmap {
 	struct bm_extent *ext;          /* by logical, no gaps */
 	size_t n;
 	pthread_mutex_t edge_lock;      /* read-modify-writes of blocks */
+	int guard_fd;                   /* the file, guarded; or -1 */
 };
 
 static void bounce_free(void *p)
@@ -472,6 +473,7 @@ int blockmap_open(int fd, const char *path, uint64_t size,
 	if (!m)
 		return uzram_set_error(-ENOMEM, "backing store: out of memory");
 	m->dev_fd = -1;
+	m->guard_fd = -1;
 	m->size = size;
 	pthread_mutex_init(&m->edge_lock, NULL);
 	if (fstat(fd, &sb)) {
@@ -498,6 +500,8 @@ int blockmap_open(int fd, const char *path, uint64_t size,
 		goto fail;
 	/* nothing of the file is read through its page cache: drop it */
 	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	if (blockmap_guard(fd))
+		m->guard_fd = fd;
 	*out = m;
 	return 0;
 fail:
@@ -512,6 +516,8 @@ void blockmap_close(struct blockmap *m)
 {
 	if (!m)
 		return;
+	if (m->guard_fd >= 0)
+		blockmap_unguard(m->guard_fd);
 	if (m->dev_fd >= 0)
 		close(m->dev_fd);
 	pthread_mutex_destroy(&m->edge_lock);

@@ -137,6 +137,19 @@ bool blockmap_left_over(int fd, const char *path);
 void blockmap_close(struct blockmap *m);        /* NULL is accepted */
 
 /*
+ * backing_guard.c: the file immutable while the tier uses it, as the
+ * kernel's S_SWAPFILE guards a swap file. blockmap_guard() says whether
+ * fd is guarded now (not without CAP_LINUX_IMMUTABLE); blockmap_unguard()
+ * ends it. blockmap_take_guarded() is for a file open() refused with
+ * EPERM: one a dead server left guarded is opened for writing, its guard
+ * off (an fd; blockmap_left_over() still decides whether it is taken
+ * over); any other is refused (-errno, the error set) and left as it is.
+ */
+bool blockmap_guard(int fd);
+void blockmap_unguard(int fd);
+int blockmap_take_guarded(const char *path);
+
+/*
  * Make the calling thread ready to move bytes to and from b with no
  * allocation on the way (a file on its blocks: its bounce buffer); 0 or
  * -ENOMEM. Nothing to do for the other kinds.

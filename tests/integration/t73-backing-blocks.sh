@@ -9,14 +9,18 @@
 # written from several connections and then written over, reads back
 # byte for byte; the tier's bytes are on the device under the file while
 # the file system shows none of them, and none is in the file's page
-# cache; the file is empty once the server ends, and e2fsck (xfs_repair
-# -n) finds the file system clean. The file a killed server left is taken over by the next
-# (it reads as zeros), a file with data in it is not. Refused with a clear
-# message, the file left empty: a file on tmpfs (no block device of its
-# own), a file system too small for the file, --backing-blocks without
-# --backing.
+# cache; while served the file is immutable (not written, truncated,
+# removed or defragmented); it is empty and an ordinary file once the
+# server ends, and e2fsck (xfs_repair -n) finds the file system clean.
+# The file a killed server left (still immutable) is taken over by the
+# next (it reads as zeros); a file with data in it is not, nor one a user
+# made immutable. Refused with a clear message, the file left empty: a
+# file on tmpfs (no block device of its own), on NTFS (a block device,
+# but not a file system whose files stay put), a file system too small
+# for the file, --backing-blocks without --backing.
 source "$(dirname "$0")/functions.sh"
-require nbdcopy mkfs.ext4 e2fsck filefrag fincore losetup
+require nbdcopy mkfs.ext4 e2fsck filefrag fincore losetup lsattr chattr \
+	e4defrag getfattr mkntfs ntfs-3g
 real_server || skip_all "the tier is a uzram serve feature"
 ((EUID == 0)) || skip_all "a file's blocks are written on its device: root"
 
@@ -50,6 +54,37 @@ make_fs()
 	cleanup_mount "$T/$1"
 }
 
+immutable() { [[ $(lsattr -d "$1" 2>/dev/null) =~ ^[^\ ]*i ]]; }
+
+# guarded FILE TYPE: while served, FILE is immutable (chattr +i, as the
+# kernel marks a swap file S_SWAPFILE): not written, truncated, removed,
+# nor moved by the file system's defragmenter
+guarded()
+{
+	local f=$1
+	immutable "$f" || fail "$f is not immutable while served: $(lsattr -d "$f")"
+	! dd if=/dev/zero of="$f" bs=4k count=1 conv=notrunc status=none 2>/dev/null ||
+		fail "$f was written through its file system"
+	! truncate -s 0 "$f" 2>/dev/null || fail "$f was truncated"
+	! rm -f "$f" 2>/dev/null && [[ -e $f ]] || fail "$f was removed"
+	if [[ $2 == xfs ]]; then
+		xfs_fsr -v "$f" >/dev/null 2>&1 || true
+	else
+		e4defrag "$f" >/dev/null 2>&1 || true
+	fi
+	filefrag -v "$f" >"$T/frag.after"
+	cmp -s "$T/frag" "$T/frag.after" ||
+		fail "the defragmenter moved $f: $(diff "$T/frag" "$T/frag.after")"
+}
+
+# unguarded FILE: once the server has ended, FILE is an ordinary file
+unguarded()
+{
+	! immutable "$1" || fail "$1 still immutable after the server"
+	[[ -z $(getfattr --absolute-names -n user.uzram.backing "$1" 2>/dev/null) ]] ||
+		fail "$1 keeps the server's attribute"
+}
+
 # round NAME TYPE BLOCKSIZE: the whole check on a fresh file system
 round()
 {
@@ -63,6 +98,7 @@ round()
 	(($(stat -c %s "$back") > 128 * MiB)) ||
 		fail "the file has $(stat -c %s "$back") bytes, not the device's"
 	filefrag -v "$back" >"$T/frag"
+	guarded "$back" "$type"
 	nbdcopy --flush --connections 4 --requests 16 "$T/data" "${URI[$name]}"
 	(($(field "$name" bd_count) > 0)) || fail "nothing was written back"
 	assert_eq "$(field "$name" failed_writes)" 0 failed_writes
@@ -95,6 +131,7 @@ round()
 	step "$type with $bs-byte blocks: emptied at the end, the file system clean"
 	stop_server "$name"
 	assert_eq "$(stat -c %s "$back")" 0 "the file's size after the server"
+	unguarded "$back"
 	umount "$T/$name"
 	if [[ $type == xfs ]]; then
 		xfs_repair -n "${DEV[$name]}" >"$T/fsck" 2>&1 ||
@@ -128,12 +165,14 @@ wait "${PID[c1]}" 2>/dev/null || true
 unset "PID[c1]"
 rm -f "${SOCK[c1]}"*
 (($(stat -c %s "$T/c/back") > 128 * MiB)) || fail "the killed server's file is gone"
+immutable "$T/c/back" || fail "the killed server's file lost its guard"
 start_server c2 --size 128M --mem-limit $LIMIT --backing "$T/c/back" --backing-blocks
 nbdcopy --flush "$T/over" "${URI[c2]}"
 nbdcopy "${URI[c2]}" "$T/out"
 assert_same_data "$T/over" "$T/out"
 stop_server c2
 assert_eq "$(stat -c %s "$T/c/back")" 0 "the file's size after the second server"
+unguarded "$T/c/back"
 
 step "a file with data in it: refused, its bytes kept"
 head -c 1M "$T/data" >"$T/c/data"
@@ -143,6 +182,18 @@ refuse serve --socket "$T/d.sock" --size 128M --mem-limit $LIMIT \
 ((rc != 0 && rc != 124)) || fail "served over a file with data (status $rc)"
 grep -qF "is not empty" "$T/d.out" || fail "no message: $(cat "$T/d.out")"
 cmp -s "$T/c/data" <(head -c 1M "$T/data") || fail "the file's bytes changed"
+
+step "a file a user made immutable: refused, left as it is"
+fallocate -l 1M "$T/c/frozen"
+chattr +i "$T/c/frozen"
+rc=0
+refuse serve --socket "$T/f.sock" --size 128M --mem-limit $LIMIT \
+	--backing "$T/c/frozen" --backing-blocks >"$T/f.out" 2>&1 || rc=$?
+((rc != 0 && rc != 124)) || fail "served over an immutable file (status $rc)"
+grep -qF "immutable (chattr +i), and not by a uzram server" "$T/f.out" ||
+	fail "no message: $(cat "$T/f.out")"
+immutable "$T/c/frozen" || fail "the user's immutable flag was cleared"
+assert_eq "$(stat -c %s "$T/c/frozen")" $MiB "the immutable file's size"
 
 # refused NAME MESSAGE BACKING: the server ends with MESSAGE, serves
 # nothing, and leaves no byte in BACKING
@@ -162,6 +213,16 @@ mkdir "$T/tmp"
 mount -t tmpfs -o size=300M tmpfs "$T/tmp"
 cleanup_mount "$T/tmp"
 refused t "its file system has no block device of its own" "$T/tmp/back"
+
+step "a file on NTFS (ntfs-3g): refused, its blocks not known to stay"
+truncate -s 64M "$T/ntfs.img"
+mkntfs -q -F -f "$T/ntfs.img" >/dev/null 2>&1
+DEV[ntfs]=$(losetup --find --show "$T/ntfs.img")
+cleanup_loop "${DEV[ntfs]}"
+mkdir "$T/ntfs"
+ntfs-3g "${DEV[ntfs]}" "$T/ntfs"
+cleanup_mount "$T/ntfs"
+refused nt "is not ext4 or XFS" "$T/ntfs/back"
 
 step "a file system too small for the file: refused, the space given back"
 make_fs small ext4 4096 64M
