@@ -7,7 +7,8 @@
 # device option serve takes (a backing file, recompression, dedup...), and
 # swapoff taking every piece down: no swap, no client, no server, no
 # files left. The backing file is on ext4 on the guest's disk, written on
-# its blocks (serve --backing-blocks, which --swap implies); one on tmpfs
+# its blocks (serve --backing-blocks, which --swap implies), immutable
+# while served and an ordinary file after; one on tmpfs
 # (the guest's /tmp) is refused, and swapon shows why.
 # vm-mem: 256
 # vm-timeout: 240
@@ -69,6 +70,9 @@ check second-mem-limit test "$(stat_field /run/uzram/swap/nbd1.sock mem_limit)" 
 check second-wb-limit test "$(stat_field /run/uzram/swap/nbd1.sock bd_wb_limit)" = 16384
 # allocated whole: the device's 32 MiB and the spare segments
 check second-backing-file test "$(stat -c %s /mnt/disk/swap1.backing)" -gt $((32 << 20))
+# and immutable while served, as a swap file is: nobody writes it
+check second-backing-guarded bash -c '! dd if=/dev/zero of=/mnt/disk/swap1.backing \
+	bs=4k count=1 conv=notrunc status=none 2>/dev/null'
 # a memory limit past what the guest has: the reserve stops at half of
 # MemAvailable, and the server starts (a reserve of the whole limit stalled
 # in the NOIO allocator with no swap to reclaim to, v51 on 7.3)
@@ -79,6 +83,7 @@ info "MemAvailable $avail_mib MiB before; reserved ${reserved:-none} MiB"
 check third-reserve-half-available test "${reserved:-999999}" -le $((avail_mib / 2))
 check swapoff-all bounded 300 uzram swapoff
 check backing-file-emptied test "$(stat -c %s /mnt/disk/swap1.backing)" = 0
+check backing-file-unguarded bash -c 'echo x >> /mnt/disk/swap1.backing && rm /mnt/disk/swap1.backing'
 check umount umount /mnt/disk
 check no-swap-left test "$(tail -n +2 /proc/swaps | wc -l)" -eq 0
 check no-server-left bash -c '! pidof uzram'
