@@ -84,13 +84,19 @@
 #                           socket, in one boot, each under tests/vm/
 #                           tsample.c (where every thread's time goes);
 #                           not in make test (5-25 min a boot under TCG)
+#   make test-vm-path-cost  issue 30 item 4 (v52, 6.12; VM_KERNEL=
+#                           trixie-backports for 7.3): what one 4 KiB
+#                           request costs the guest's CPUs on zram and on
+#                           uzram serve --ublk, at queue depth 1 and 16,
+#                           zero pages and pages that compress, lz4 and
+#                           zstd, in one boot; not in make test (3 min)
 #   make test-vm-swap-repeat [VM_REPEAT=5]   the swap tests VM_REPEAT times
 #                           in a row, a guest each, their figures each time
 #
 # The first run fetches the kernels (build/vm/, about 180 MB, kept; see
 # tests/vm/fetch-kernel.sh): nothing of the host's /boot or apt is used.
 
-VM_TESTS ?= $(filter-out $(VM_SWAP) $(VM_SWAP_RANDOM) $(VM_SWAP_FAST) $(VM_KEEPER) $(VM_KEEPER_NBD) $(VM_BEYOND) $(VM_NBD_AB),$(sort $(wildcard tests/vm/v*.sh)))
+VM_TESTS ?= $(filter-out $(VM_SWAP) $(VM_SWAP_RANDOM) $(VM_SWAP_FAST) $(VM_KEEPER) $(VM_KEEPER_NBD) $(VM_BEYOND) $(VM_NBD_AB) $(VM_PATH_COST),$(sort $(wildcard tests/vm/v*.sh)))
 VM_QUICK := $(addprefix tests/vm/,v10-ext4.sh v12-discard.sh v13-multiconn.sh \
 	v14-reconnect.sh v15-server-killed.sh v16-hang-report.sh v31-swapon.sh)
 VM_UBLK := $(addprefix tests/vm/,v40-ublk.sh v41-ublk-faults.sh v42-ublk-swapon.sh \
@@ -115,6 +121,7 @@ VM_KEEPER_RESTARTS ?= 5
 VM_KEEPER_NBD := tests/vm/v45-swap-keeper-nbd.sh
 VM_BEYOND := tests/vm/v51-swap-beyond-ram.sh
 VM_NBD_AB := tests/vm/v36-nbd-swap-ab.sh
+VM_PATH_COST := tests/vm/v52-path-cost.sh
 VM_REPEAT ?= 5
 SWAP_UZRAM_HOG_MIB ?= 576
 SWAP_RANDOM_HOG_MIB ?= 512
@@ -126,7 +133,7 @@ VM_RUN = UZRAM=$(abspath $(BUILD)/uzram) UZRAM_TEST_CORPUS=$(CORPUS_DIR) \
 .PHONY: deps-vm test-vm test-vm-quick test-vm-ublk test-vm-swap test-vm-swap-repeat \
 	test-vm-swap-uzram test-vm-swap-nbd test-vm-swap-random test-vm-keeper test-vm-keeper-repeat \
 	test-vm-keeper-nbd test-vm-keeper-nbd-repeat \
-	test-vm-swap-beyond-ram test-vm-nbd-ab
+	test-vm-swap-beyond-ram test-vm-nbd-ab test-vm-path-cost
 
 deps-vm: deps
 	@scripts/deps.sh test vm
@@ -184,6 +191,9 @@ test-vm-swap-beyond-ram: deps-vm all $(CORPUS_READY)
 
 test-vm-nbd-ab: deps-vm all $(CORPUS_READY)
 	$(VM_RUN) $(VM_NBD_AB)
+
+test-vm-path-cost: deps-vm all $(CORPUS_READY)
+	$(VM_RUN) $(VM_PATH_COST)
 
 test-vm-swap-repeat: deps-vm all $(CORPUS_READY)
 	@failed=0; for i in $$(seq $(VM_REPEAT)); do \

@@ -91,8 +91,13 @@ stress_run()
 # threads); what is left is the hog and the kernel's work in its context.
 run_hog()
 {
-	local name=$1 in0 out0 t0 rc secs in out b0 k0 u0 kp thp0 thpf0
+	local name=$1 in0 out0 t0 rc secs in out b0 k0 u0 kp thp0 thpf0 sdev rq0 rq r0 w0 r1 w1
 	in0=$(vmstat pswpin); out0=$(vmstat pswpout)
+	# the swap device's requests (/sys/block/DEV/stat: reads and writes
+	# completed): pages per request, as a ublk or NBD server pays per
+	# request and zram per page
+	sdev=$(awk 'NR == 2 { sub(".*/", "", $1); print $1 }' /proc/swaps)
+	rq0=$(awk '{ print $1, $5 }' "/sys/block/$sdev/stat" 2>/dev/null || echo 0 0)
 	thp0=$(vmstat thp_swpout); thpf0=$(vmstat thp_swpout_fallback)
 	kp=$(kswapd_pid)
 	b0=$(busy_ticks); k0=$(pid_ticks "$kp"); u0=$(pid_ticks "${UZRAM_PID:-0}")
@@ -117,6 +122,12 @@ run_hog()
 	figure "$name-seconds" "$secs" s
 	figure "$name-pswpin" "$in" pages
 	figure "$name-pswpout" "$out" pages
+	rq=$(awk '{ print $1, $5 }' "/sys/block/$sdev/stat" 2>/dev/null || echo 0 0)
+	read -r r0 w0 <<<"$rq0"; read -r r1 w1 <<<"$rq"
+	figure "$name-read-requests" "$((r1 - r0))" requests
+	figure "$name-write-requests" "$((w1 - w0))" requests
+	info "$name: $(awk -v i=$in -v o=$out -v r=$((r1 - r0)) -v w=$((w1 - w0)) 'BEGIN {
+		printf "%.2f pages a read request, %.2f a write request", r ? i / r : 0, w ? o / w : 0 }')"
 	# huge pages swapped out whole, and those split first (zram takes
 	# them whole; whether a ublk or NBD device does is the kernel's call)
 	figure "$name-thp_swpout" "$(($(vmstat thp_swpout) - ${thp0:-0}))" folios
