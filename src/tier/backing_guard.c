@@ -82,7 +82,7 @@ void blockmap_unguard(int fd)
 
 int blockmap_take_guarded(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), ret;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
 
 	if (fd < 0 || !is_immutable(fd)) {
 		ret = uzram_set_error(-EPERM, "backing store %s: cannot open "
@@ -105,7 +105,7 @@ int blockmap_take_guarded(const char *path)
 		goto out;
 	}
 	(void)fremovexattr(fd, GUARD_XATTR);
-	ret = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	ret = open(path, O_RDWR | O_CLOEXEC);
 	if (ret < 0)
 		ret = uzram_set_error(-errno, "backing store %s: cannot open "
 				      "it for writing: %s", path,
